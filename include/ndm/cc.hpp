@@ -1,0 +1,130 @@
+// The congestion-control interface: plain event structs in, a window and an
+// optional pacing rate out (in the spirit of ngtcp2's ngtcp2_cc and mvfst's
+// CongestionController). The transport core owns RTT estimation, bytes in
+// flight and loss detection (RFC 9002 §5, §6); a controller only reacts.
+//
+// Controllers are created by name through a registry, so a user-defined
+// controller can be plugged in from outside the library:
+//
+//   ndm::cc::register_controller({"mine", "my experiment", [](auto& p, auto& o) {
+//       return std::make_unique<Mine>(p, o); }});
+//   auto cc = ndm::cc::make("mine", params, "gain=2");
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ndm/time.hpp"
+
+namespace ndm::cc {
+
+// A packet carrying in-flight bytes left the sender.
+struct PacketSent {
+    Instant time;
+    std::uint64_t packet_number = 0;
+    std::uint64_t bytes = 0;            // size counted in flight
+    std::uint64_t bytes_in_flight = 0;  // after adding this packet
+    bool app_limited = false;           // the sender had less data than cwnd allowed
+};
+
+// One ACK frame's worth of newly acknowledged in-flight packets (RFC 9002 §7.3.2).
+struct AckEvent {
+    Instant now;
+    std::uint64_t bytes_acked = 0;    // newly acknowledged in-flight bytes
+    std::uint64_t packets_acked = 0;  // newly acknowledged in-flight packets
+    // RTT state after this ACK was processed (RFC 9002 §5). has_rtt_sample is
+    // false when the largest acknowledged packet was not newly acknowledged or
+    // not ack-eliciting; latest_rtt then repeats the previous sample.
+    bool has_rtt_sample = false;
+    Duration latest_rtt{0};
+    Duration smoothed_rtt{0};
+    Duration rttvar{0};
+    Duration min_rtt{0};
+    std::uint64_t prior_bytes_in_flight = 0;
+    std::uint64_t bytes_in_flight = 0;  // after removing the acknowledged packets
+    Instant largest_acked_sent_time;    // send time of the largest newly acked packet
+    // True when the largest newly acked packet was sent while the sender was
+    // not using its window (RFC 9002 §7.8): controllers must not grow on it.
+    bool app_limited = false;
+};
+
+// Packets declared lost by one ACK or timeout (RFC 9002 §7.3.2, §7.6).
+struct CongestionEvent {
+    Instant now;
+    std::uint64_t bytes_lost = 0;
+    std::uint64_t packets_lost = 0;
+    Instant largest_lost_sent_time;  // starts a recovery period if after the current one
+    std::uint64_t bytes_in_flight = 0;  // after removing the lost packets
+    bool persistent = false;  // persistent congestion (RFC 9002 §7.6): collapse to minimum
+};
+
+// Every packet of an earlier congestion event was acknowledged after all:
+// the loss was spurious (reordering), undo the reduction (RFC 9438 §4.9).
+struct SpuriousEvent {
+    Instant now;
+};
+
+// What a controller is told when it is created.
+struct Params {
+    std::uint64_t max_datagram_size = 1200;  // MDS of RFC 9002 §7.2
+    Instant now;
+};
+
+class Controller {
+public:
+    virtual ~Controller() = default;
+
+    virtual void on_packet_sent(const PacketSent&) {}
+    virtual void on_ack(const AckEvent& ev) = 0;
+    virtual void on_congestion_event(const CongestionEvent& ev) = 0;
+    virtual void on_spurious_congestion(const SpuriousEvent&) {}
+    // The sender was idle for longer than a PTO and restarts (RFC 9002 §7.8).
+    virtual void on_idle_restart(Instant) {}
+
+    // Congestion window in bytes.
+    [[nodiscard]] virtual std::uint64_t cwnd() const = 0;
+    [[nodiscard]] virtual std::uint64_t ssthresh() const { return UINT64_MAX; }
+    // Pacing rate in bytes per second, or nullopt to let the core pace at
+    // 1.25 * cwnd / smoothed_rtt (RFC 9002 §7.7).
+    [[nodiscard]] virtual std::optional<double> pacing_rate() const { return std::nullopt; }
+    // A short state name for statistics and qlog ("slow_start", "recovery", ...).
+    [[nodiscard]] virtual std::string_view state() const = 0;
+    [[nodiscard]] virtual std::string_view name() const = 0;
+};
+
+// Options are "key=value" pairs separated by commas ("beta=0.7,hystart=off").
+using Options = std::map<std::string, std::string, std::less<>>;
+// Throws std::invalid_argument naming the offending part.
+Options parse_options(std::string_view text);
+
+using Factory = std::function<std::unique_ptr<Controller>(const Params&, const Options&)>;
+
+struct Registration {
+    std::string name;
+    std::string description;
+    Factory factory;
+};
+
+// Adds (or replaces) a controller under its name. Thread-safe.
+void register_controller(Registration reg);
+
+// Creates a controller by name; throws std::invalid_argument with a message
+// that lists the known names when the name is unknown, or names the option
+// a controller rejected.
+std::unique_ptr<Controller> make(std::string_view name, const Params& params,
+                                 std::string_view options = {});
+
+struct Info {
+    std::string name;
+    std::string description;
+};
+// Every registered controller, sorted by name.
+std::vector<Info> list();
+
+}  // namespace ndm::cc

@@ -1,0 +1,155 @@
+// ndm::Connection: the sans-I/O transport state machine. It never touches a
+// socket, a clock or a thread (models: ngtcp2, quinn-proto). The driver
+//   - feeds received datagrams with on_datagram(),
+//   - drains datagrams to send with poll_datagram() until it returns 0,
+//   - calls on_timeout() when next_timeout() is reached,
+//   - reads application events with poll_event().
+// A Connection is not thread-safe; drive it from one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ndm/stats.hpp"
+#include "ndm/time.hpp"
+
+namespace ndm {
+
+inline constexpr std::uint32_t kProtocolVersion = 0x4e444d01;  // "NDM" v1
+inline constexpr std::size_t kMinDatagramSize = 1200;
+inline constexpr std::size_t kMaxDatagramSize = 65507;  // largest UDP payload over IPv4
+
+using StreamId = std::uint64_t;
+
+struct ConnectionConfig {
+    // Largest datagram this side sends, 1200..65507 bytes. The effective size is
+    // the minimum of both sides' max_datagram_size transport parameters.
+    std::size_t max_datagram_size = 1452;
+    // Flow-control limits advertised to the peer (RFC 9000 §4).
+    std::uint64_t initial_max_data = 32u << 20;
+    std::uint64_t initial_max_stream_data = 16u << 20;
+    std::uint64_t initial_max_streams = 100;
+    // Bytes each stream buffers for sending (unsent plus unacknowledged).
+    std::size_t stream_send_buffer = 16u << 20;
+    Duration idle_timeout = std::chrono::seconds(30);
+    Duration max_ack_delay = std::chrono::milliseconds(25);
+    Duration handshake_timeout = std::chrono::seconds(10);
+    // Congestion controller by registry name, with its option string.
+    std::string cc = "reno";
+    std::string cc_options;
+    bool pacing = true;
+    // Opaque bytes carried in the handshake (the tools put test parameters here).
+    std::vector<std::uint8_t> application_params;
+    // Seeds connection IDs; give each connection its own.
+    std::uint64_t seed = 1;
+};
+
+enum class ConnectionState { handshaking, established, closing, draining, closed };
+
+// Well-known close codes (transport errors follow RFC 9000 §20.1 numbering).
+enum class CloseCode : std::uint64_t {
+    no_error = 0x0,
+    internal_error = 0x1,
+    flow_control_error = 0x3,
+    stream_limit_error = 0x4,
+    stream_state_error = 0x5,
+    final_size_error = 0x6,
+    frame_encoding_error = 0x7,
+    transport_parameter_error = 0x8,
+    protocol_violation = 0xa,
+    version_negotiation_error = 0x11,
+    idle_timeout = 0x100,     // local only: never sent
+    handshake_timeout = 0x101,  // local only: never sent
+};
+
+struct CloseInfo {
+    std::uint64_t code = 0;
+    std::string reason;
+    bool by_peer = false;
+    bool application = false;  // application close (CONNECTION_CLOSE 0x1d)
+};
+
+namespace event {
+struct Established {};
+struct StreamOpened { StreamId id; };     // the peer opened a stream
+struct StreamReadable { StreamId id; };   // new in-order data or FIN can be read
+struct StreamWritable { StreamId id; };   // send buffer or flow-control credit opened up
+struct Closed { CloseInfo info; };
+}  // namespace event
+using Event = std::variant<event::Established, event::StreamOpened, event::StreamReadable,
+                           event::StreamWritable, event::Closed>;
+
+class Connection {
+public:
+    // A client connection; its first datagram is ready to poll immediately.
+    // Throws std::invalid_argument on a bad config (datagram size, controller name).
+    static std::unique_ptr<Connection> connect(const ConnectionConfig& config, Instant now);
+    // A server connection for the client's first datagram. Returns nullptr if
+    // the datagram is not a valid client hello (the caller drops it). On a
+    // version mismatch the connection is created and immediately closes with
+    // version_negotiation_error, so the client learns why.
+    static std::unique_ptr<Connection> accept(const ConnectionConfig& config,
+                                              std::span<const std::uint8_t> datagram, Instant now);
+
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    // Feeds one received datagram. Malformed datagrams are dropped (counted in
+    // stats().packets_dropped) or close the connection with a reason.
+    void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
+    // Writes the next datagram into out (which must hold max_datagram_size
+    // bytes) and returns its length, or 0 when nothing may be sent now
+    // (congestion window, pacing, nothing to send). Call until it returns 0.
+    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now);
+    // Earliest instant at which on_timeout() or poll_datagram() has work:
+    // ACK delay, loss/PTO timer, idle timeout, or the pacer's next send time.
+    [[nodiscard]] Instant next_timeout() const;
+    void on_timeout(Instant now);
+
+    std::optional<Event> poll_event();
+
+    // Streams (bidirectional). open_stream() returns nullopt when the peer's
+    // stream limit is reached.
+    std::optional<StreamId> open_stream();
+    // Buffers up to data.size() bytes; returns how many were taken (bounded
+    // by the send buffer). fin marks the end once all of data was taken.
+    std::size_t write(StreamId id, std::span<const std::uint8_t> data, bool fin = false);
+    void finish(StreamId id);
+    // Reads in-order bytes; returns the count. stream_finished() tells when
+    // the peer's FIN has been read.
+    std::size_t read(StreamId id, std::span<std::uint8_t> out);
+    [[nodiscard]] bool stream_finished(StreamId id) const;
+    // Bytes the application may still write before the send buffer is full.
+    [[nodiscard]] std::size_t stream_send_capacity(StreamId id) const;
+
+    // Starts a graceful close with a code and reason; the peer is told.
+    void close(std::uint64_t code, std::string reason, Instant now, bool application = true);
+
+    [[nodiscard]] ConnectionState state() const;
+    [[nodiscard]] bool is_established() const { return state() == ConnectionState::established; }
+    [[nodiscard]] bool is_closed() const { return state() == ConnectionState::closed; }
+    [[nodiscard]] const CloseInfo& close_info() const;
+    [[nodiscard]] bool is_client() const;
+    // Negotiated values, valid once established.
+    [[nodiscard]] std::size_t max_datagram_size() const;
+    [[nodiscard]] std::span<const std::uint8_t> peer_application_params() const;
+    // The connection ID the peer puts in packets to us (endpoints route by it).
+    [[nodiscard]] std::span<const std::uint8_t> local_cid() const;
+
+    [[nodiscard]] ConnectionStats stats(Instant now) const;
+
+    struct Impl;
+
+private:
+    explicit Connection(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ndm

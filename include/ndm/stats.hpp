@@ -1,0 +1,48 @@
+// Per-connection statistics: plain counters, cheap to copy at any time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ndm/time.hpp"
+
+namespace ndm {
+
+struct ConnectionStats {
+    // Application bytes.
+    std::uint64_t stream_bytes_sent = 0;        // first transmissions of stream data
+    std::uint64_t stream_bytes_retransmitted = 0;
+    std::uint64_t stream_bytes_acked = 0;       // unique stream bytes the peer acknowledged
+    std::uint64_t stream_bytes_received = 0;    // unique stream bytes received (in any order)
+    std::uint64_t stream_bytes_delivered = 0;   // read by the application, in order
+    // Datagram level.
+    std::uint64_t bytes_sent = 0;      // datagram bytes handed to the network
+    std::uint64_t bytes_received = 0;  // datagram bytes accepted from the network
+    std::uint64_t bytes_acked = 0;     // in-flight bytes acknowledged
+    std::uint64_t packets_sent = 0;
+    std::uint64_t packets_received = 0;
+    std::uint64_t packets_dropped = 0;  // failed integrity check, unparsable, or unknown
+    std::uint64_t packets_lost = 0;
+    std::uint64_t packets_retransmitted = 0;  // packets that carried retransmitted frames
+    std::uint64_t spurious_losses = 0;        // declared lost, acknowledged later
+    std::uint64_t congestion_events = 0;
+    std::uint64_t persistent_congestions = 0;
+    std::uint64_t pto_count = 0;
+    // Congestion control and RTT, current values.
+    std::uint64_t cwnd = 0;
+    std::uint64_t ssthresh = UINT64_MAX;
+    std::uint64_t bytes_in_flight = 0;
+    double pacing_rate = 0;  // bytes per second
+    Duration smoothed_rtt{0};
+    Duration rttvar{0};
+    Duration min_rtt{0};
+    Duration latest_rtt{0};
+    std::string cc_state;
+    // Time spent in each controller state, by the state names the controller reports.
+    Duration time_in_slow_start{0};
+    Duration time_in_congestion_avoidance{0};
+    Duration time_in_recovery{0};
+    Duration time_in_other_states{0};
+};
+
+}  // namespace ndm

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Configures and builds ndm into a build directory (default: build/).
+#   scripts/build.sh [--sanitize] [--build-dir DIR] [extra cmake -D options...]
+# Installs missing Debian packages first (scripts/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=build
+cmake_args=(-DNDM_WERROR=ON)
+while (($#)); do
+  case "$1" in
+    --sanitize) build_dir=build-asan; cmake_args+=(-DNDM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DNDM_BUILD_BENCH=OFF) ;;
+    --build-dir) build_dir="$2"; shift ;;
+    *) cmake_args+=("$1") ;;
+  esac
+  shift
+done
+
+bash scripts/setup.sh >&2
+cmake -S . -B "$build_dir" -G Ninja "${cmake_args[@]}" >&2
+cmake --build "$build_dir" -j "$(nproc)" >&2
+echo "$build_dir"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ndm builds with, only those that are missing.
+# Everything comes from Debian's archive; nothing is downloaded from elsewhere.
+set -euo pipefail
+
+PACKAGES=(
+  g++ cmake ninja-build pkg-config   # toolchain
+  clang libclang-rt-14-dev           # libFuzzer target (clang -fsanitize=fuzzer)
+  libasio-dev                        # fallback event loop, timers, signals
+  liburing-dev                       # io_uring data path
+  libspdlog-dev libfmt-dev           # logging
+  doctest-dev                        # unit and integration tests
+  libcli11-dev                       # command lines of the tools
+  nlohmann-json3-dev                 # JSON output, profiles, model files
+  libbenchmark-dev                   # micro-benchmarks in bench/
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "ndm setup: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,71 @@
+// Receiver side of acknowledgement (RFC 9000 §13.2): remembers which packet
+// numbers arrived, detects duplicates, decides when an ACK is due and builds
+// the ACK frame.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "ndm/time.hpp"
+#include "transport/frame.hpp"
+#include "transport/range_set.hpp"
+
+namespace ndm::transport {
+
+class AckTracker {
+public:
+    struct Config {
+        Duration max_ack_delay = std::chrono::milliseconds{25};  // our transport parameter
+        unsigned ack_eliciting_threshold = 2;  // RFC 9000 §13.2.2: ACK every 2nd packet
+        std::size_t max_ranges = wire::kMaxAckRanges;
+    };
+
+    explicit AckTracker(Config cfg);
+
+    // Records a packet that decrypted successfully. Returns false for a
+    // duplicate (already received, or below the duplicate floor): the caller
+    // drops it without processing.
+    bool on_packet_received(std::uint64_t pn, bool ack_eliciting, Instant now);
+
+    // When an ACK must be sent; kNever when no ack-eliciting packet awaits one.
+    [[nodiscard]] Instant ack_deadline() const { return deadline_; }
+    // Some packet (ack-eliciting or not) arrived since the last ACK: an ACK
+    // frame may be bundled into an outgoing packet.
+    [[nodiscard]] bool ack_pending() const { return pending_; }
+
+    // Ranges descending, at most max_ranges (the highest ones), ack_delay =
+    // now − arrival of the largest (RFC 9000 §13.2.5). Requires has_received().
+    [[nodiscard]] wire::AckFrame build_ack(Instant now) const;
+    void on_ack_sent(Instant now);
+    // A packet carrying our ACK frame with this Largest Acknowledged was itself
+    // acknowledged: packet numbers at or below it need not be reported again
+    // (RFC 9000 §13.2.4). Duplicates are still detected.
+    void on_ack_acknowledged(std::uint64_t largest_acked_in_that_ack);
+
+    [[nodiscard]] bool has_received() const { return has_received_; }
+    [[nodiscard]] std::uint64_t largest_received() const { return largest_; }
+    // Packet numbers below this are treated as duplicates (state was discarded).
+    [[nodiscard]] std::uint64_t duplicate_floor() const { return dup_floor_; }
+    [[nodiscard]] const RangeSet& received() const { return received_; }
+    [[nodiscard]] const Config& config() const { return cfg_; }
+
+private:
+    [[nodiscard]] bool missing_between(std::uint64_t a, std::uint64_t b) const;
+
+    Config cfg_;
+    std::size_t max_intervals_;
+    RangeSet received_;             // every packet number >= dup_floor_ that arrived
+    std::uint64_t dup_floor_ = 0;
+    std::uint64_t report_floor_ = 0;  // ACK frames omit packet numbers below this
+    bool has_received_ = false;
+    std::uint64_t largest_ = 0;
+    Instant largest_time_{};        // arrival of largest_
+    bool has_eliciting_ = false;
+    std::uint64_t largest_eliciting_ = 0;
+    bool pending_ = false;
+    unsigned eliciting_since_ack_ = 0;
+    Instant deadline_ = kNever;
+};
+
+}  // namespace ndm::transport

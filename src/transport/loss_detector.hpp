@@ -1,0 +1,161 @@
+// Sender side of loss detection (RFC 9002 §6, Appendix A) for the single
+// packet-number space this transport uses for handshake and data: sent
+// packet bookkeeping, ACK processing, packet/time-threshold loss, the probe
+// timeout, persistent congestion (§7.6) and spurious-loss detection. The
+// results are plain structs the connection turns into cc:: events.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "ndm/time.hpp"
+#include "transport/frame.hpp"
+#include "transport/rtt_estimator.hpp"
+#include "transport/sent_frame.hpp"
+
+namespace ndm::transport {
+
+// RFC 9002 §6.1.1, §6.1.2, §7.6.1.
+inline constexpr std::uint64_t kPacketThreshold = 3;
+inline constexpr int kTimeThresholdNum = 9;  // kTimeThreshold = 9/8
+inline constexpr int kTimeThresholdDen = 8;
+inline constexpr int kPersistentCongestionThreshold = 3;
+
+struct SentPacket {
+    std::uint64_t pn = 0;
+    Instant time_sent{};
+    std::uint32_t bytes = 0;   // counted in bytes_in_flight when in_flight
+    bool ack_eliciting = false;
+    bool in_flight = false;    // RFC 9002 §2: ack-eliciting or PADDING
+    bool app_limited = false;  // RFC 9002 §7.8, for the controller
+    std::vector<SentFrame> frames;
+};
+
+struct AckOutcome {
+    // Acknowledges a packet number never sent (>= next_packet_number()) or is
+    // malformed: nothing was changed; the caller closes with PROTOCOL_VIOLATION.
+    bool invalid = false;
+    std::vector<SentPacket> acked;       // newly acked, not previously lost; ascending pn
+    std::vector<SentPacket> lost;        // newly declared lost by this ACK; ascending pn
+    // Previously declared lost, now acknowledged (each reported once): their
+    // frames need no retransmission.
+    std::vector<SentPacket> late_acked;
+    bool rtt_sample = false;             // RFC 9002 §5.1
+    bool persistent_congestion = false;  // RFC 9002 §7.6.2
+    // Every in-flight packet of the most recent congestion event has now been
+    // acknowledged: the reduction can be undone. Reported before this ACK's
+    // own losses (which start a new event): undo first, then react to `lost`.
+    bool spurious_congestion = false;
+    std::uint64_t prior_bytes_in_flight = 0;
+    Instant largest_acked_time_sent{};   // of the largest newly acked packet
+    bool largest_acked_app_limited = false;
+    Instant largest_lost_time_sent{};    // of the largest in-flight lost packet
+};
+
+struct TimeoutOutcome {
+    std::vector<SentPacket> lost;        // time-threshold losses, ascending pn
+    bool persistent_congestion = false;
+    bool pto = false;                    // the probe timeout fired: send probes
+    unsigned probes = 0;                 // RFC 9002 §6.2.4: "MAY send two"
+    Instant largest_lost_time_sent{};
+};
+
+class LossDetector {
+public:
+    struct Config {
+        Duration max_ack_delay = std::chrono::milliseconds{25};  // the peer's
+    };
+
+    explicit LossDetector(Config cfg);
+
+    // Packet numbers are allocated here, strictly increasing from 0.
+    [[nodiscard]] std::uint64_t next_packet_number() const { return next_pn_; }
+    // Records a sent packet; p.pn must equal next_packet_number(). Packets
+    // that are not in flight (ACK-only) are tracked too, so that their
+    // acknowledgement or loss is reported.
+    void on_packet_sent(SentPacket p);
+
+    // RFC 9002 §A.7 OnAckReceived.
+    AckOutcome on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed);
+
+    // When on_timeout() wants to run: the loss time if a time-threshold loss
+    // is pending, else the PTO deadline while ack-eliciting packets are in
+    // flight, else kNever (RFC 9002 §6.2.1, §A.8).
+    [[nodiscard]] Instant timer() const;
+    // RFC 9002 §A.9 OnLossDetectionTimeout. Does nothing when now < timer().
+    TimeoutOutcome on_timeout(Instant now);
+
+    [[nodiscard]] std::uint64_t bytes_in_flight() const { return bytes_in_flight_; }
+    [[nodiscard]] std::size_t ack_eliciting_in_flight() const { return eliciting_in_flight_; }
+    [[nodiscard]] unsigned pto_count() const { return pto_count_; }
+    [[nodiscard]] const RttEstimator& rtt() const { return rtt_; }
+    // Packets remembered: outstanding, plus acked/lost ones awaiting cleanup.
+    [[nodiscard]] std::size_t outstanding() const { return sent_.size() + lost_.size(); }
+    [[nodiscard]] bool has_largest_acked() const { return has_largest_acked_; }
+    [[nodiscard]] std::uint64_t largest_acked() const { return largest_acked_; }
+    [[nodiscard]] Instant time_of_last_ack_eliciting() const { return last_ack_eliciting_time_; }
+
+    // The peer's max_ack_delay (known once its transport parameters arrive).
+    void set_max_ack_delay(Duration d) { cfg_.max_ack_delay = d; }
+    [[nodiscard]] Duration max_ack_delay() const { return cfg_.max_ack_delay; }
+
+    // On close: forget every packet; bytes_in_flight becomes 0. Packet
+    // numbers keep increasing.
+    void discard_all();
+
+private:
+    enum class State : std::uint8_t { outstanding, acked, lost };
+    struct Slot {
+        SentPacket p;
+        State state = State::outstanding;
+        std::uint64_t event = 0;  // congestion event that declared it lost (0: none)
+    };
+
+    struct LossBatch {
+        std::vector<SentPacket> lost;
+        bool persistent = false;
+        Instant largest_lost_time_sent{};
+    };
+
+    Slot& slot(std::uint64_t pn) { return sent_[pn - base_]; }
+    [[nodiscard]] Duration loss_delay() const;
+    // RFC 9002 §A.10 DetectAndRemoveLostPackets + §B.8 OnPacketsLost.
+    LossBatch detect_lost(Instant now);
+    [[nodiscard]] bool in_persistent_congestion(std::size_t first, std::size_t last,
+                                                std::uint64_t event) const;
+    void late_ack(Slot& s, AckOutcome& out);
+    void remove_from_flight(const SentPacket& p);
+    void cleanup(Instant now);
+    void forget_old_losses(Instant now);
+
+    Config cfg_;
+    RttEstimator rtt_;
+    std::uint64_t next_pn_ = 0;
+    // Contiguous packet numbers: sent_[i] holds pn base_ + i. Acked slots are
+    // removed lazily from the front; lost ones move to lost_ when they reach it.
+    std::deque<Slot> sent_;
+    std::uint64_t base_ = 0;
+    // Declared lost and no longer in sent_, remembered for a while so that a
+    // late acknowledgement reveals a spurious loss. Keyed by pn.
+    std::map<std::uint64_t, Slot> lost_;
+
+    std::uint64_t bytes_in_flight_ = 0;
+    std::size_t eliciting_in_flight_ = 0;
+    Instant last_ack_eliciting_time_{};
+    bool has_largest_acked_ = false;
+    std::uint64_t largest_acked_ = 0;
+    Instant loss_time_ = kNever;
+    unsigned pto_count_ = 0;
+    bool has_first_rtt_sample_ = false;
+    Instant first_rtt_sample_time_{};
+
+    std::uint64_t event_counter_ = 0;
+    std::uint64_t current_event_ = 0;    // most recent congestion event still undoable
+    std::size_t event_unacked_ = 0;      // its lost packets not yet acknowledged
+};
+
+}  // namespace ndm::transport

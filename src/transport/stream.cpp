@@ -1,0 +1,186 @@
+#include "transport/stream.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ndm::transport {
+
+// ---- OffsetBuffer -----------------------------------------------------------
+
+void OffsetBuffer::append(std::span<const std::uint8_t> bytes) {
+    data_.insert(data_.end(), bytes.begin(), bytes.end());
+}
+
+void OffsetBuffer::extend_to(std::uint64_t new_end) {
+    if (new_end > end()) data_.resize(data_.size() + (new_end - end()));
+}
+
+void OffsetBuffer::drop_front_to(std::uint64_t off) {
+    if (off <= begin_) return;
+    off = std::min(off, end());
+    head_ += off - begin_;
+    begin_ = off;
+    // Compact only when the dead prefix dominates, so each byte moves O(1) times.
+    if (head_ >= (64u << 10) && head_ >= data_.size() / 2) {
+        data_.erase(data_.begin(), data_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+    }
+}
+
+// ---- SendStream -------------------------------------------------------------
+
+std::size_t SendStream::capacity() const {
+    if (fin_offset_) return 0;
+    return buffer_.size() >= buffer_limit_ ? 0 : buffer_limit_ - buffer_.size();
+}
+
+std::size_t SendStream::write(std::span<const std::uint8_t> data) {
+    std::size_t n = std::min(data.size(), capacity());
+    buffer_.append(data.first(n));
+    return n;
+}
+
+namespace {
+// First offset >= from that is not in `covered`, and the end of the gap that
+// starts there (bounded by limit).
+std::pair<std::uint64_t, std::uint64_t> next_gap(const RangeSet& covered, std::uint64_t from,
+                                                  std::uint64_t limit) {
+    std::uint64_t start = covered.contiguous_end(from);
+    std::uint64_t end = limit;
+    for (const auto& iv : covered) {
+        if (iv.lo > start) {
+            end = std::min(end, iv.lo);
+            break;
+        }
+    }
+    return {start, std::max(start, end)};
+}
+}  // namespace
+
+std::optional<SendStream::Chunk> SendStream::next_chunk(std::size_t max_len,
+                                                        std::uint64_t new_data_limit) const {
+    // Retransmissions first: the lowest lost range that is not acknowledged.
+    for (const auto& iv : lost_) {
+        std::uint64_t lo = std::max(iv.lo, buffer_.begin());
+        if (lo >= iv.hi) continue;
+        auto [start, end] = next_gap(acked_, lo, iv.hi);
+        if (start >= end) continue;
+        end = std::min<std::uint64_t>(end, start + max_len);
+        Chunk c{start, {buffer_.at(start), static_cast<std::size_t>(end - start)}, false, true};
+        c.fin = fin_offset_ && end == *fin_offset_ && !fin_acked_;
+        return c;
+    }
+    if (fin_lost_ && fin_offset_ && !fin_acked_ && sent_end_ == *fin_offset_) {
+        return Chunk{*fin_offset_, {}, true, true};
+    }
+    // New data, within flow control.
+    std::uint64_t end = std::min({buffer_.end(), new_data_limit, sent_end_ + max_len});
+    if (end > sent_end_) {
+        Chunk c{sent_end_, {buffer_.at(sent_end_), static_cast<std::size_t>(end - sent_end_)}, false, false};
+        c.fin = fin_offset_ && end == *fin_offset_;
+        return c;
+    }
+    if (fin_offset_ && !fin_sent_ && sent_end_ == *fin_offset_) return Chunk{sent_end_, {}, true, false};
+    return std::nullopt;
+}
+
+void SendStream::on_sent(const Chunk& c) {
+    std::uint64_t end = c.offset + c.data.size();
+    if (c.retransmission) {
+        // Everything in lost_ below this chunk is acknowledged (next_chunk
+        // picked the lowest unacknowledged lost byte), so drop it all.
+        lost_.remove_below(end);
+    } else {
+        sent_end_ = std::max(sent_end_, end);
+    }
+    if (c.fin) {
+        fin_sent_ = true;
+        fin_lost_ = false;
+    }
+}
+
+std::uint64_t SendStream::on_acked(std::uint64_t offset, std::uint64_t length, bool fin) {
+    std::uint64_t lo = std::max(offset, buffer_.begin());
+    std::uint64_t hi = offset + length;
+    std::uint64_t added = hi > lo ? acked_.add(lo, hi) : 0;
+    if (fin) {
+        fin_acked_ = true;
+        fin_lost_ = false;
+    }
+    release_acked_prefix();
+    return added;
+}
+
+void SendStream::release_acked_prefix() {
+    std::uint64_t begin = acked_.contiguous_end(buffer_.begin());
+    if (begin == buffer_.begin()) return;
+    buffer_.drop_front_to(begin);
+    acked_.remove_below(begin);
+    lost_.remove_below(begin);
+}
+
+void SendStream::on_lost(std::uint64_t offset, std::uint64_t length, bool fin) {
+    std::uint64_t lo = std::max(offset, buffer_.begin());
+    std::uint64_t hi = offset + length;
+    if (hi > lo) lost_.add(lo, hi);
+    if (fin && !fin_acked_) fin_lost_ = true;
+}
+
+bool SendStream::has_pending(std::uint64_t new_data_limit) const {
+    // Exact, not approximate: a driver that is told there is work and then
+    // finds none would spin.
+    return next_chunk(1, new_data_limit).has_value();
+}
+
+bool SendStream::all_acked() const {
+    return fin_offset_ && fin_acked_ && buffer_.size() == 0;
+}
+
+// ---- RecvStream -------------------------------------------------------------
+
+RecvStream::Result RecvStream::on_frame(std::uint64_t offset, std::span<const std::uint8_t> data,
+                                        bool fin) {
+    std::uint64_t end = offset + data.size();
+    // RFC 9000 §4.5: the final size never changes and no data lies beyond it.
+    if (final_size_ && (end > *final_size_ || (fin && end != *final_size_))) {
+        return Result::final_size_error;
+    }
+    bool new_fin = false;
+    if (fin && !final_size_) {
+        if (end < highest_) return Result::final_size_error;
+        final_size_ = end;
+        new_fin = true;
+    }
+    if (end <= read_offset_) return new_fin ? Result::ok : Result::duplicate;
+
+    std::uint64_t pos = std::max(offset, read_offset_);
+    buffer_.extend_to(end);
+    bool any_new = false;
+    // Copy only the gaps: bytes already received are kept as first delivered.
+    while (pos < end) {
+        auto [gap_lo, gap_hi] = next_gap(received_, pos, end);
+        if (gap_lo >= end) break;
+        std::memcpy(buffer_.at(gap_lo), data.data() + (gap_lo - offset), gap_hi - gap_lo);
+        any_new = true;
+        pos = gap_hi;
+    }
+    if (any_new) received_.add(std::max(offset, read_offset_), end);
+    highest_ = std::max(highest_, end);
+    return any_new || new_fin ? Result::ok : Result::duplicate;
+}
+
+std::size_t RecvStream::readable() const {
+    return static_cast<std::size_t>(received_.contiguous_end(read_offset_) - read_offset_);
+}
+
+std::size_t RecvStream::read(std::span<std::uint8_t> out) {
+    std::size_t n = std::min(out.size(), readable());
+    if (n == 0) return 0;
+    std::memcpy(out.data(), buffer_.at(read_offset_), n);
+    read_offset_ += n;
+    buffer_.drop_front_to(read_offset_);
+    received_.remove_below(read_offset_);
+    return n;
+}
+
+}  // namespace ndm::transport

@@ -1,0 +1,109 @@
+// One bidirectional stream: a send buffer that remembers what is in flight,
+// acknowledged or lost, and a receive buffer that reassembles out-of-order
+// STREAM frames into a byte-exact in-order sequence (RFC 9000 §2, §3).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "transport/range_set.hpp"
+
+namespace ndm::transport {
+
+// Contiguous bytes indexed by absolute stream offset, holding [begin, end).
+// Dropping from the front is O(1) amortised: the storage compacts itself
+// once the dead prefix is large.
+class OffsetBuffer {
+public:
+    [[nodiscard]] std::uint64_t begin() const { return begin_; }
+    [[nodiscard]] std::uint64_t end() const { return begin_ + (data_.size() - head_); }
+    [[nodiscard]] std::size_t size() const { return data_.size() - head_; }
+    // Pointer to the byte at absolute offset off (begin <= off < end).
+    [[nodiscard]] const std::uint8_t* at(std::uint64_t off) const { return data_.data() + head_ + (off - begin_); }
+    std::uint8_t* at(std::uint64_t off) { return data_.data() + head_ + (off - begin_); }
+    void append(std::span<const std::uint8_t> bytes);
+    // Grows (zero-filled) so that end() >= new_end.
+    void extend_to(std::uint64_t new_end);
+    void drop_front_to(std::uint64_t off);
+
+private:
+    std::vector<std::uint8_t> data_;
+    std::size_t head_ = 0;
+    std::uint64_t begin_ = 0;
+};
+
+class SendStream {
+public:
+    explicit SendStream(std::size_t buffer_limit) : buffer_limit_(buffer_limit) {}
+
+    // Application side.
+    std::size_t write(std::span<const std::uint8_t> data);
+    void finish() { if (!fin_offset_) fin_offset_ = buffer_.end(); }
+    [[nodiscard]] bool finished() const { return fin_offset_.has_value(); }
+    [[nodiscard]] std::size_t capacity() const;
+
+    // Transport side. A chunk to put in a STREAM frame: retransmissions first
+    // (lowest offset), then new data up to new_data_limit (flow control: the
+    // absolute stream offset we may not exceed).
+    struct Chunk {
+        std::uint64_t offset = 0;
+        std::span<const std::uint8_t> data;
+        bool fin = false;
+        bool retransmission = false;
+    };
+    std::optional<Chunk> next_chunk(std::size_t max_len, std::uint64_t new_data_limit) const;
+    void on_sent(const Chunk& c);
+    // Returns how many bytes were newly acknowledged.
+    std::uint64_t on_acked(std::uint64_t offset, std::uint64_t length, bool fin);
+    void on_lost(std::uint64_t offset, std::uint64_t length, bool fin);
+
+    [[nodiscard]] bool has_pending(std::uint64_t new_data_limit) const;
+    // Highest offset ever sent (counts against flow control once).
+    [[nodiscard]] std::uint64_t sent_end() const { return sent_end_; }
+    [[nodiscard]] std::uint64_t written() const { return buffer_.end(); }
+    [[nodiscard]] bool all_acked() const;
+    // Blocked on flow control: data waits beyond the limit.
+    [[nodiscard]] bool blocked_at(std::uint64_t new_data_limit) const {
+        return buffer_.end() > sent_end_ && sent_end_ >= new_data_limit;
+    }
+
+private:
+    void release_acked_prefix();
+
+    std::size_t buffer_limit_;
+    OffsetBuffer buffer_;     // [first unacked byte, end of written data)
+    RangeSet acked_;          // acknowledged ranges at or above buffer_.begin()
+    RangeSet lost_;           // ranges to retransmit (minus acked)
+    std::uint64_t sent_end_ = 0;
+    std::optional<std::uint64_t> fin_offset_;
+    bool fin_sent_ = false;
+    bool fin_acked_ = false;
+    bool fin_lost_ = false;
+};
+
+class RecvStream {
+public:
+    enum class Result { ok, duplicate, final_size_error };
+    // Stores a STREAM frame's data. Flow control is checked by the caller.
+    Result on_frame(std::uint64_t offset, std::span<const std::uint8_t> data, bool fin);
+    std::size_t read(std::span<std::uint8_t> out);
+    [[nodiscard]] std::size_t readable() const;
+    // FIN received and every byte read by the application.
+    [[nodiscard]] bool finished() const { return final_size_ && read_offset_ == *final_size_; }
+    [[nodiscard]] bool fin_pending() const { return final_size_ && readable() == 0 && !fin_reported_; }
+    [[nodiscard]] std::uint64_t highest_received() const { return highest_; }
+    [[nodiscard]] std::uint64_t read_offset() const { return read_offset_; }
+    void mark_fin_reported() { fin_reported_ = true; }
+
+private:
+    OffsetBuffer buffer_;  // [read_offset_, highest_)
+    RangeSet received_;
+    std::uint64_t read_offset_ = 0;
+    std::uint64_t highest_ = 0;
+    std::optional<std::uint64_t> final_size_;
+    bool fin_reported_ = false;
+};
+
+}  // namespace ndm::transport

@@ -1,0 +1,344 @@
+// The connection state machine without a network: handshake, streams,
+// flow control, close, timeouts, and hostile input.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "connection_pair.hpp"
+#include "transport/frame.hpp"
+#include "transport/packet.hpp"
+
+using namespace ndm;
+using ndm::test::ConnectionPair;
+
+namespace {
+
+// A well-formed, correctly sealed 1-RTT packet to `to` carrying `frames`.
+std::vector<std::uint8_t> craft(const Connection& to, std::uint64_t pn, const std::vector<wire::Frame>& frames) {
+    std::vector<std::uint8_t> out(2000);
+    wire::Writer w(out);
+    wire::PacketHeader h;
+    h.type = wire::PacketType::one_rtt;
+    h.dcid = wire::ConnectionId::from(to.local_cid());
+    h.packet_number = pn;
+    h.pn_length = 4;
+    REQUIRE(wire::write_header(w, h));
+    for (const auto& f : frames) REQUIRE(wire::encode_frame(w, f));
+    std::size_t len = w.position() + wire::kIntegrityTagSize;
+    out.resize(len);
+    wire::seal(out);
+    return out;
+}
+
+std::uint64_t next_pn(const Connection& from, Instant now) { return from.stats(now).packets_sent + 5; }
+
+std::vector<std::uint8_t> bytes(std::size_t n, std::uint32_t seed) {
+    std::vector<std::uint8_t> v(n);
+    std::mt19937 rng(seed);
+    for (auto& b : v) b = static_cast<std::uint8_t>(rng());
+    return v;
+}
+
+// Sends `data` client→server on a fresh stream and returns what the server read.
+std::vector<std::uint8_t> transfer(ConnectionPair& p, const std::vector<std::uint8_t>& data) {
+    auto id = p.client->open_stream();
+    REQUIRE(id);
+    std::size_t written = 0;
+    std::vector<std::uint8_t> received;
+    std::vector<std::uint8_t> buf(65536);
+    p.run_until([&] {
+        if (written < data.size()) {
+            written += p.client->write(*id, std::span(data).subspan(written), true);
+        }
+        while (auto ev = p.server->poll_event()) {
+            (void)ev;
+        }
+        while (std::size_t n = p.server->read(*id, buf)) received.insert(received.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+        return p.server->stream_finished(*id) || !p.server->is_established();
+    });
+    return received;
+}
+
+}  // namespace
+
+TEST_CASE("handshake establishes both sides and carries application parameters") {
+    ConnectionPair p;
+    p.client_cfg.application_params = {1, 2, 3};
+    p.server_cfg.application_params = {9};
+    p.client_cfg.max_datagram_size = 9000;
+    p.server_cfg.max_datagram_size = 1500;
+    REQUIRE(p.handshake());
+    CHECK(p.client->is_client());
+    CHECK_FALSE(p.server->is_client());
+    CHECK(std::vector<std::uint8_t>(p.server->peer_application_params().begin(), p.server->peer_application_params().end()) ==
+          std::vector<std::uint8_t>{1, 2, 3});
+    CHECK(p.client->peer_application_params().size() == 1);
+    CHECK(p.client->max_datagram_size() == 1500);
+    CHECK(p.server->max_datagram_size() == 1500);
+    auto ev = p.client->poll_event();
+    REQUIRE(ev);
+    CHECK(std::holds_alternative<event::Established>(*ev));
+}
+
+TEST_CASE("bad configuration is a clear error") {
+    ConnectionConfig c;
+    c.max_datagram_size = 1000;
+    CHECK_THROWS_WITH_AS(Connection::connect(c, Instant{}), "max datagram size 1000 outside 1200..65507 bytes",
+                         std::invalid_argument);
+    c.max_datagram_size = 1452;
+    c.cc = "nope";
+    CHECK_THROWS_AS(Connection::connect(c, Instant{}), std::invalid_argument);
+}
+
+TEST_CASE("a stream transfers byte-exact and both directions finish") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    auto data = bytes(3'000'000, 1);
+    CHECK(transfer(p, data) == data);
+    auto st = p.client->stats(p.now);
+    CHECK(st.stream_bytes_sent == data.size());
+    CHECK(st.packets_lost == 0);
+    CHECK(p.server->stats(p.now).stream_bytes_delivered == data.size());
+}
+
+TEST_CASE("64 KB datagrams are used when both sides allow them") {
+    ConnectionPair p;
+    p.client_cfg.max_datagram_size = p.server_cfg.max_datagram_size = 65507;
+    REQUIRE(p.handshake());
+    std::size_t largest = 0;
+    p.to_server = [&](std::vector<std::uint8_t>& d) {
+        largest = std::max(largest, d.size());
+        return true;
+    };
+    auto data = bytes(2'000'000, 2);
+    CHECK(transfer(p, data) == data);
+    CHECK(largest == 65507);
+}
+
+TEST_CASE("flow control: a receiver that does not read stalls the sender, reading resumes it") {
+    ConnectionPair p;
+    p.server_cfg.initial_max_stream_data = 100'000;
+    p.server_cfg.initial_max_data = 150'000;
+    REQUIRE(p.handshake());
+    auto id = *p.client->open_stream();
+    auto data = bytes(1'000'000, 3);
+    std::size_t written = p.client->write(*&id, data);
+    CHECK(written == data.size());
+    p.run_until([] { return false; }, std::chrono::seconds(2));
+    CHECK(p.client->stats(p.now).stream_bytes_sent == 100'000);  // exactly the window
+    std::vector<std::uint8_t> got, buf(4096);
+    p.run_until([&] {
+        while (std::size_t n = p.server->read(id, buf)) got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+        return got.size() == data.size();
+    });
+    CHECK(got.size() == data.size());
+    CHECK(got == data);
+}
+
+TEST_CASE("graceful close reaches the peer with code and reason") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    p.client->close(42, "done here", p.now);
+    p.run_until([&] { return p.server->state() != ConnectionState::established; });
+    CHECK(p.server->close_info().code == 42);
+    CHECK(p.server->close_info().reason == "done here");
+    CHECK(p.server->close_info().by_peer);
+    CHECK(p.server->close_info().application);
+    p.run_until([&] { return p.client->is_closed() && p.server->is_closed(); });
+    CHECK(p.client->is_closed());
+    CHECK(p.server->is_closed());
+}
+
+TEST_CASE("idle timeout closes a silent connection") {
+    ConnectionPair p;
+    p.client_cfg.idle_timeout = std::chrono::seconds(2);
+    REQUIRE(p.handshake());
+    p.to_client = p.to_server = [](std::vector<std::uint8_t>&) { return false; };  // the path dies
+    p.run_until([&] { return p.client->is_closed(); }, std::chrono::seconds(30));
+    CHECK(p.client->is_closed());
+    CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
+}
+
+TEST_CASE("handshake timeout when nobody answers") {
+    ConnectionPair p;
+    p.to_server = [](std::vector<std::uint8_t>&) { return false; };
+    p.start();
+    p.run_until([&] { return p.client->is_closed(); }, std::chrono::seconds(60));
+    CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::handshake_timeout));
+    CHECK(p.client->stats(p.now).pto_count >= 3);  // the hello was retried with backoff
+}
+
+TEST_CASE("an unknown version gets a version negotiation answer and a clear error") {
+    ConnectionPair p;
+    p.start();
+    std::vector<std::uint8_t> buf(2000);
+    std::size_t n = p.client->poll_datagram(buf, p.now);
+    REQUIRE(n > 0);
+    buf.resize(n);
+    buf[1] ^= 0x7f;  // change the version, then re-seal
+    wire::seal(buf);
+    auto server = Connection::accept(p.server_cfg, buf, p.now);
+    REQUIRE(server);
+    std::vector<std::uint8_t> out(2000);
+    std::size_t m = server->poll_datagram(out, p.now);
+    REQUIRE(m > 0);
+    CHECK(server->is_closed());
+    p.client->on_datagram(std::span(out).first(m), p.now);
+    CHECK(p.client->is_closed());
+    CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::version_negotiation_error));
+    CHECK(p.client->close_info().reason.find("0x4e444d01") != std::string::npos);
+}
+
+TEST_CASE("accept ignores datagrams that are not a client hello") {
+    std::vector<std::uint8_t> junk(1200, 0xAB);
+    CHECK(Connection::accept(ConnectionConfig{}, junk, Instant{}) == nullptr);
+    CHECK(Connection::accept(ConnectionConfig{}, std::span<const std::uint8_t>{}, Instant{}) == nullptr);
+}
+
+TEST_CASE("truncated and corrupted datagrams are dropped without effect") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    auto pkt = craft(*p.server, next_pn(*p.client, p.now), {wire::PingFrame{}});
+    for (std::size_t len = 0; len < pkt.size(); ++len) {
+        p.server->on_datagram(std::span(pkt).first(len), p.now);
+    }
+    for (std::size_t bit = 0; bit < pkt.size() * 8; ++bit) {
+        auto c = pkt;
+        c[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+        p.server->on_datagram(c, p.now);
+    }
+    CHECK(p.server->is_established());
+    CHECK(p.server->stats(p.now).packets_dropped == pkt.size() + pkt.size() * 8);
+}
+
+namespace {
+void expect_close(const std::vector<wire::Frame>& frames, CloseCode code, const char* reason_part) {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    p.server->on_datagram(craft(*p.server, next_pn(*p.client, p.now), frames), p.now);
+    CHECK(p.server->state() == ConnectionState::closing);
+    CHECK(p.server->close_info().code == static_cast<std::uint64_t>(code));
+    CHECK_MESSAGE(p.server->close_info().reason.find(reason_part) != std::string::npos, p.server->close_info().reason);
+    // The peer learns why.
+    p.run_until([&] { return p.client->state() != ConnectionState::established; });
+    CHECK(p.client->close_info().code == static_cast<std::uint64_t>(code));
+    CHECK(p.client->close_info().by_peer);
+}
+}  // namespace
+
+TEST_CASE("hostile frames close the connection with a reason") {
+    SUBCASE("ACK of a packet never sent") {
+        wire::AckFrame a;
+        a.ranges = {{1'000'000, 1'000'000}};
+        expect_close({a}, CloseCode::protocol_violation, "never sent");
+    }
+    SUBCASE("stream data beyond the flow-control limit") {
+        static const std::uint8_t d[10] = {};
+        expect_close({wire::StreamFrame{0, (32u << 20), d, false}}, CloseCode::flow_control_error, "exceeds its limit");
+    }
+    SUBCASE("CRYPTO in a 1-RTT packet") {
+        static const std::uint8_t d[4] = {};
+        expect_close({wire::CryptoFrame{0, d}}, CloseCode::protocol_violation, "CRYPTO frame not allowed");
+    }
+    SUBCASE("HANDSHAKE_DONE from a client") {
+        expect_close({wire::HandshakeDoneFrame{}}, CloseCode::protocol_violation, "HANDSHAKE_DONE");
+    }
+    SUBCASE("a stream the server never opened") {
+        static const std::uint8_t d[4] = {};
+        expect_close({wire::StreamFrame{1, 0, d, false}}, CloseCode::stream_state_error, "never opened");
+    }
+    SUBCASE("beyond the stream limit") {
+        static const std::uint8_t d[4] = {};
+        expect_close({wire::StreamFrame{4 * 1000, 0, d, false}}, CloseCode::stream_limit_error, "limit");
+    }
+    SUBCASE("final size changes") {
+        static const std::uint8_t d[4] = {};
+        expect_close({wire::StreamFrame{0, 0, d, true}, wire::StreamFrame{0, 10, d, true}}, CloseCode::final_size_error,
+                     "final size");
+    }
+}
+
+TEST_CASE("malformed frames inside a valid packet close with a frame encoding error") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    std::vector<std::uint8_t> out(100);
+    wire::Writer w(out);
+    wire::PacketHeader h;
+    h.type = wire::PacketType::one_rtt;
+    h.dcid = wire::ConnectionId::from(p.server->local_cid());
+    h.packet_number = next_pn(*p.client, p.now);
+    REQUIRE(wire::write_header(w, h));
+    const std::uint8_t stream_past_end[] = {0x0e, 0x00, 0x00, 0x40, 0x64, 1, 2, 3};  // LEN=100, 3 bytes follow
+    REQUIRE(w.bytes(stream_past_end));
+    out.resize(w.position() + wire::kIntegrityTagSize);
+    wire::seal(out);
+    p.server->on_datagram(out, p.now);
+    CHECK(p.server->state() == ConnectionState::closing);
+    CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::frame_encoding_error));
+}
+
+TEST_CASE("10^5 random datagrams during a transfer: all dropped, data intact") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    std::mt19937_64 rng(99);
+    int injected = 0;
+    p.to_server = [&](std::vector<std::uint8_t>&) {
+        // Before each real datagram, 20 random ones (unsealed garbage, or
+        // sealed garbage with a bad header).
+        for (int i = 0; i < 20 && injected < 100'000; ++i, ++injected) {
+            std::vector<std::uint8_t> junk(rng() % 1500);
+            for (auto& b : junk) b = static_cast<std::uint8_t>(rng());
+            if (i % 2 && junk.size() > 4) {
+                junk[0] &= 0x3f;  // neither a long header nor fixed bit: invalid even when sealed
+                wire::seal(junk);
+            }
+            p.server->on_datagram(junk, p.now);
+        }
+        return true;
+    };
+    auto data = bytes(8'000'000, 4);
+    CHECK(transfer(p, data) == data);
+    while (injected < 100'000) {
+        std::vector<std::uint8_t> junk(rng() % 1500);
+        for (auto& b : junk) b = static_cast<std::uint8_t>(rng());
+        p.server->on_datagram(junk, p.now);
+        ++injected;
+    }
+    CHECK(p.server->is_established());
+    CHECK(p.server->stats(p.now).packets_dropped >= 100'000);
+}
+
+TEST_CASE("sealed random frames to a correct CID never crash; errors are protocol errors") {
+    std::mt19937_64 rng(7);
+    int closed = 0;
+    for (int round = 0; round < 200; ++round) {
+        ConnectionPair p;
+        p.server_cfg.seed = 1000 + static_cast<std::uint64_t>(round);
+        REQUIRE(p.handshake());
+        for (int i = 0; i < 50 && p.server->is_established(); ++i) {
+            std::vector<std::uint8_t> out(1400);
+            wire::Writer w(out);
+            wire::PacketHeader h;
+            h.type = wire::PacketType::one_rtt;
+            h.dcid = wire::ConnectionId::from(p.server->local_cid());
+            h.packet_number = next_pn(*p.client, p.now) + static_cast<std::uint64_t>(i);
+            REQUIRE(wire::write_header(w, h));
+            std::size_t n = 1 + rng() % 64;
+            for (std::size_t k = 0; k < n; ++k) {
+                // Bias towards valid frame types so the decoders are exercised.
+                w.u8(k == 0 ? static_cast<std::uint8_t>(rng() % 0x20) : static_cast<std::uint8_t>(rng()));
+            }
+            out.resize(w.position() + wire::kIntegrityTagSize);
+            wire::seal(out);
+            p.server->on_datagram(out, p.now);
+        }
+        if (!p.server->is_established()) {
+            ++closed;
+            auto code = p.server->close_info().code;
+            CHECK(code != 0);
+            CHECK_FALSE(p.server->close_info().reason.empty());
+        }
+        p.run_until([&] { return false; }, std::chrono::seconds(1));
+    }
+    CHECK(closed > 100);
+}

@@ -1,0 +1,155 @@
+// Stream send/receive buffers: reassembly is byte-exact whatever the order,
+// duplication or overlap of frames; the send side retransmits exactly what
+// was lost and not acknowledged.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "transport/stream.hpp"
+
+using namespace ndm::transport;
+
+namespace {
+std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed) {
+    std::vector<std::uint8_t> v(n);
+    std::mt19937 rng(seed);
+    for (auto& b : v) b = static_cast<std::uint8_t>(rng());
+    return v;
+}
+}  // namespace
+
+TEST_CASE("RecvStream reassembles shuffled, overlapping, duplicated frames byte-exact") {
+    auto data = pattern(200000, 7);
+    std::mt19937_64 rng(42);
+    struct Piece { std::size_t off, len; };
+    std::vector<Piece> pieces;
+    for (std::size_t off = 0; off < data.size();) {
+        std::size_t len = std::min<std::size_t>(1 + rng() % 3000, data.size() - off);
+        pieces.push_back({off, len});
+        // Overlapping re-sends starting inside this piece.
+        if (rng() % 4 == 0) pieces.push_back({off + len / 2, std::min(len, data.size() - off - len / 2)});
+        off += len;
+    }
+    auto dups = pieces;
+    pieces.insert(pieces.end(), dups.begin(), dups.begin() + static_cast<std::ptrdiff_t>(dups.size() / 3));
+    std::shuffle(pieces.begin(), pieces.end(), rng);
+
+    RecvStream rs;
+    std::vector<std::uint8_t> out;
+    std::vector<std::uint8_t> buf(4096);
+    for (const auto& p : pieces) {
+        bool fin = p.off + p.len == data.size();
+        auto r = rs.on_frame(p.off, {data.data() + p.off, p.len}, fin);
+        CHECK(r != RecvStream::Result::final_size_error);
+        // Read a little at a time, interleaved with arrivals.
+        std::size_t n = rs.read(std::span(buf).first(1 + rng() % buf.size()));
+        out.insert(out.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    while (std::size_t n = rs.read(buf)) out.insert(out.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+    CHECK(rs.finished());
+    CHECK(out == data);
+}
+
+TEST_CASE("RecvStream keeps the first copy of a byte and enforces the final size") {
+    RecvStream rs;
+    std::vector<std::uint8_t> a(10, 'a'), b(10, 'b');
+    CHECK(rs.on_frame(0, a, false) == RecvStream::Result::ok);
+    CHECK(rs.on_frame(0, b, false) == RecvStream::Result::duplicate);
+    CHECK(rs.on_frame(5, b, true) == RecvStream::Result::ok);  // final size 15
+    CHECK(rs.on_frame(10, b, false) == RecvStream::Result::final_size_error);  // beyond final size
+    CHECK(rs.on_frame(0, a, true) == RecvStream::Result::final_size_error);    // final size changed
+    std::vector<std::uint8_t> out(32);
+    REQUIRE(rs.read(out) == 15);
+    CHECK(std::string(out.begin(), out.begin() + 15) == "aaaaaaaaaabbbbb");
+    CHECK(rs.finished());
+}
+
+TEST_CASE("RecvStream rejects a FIN below data already received") {
+    RecvStream rs;
+    std::vector<std::uint8_t> a(10, 'a');
+    CHECK(rs.on_frame(100, a, false) == RecvStream::Result::ok);
+    CHECK(rs.on_frame(0, a, true) == RecvStream::Result::final_size_error);
+}
+
+TEST_CASE("SendStream sends new data, retransmits lost ranges minus acked ones, then FIN") {
+    SendStream ss(1 << 20);
+    auto data = pattern(10000, 3);
+    REQUIRE(ss.write(data) == data.size());
+    ss.finish();
+    std::vector<SendStream::Chunk> sent;
+    while (auto c = ss.next_chunk(1000, UINT64_MAX)) {
+        ss.on_sent(*c);
+        sent.push_back(*c);
+    }
+    REQUIRE(sent.size() == 10);
+    CHECK(sent.back().fin);
+    CHECK(ss.sent_end() == 10000);
+    CHECK_FALSE(ss.has_pending(UINT64_MAX));
+
+    // Lose chunks 2..4, but chunk 3 turns out to be acknowledged after all.
+    for (int i = 0; i < 10; ++i) {
+        if (i >= 2 && i <= 4) continue;
+        ss.on_acked(sent[i].offset, sent[i].data.size(), sent[i].fin);
+    }
+    for (int i = 2; i <= 4; ++i) ss.on_lost(sent[i].offset, sent[i].data.size(), false);
+    ss.on_acked(sent[3].offset, sent[3].data.size(), false);
+
+    auto r1 = ss.next_chunk(5000, UINT64_MAX);
+    REQUIRE(r1);
+    CHECK(r1->retransmission);
+    CHECK(r1->offset == 2000);
+    CHECK(r1->data.size() == 1000);
+    CHECK(std::equal(r1->data.begin(), r1->data.end(), data.begin() + 2000));
+    ss.on_sent(*r1);
+    auto r2 = ss.next_chunk(5000, UINT64_MAX);
+    REQUIRE(r2);
+    CHECK(r2->offset == 4000);
+    CHECK(r2->data.size() == 1000);
+    ss.on_sent(*r2);
+    CHECK_FALSE(ss.next_chunk(5000, UINT64_MAX));
+    ss.on_acked(2000, 1000, false);
+    ss.on_acked(4000, 1000, false);
+    CHECK(ss.all_acked());
+}
+
+TEST_CASE("SendStream respects flow control and its buffer limit") {
+    SendStream ss(4096);
+    auto data = pattern(10000, 5);
+    CHECK(ss.write(data) == 4096);
+    CHECK(ss.capacity() == 0);
+    auto c = ss.next_chunk(10000, 1000);
+    REQUIRE(c);
+    CHECK(c->data.size() == 1000);
+    ss.on_sent(*c);
+    CHECK_FALSE(ss.next_chunk(10000, 1000));
+    CHECK(ss.blocked_at(1000));
+    CHECK(ss.has_pending(2000));
+    ss.on_acked(0, 1000, false);
+    CHECK(ss.capacity() == 1000);  // acknowledged bytes free the buffer
+}
+
+TEST_CASE("SendStream: a lost FIN alone is resent as an empty frame") {
+    SendStream ss(100);
+    std::vector<std::uint8_t> d(10, 1);
+    ss.write(d);
+    auto c = ss.next_chunk(100, UINT64_MAX);
+    ss.on_sent(*c);
+    ss.finish();
+    auto f = ss.next_chunk(100, UINT64_MAX);
+    REQUIRE(f);
+    CHECK(f->fin);
+    CHECK(f->data.empty());
+    ss.on_sent(*f);
+    ss.on_acked(0, 10, false);
+    ss.on_lost(10, 0, true);
+    auto again = ss.next_chunk(100, UINT64_MAX);
+    REQUIRE(again);
+    CHECK(again->fin);
+    CHECK(again->retransmission);
+    ss.on_sent(*again);
+    ss.on_acked(10, 0, true);
+    CHECK(ss.all_acked());
+}
