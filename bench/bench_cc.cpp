@@ -110,5 +110,8 @@ void BM_OnAck(benchmark::State& state, std::string_view name, std::string_view o
 
 BENCHMARK_CAPTURE(BM_OnAck, reno, "reno", "");
 BENCHMARK_CAPTURE(BM_OnAck, reno_beta07, "reno", "beta=0.7");
+BENCHMARK_CAPTURE(BM_OnAck, cubic, "cubic", "");
+BENCHMARK_CAPTURE(BM_OnAck, ndm_lkm, "ndm-lkm", "");
+BENCHMARK_CAPTURE(BM_OnAck, ndm, "ndm", "");
 
 BENCHMARK_MAIN();

@@ -217,7 +217,7 @@ TEST_CASE("frame: every type round-trips and encoded_size is exact") {
     }
 }
 
-TEST_CASE("frame: is_ack_eliciting follows RFC 9002 §2") {
+TEST_CASE("frame: is_ack_eliciting follows RFC 9002 2") {
     for (const Frame& f : sample_frames()) {
         const bool expect = !std::holds_alternative<AckFrame>(f) && !std::holds_alternative<PaddingFrame>(f) &&
                             !std::holds_alternative<ConnectionCloseFrame>(f);
@@ -256,7 +256,7 @@ TEST_CASE("frame: PADDING folds a run of zeros") {
     CHECK(encode(PaddingFrame{1000}) == Bytes(1000, 0));
 }
 
-TEST_CASE("frame: ACK ranges decode per RFC 9000 §19.3.1") {
+TEST_CASE("frame: ACK ranges decode per RFC 9000 19.3.1") {
     // largest 100, delay 3us, 2 more ranges, first range 10, (gap 5, len 3), (gap 0, len 0).
     const Bytes bytes{0x02, 0x40, 0x64, 0x03, 0x02, 0x0a, 0x05, 0x03, 0x00, 0x00};
     const auto a = std::get<AckFrame>(decode_one(bytes));
@@ -313,7 +313,7 @@ TEST_CASE("frame: ACK underflow and limits are rejected") {
     }
 }
 
-TEST_CASE("frame: ACK with exactly kMaxAckRanges ranges; encoder keeps the first 32") {
+TEST_CASE("frame: ACK with exactly kMaxAckRanges ranges, encoder keeps the first 32") {
     AckFrame a;
     for (std::uint64_t i = 0; i < 40; ++i) {
         const std::uint64_t hi = 1000 - 10 * i;
@@ -519,7 +519,7 @@ TEST_CASE("frame: random frames round-trip (property)") {
     }
 }
 
-TEST_CASE("frame: random bytes never crash; decoded frames re-encode (property)") {
+TEST_CASE("frame: random bytes never crash, decoded frames re-encode (property)") {
     std::mt19937_64 rng(0xf4a3e'0002);
     static constexpr std::uint8_t kTypes[] = {0x00, 0x01, 0x02, 0x06, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
                                               0x0f, 0x10, 0x11, 0x12, 0x14, 0x15, 0x1c, 0x1d, 0x1e};

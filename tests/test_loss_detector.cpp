@@ -489,3 +489,22 @@ TEST_CASE("LossDetector + AckTracker over a lossy, reordering path") {
     CHECK(ld.rtt().min() >= 40ms);
     CHECK(ld.rtt().min() <= 60ms);
 }
+
+TEST_CASE("LossDetector: a spurious loss widens the reordering thresholds") {
+    LossDetector ld(LossDetector::Config{});
+    take_rtt_sample(ld);
+    for (std::uint64_t pn = 1; pn <= 20; ++pn) ld.on_packet_sent(packet(pn, t0 + 100ms));
+    // Packet 1 is overtaken by 2..10: declared lost by the packet threshold...
+    auto out = ld.on_ack_received(ack({{2, 10}}), t0 + 200ms, true);
+    CHECK(pns(out.lost) == Pns{1});
+    CHECK(ld.packet_threshold() == 3);
+    // ...then arrives: the loss was spurious, the reordering distance was 10.
+    out = ld.on_ack_received(ack({{1, 10}}), t0 + 201ms, true);
+    CHECK(pns(out.late_acked) == Pns{1});
+    CHECK(out.spurious_congestion);
+    CHECK(ld.packet_threshold() == 10);
+    CHECK(ld.time_threshold_eighths() == 10);
+    // The same reordering again is tolerated: 11 overtaken by 12..20 (distance 9).
+    out = ld.on_ack_received(ack({{12, 20}, {1, 10}}), t0 + 202ms, true);
+    CHECK(out.lost.empty());
+}

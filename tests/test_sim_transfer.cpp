@@ -5,10 +5,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "ndm/connection.hpp"
 #include "ndm/sim.hpp"
+#include "sim/stream_hash.hpp"
 
 using namespace std::chrono_literals;
 using ndm::Instant;
@@ -65,6 +69,29 @@ void check_complete(const TransferResult& r, std::uint64_t bytes) {
 
 }  // namespace
 
+TEST_CASE("sim: stream hash ignores chunking and catches any single-bit flip") {
+    std::vector<std::uint8_t> data(4099);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 131 + 7);
+    ndm::sim::StreamHash whole;
+    whole.update(data);
+    for (std::size_t step : {1u, 3u, 8u, 13u, 1000u}) {
+        ndm::sim::StreamHash parts;
+        for (std::size_t i = 0; i < data.size(); i += step)
+            parts.update(std::span(data).subspan(i, std::min(step, data.size() - i)));
+        CHECK(parts.digest() == whole.digest());
+    }
+    for (std::size_t bit = 0; bit < data.size() * 8; bit += 37) {
+        auto copy = data;
+        copy[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+        ndm::sim::StreamHash h;
+        h.update(copy);
+        CHECK(h.digest() != whole.digest());
+    }
+    ndm::sim::StreamHash shorter;  // a truncated stream differs too
+    shorter.update(std::span(data).first(data.size() - 1));
+    CHECK(shorter.digest() != whole.digest());
+}
+
 TEST_CASE("sim: simulator starts idle and creates the server on the first datagram") {
     auto spec = base_spec();
     ndm::sim::Simulator sim(std::make_unique<ndm::sim::SimpleLink>(spec.client_to_server),
@@ -95,9 +122,13 @@ TEST_CASE("sim: 32 MB byte-exact, no impairment") {
     // One flow on an otherwise idle 100 Mbit/s path should get most of it.
     CHECK(ndm::to_seconds(r.duration) < 32.0 * 8 * 1.048576 / 100 * 2);
     CHECK(r.samples.size() >= 3);
-    std::uint64_t sum = 0;
-    for (const auto& s : r.samples) sum += s.bytes;
+    std::uint64_t sum = 0, sent = 0;
+    for (const auto& s : r.samples) {
+        sum += s.bytes;
+        sent += s.bytes_sent;
+    }
     CHECK(sum == k32MB);
+    CHECK(sent == r.client_stats.stream_bytes_sent);
 }
 
 TEST_CASE("sim: 32 MB byte-exact, 5% loss each way") {

@@ -77,7 +77,7 @@ TEST_CASE("transport_params: defaults and custom values round-trip") {
     CHECK(decode_ok(encode(p)) == p);
 }
 
-TEST_CASE("transport_params: absent parameters take defaults; decode resets the output") {
+TEST_CASE("transport_params: absent parameters take defaults, decode resets the output") {
     TransportParams p;
     p.initial_max_data = 5;
     p.application_params = {9};
@@ -183,11 +183,11 @@ TEST_CASE("transport_params: malformed entries") {
         decode_error(Bytes(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n)));
 }
 
-TEST_CASE("transport_params: random input never crashes; accepted input re-encodes (property)") {
+TEST_CASE("transport_params: random input never crashes, accepted input re-encodes (property)") {
     std::mt19937_64 rng(0x7a4a'0001);
     static constexpr std::uint8_t kIds[] = {0x01, 0x03, 0x04, 0x05, 0x08, 0x0b, 0x2a};
     int accepted = 0;
-    for (int i = 0; i < 20000; ++i) {
+    for (int i = 0; i < 10000; ++i) {
         Bytes b;
         for (int k = 0, n = int(rng() % 6); k < n; ++k) {
             if (rng() % 8 == 0) {
@@ -208,5 +208,5 @@ TEST_CASE("transport_params: random input never crashes; accepted input re-encod
         ++accepted;
         REQUIRE(decode_ok(encode(p)) == p);
     }
-    CHECK(accepted > 500);
+    CHECK(accepted > 300);
 }

@@ -56,7 +56,9 @@ TEST_CASE("varint: boundaries and sizes") {
     const std::pair<std::uint64_t, std::size_t> cases[] = {
         {0, 1}, {63, 1}, {64, 2}, {16383, 2}, {16384, 4}, {1073741823, 4}, {1073741824, 8}, {kVarintMax, 8},
     };
-    for (auto [v, size] : cases) {
+    for (const auto& c : cases) {
+        const std::uint64_t v = c.first;
+        const std::size_t size = c.second;
         CAPTURE(v);
         CHECK(varint_size(v) == size);
         auto bytes = encode_varint(v);

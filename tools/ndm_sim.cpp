@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
 
 namespace {
@@ -54,7 +55,7 @@ std::string with_unit(double value, double base, const char* suffix) {
 std::string bytes_text(double b) { return with_unit(b, 1024, "Bytes"); }
 std::string bits_text(double bps) { return with_unit(bps, 1000, "bits/sec"); }
 
-double mbps(std::uint64_t bytes, ndm::Duration d) {
+double bits_per_second(std::uint64_t bytes, ndm::Duration d) {
     const double s = ndm::to_seconds(d);
     return s > 0 ? static_cast<double>(bytes) * 8 / s : 0;
 }
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
     std::string bytes_arg = "32M";
     double time_s = 0, delay_ms = 25, loss_pct = 0, rate_mbps = 50, interval_s = 1, deadline_s = 3600;
     std::size_t queue = 0, packet_size = 1452;
-    std::string cc = "reno";
+    std::string cc = "reno", cc_options;
     std::uint64_t seed = 1;
     bool json = false, verbose = false;
 
@@ -125,6 +126,7 @@ int main(int argc, char** argv) {
     app.add_option("--rate", rate_mbps, "Bottleneck rate in Mbit/s, each direction")->capture_default_str();
     app.add_option("--queue", queue, "Bottleneck queue in packets (default: one bandwidth-delay product)");
     app.add_option("--cc", cc, "Congestion controller")->capture_default_str();
+    app.add_option("--cc-options", cc_options, "Controller options, key=value[,key=value]");
     app.add_option("-l,--packet-size", packet_size, "Max datagram size in bytes")->capture_default_str();
     app.add_option("--seed", seed, "Seed of the link impairments and the payload")->capture_default_str();
     app.add_option("-i,--interval", interval_s, "Report interval in seconds of virtual time")->capture_default_str();
@@ -158,6 +160,11 @@ int main(int argc, char** argv) {
     if (!(interval_s > 0 && interval_s <= 1e6)) return fail("--interval must be in (0, 1e6] seconds");
     if (!(deadline_s > 0 && deadline_s <= 1e7)) return fail("--deadline must be in (0, 1e7] seconds");
     if (app.count("--queue") > 0 && queue == 0) return fail("--queue must be at least 1 packet");
+    try {  // fail before printing anything, with the registry's list of names
+        ndm::cc::make(cc, ndm::cc::Params{packet_size, ndm::Instant{}}, cc_options);
+    } catch (const std::invalid_argument& e) {
+        return fail(e.what());
+    }
     spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
 
     const ndm::Duration delay = ndm::from_seconds(delay_ms / 1e3);
@@ -169,6 +176,7 @@ int main(int argc, char** argv) {
 
     ndm::sim::TransferSpec spec;
     spec.client.cc = cc;
+    spec.client.cc_options = cc_options;
     spec.client.max_datagram_size = packet_size;
     spec.client.seed = seed * 2 + 1;
     spec.server = spec.client;
@@ -199,7 +207,7 @@ int main(int argc, char** argv) {
         if (json) return;
         std::cout << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {}  {}  {:3}  cwnd {}  srtt {:.1f} ms\n",
                                  ndm::to_seconds(s.begin), ndm::to_seconds(s.end),
-                                 bytes_text(static_cast<double>(s.bytes)), bits_text(mbps(s.bytes, s.end - s.begin)),
+                                 bytes_text(static_cast<double>(s.bytes)), bits_text(bits_per_second(s.bytes, s.end - s.begin)),
                                  s.retransmits, bytes_text(static_cast<double>(s.cwnd)), ndm::to_seconds(s.srtt) * 1e3);
         std::cout.flush();
     };
@@ -213,7 +221,7 @@ int main(int argc, char** argv) {
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     const double simulated = ndm::to_seconds(r.duration);
-    const double goodput = mbps(r.bytes_delivered, r.duration);
+    const double goodput = bits_per_second(r.bytes_delivered, r.duration);
     const double ratio = wall > 0 ? simulated / wall : 0;
 
     if (json) {
@@ -224,7 +232,7 @@ int main(int argc, char** argv) {
         auto& rows = out["intervals"] = nlohmann::json::array();
         for (const auto& s : r.samples) {
             rows.push_back({{"start", ndm::to_seconds(s.begin)}, {"end", ndm::to_seconds(s.end)},
-                            {"bytes", s.bytes}, {"bits_per_second", mbps(s.bytes, s.end - s.begin)},
+                            {"bytes", s.bytes}, {"bytes_sent", s.bytes_sent}, {"bits_per_second", bits_per_second(s.bytes, s.end - s.begin)},
                             {"retransmits", s.retransmits}, {"packets_lost", s.packets_lost},
                             {"cwnd", s.cwnd}, {"bytes_in_flight", s.bytes_in_flight},
                             {"srtt_ms", ndm::to_seconds(s.srtt) * 1e3}});
@@ -255,7 +263,7 @@ int main(int argc, char** argv) {
         std::cout << fmt::format("bytes {} of {} sent, goodput {:.2f} Mbit/s, {} packets retransmitted, {} lost\n",
                                  r.bytes_delivered, r.bytes_sent, goodput / 1e6, r.client_stats.packets_retransmitted,
                                  r.client_stats.packets_lost);
-        std::cout << fmt::format("byte-exact: {} (fnv1a {:016x} / {:016x})\n", r.hash_match ? "yes" : "NO",
+        std::cout << fmt::format("byte-exact: {} (hash {:016x} / {:016x})\n", r.hash_match ? "yes" : "NO",
                                  r.sender_hash, r.receiver_hash);
         std::cout << fmt::format("simulated {:.2f} s in {:.3f} s wall: {:.1f}x real time ({} events)\n", simulated,
                                  wall, ratio, r.steps);

@@ -193,6 +193,7 @@ struct IntervalSample {
     Duration begin{0};  // from the transfer's start
     Duration end{0};
     std::uint64_t bytes = 0;        // delivered to the server application in the interval
+    std::uint64_t bytes_sent = 0;   // stream bytes the client sent for the first time in the interval
     std::uint64_t retransmits = 0;  // client packets_retransmitted in the interval
     std::uint64_t packets_lost = 0; // client packets_lost in the interval
     std::uint64_t cwnd = 0;         // client, at the end of the interval
@@ -202,10 +203,10 @@ struct IntervalSample {
 
 struct TransferResult {
     bool completed = false;   // the server read every byte and the FIN before the deadline
-    bool hash_match = false;  // FNV-1a 64 of what was written equals that of what was read
+    bool hash_match = false;  // the hash of what was written equals that of what was read
     std::uint64_t bytes_sent = 0;       // accepted by Connection::write
     std::uint64_t bytes_delivered = 0;  // read by the server application
-    std::uint64_t sender_hash = 0;
+    std::uint64_t sender_hash = 0;  // 64-bit word hash (src/sim/stream_hash.hpp)
     std::uint64_t receiver_hash = 0;
     Duration duration{0};  // virtual: connect → last byte read (or the deadline)
     std::vector<IntervalSample> samples;

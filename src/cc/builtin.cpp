@@ -3,6 +3,9 @@
 #include <memory>
 #include <string>
 
+#include "cc/cubic.hpp"
+#include "cc/ndm/lkm_controller.hpp"
+#include "cc/ndm/ndm_controller.hpp"
 #include "cc/reno.hpp"
 
 namespace ndm::cc {
@@ -10,6 +13,12 @@ namespace ndm::cc {
 void register_builtin_controllers(const std::function<void(Registration)>& add) {
     add({std::string(Reno::kName), std::string(Reno::kDescription),
          [](const Params& p, const Options& o) { return std::make_unique<Reno>(p, o); }});
+    add({std::string(Cubic::kName), std::string(Cubic::kDescription),
+         [](const Params& p, const Options& o) { return std::make_unique<Cubic>(p, o); }});
+    add({std::string(lkm::LkmController::kName), std::string(lkm::LkmController::kDescription),
+         [](const Params& p, const Options& o) { return std::make_unique<lkm::LkmController>(p, o); }});
+    add({std::string(ndm::NdmController::kName), std::string(ndm::NdmController::kDescription),
+         [](const Params& p, const Options& o) { return std::make_unique<ndm::NdmController>(p, o); }});
 }
 
 }  // namespace ndm::cc

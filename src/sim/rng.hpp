@@ -52,14 +52,4 @@ private:
     std::uint64_t s_[4]{};
 };
 
-// FNV-1a 64: the byte-exactness check of transfers.
-inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-inline constexpr std::uint64_t fnv1a(std::uint64_t h, const std::uint8_t* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 }  // namespace ndm::sim

@@ -1,5 +1,5 @@
 // run_transfer: one bulk transfer client → server in virtual time, checked
-// byte for byte (FNV-1a of what was written vs. what was read) and sampled
+// byte for byte (a hash of what was written vs. what was read) and sampled
 // every interval like an iperf3 report.
 #include <algorithm>
 #include <optional>
@@ -11,6 +11,7 @@
 
 #include "ndm/sim.hpp"
 #include "sim/rng.hpp"
+#include "sim/stream_hash.hpp"
 
 namespace ndm::sim {
 
@@ -23,12 +24,18 @@ public:
     explicit Payload(std::uint64_t seed) : key_(splitmix64(seed ^ 0x7061796c6f6164ull)) {}
     void fill(std::uint64_t offset, std::span<std::uint8_t> out) const {
         std::size_t i = 0;
-        while (i < out.size()) {
-            const std::uint64_t pos = offset + i;
-            const std::uint64_t word = splitmix64(key_ + pos / 8);
-            for (unsigned b = static_cast<unsigned>(pos % 8); b < 8 && i < out.size(); ++b, ++i)
-                out[i] = static_cast<std::uint8_t>(word >> (8 * b));
+        auto byte_at = [&](std::uint64_t pos) {
+            return static_cast<std::uint8_t>(splitmix64(key_ + pos / 8) >> (8 * (pos % 8)));
+        };
+        while (i < out.size() && (offset + i) % 8 != 0) {
+            out[i] = byte_at(offset + i);
+            ++i;
         }
+        for (; i + 8 <= out.size(); i += 8) {
+            const std::uint64_t word = splitmix64(key_ + (offset + i) / 8);
+            for (unsigned b = 0; b < 8; ++b) out[i + b] = static_cast<std::uint8_t>(word >> (8 * b));
+        }
+        for (; i < out.size(); ++i) out[i] = byte_at(offset + i);
     }
 
 private:
@@ -73,16 +80,16 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
     std::optional<StreamId> tx;
     bool tx_finished = false;
     std::uint64_t written = 0;
-    std::uint64_t tx_hash = kFnvOffset;
+    StreamHash tx_hash;
     // Receiver state.
     std::optional<StreamId> rx;
     bool rx_done = false;
     std::uint64_t received = 0;
-    std::uint64_t rx_hash = kFnvOffset;
+    StreamHash rx_hash;
     std::uint64_t interval_bytes = 0;
 
-    // Keeps the stream's send buffer full: called on StreamWritable and after
-    // every step, since writes are cheap no-ops when the buffer is full.
+    // Keeps the stream's send buffer full. Runs after every step, which covers
+    // StreamWritable (writes are cheap no-ops while the buffer is full).
     auto pump_sender = [&] {
         while (auto ev = client.poll_event()) {
             if (const auto* closed = std::get_if<event::Closed>(&*ev))
@@ -95,6 +102,8 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
             if (!tx) return;
         }
         if (by_time && sim.now() >= send_until) {
+            spdlog::debug("sim: t={:.6f} s: send time is up after {} bytes; finishing the stream",
+                          to_seconds(sim.now() - start), written);
             client.finish(*tx);
             tx_finished = true;
             return;
@@ -118,7 +127,7 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
             payload.fill(written, {chunk.data(), n});
             const std::size_t taken = client.write(*tx, {chunk.data(), n});
             if (taken == 0) break;
-            tx_hash = fnv1a(tx_hash, chunk.data(), taken);
+            tx_hash.update({chunk.data(), taken});
             written += taken;
             ahead_limit -= taken;
         }
@@ -140,7 +149,7 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
         }
         if (!rx || rx_done) return;
         while (const std::size_t n = server->read(*rx, chunk)) {
-            rx_hash = fnv1a(rx_hash, chunk.data(), n);
+            rx_hash.update({chunk.data(), n});
             received += n;
             interval_bytes += n;
         }
@@ -151,12 +160,14 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
     Instant next_sample = start + spec.interval;
     std::uint64_t prev_retx = 0;
     std::uint64_t prev_lost = 0;
+    std::uint64_t prev_sent = 0;
     auto take_sample = [&](Instant at) {
         const ConnectionStats s = client.stats(at);
         IntervalSample sample;
         sample.begin = sample_begin - start;
         sample.end = at - start;
         sample.bytes = interval_bytes;
+        sample.bytes_sent = s.stream_bytes_sent - prev_sent;
         sample.retransmits = s.packets_retransmitted - prev_retx;
         sample.packets_lost = s.packets_lost - prev_lost;
         sample.cwnd = s.cwnd;
@@ -164,6 +175,7 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
         sample.srtt = s.smoothed_rtt;
         prev_retx = s.packets_retransmitted;
         prev_lost = s.packets_lost;
+        prev_sent = s.stream_bytes_sent;
         interval_bytes = 0;
         sample_begin = at;
         r.samples.push_back(sample);
@@ -205,10 +217,10 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
     r.duration = end - start;
     r.bytes_sent = written;
     r.bytes_delivered = received;
-    r.sender_hash = tx_hash;
-    r.receiver_hash = rx_hash;
+    r.sender_hash = tx_hash.digest();
+    r.receiver_hash = rx_hash.digest();
     r.completed = rx_done && tx_finished;
-    r.hash_match = r.completed && received == written && rx_hash == tx_hash;
+    r.hash_match = r.completed && received == written && r.receiver_hash == r.sender_hash;
     if (rx_done && !r.hash_match) r.failure = "payload mismatch";
     r.client_stats = client.stats(end);
     if (sim.server() != nullptr) r.server_stats = sim.server()->stats(end);

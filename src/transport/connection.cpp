@@ -74,6 +74,15 @@ const char* frame_name(const wire::Frame& f) {
     return names[f.index()];
 }
 
+// Statistics group controller states into slow start (any variant, such as
+// HyStart++'s conservative slow start), congestion avoidance, recovery, other.
+std::size_t state_bucket_index(std::string_view state) {
+    if (state.ends_with("slow_start")) return 0;
+    if (state == "congestion_avoidance") return 1;
+    if (state == "recovery") return 2;
+    return 3;
+}
+
 struct StreamState {
     StreamState(std::size_t send_buffer, std::uint64_t send_limit, std::uint64_t recv_window)
         : send(send_buffer), credit(send_limit), window(recv_window) {}
@@ -177,6 +186,10 @@ struct Connection::Impl {
     std::uint64_t new_data_limit(const StreamState& s) const;
     void update_pacer();
     void track_cc_state(Instant now);
+    Duration& state_bucket(std::string_view state) {
+        Duration* b[] = {&in_ss, &in_ca, &in_rec, &in_other};
+        return *b[state_bucket_index(state)];
+    }
     Duration pto_period() const { return loss.rtt().pto_period(loss.max_ack_delay()); }
     Duration three_pto() const { return 3 * pto_period(); }
     void reset_idle_timer(Instant now);
@@ -1013,11 +1026,7 @@ void Connection::Impl::on_timeout(Instant now) {
 void Connection::Impl::track_cc_state(Instant now) {
     std::string_view current = cc->state();
     if (current == cc_state) return;
-    Duration spent = now - cc_state_since;
-    if (cc_state == "slow_start") in_ss += spent;
-    else if (cc_state == "congestion_avoidance") in_ca += spent;
-    else if (cc_state == "recovery") in_rec += spent;
-    else in_other += spent;
+    state_bucket(cc_state) += now - cc_state_since;
     cc_state = std::string(current);
     cc_state_since = now;
 }
@@ -1151,10 +1160,9 @@ ConnectionStats Connection::stats(Instant now) const {
     s.time_in_recovery = d.in_rec;
     s.time_in_other_states = d.in_other;
     Duration current = now > d.cc_state_since ? now - d.cc_state_since : Duration{0};
-    if (d.cc_state == "slow_start") s.time_in_slow_start += current;
-    else if (d.cc_state == "congestion_avoidance") s.time_in_congestion_avoidance += current;
-    else if (d.cc_state == "recovery") s.time_in_recovery += current;
-    else s.time_in_other_states += current;
+    Duration* bucket[] = {&s.time_in_slow_start, &s.time_in_congestion_avoidance, &s.time_in_recovery,
+                          &s.time_in_other_states};
+    *bucket[state_bucket_index(d.cc_state)] += current;
     return s;
 }
 

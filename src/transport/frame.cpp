@@ -8,7 +8,6 @@
 #include <charconv>
 #include <limits>
 #include <string>
-#include <type_traits>
 
 namespace ndm::wire {
 

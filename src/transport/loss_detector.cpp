@@ -54,8 +54,15 @@ void LossDetector::remove_from_flight(const SentPacket& p) {
 }
 
 void LossDetector::late_ack(Slot& s, AckOutcome& out) {
-    // A packet we declared lost was delivered after all. When that completes
-    // the most recent congestion event, the event was spurious.
+    // A packet we declared lost was delivered after all: the path reorders
+    // more than the thresholds allow. Widen them so that the same reordering
+    // is not mistaken for loss again (jittery paths such as netem's i.i.d.
+    // jitter reorder by tens of packets).
+    if (has_largest_acked_ && largest_acked_ > s.p.pn) {
+        packet_threshold_ = std::clamp(largest_acked_ - s.p.pn + 1, packet_threshold_, kMaxPacketThreshold);
+    }
+    time_threshold_num_ = std::min(time_threshold_num_ + 1, kMaxTimeThresholdNum);
+    // When that completes the most recent congestion event, the event was spurious.
     if (s.event != 0 && s.event == current_event_ && event_unacked_ > 0 && --event_unacked_ == 0) {
         out.spurious_congestion = true;
         current_event_ = 0;  // report each event once
@@ -150,7 +157,7 @@ AckOutcome LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now,
 Duration LossDetector::loss_delay() const {
     // RFC 9002 §6.1.2: kTimeThreshold · max(smoothed_rtt, latest_rtt), at least kGranularity.
     const Duration rtt = std::max(rtt_.smoothed(), rtt_.latest());
-    return std::max(rtt * kTimeThresholdNum / kTimeThresholdDen, kGranularity);
+    return std::max(rtt * time_threshold_num_ / kTimeThresholdDen, kGranularity);
 }
 
 LossDetector::LossBatch LossDetector::detect_lost(Instant now) {
@@ -170,7 +177,7 @@ LossDetector::LossBatch LossDetector::detect_lost(Instant now) {
         if (s.state != State::outstanding) continue;
         // RFC 9002 §6.1: lost when sent kPacketThreshold before an acked
         // packet, or long enough before now.
-        if (s.p.time_sent <= lost_send_time || largest_acked_ >= pn + kPacketThreshold) {
+        if (s.p.time_sent <= lost_send_time || largest_acked_ >= pn + packet_threshold_) {
             s.state = State::lost;
             remove_from_flight(s.p);
             if (s.p.in_flight) {

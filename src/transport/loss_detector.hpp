@@ -24,6 +24,11 @@ inline constexpr std::uint64_t kPacketThreshold = 3;
 inline constexpr int kTimeThresholdNum = 9;  // kTimeThreshold = 9/8
 inline constexpr int kTimeThresholdDen = 8;
 inline constexpr int kPersistentCongestionThreshold = 3;
+// Reordering tolerance grows when a loss proves spurious (RFC 9002 §6.1.1 and
+// §6.1.2 allow it; RFC 8985 §6.2 does the same with its reordering window).
+// Bounds: Linux's default tcp_max_reordering, and twice the RTT.
+inline constexpr std::uint64_t kMaxPacketThreshold = 300;
+inline constexpr int kMaxTimeThresholdNum = 16;
 
 struct SentPacket {
     std::uint64_t pn = 0;
@@ -92,6 +97,9 @@ public:
     [[nodiscard]] std::uint64_t bytes_in_flight() const { return bytes_in_flight_; }
     [[nodiscard]] std::size_t ack_eliciting_in_flight() const { return eliciting_in_flight_; }
     [[nodiscard]] unsigned pto_count() const { return pto_count_; }
+    // Current loss thresholds (adapted upwards by spurious losses).
+    [[nodiscard]] std::uint64_t packet_threshold() const { return packet_threshold_; }
+    [[nodiscard]] int time_threshold_eighths() const { return time_threshold_num_; }
     [[nodiscard]] const RttEstimator& rtt() const { return rtt_; }
     // Packets remembered: outstanding, plus acked/lost ones awaiting cleanup.
     [[nodiscard]] std::size_t outstanding() const { return sent_.size() + lost_.size(); }
@@ -150,6 +158,8 @@ private:
     std::uint64_t largest_acked_ = 0;
     Instant loss_time_ = kNever;
     unsigned pto_count_ = 0;
+    std::uint64_t packet_threshold_ = kPacketThreshold;
+    int time_threshold_num_ = kTimeThresholdNum;  // in eighths of an RTT
     bool has_first_rtt_sample_ = false;
     Instant first_rtt_sample_time_{};
 

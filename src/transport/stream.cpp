@@ -7,24 +7,59 @@ namespace ndm::transport {
 
 // ---- OffsetBuffer -----------------------------------------------------------
 
+void OffsetBuffer::reserve(std::size_t n) {
+    if (n <= cap_) return;
+    std::size_t cap = std::max<std::size_t>(cap_ ? cap_ : 1, 64u << 10);
+    while (cap < n) cap *= 2;
+    // Uninitialised on purpose: pages are committed only when first written.
+    std::unique_ptr<std::uint8_t[]> ring(new std::uint8_t[cap]);
+    if (size_ > 0) read_at(begin_, {ring.get(), size_});
+    ring_ = std::move(ring);
+    cap_ = cap;
+    head_ = 0;
+}
+
+std::span<const std::uint8_t> OffsetBuffer::contiguous(std::uint64_t off, std::size_t max_len) const {
+    std::size_t i = index(off);
+    std::size_t n = std::min<std::size_t>({max_len, static_cast<std::size_t>(end() - off), cap_ - i});
+    return {ring_.get() + i, n};
+}
+
+void OffsetBuffer::write_at(std::uint64_t off, std::span<const std::uint8_t> bytes) {
+    std::size_t i = index(off);
+    std::size_t first = std::min(bytes.size(), cap_ - i);
+    std::memcpy(ring_.get() + i, bytes.data(), first);
+    std::memcpy(ring_.get(), bytes.data() + first, bytes.size() - first);
+}
+
+void OffsetBuffer::read_at(std::uint64_t off, std::span<std::uint8_t> out) const {
+    std::size_t i = index(off);
+    std::size_t first = std::min(out.size(), cap_ - i);
+    std::memcpy(out.data(), ring_.get() + i, first);
+    std::memcpy(out.data() + first, ring_.get(), out.size() - first);
+}
+
 void OffsetBuffer::append(std::span<const std::uint8_t> bytes) {
-    data_.insert(data_.end(), bytes.begin(), bytes.end());
+    if (bytes.empty()) return;
+    reserve(size_ + bytes.size());
+    std::uint64_t off = end();
+    size_ += bytes.size();
+    write_at(off, bytes);
 }
 
 void OffsetBuffer::extend_to(std::uint64_t new_end) {
-    if (new_end > end()) data_.resize(data_.size() + (new_end - end()));
+    if (new_end <= end()) return;
+    reserve(static_cast<std::size_t>(new_end - begin_));
+    size_ = static_cast<std::size_t>(new_end - begin_);
 }
 
 void OffsetBuffer::drop_front_to(std::uint64_t off) {
     if (off <= begin_) return;
     off = std::min(off, end());
-    head_ += off - begin_;
+    std::size_t n = static_cast<std::size_t>(off - begin_);
+    if (cap_) head_ = (head_ + n) & (cap_ - 1);
+    size_ -= n;
     begin_ = off;
-    // Compact only when the dead prefix dominates, so each byte moves O(1) times.
-    if (head_ >= (64u << 10) && head_ >= data_.size() / 2) {
-        data_.erase(data_.begin(), data_.begin() + static_cast<std::ptrdiff_t>(head_));
-        head_ = 0;
-    }
 }
 
 // ---- SendStream -------------------------------------------------------------
@@ -65,8 +100,9 @@ std::optional<SendStream::Chunk> SendStream::next_chunk(std::size_t max_len,
         if (lo >= iv.hi) continue;
         auto [start, end] = next_gap(acked_, lo, iv.hi);
         if (start >= end) continue;
-        end = std::min<std::uint64_t>(end, start + max_len);
-        Chunk c{start, {buffer_.at(start), static_cast<std::size_t>(end - start)}, false, true};
+        auto data = buffer_.contiguous(start, static_cast<std::size_t>(std::min<std::uint64_t>(end - start, max_len)));
+        end = start + data.size();
+        Chunk c{start, data, false, true};
         c.fin = fin_offset_ && end == *fin_offset_ && !fin_acked_;
         return c;
     }
@@ -76,7 +112,9 @@ std::optional<SendStream::Chunk> SendStream::next_chunk(std::size_t max_len,
     // New data, within flow control.
     std::uint64_t end = std::min({buffer_.end(), new_data_limit, sent_end_ + max_len});
     if (end > sent_end_) {
-        Chunk c{sent_end_, {buffer_.at(sent_end_), static_cast<std::size_t>(end - sent_end_)}, false, false};
+        auto data = buffer_.contiguous(sent_end_, static_cast<std::size_t>(end - sent_end_));
+        end = sent_end_ + data.size();
+        Chunk c{sent_end_, data, false, false};
         c.fin = fin_offset_ && end == *fin_offset_;
         return c;
     }
@@ -160,7 +198,8 @@ RecvStream::Result RecvStream::on_frame(std::uint64_t offset, std::span<const st
     while (pos < end) {
         auto [gap_lo, gap_hi] = next_gap(received_, pos, end);
         if (gap_lo >= end) break;
-        std::memcpy(buffer_.at(gap_lo), data.data() + (gap_lo - offset), gap_hi - gap_lo);
+        buffer_.write_at(gap_lo, data.subspan(static_cast<std::size_t>(gap_lo - offset),
+                                              static_cast<std::size_t>(gap_hi - gap_lo)));
         any_new = true;
         pos = gap_hi;
     }
@@ -176,7 +215,7 @@ std::size_t RecvStream::readable() const {
 std::size_t RecvStream::read(std::span<std::uint8_t> out) {
     std::size_t n = std::min(out.size(), readable());
     if (n == 0) return 0;
-    std::memcpy(out.data(), buffer_.at(read_offset_), n);
+    buffer_.read_at(read_offset_, out.first(n));
     read_offset_ += n;
     buffer_.drop_front_to(read_offset_);
     received_.remove_below(read_offset_);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -12,25 +13,33 @@
 
 namespace ndm::transport {
 
-// Contiguous bytes indexed by absolute stream offset, holding [begin, end).
-// Dropping from the front is O(1) amortised: the storage compacts itself
-// once the dead prefix is large.
+// Bytes indexed by absolute stream offset, holding [begin, end), in a ring
+// that doubles when full and never shrinks: no per-byte compaction and no
+// repeated page faults once the buffer has reached the flow's working size.
 class OffsetBuffer {
 public:
     [[nodiscard]] std::uint64_t begin() const { return begin_; }
-    [[nodiscard]] std::uint64_t end() const { return begin_ + (data_.size() - head_); }
-    [[nodiscard]] std::size_t size() const { return data_.size() - head_; }
-    // Pointer to the byte at absolute offset off (begin <= off < end).
-    [[nodiscard]] const std::uint8_t* at(std::uint64_t off) const { return data_.data() + head_ + (off - begin_); }
-    std::uint8_t* at(std::uint64_t off) { return data_.data() + head_ + (off - begin_); }
+    [[nodiscard]] std::uint64_t end() const { return begin_ + size_; }
+    [[nodiscard]] std::size_t size() const { return size_; }
+    // The longest contiguous run of stored bytes starting at off (begin <=
+    // off < end), at most max_len long; shorter only where the ring wraps.
+    [[nodiscard]] std::span<const std::uint8_t> contiguous(std::uint64_t off, std::size_t max_len) const;
     void append(std::span<const std::uint8_t> bytes);
-    // Grows (zero-filled) so that end() >= new_end.
+    // Grows so that end() >= new_end; the new bytes are unspecified until written.
     void extend_to(std::uint64_t new_end);
+    // Copies bytes to/from [off, off + n), which must lie within [begin, end).
+    void write_at(std::uint64_t off, std::span<const std::uint8_t> bytes);
+    void read_at(std::uint64_t off, std::span<std::uint8_t> out) const;
     void drop_front_to(std::uint64_t off);
 
 private:
-    std::vector<std::uint8_t> data_;
-    std::size_t head_ = 0;
+    void reserve(std::size_t n);
+    [[nodiscard]] std::size_t index(std::uint64_t off) const { return (head_ + (off - begin_)) & (cap_ - 1); }
+
+    std::unique_ptr<std::uint8_t[]> ring_;
+    std::size_t cap_ = 0;   // a power of two, or 0
+    std::size_t head_ = 0;  // ring index of begin_
+    std::size_t size_ = 0;
     std::uint64_t begin_ = 0;
 };
 

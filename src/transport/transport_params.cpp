@@ -1,6 +1,6 @@
 // Transport parameters (RFC 9000 §18): (id, length, value) entries, integer
 // values as varints exactly filling their length (§18.2). Duplicate ids of any
-// kind are rejected (§7.4); unknown ids are skipped (§18.1).
+// kind are rejected (§7.4); unknown ids are skipped (§7.4.2).
 #include "transport/transport_params.hpp"
 
 #include <algorithm>
@@ -106,7 +106,7 @@ bool decode_transport_params(std::span<const std::uint8_t> in, TransportParams& 
         }
         const auto ip = std::find_if(std::begin(kIntParams), std::end(kIntParams),
                                      [&](const IntParam& x) { return x.id == *id; });
-        if (ip == std::end(kIntParams)) continue;  // unknown: skip (RFC 9000 §18.1)
+        if (ip == std::end(kIntParams)) continue;  // unknown: skip (RFC 9000 §7.4.2)
         Reader vr(value);
         const auto v = vr.varint();
         if (!v || !vr.empty())

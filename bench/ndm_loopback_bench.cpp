@@ -1,0 +1,154 @@
+// ndm_loopback_bench: single-connection bulk goodput over real UDP sockets on
+// loopback, sender and receiver endpoints on two threads of one process.
+// Prints one JSON line: goodput, CPU seconds per GB (both threads), counters.
+//   ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds 1452]
+// NDM_BENCH_TRACE=1 prints cwnd/RTT/pacing samples to stderr while it runs.
+#include <sys/resource.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "ndm/endpoint.hpp"
+
+using namespace ndm;
+using namespace std::chrono_literals;
+
+namespace {
+
+double thread_cpu_seconds() {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+[[noreturn]] void usage() {
+    std::fprintf(stderr, "usage: ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds N] [--cc NAME]\n");
+    std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    IoBackend io = IoBackend::automatic;
+    bool offload = true;
+    std::uint64_t bytes = 1ull << 30;
+    std::size_t mds = 1452;
+    std::string cc = "reno";
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) usage();
+            return argv[++i];
+        };
+        if (a == "--io") io = parse_io_backend(next());
+        else if (a == "--gso") offload = next() == "on";
+        else if (a == "--bytes") bytes = std::stoull(next());
+        else if (a == "--mds") mds = std::stoul(next());
+        else if (a == "--cc") cc = next();
+        else usage();
+    }
+    spdlog::set_level(spdlog::level::warn);
+
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    cfg.backend = io;
+    cfg.gso = cfg.gro = offload;
+    cfg.connection.max_datagram_size = mds;
+    cfg.connection.cc = cc;
+    EndpointConfig scfg = cfg;
+    scfg.accept_connections = true;
+
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> received{0};
+    std::atomic<bool> done{false};
+    std::atomic<double> recv_cpu{0};
+    std::atomic<std::uint16_t> port{0};
+    std::atomic<int> server_ready{0};
+
+    std::thread receiver([&] {
+        Endpoint server(scfg);
+        port = server.local_port();
+        server_ready = 1;
+        std::vector<std::uint8_t> buf(1 << 20);
+        std::uint64_t got = 0;
+        server.on_event([&](ConnectionHandle h, const Event& ev) {
+            auto* r = std::get_if<event::StreamReadable>(&ev);
+            if (!r) return;
+            Connection* c = server.connection(h);
+            while (std::size_t n = c->read(r->id, buf)) got += n;
+            received.store(got, std::memory_order_relaxed);
+            if (c->stream_finished(r->id)) done = true;
+        });
+        const double c0 = thread_cpu_seconds();
+        while (!stop) server.run_once(steady_now() + 10ms);
+        recv_cpu = thread_cpu_seconds() - c0;
+    });
+    while (!server_ready) std::this_thread::sleep_for(1ms);
+
+    Endpoint client(cfg);
+    std::vector<std::uint8_t> chunk(1 << 20);
+    for (std::size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<std::uint8_t>(i * 131 + 7);
+    const double c0 = thread_cpu_seconds();
+    auto h = client.connect("127.0.0.1", port);
+    if (!client.run_until([&] { return client.find(h) && client.find(h)->is_established(); }, 5s)) {
+        std::fprintf(stderr, "handshake failed\n");
+        stop = true;
+        receiver.join();
+        return 1;
+    }
+    const Instant t0 = steady_now();
+    Connection* c = client.connection(h);
+    const StreamId s = *c->open_stream();
+    std::uint64_t written = 0;
+    std::size_t off = 0;
+    const Instant deadline = t0 + 120s;
+    const bool trace = std::getenv("NDM_BENCH_TRACE") != nullptr;
+    Instant next_trace = t0;
+    while (!done && steady_now() < deadline) {
+        c = client.connection(h);
+        if (!c) break;
+        while (written < bytes) {
+            const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size() - off, bytes - written));
+            const std::size_t n = c->write(s, {chunk.data() + off, want}, written + want == bytes);
+            written += n;
+            off = (off + n) % chunk.size();
+            if (n < want) break;
+        }
+        if (trace && steady_now() >= next_trace) {
+            next_trace += (steady_now() - t0 < 400ms) ? 10ms : 100ms;
+            const auto st = c->stats(steady_now());
+            std::fprintf(stderr, "t=%.1f rx=%llu cwnd=%llu inflight=%llu srtt=%.0fus rate=%.2fGbps lost=%llu pto=%llu %s\n",
+                         to_seconds(steady_now() - t0), static_cast<unsigned long long>(received.load()),
+                         static_cast<unsigned long long>(st.cwnd), static_cast<unsigned long long>(st.bytes_in_flight),
+                         to_seconds(st.smoothed_rtt) * 1e6, st.pacing_rate * 8 / 1e9,
+                         static_cast<unsigned long long>(st.packets_lost), static_cast<unsigned long long>(st.pto_count),
+                         st.cc_state.c_str());
+        }
+        client.run_once(steady_now() + 5ms);
+    }
+    const double secs = to_seconds(steady_now() - t0);
+    const double send_cpu = thread_cpu_seconds() - c0;
+    const auto cst = client.connection(h) ? client.connection(h)->stats(steady_now()) : ConnectionStats{};
+    const auto est = client.stats();
+    stop = true;
+    receiver.join();
+    const double gb = static_cast<double>(received.load()) / 1e9;
+    std::printf(
+        "{\"io\":\"%s\",\"gso_gro\":%s,\"gso\":%s,\"gro\":%s,\"mds\":%zu,\"bytes\":%llu,\"seconds\":%.3f,"
+        "\"goodput_gbps\":%.3f,\"sender_cpu_s\":%.3f,\"receiver_cpu_s\":%.3f,\"cpu_s_per_gb\":%.3f,"
+        "\"datagrams_sent\":%llu,\"send_calls\":%llu,\"packets_lost\":%llu,\"complete\":%s}\n",
+        to_string(client.backend()), offload ? "true" : "false", client.gso_enabled() ? "true" : "false",
+        client.gro_enabled() ? "true" : "false", mds, static_cast<unsigned long long>(received.load()), secs,
+        gb * 8 / secs, send_cpu, recv_cpu.load(), gb > 0 ? (send_cpu + recv_cpu.load()) / gb : 0.0,
+        static_cast<unsigned long long>(est.datagrams_sent), static_cast<unsigned long long>(est.send_calls),
+        static_cast<unsigned long long>(cst.packets_lost), done ? "true" : "false");
+    return done ? 0 : 1;
+}

@@ -1,0 +1,50 @@
+// Echo over ndm with the blocking facade: `echo server [port]` answers every
+// stream with its own bytes; `echo client <port> <message>` prints the echo.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <ndm/endpoint.hpp>
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s server [port] | client <port> <message>\n", argv[0]);
+        return 2;
+    }
+    try {
+        const std::string mode = argv[1];
+        if (mode == "server") {
+            ndm::EndpointConfig cfg;
+            cfg.port = argc > 2 ? static_cast<std::uint16_t>(std::atoi(argv[2])) : 4433;
+            cfg.accept_connections = true;
+            ndm::Endpoint ep(cfg);
+            std::printf("echo server on %s (%s)\n", ep.local_address().c_str(), ndm::to_string(ep.backend()));
+            for (;;) {
+                auto s = ndm::BlockingStream::accept(ep, std::chrono::hours(24));
+                std::vector<std::uint8_t> buf(64 * 1024);
+                while (std::size_t n = s.read(buf)) s.write({buf.data(), n});
+                s.finish();
+                s.close();
+            }
+        }
+        if (mode == "client" && argc > 3) {
+            ndm::Endpoint ep(ndm::EndpointConfig{});
+            auto s = ndm::BlockingStream::connect(ep, "127.0.0.1", static_cast<std::uint16_t>(std::atoi(argv[2])));
+            const std::string msg = argv[3];
+            s.write({reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size()});
+            s.finish();
+            std::string echoed;
+            std::vector<std::uint8_t> buf(4096);
+            while (std::size_t n = s.read(buf)) echoed.append(reinterpret_cast<char*>(buf.data()), n);
+            s.close();
+            std::printf("%s\n", echoed.c_str());
+            return echoed == msg ? 0 : 1;
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 1;
+    }
+    std::fprintf(stderr, "bad arguments\n");
+    return 2;
+}

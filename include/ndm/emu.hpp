@@ -1,0 +1,241 @@
+// ndm::emu: the network emulator (issue 4). One pure, seeded impairment model
+// per direction (ARCHITECTURE principle 2): packets go in with a timestamp and
+// come out when due; every drop is tagged with its reason. The simulator uses
+// it as an ndm::sim::Link in virtual time; the socket path drives the same
+// object with CLOCK_MONOTONIC timestamps.
+//
+// Per-copy pipeline (cf. netem_enqueue, docs: ../shared/docs/emulator-notes.md §1.1):
+//   duplicate (the copy runs the whole pipeline, as netem re-enqueues it at the root)
+//   → loss → corrupt → bottleneck (rate or Mahimahi trace, finite droptail/CoDel queue)
+//   → delay + jitter (order-preserving or i.i.d.) / explicit reorder → delivery.
+// The bottleneck sits before the propagation delay, as `mm-link` inside `mm-delay`.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ndm/sim.hpp"
+#include "ndm/time.hpp"
+
+namespace ndm::emu {
+
+// ---------------------------------------------------------------- configuration
+
+enum class DropReason : std::uint8_t {
+    random,          // Bernoulli loss; Gilbert–Elliott Good state; 4-state isolated loss
+    burst,           // Gilbert–Elliott Bad state; 4-state burst state
+    queue_overflow,  // droptail at the packet/byte bound
+    aqm,             // CoDel (RFC 8289) dropped at dequeue
+    trace_outage,    // queue overflow while the trace had no opportunity for TraceConfig::outage_gap
+};
+inline constexpr std::size_t kDropReasons = 5;
+[[nodiscard]] const char* to_string(DropReason r);
+
+enum class LossKind : std::uint8_t { none, bernoulli, gilbert_elliott, four_state };
+
+// netem's loss models (emulator-notes §1.5). netem's loss "correlation" is
+// deliberately absent (§1.4: it does not do what it says).
+struct LossConfig {
+    LossKind kind = LossKind::none;
+    double p = 0;            // bernoulli: P(loss); gilbert_elliott: P(Good→Bad)
+    double r = 1;            // gilbert_elliott: P(Bad→Good); tc default 1−p
+    double loss_bad = 1;     // gilbert_elliott: 1−h, loss probability in Bad
+    double loss_good = 0;    // gilbert_elliott: 1−k, loss probability in Good
+    // four_state (netem `state p13 p31 p32 p23 p14`; tc defaults p31 = 1−p13, p32 = 0, p23 = 1, p14 = 0)
+    double p13 = 0, p31 = 1, p32 = 0, p23 = 1, p14 = 0;
+};
+
+// netem's `distribution`. uniform: U[d−J, d+J) (netem's default); the others
+// treat J as σ and are clipped at ±4σ like netem's int16 tables (§1.2).
+enum class Distribution : std::uint8_t { uniform, normal, pareto, paretonormal };
+
+// in_order: t = max(t_prev, now + delay): jitter without reordering, as an LTE
+// bearer (RLC in-sequence delivery, §0.2). iid: each packet's delay is drawn
+// independently and packets leave by due time (netem's tfifo), which reorders.
+enum class Ordering : std::uint8_t { in_order, iid };
+
+struct DelayConfig {
+    Duration delay{0};
+    Duration jitter{0};
+    Distribution distribution = Distribution::uniform;
+    Ordering ordering = Ordering::in_order;
+    // netem `reorder P gap N` (§1.6): once `gap − 1` packets were delayed, the
+    // next is sent immediately with probability P. 0 = off.
+    double reorder = 0;
+    std::uint32_t gap = 1;
+};
+
+enum class QueueDiscipline : std::uint8_t { droptail, codel };
+
+struct QueueConfig {
+    double rate_bps = 0;          // 0 = unlimited (no bottleneck unless a trace is set)
+    std::int32_t overhead = 0;    // bytes added per packet for serialization (netem PACKETOVERHEAD; may be negative)
+    std::size_t packets = 1000;   // bound on waiting + serializing packets (netem's default limit); 0 = none
+    std::size_t bytes = 0;        // bound in bytes; 0 = none
+    QueueDiscipline discipline = QueueDiscipline::droptail;
+    Duration codel_target = std::chrono::milliseconds(5);
+    Duration codel_interval = std::chrono::milliseconds(100);
+};
+
+class Trace;  // a loaded Mahimahi trace (src/emu/trace.hpp)
+
+struct TraceConfig {
+    std::shared_ptr<const Trace> trace;  // null = no trace
+    std::uint32_t opportunity_bytes = 1500;  // per line; Mahimahi's code uses 1504 (emulator-notes §2)
+    // A queue overflow counts as trace_outage when the trace offered no
+    // opportunity during the last outage_gap.
+    Duration outage_gap = std::chrono::milliseconds(100);
+};
+
+// One direction of a path. Every stage is optional.
+struct DirectionConfig {
+    LossConfig loss;
+    double duplicate = 0;
+    double corrupt = 0;      // flips one random bit of the datagram
+    QueueConfig queue;
+    TraceConfig trace;       // when set, replaces queue.rate_bps as the service process
+    DelayConfig delay;
+};
+
+// `up` is client → server (Mahimahi's uplink), `down` server → client.
+enum class Direction : std::uint8_t { up, down };
+
+struct Profile {
+    std::string name;  // the preset name or the spec text it was parsed from
+    DirectionConfig up;
+    DirectionConfig down;
+    [[nodiscard]] const DirectionConfig& operator[](Direction d) const { return d == Direction::up ? up : down; }
+};
+
+// ---------------------------------------------------------------- parsing
+
+// Accepts, in this order: a preset name optionally followed by overrides
+// ("urban-lte,loss=1%"); a path to a JSON profile file (*.json); a compact spec
+// string "delay=50ms,jitter=20ms,loss=5%,rate=20mbit,queue=100pkt". Keys apply
+// to both directions unless prefixed "up." or "down."; a later key wins.
+//   delay, jitter            time: ns, us, ms, s (a unit is required)
+//   distribution             uniform (default: U[d−J, d+J)) | normal | pareto | paretonormal (J = σ)
+//   order                    inorder (default) | iid (netem's reordering tfifo)
+//   reorder, gap             netem reorder P gap N (needs a delay)
+//   loss                     Bernoulli: 5% or 0.05
+//   gemodel                  p[/r[/1-h[/1-k]]]          (netem gemodel; tc defaults)
+//   lossstate                p13[/p31[/p32[/p23[/p14]]]] (netem state)
+//   duplicate, corrupt       probabilities
+//   rate                     bit, kbit, mbit, gbit; bps, kbps, mbps = BYTES/s as in tc
+//   overhead                 bytes per packet for serialization (may be negative)
+//   queue                    Npkt, Nb|kb|mb|kib|mib, or both "100pkt/150kb" (default 1000pkt)
+//   aqm                      droptail (default) | codel; codel-target, codel-interval
+//   trace                    a Mahimahi file (path or name in trace_search_path());
+//                            "trace=NAME" uses NAME.up / NAME.down when NAME itself is absent
+// Throws std::invalid_argument with a one-line message naming the problem
+// (unknown key, bad unit, out-of-range value, unreadable trace).
+[[nodiscard]] Profile parse_profile(std::string_view text);
+// A JSON object {"name": .., "delay": "50ms", .., "up": {..}, "down": {..}}
+// with the spec string's keys (strings with units, or numbers for plain values).
+[[nodiscard]] Profile load_profile_json(const std::string& path);
+
+struct PresetInfo {
+    std::string name;
+    std::string spec;         // the spec string it expands to
+    std::string description;  // one line: what it models and where the numbers come from
+};
+[[nodiscard]] const std::vector<PresetInfo>& presets();
+
+// Where trace names are looked up when they are not a path: $NDM_DATA_DIR/traces,
+// then the build's/installed data/traces.
+[[nodiscard]] std::vector<std::string> trace_search_path();
+
+// ---------------------------------------------------------------- statistics
+
+// Log-linear histogram of durations (16 sub-buckets per power of two above
+// 32 µs: ≤ 6.25 % relative bucket width), with exact count/sum/min/max.
+class Histogram {
+public:
+    void add(Duration d);
+    [[nodiscard]] std::uint64_t count() const { return count_; }
+    [[nodiscard]] Duration min() const { return count_ ? min_ : Duration{0}; }
+    [[nodiscard]] Duration max() const { return max_; }
+    [[nodiscard]] Duration mean() const;
+    // The upper edge of the bucket holding quantile q in [0, 1] (0 if empty).
+    [[nodiscard]] Duration quantile(double q) const;
+
+private:
+    static constexpr std::size_t kBuckets = 32 + 16 * 40;
+    std::array<std::uint64_t, kBuckets> buckets_{};
+    std::uint64_t count_ = 0;
+    double sum_ns_ = 0;
+    Duration min_{Duration::max()};
+    Duration max_{0};
+};
+
+struct EmuStats {
+    std::uint64_t sent = 0;        // datagrams given to send()
+    std::uint64_t delivered = 0;   // copies handed out by deliver()
+    std::uint64_t duplicated = 0;  // extra copies made
+    std::uint64_t corrupted = 0;
+    std::uint64_t reordered = 0;   // delivered with a lower send index than one delivered before (RFC 4737)
+    std::uint64_t reorder_immediate = 0;  // sent at once by the explicit reorder knob
+    std::array<std::uint64_t, kDropReasons> dropped{};
+    Histogram queue_delay;    // waiting time in the bottleneck queue (until serialization starts)
+    Histogram one_way_delay;  // send() → due time of each delivered copy
+    [[nodiscard]] std::uint64_t drops(DropReason r) const { return dropped[static_cast<std::size_t>(r)]; }
+    [[nodiscard]] std::uint64_t total_dropped() const;
+};
+
+// One line per copy's fate, for tests, logs and training labels.
+struct PacketEvent {
+    enum class Kind : std::uint8_t { dropped, scheduled, delivered };
+    Kind kind;
+    std::uint64_t index;   // send() call index, shared by a duplicate
+    bool duplicate;        // the extra copy
+    bool corrupted;
+    DropReason reason;     // for dropped
+    Instant sent;
+    Instant at;            // drop time, or the due time (scheduled/delivered)
+};
+
+// ---------------------------------------------------------------- the link
+
+class Pipeline;
+
+class EmulatedLink final : public sim::Link {
+public:
+    EmulatedLink(const DirectionConfig& config, std::uint64_t seed);
+    ~EmulatedLink() override;
+    EmulatedLink(const EmulatedLink&) = delete;
+    EmulatedLink& operator=(const EmulatedLink&) = delete;
+
+    void send(std::span<const std::uint8_t> datagram, Instant now) override;
+    [[nodiscard]] Instant next_delivery() const override;
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override;
+    [[nodiscard]] sim::LinkStats stats() const override;
+
+    [[nodiscard]] const EmuStats& emu_stats() const;
+    // Called for every drop, every scheduled copy and every delivery.
+    void set_observer(std::function<void(const PacketEvent&)> observer);
+    // Datagrams accepted and not yet delivered or dropped.
+    [[nodiscard]] std::size_t in_flight() const;
+
+private:
+    std::unique_ptr<Pipeline> pipeline_;
+};
+
+// One direction's link. The seed is mixed with the direction, so one run seed
+// gives both directions independent streams; each decision type (loss,
+// duplicate, corrupt, jitter, reorder) has its own stream, so comparing two
+// controllers under the same seed uses common random numbers.
+[[nodiscard]] std::unique_ptr<EmulatedLink> make_link(const Profile& profile, Direction direction,
+                                                      std::uint64_t seed);
+
+// One line per direction, for tools and logs.
+[[nodiscard]] std::string describe(const DirectionConfig& config);
+// A multi-line human-readable report of the statistics.
+[[nodiscard]] std::string format_stats(const EmuStats& stats);
+
+}  // namespace ndm::emu

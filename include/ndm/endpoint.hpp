@@ -1,0 +1,190 @@
+// ndm::Endpoint: the I/O driver around the sans-I/O Connection. One UDP socket,
+// many connections multiplexed on it by connection ID, an io_uring data path
+// (multishot recvmsg over a provided-buffer ring, UDP GSO/GRO) with an Asio/epoll
+// fallback, optional impairment Links on egress and ingress, and two ways to use
+// it: an event loop the application runs (callbacks, or a pollable fd for
+// integration into another loop) and a small blocking facade.
+//
+// Threading: an Endpoint and everything reached through it (Connection*,
+// callbacks, BlockingStream) belongs to ONE thread: the first one that calls
+// run_once()/run_until() (it may be constructed elsewhere). The io_uring
+// backend binds its ring to that thread (SINGLE_ISSUER); driving the endpoint
+// from another thread later throws EndpointError. There are no internal locks
+// and no internal threads;
+// callbacks run inside run_once() on the calling thread and may call back into
+// the Endpoint (write, read, close, connect). Different Endpoints are
+// independent and may run on different threads.
+//
+// Errors never hang: bind failures throw from the constructor; a connection
+// that fails (ICMP port unreachable, unreachable route, handshake timeout,
+// idle timeout, peer close) ends with event::Closed carrying a code and a
+// one-line reason; the blocking facade turns those into exceptions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ndm/connection.hpp"
+#include "ndm/sim.hpp"
+#include "ndm/time.hpp"
+
+namespace ndm {
+
+// The real clock the Endpoint passes to its connections (CLOCK_MONOTONIC).
+Instant steady_now();
+
+enum class IoBackend {
+    automatic,  // io_uring when the kernel allows it, else the epoll fallback
+    uring,      // io_uring or fail (throws EndpointError)
+    epoll,      // Asio/epoll with recvmmsg/sendmmsg
+};
+// "auto" | "uring" | "epoll" (the tools' --io option); throws std::invalid_argument.
+IoBackend parse_io_backend(const std::string& name);
+const char* to_string(IoBackend b);
+
+// Local-only close codes the Endpoint uses (never sent on the wire as such).
+inline constexpr std::uint64_t kClosePeerUnreachable = 0x102;  // ICMP error / no route
+
+using LinkFactory = std::function<std::unique_ptr<sim::Link>()>;
+
+struct EndpointConfig {
+    // Numeric address to bind. "::" binds dual-stack (IPv4 peers appear as
+    // v4-mapped); if IPv6 is unavailable the endpoint falls back to 0.0.0.0.
+    std::string bind_address = "::";
+    std::uint16_t port = 0;  // 0 = ephemeral; local_port() tells which
+    IoBackend backend = IoBackend::automatic;
+    bool gso = true;  // UDP_SEGMENT batches on send (probed; off with a log line if refused)
+    bool gro = true;  // UDP_GRO coalescing on receive (probed likewise)
+    // Server side: create connections for unknown Initial datagrams.
+    bool accept_connections = false;
+    // Defaults for connections this endpoint creates (connect and accept).
+    // The seed is replaced per connection so connection IDs never collide.
+    ConnectionConfig connection;
+    // Optional impairments, one Link per connection and direction (e.g. a
+    // sim::SimpleLink, or src/emu's emulator). Egress sits between
+    // Connection::poll_datagram and the socket; ingress between the socket and
+    // Connection::on_datagram (the very first Initial of an accepted
+    // connection bypasses it, since the link is created for that connection).
+    LinkFactory egress_link;
+    LinkFactory ingress_link;
+    // SO_RCVBUF / SO_SNDBUF request (SO_*BUFFORCE when privileged).
+    int socket_buffer_bytes = 8 << 20;
+};
+
+class EndpointError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+using ConnectionHandle = std::uint64_t;  // endpoint-local, never reused
+
+struct EndpointStats {
+    std::uint64_t datagrams_received = 0;  // after GRO splitting
+    std::uint64_t datagrams_sent = 0;      // before GSO coalescing
+    std::uint64_t send_calls = 0;          // sendmsg SQEs / sendmmsg entries
+    std::uint64_t unroutable = 0;          // no connection for the CID (and not an Initial we accept)
+    std::uint64_t send_errors = 0;
+    std::uint64_t icmp_errors = 0;
+};
+
+class Endpoint {
+public:
+    // Binds the socket and selects the backend. Throws EndpointError with a
+    // one-line message ("cannot bind UDP 127.0.0.1:80: Permission denied").
+    explicit Endpoint(EndpointConfig config);
+    ~Endpoint();
+    Endpoint(const Endpoint&) = delete;
+    Endpoint& operator=(const Endpoint&) = delete;
+
+    // --- Event API ------------------------------------------------------
+    // Called for every connection event (Established, StreamOpened,
+    // StreamReadable, StreamWritable, Closed), from inside run_once().
+    using EventHandler = std::function<void(ConnectionHandle, const Event&)>;
+    void on_event(EventHandler handler);
+
+    // Starts a client connection to a numeric address or "localhost".
+    // Throws EndpointError on a bad address; failures later arrive as Closed.
+    ConnectionHandle connect(const std::string& host, std::uint16_t port);
+    ConnectionHandle connect(const std::string& host, std::uint16_t port, const ConnectionConfig& config);
+
+    // The connection behind a handle, or nullptr once it has closed and been
+    // removed. Use it for streams (open_stream, write, read, ...); the
+    // endpoint notices the access and sends what it allows on the next run.
+    Connection* connection(ConnectionHandle h);
+    // Read-only lookup that does not schedule the connection (for predicates).
+    [[nodiscard]] const Connection* find(ConnectionHandle h) const;
+    [[nodiscard]] std::size_t connection_count() const;
+    // Server connections that completed the handshake, oldest first (also
+    // reported as Established events). Returns nullopt when none is waiting.
+    std::optional<ConnectionHandle> next_accepted();
+    // How a connection ended (set once it is closing; kept for a while after
+    // the connection is removed), or nullptr while it is open.
+    [[nodiscard]] const CloseInfo* close_info(ConnectionHandle h) const;
+    // The first stream the peer opened on the connection, if any yet.
+    [[nodiscard]] std::optional<StreamId> peer_stream(ConnectionHandle h) const;
+
+    // Processes what is ready, then waits for I/O until `deadline` or the next
+    // connection/impairment timer, whichever is first, and processes again.
+    void run_once(Instant deadline);
+    // run_once() until pred() holds or `timeout` passes; returns pred().
+    bool run_until(const std::function<bool()>& pred, Duration timeout);
+
+    // Integration with a foreign loop: wait until fd() is readable or
+    // next_deadline() is reached, then call run_once(steady_now()).
+    [[nodiscard]] int fd() const;
+    [[nodiscard]] Instant next_deadline() const;
+
+    [[nodiscard]] std::uint16_t local_port() const;
+    [[nodiscard]] std::string local_address() const;  // "[::]:4433" / "127.0.0.1:4433"
+    [[nodiscard]] IoBackend backend() const;          // uring or epoll, as selected
+    [[nodiscard]] bool gso_enabled() const;
+    [[nodiscard]] bool gro_enabled() const;
+    [[nodiscard]] EndpointStats stats() const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// Blocking facade: one bidirectional stream per connection, socket-like.
+// Each call runs the endpoint's loop until it can return. Throws EndpointError
+// with the close reason when the connection fails or the timeout passes.
+class BlockingStream {
+public:
+    // Connects and opens the stream (the peer sees it on its first write).
+    static BlockingStream connect(Endpoint& ep, const std::string& host, std::uint16_t port,
+                                  Duration timeout = std::chrono::seconds(10));
+    // Waits for a server connection whose peer opened a stream.
+    static BlockingStream accept(Endpoint& ep, Duration timeout = std::chrono::seconds(10));
+
+    // Writes all of data (blocking while the send buffer is full).
+    void write(std::span<const std::uint8_t> data, Duration timeout = std::chrono::seconds(30));
+    // Reads at least one byte; returns 0 at the end of the stream.
+    std::size_t read(std::span<std::uint8_t> out, Duration timeout = std::chrono::seconds(30));
+    // Sends FIN (end of our direction).
+    void finish();
+    // Closes the connection: first waits (up to the timeout) until the peer
+    // has acknowledged everything written, since a close abandons unsent data.
+    void close(Duration timeout = std::chrono::seconds(5));
+
+    [[nodiscard]] ConnectionHandle handle() const { return handle_; }
+    [[nodiscard]] StreamId stream() const { return stream_; }
+
+private:
+    BlockingStream(Endpoint& ep, ConnectionHandle h, StreamId s) : ep_(&ep), handle_(h), stream_(s) {}
+    Connection& conn(const char* what);
+    Endpoint* ep_;
+    ConnectionHandle handle_;
+    StreamId stream_;
+    std::uint64_t written_ = 0;
+};
+
+}  // namespace ndm

@@ -1,0 +1,108 @@
+// Per-round-trip features for the "ndm" controller (ndm-spec.md §5.3,
+// "Signals"), from raw RTT samples (latest_rtt, not the smoothed srtt the
+// published module used, §5.2 item 3).
+//
+// A round ends when a packet sent after the round began is acknowledged: one
+// round trip, whatever the window (the module's 16 samples could be a tiny
+// fraction of an RTT, §5.2 item 3). Delays are normalised by the windowed
+// minimum RTT so that the network sees scale-free magnitudes.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "cc/ndm/entropy.hpp"
+#include "ndm/cc.hpp"
+#include "ndm/time.hpp"
+
+namespace ndm::cc::ndm {
+
+// The model's inputs, in this order (docs/ndm-controller.md §2).
+enum Feature : std::size_t {
+    kQueueNow = 0,  // q = rtt − min_rtt of the latest sample (at a loss: q at the loss), / min_rtt
+    kQueueP50,      // median q of the round, / min_rtt (resolution 0.1)
+    kQueueP90,      // 90th percentile of q, / min_rtt
+    kRttSlope,      // least-squares d(rtt)/dt over the round (s/s), clipped to [−1, 1]
+    kEntropy,       // Shannon entropy of the round's q histogram / log2(16), 0..1
+    kLossRate,      // packets lost / (acked + lost) in the round
+    kRateRatio,     // delivery rate / its recent maximum (BBR-style), 0..1
+    kLossRun,       // (packets lost in the event − 1) / 8, clipped to [0, 1]
+    kFeatureCount
+};
+
+using FeatureVector = std::array<float, kFeatureCount>;
+
+// Windowed minimum (Kathleen Nichols' algorithm, as Linux lib/win_minmax.c
+// used by BBR): the best, second and third best samples of the window, 48 bytes.
+class WindowedMin {
+public:
+    void update(Instant now, Duration v, Duration window) noexcept;
+    [[nodiscard]] Duration get() const noexcept { return s_[0].v; }
+    [[nodiscard]] bool empty() const noexcept { return s_[0].v == Duration::max(); }
+
+private:
+    struct Sample {
+        Instant t{};
+        Duration v = Duration::max();
+    };
+    std::array<Sample, 3> s_{};
+};
+
+class FeatureTracker {
+public:
+    static constexpr Duration kMinRttWindow = std::chrono::seconds(10);
+    // Fewer samples than this in the round so far: a loss uses the last
+    // complete round's distribution features.
+    static constexpr std::uint32_t kMinSamples = 4;
+
+    // Per ACK (the cost that matters: no division, no log). Returns true when
+    // this ACK ended a round; round() then holds its features.
+    bool on_ack(const AckEvent& ev) noexcept;
+    // Counts the lost packets into the round.
+    void on_loss(const CongestionEvent& ev) noexcept;
+    // The features of a loss event now: the round so far (or the last round
+    // when it has too few samples), with the queueing delay at the loss (the
+    // RTT of the packets acknowledged around it, i.e. the latest sample) and
+    // this event's run length.
+    [[nodiscard]] FeatureVector at_loss(const CongestionEvent& ev) const noexcept;
+
+    [[nodiscard]] const FeatureVector& round() const noexcept { return last_; }
+    [[nodiscard]] Duration min_rtt() const noexcept { return min_rtt_.get(); }
+    [[nodiscard]] bool has_min_rtt() const noexcept { return !min_rtt_.empty(); }
+    // The smallest q of the last complete round / min_rtt: a queue that never
+    // drained during a whole round trip is a standing queue.
+    [[nodiscard]] float standing_queue() const noexcept { return standing_; }
+    [[nodiscard]] float loss_rate_avg() const noexcept { return loss_avg_; }
+    [[nodiscard]] std::uint32_t rounds() const noexcept { return rounds_; }
+    [[nodiscard]] std::uint32_t samples() const noexcept { return samples_; }
+
+private:
+    void compute(FeatureVector& out, Instant now) const noexcept;
+    void start_round(Instant now) noexcept;
+
+    WindowedMin min_rtt_;
+    Instant round_start_ = Instant::min();
+    // Least squares of q over time within the round, t and q in µs from the
+    // round start (floats are enough for rounds of up to ~10 s).
+    float sum_t_ = 0;
+    float sum_q_ = 0;
+    float sum_tt_ = 0;
+    float sum_tq_ = 0;
+    float q_last_ = 0;      // µs
+    float q_min_ = 0;       // µs, this round
+    float bin_width_ = 0;   // µs, min_rtt / 10 when the round started
+    float max_rate_ = 0;    // bytes/s, decays by 1/8 per round
+    float loss_avg_ = 0;    // EWMA (1/8) of the per-round loss rate
+    float standing_ = 0;
+    std::uint64_t bytes_ = 0;  // acked in the round
+    std::uint32_t samples_ = 0;
+    std::uint32_t acked_ = 0;  // packets
+    std::uint32_t lost_ = 0;   // packets
+    std::uint32_t rounds_ = 0;
+    std::uint16_t max_run_ = 0;
+    DelayHistogram hist_;
+    FeatureVector last_{};
+};
+
+}  // namespace ndm::cc::ndm

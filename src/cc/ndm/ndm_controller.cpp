@@ -1,0 +1,116 @@
+#include "cc/ndm/ndm_controller.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "cc/ndm/default_model.hpp"
+#include "cc/ndm/engine.hpp"
+#include "cc/option_values.hpp"
+
+namespace ndm::cc::ndm {
+namespace {
+
+// The Cubic underneath takes only its own keys.
+Options cubic_options(const Options& o) {
+    Options c;
+    for (const auto* key : {"beta", "hystart"}) {
+        if (auto it = o.find(key); it != o.end()) c.emplace(it->first, it->second);
+    }
+    return c;
+}
+
+[[noreturn]] void bad(const std::string& what) {
+    throw std::invalid_argument("congestion controller \"ndm\": " + what);
+}
+
+std::shared_ptr<const Model> pick_model(const Options& o) {
+    const auto it = o.find("model");
+    if (it == o.end() || it->second == "default") return default_model();
+    std::shared_ptr<const Model> m;
+    try {
+        m = std::make_shared<const Model>(load_model(it->second));
+    } catch (const std::invalid_argument& e) {
+        bad(e.what());
+    }
+    if (m->input_dim != kFeatureCount || m->output_dim() != 1 ||
+        m->state_dim() > NdmController::kMaxState) {
+        bad("model \"" + it->second + "\" must have " + std::to_string(kFeatureCount) +
+            " inputs, 1 output and at most " + std::to_string(NdmController::kMaxState) +
+            " GRU units");
+    }
+    return m;
+}
+
+const Kernels* pick_kernels(const Options& o) {
+    const auto it = o.find("simd");
+    if (it == o.end() || it->second == "auto") return &kernels_for(active_simd());
+    const auto s = parse_simd(it->second);
+    if (!s) bad("option \"simd\" must be auto, scalar, sse42, avx2, avx512 or neon, got \"" + it->second + "\"");
+    if (!supported(*s)) bad("option \"simd\": " + it->second + " is not supported on this CPU/build");
+    return &kernels_for(*s);
+}
+
+}  // namespace
+
+NdmController::NdmController(const Params& params, const Options& options)
+    : cubic_(params, cubic_options(options)),
+      model_(pick_model(options)),
+      kernels_(pick_kernels(options)),
+      standing_(static_cast<float>(get_double(options, "standing", kDefaultStanding, 0.05, 10, kName))),
+      max_loss_(static_cast<float>(get_double(options, "max_loss", kDefaultMaxLoss, 0.001, 1, kName))),
+      forgive_(static_cast<std::uint8_t>(get_uint(options, "forgive", kDefaultForgive, 0, 64, kName))) {
+    reject_unknown(options, {"model", "simd", "forgive", "standing", "max_loss", "beta", "hystart"},
+                   kName);
+}
+
+float NdmController::run_model(const FeatureVector& f, float* h) const noexcept {
+    // Batch of one: stride 1, scratch on the stack (a validated model needs
+    // at most 2·128 + 6·42 floats).
+    std::array<float, 2 * kMaxLayerWidth + 6 * (kMaxLayerWidth / 3)> scratch;
+    float p = 0;
+    infer(*kernels_, *model_, BatchView{1, 1, f.data(), h, &p}, scratch);
+    if (!(p >= 0)) p = 1;  // NaN cannot come from a validated model; be safe anyway
+    return std::min(1.0F, std::round(p / kPQuantum) * kPQuantum);
+}
+
+void NdmController::on_ack(const AckEvent& ev) {
+    if (features_.on_ack(ev)) {
+        // One GRU step per round trip: the recurrent state sees the sequence
+        // of rounds, and the per-ACK cost stays at the feature updates.
+        last_p_ = run_model(features_.round(), h_.data());
+        forgiven_in_round_ = 0;
+    }
+    cubic_.on_ack(ev);
+}
+
+void NdmController::on_congestion_event(const CongestionEvent& ev) {
+    features_.on_loss(ev);
+    if (ev.persistent) {
+        // RFC 9002 §7.6: always congestive, whatever the model says.
+        ++counters_.persistent;
+        cubic_.on_congestion_event(ev);
+        return;
+    }
+    // Losses of packets sent before the current recovery period began belong
+    // to the decision already taken (RFC 9002 §7.3.2).
+    if (cubic_.recovery().in_recovery(ev.largest_lost_sent_time)) return;
+
+    ++counters_.losses;
+    std::array<float, kMaxState> h = h_;  // a look-ahead step, not committed
+    const float p = features_.has_min_rtt() ? run_model(features_.at_loss(ev), h.data()) : 1.0F;
+    last_p_ = p;
+    const bool forced = forgiven_in_round_ >= forgive_ ||
+                        features_.standing_queue() >= standing_ ||
+                        features_.loss_rate_avg() > max_loss_;
+    if (!forced && p < 0.5F) {
+        ++forgiven_in_round_;
+        ++counters_.forgiven;
+        return;
+    }
+    const float weight = forced ? 1.0F : p;
+    ++(forced ? counters_.forced : counters_.congestive);
+    cubic_.on_congestion_event_scaled(ev, 1.0 - (1.0 - cubic_.beta()) * weight);
+}
+
+}  // namespace ndm::cc::ndm

@@ -1,0 +1,110 @@
+// "ndm": this project's own NDM controller, the design brief of ndm-spec.md
+// §5.3 ("keep the idea, fix the signal"); docs/ndm-controller.md.
+//
+// - Increase: Cubic's (RFC 9438 with HyStart++), by embedding the Cubic
+//   controller, as Orca layers its agent on Cubic (Abbasloo et al.,
+//   SIGCOMM 2020). Cubic also supplies the cwnd-limited rule: no growth on
+//   app-limited ACKs (RFC 9002 §7.8).
+// - Evidence: per-round features from raw RTT samples (features.hpp) and a
+//   real entropy (entropy.hpp).
+// - Classifier: a small GRU network run through the SIMD engine outputs
+//   P = P(loss is congestive); stepped once per round trip, and once more
+//   (without committing its state) at each loss.
+// - Decrease scaled by P: β_eff = 1 − (1 − β_cubic)·P for a loss treated as
+//   congestive. A loss with P < 0.5 is forgiven: no reduction and no
+//   recovery period (one recovery period per RTT would stall Cubic's growth
+//   for good at a few % random loss).
+// - Safety rules (ndm-spec.md §5.3; El Khayat et al.'s bounded
+//   misclassification): at most `forgive` forgiven losses per round trip;
+//   persistent congestion (RTO-like) always congestive and collapses the
+//   window; a standing queue (the round's smallest queueing delay
+//   ≥ standing·min_rtt) or an average loss rate above max_loss makes every
+//   loss congestive (P = 1).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "cc/cubic.hpp"
+#include "cc/ndm/features.hpp"
+#include "cc/ndm/kernels.hpp"
+#include "cc/ndm/model.hpp"
+#include "ndm/cc.hpp"
+
+namespace ndm::cc::ndm {
+
+class NdmController final : public Controller {
+public:
+    static constexpr std::string_view kName = "ndm";
+    static constexpr std::string_view kDescription =
+        "NDM done properly (ndm-spec.md 5.3): Cubic increase, GRU loss classifier on RTT "
+        "features scales the decrease; options: model, simd, forgive, standing, max_loss, beta, "
+        "hystart";
+    static constexpr std::uint32_t kDefaultForgive = 3;
+    static constexpr double kDefaultStanding = 0.25;
+    static constexpr double kDefaultMaxLoss = 0.05;
+    static constexpr std::uint32_t kMaxState = 16;  // GRU units a model may have in total
+    // P is quantised to 1/1024 before use, so that the kernels' last-ulp
+    // differences cannot change a decision (docs/ndm-controller.md §4).
+    static constexpr float kPQuantum = 1.0F / 1024.0F;
+
+    // Options: model=PATH (an .ndmm file; "default" = the compiled-in model),
+    // simd=auto|scalar|sse42|avx2|avx512|neon, forgive=0..64 losses per round
+    // trip, standing=0.05..10 (× min_rtt), max_loss=0.001..1, beta, hystart
+    // (passed to Cubic). Throws std::invalid_argument for an unknown key, a bad
+    // value, a model that cannot be loaded or does not have 8 inputs and 1
+    // output, or a zero max_datagram_size.
+    explicit NdmController(const Params& params, const Options& options = {});
+
+    void on_packet_sent(const PacketSent& p) override { cubic_.on_packet_sent(p); }
+    void on_ack(const AckEvent& ev) override;
+    void on_congestion_event(const CongestionEvent& ev) override;
+    void on_spurious_congestion(const SpuriousEvent& ev) override {
+        cubic_.on_spurious_congestion(ev);
+    }
+    void on_idle_restart(Instant now) override { cubic_.on_idle_restart(now); }
+
+    [[nodiscard]] std::uint64_t cwnd() const override { return cubic_.cwnd(); }
+    [[nodiscard]] std::uint64_t ssthresh() const override { return cubic_.ssthresh(); }
+    [[nodiscard]] std::string_view state() const override { return cubic_.state(); }
+    [[nodiscard]] std::string_view name() const override { return kName; }
+
+    struct Counters {
+        std::uint32_t losses = 0;       // congestion events that started a new decision
+        std::uint32_t forgiven = 0;     // ... forgiven (no reduction)
+        std::uint32_t congestive = 0;   // ... reduced by the model's P
+        std::uint32_t forced = 0;       // ... reduced because a safety rule fired
+        std::uint32_t persistent = 0;
+    };
+    // Read-outs for tests and statistics.
+    [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
+    [[nodiscard]] float last_p() const noexcept { return last_p_; }
+    [[nodiscard]] const FeatureTracker& features() const noexcept { return features_; }
+    [[nodiscard]] const Cubic& cubic() const noexcept { return cubic_; }
+    [[nodiscard]] Simd simd() const noexcept { return kernels_->simd; }
+    // What this controller adds to the Cubic it embeds (features, network
+    // state, decision state), excluding the shared model.
+    static constexpr std::size_t ndm_state_bytes() noexcept {
+        return sizeof(NdmController) - sizeof(Cubic);
+    }
+
+private:
+    // Runs the model on f from state h (batch of one); returns the quantised P.
+    float run_model(const FeatureVector& f, float* h) const noexcept;
+
+    Cubic cubic_;
+    FeatureTracker features_;
+    std::shared_ptr<const Model> model_;
+    const Kernels* kernels_;
+    std::array<float, kMaxState> h_{};  // the GRU state, committed once per round
+    float last_p_ = 0;
+    float standing_;
+    float max_loss_;
+    std::uint8_t forgive_;
+    std::uint8_t forgiven_in_round_ = 0;
+    Counters counters_;
+};
+
+}  // namespace ndm::cc::ndm

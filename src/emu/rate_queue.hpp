@@ -1,0 +1,103 @@
+// The bottleneck: a FIFO served at a fixed rate (netem `rate`, with per-packet
+// overhead) or by a Mahimahi trace's delivery opportunities, behind a finite
+// queue (droptail in packets and/or bytes, or CoDel).
+//
+// Droptail decides everything at arrival: with a FIFO and a fixed service
+// process a packet's service start and completion are known when it arrives,
+// so no later event is needed. CoDel decides at dequeue, when later arrivals
+// matter (its "bytes queued" test), so it is run lazily by pump().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "emu/codel.hpp"
+#include "emu/trace.hpp"
+#include "ndm/emu.hpp"
+
+namespace ndm::emu {
+
+class Bottleneck {
+public:
+    Bottleneck(const QueueConfig& queue, const TraceConfig& trace);
+
+    [[nodiscard]] bool enabled() const { return rate_ || trace_; }
+
+    struct Served {
+        std::uint32_t slot;
+        Instant arrival;
+        Instant start;       // service start: arrival + queueing delay
+        Instant completion;  // leaves the bottleneck
+    };
+    struct Dropped {
+        std::uint32_t slot;
+        DropReason reason;
+        Instant at;
+    };
+
+    // A packet of `bytes` arrives at `now` (non-decreasing). Results are appended
+    // to served()/dropped(); the caller clears them after reading.
+    void arrive(std::uint32_t slot, std::uint32_t bytes, Instant now);
+    // Lazy disciplines: make every dequeue decision due at or before t.
+    void pump(Instant t);
+    // The next instant pump() has work (a pending dequeue), or kNever.
+    [[nodiscard]] Instant next_event() const;
+    [[nodiscard]] std::size_t backlog_packets() const { return in_service_.size() + waiting_.size(); }
+
+    std::vector<Served>& served() { return served_; }
+    std::vector<Dropped>& dropped() { return dropped_; }
+
+private:
+    struct Waiting {
+        std::uint32_t slot;
+        std::uint32_t bytes;
+        Instant arrival;
+    };
+    struct InService {
+        Instant completion;
+        std::uint32_t bytes;
+    };
+    // CoDel's view of the waiting queue.
+    struct WaitingQueue {
+        Bottleneck& b;
+        [[nodiscard]] bool empty() const { return b.waiting_.empty(); }
+        Waiting pop();
+        [[nodiscard]] std::size_t bytes() const { return b.waiting_bytes_; }
+    };
+
+    [[nodiscard]] Instant next_start(Instant ready) const;
+    Served serve(std::uint32_t slot, std::uint32_t bytes, Instant arrival, Instant ready);
+    void retire(Instant now);
+    [[nodiscard]] bool in_outage(Instant now) const;
+
+    QueueConfig queue_;
+    TraceConfig trace_cfg_;
+    const Trace* trace_ = nullptr;
+    bool rate_ = false;
+    bool lazy_ = false;
+    std::unique_ptr<Codel> codel_;
+
+    // Rate service.
+    Instant free_at_{Instant::min()};
+    double carry_ns_ = 0;  // sub-ns remainder of back-to-back serialization
+    // Trace service (Mahimahi link_queue: opportunities at or before an arrival are burned first).
+    bool started_ = false;
+    Instant epoch_{};
+    std::uint64_t next_opp_ = 0;  // index of the first unused opportunity
+    Instant last_opp_{Instant::min()};
+    std::uint32_t leftover_ = 0;  // bytes left in the opportunity at last_opp_
+
+    std::deque<InService> in_service_;  // served, completion in the future
+    std::size_t in_service_bytes_ = 0;
+    std::deque<Waiting> waiting_;       // lazy mode only
+    std::size_t waiting_bytes_ = 0;
+    std::vector<Served> served_;
+    std::vector<Dropped> dropped_;
+};
+
+// Throws std::invalid_argument for a bad rate, queue bound or CoDel setting.
+void validate(const QueueConfig& queue, const TraceConfig& trace);
+
+}  // namespace ndm::emu

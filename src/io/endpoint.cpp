@@ -1,0 +1,673 @@
+// The Endpoint: routes datagrams to sans-I/O Connections by destination
+// connection ID, drives their timers, packs what they send into GSO batches
+// (one batch per connection turn, so a batch never exceeds what the pacer
+// released: the send quantum), runs the optional impairment Links, and turns
+// connection events into callbacks.
+#include "ndm/endpoint.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <unordered_map>
+#include <variant>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "io/backend.hpp"
+#include "io/probe.hpp"
+
+namespace ndm {
+
+Instant steady_now() { return Instant(std::chrono::steady_clock::now().time_since_epoch()); }
+
+IoBackend parse_io_backend(const std::string& name) {
+    if (name == "auto") return IoBackend::automatic;
+    if (name == "uring" || name == "io_uring") return IoBackend::uring;
+    if (name == "epoll") return IoBackend::epoll;
+    throw std::invalid_argument(fmt::format("unknown I/O backend '{}' (expected auto, uring or epoll)", name));
+}
+
+const char* to_string(IoBackend b) {
+    switch (b) {
+        case IoBackend::automatic: return "auto";
+        case IoBackend::uring: return "uring";
+        case IoBackend::epoll: return "epoll";
+    }
+    return "?";
+}
+
+namespace {
+
+constexpr std::size_t kClosedInfoKept = 4096;
+constexpr std::size_t kAcceptQueueMax = 4096;
+
+// Routing key of a connection ID: the 8 bytes ndm issues as an integer, other
+// lengths hashed (the Connection checks the full CID anyway).
+std::uint64_t cid_key(std::span<const std::uint8_t> cid) {
+    std::uint64_t k = 0;
+    if (cid.size() == 8) {
+        std::memcpy(&k, cid.data(), 8);
+        return k;
+    }
+    k = 1469598103934665603ull ^ cid.size();
+    for (auto b : cid) k = (k ^ b) * 1099511628211ull;
+    return k;
+}
+
+struct HeaderPeek {
+    std::span<const std::uint8_t> dcid;
+    bool initial = false;
+};
+
+// The destination CID without verifying the integrity tag: the Connection
+// does that once, on its own parse.
+bool peek_dcid(std::span<const std::uint8_t> d, HeaderPeek& out) {
+    if (d.empty()) return false;
+    if (d[0] & 0x80) {  // long header: flags | version u32 | dcid_len | dcid ...
+        if (d.size() < 6 || d[5] > 20 || d.size() < 6u + d[5]) return false;
+        out.dcid = d.subspan(6, d[5]);
+        const std::uint32_t version = (std::uint32_t{d[1]} << 24) | (std::uint32_t{d[2]} << 16) |
+                                      (std::uint32_t{d[3]} << 8) | d[4];
+        out.initial = version != 0 && ((d[0] & 0x30) >> 4) == 0;
+        return true;
+    }
+    if (d.size() < 9) return false;
+    out.dcid = d.subspan(1, 8);
+    return true;
+}
+
+std::uint64_t splitmix(std::uint64_t& x) {
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+}  // namespace
+
+struct Endpoint::Impl final : io::RxHandler {
+    struct Record {
+        ConnectionHandle handle = 0;
+        std::unique_ptr<Connection> conn;
+        io::Address peer;  // in the socket's address family
+        std::size_t mds = kMaxDatagramSize;  // config limit: poll buffers this large
+        std::vector<std::uint64_t> keys;    // routing keys registered for it
+        std::unique_ptr<sim::Link> egress, ingress;
+        std::optional<StreamId> peer_stream;
+        bool dirty = false;
+        bool abandoned = false;  // peer unreachable: remove without a closing period
+    };
+
+    struct Batch {
+        std::uint8_t* slot = nullptr;
+        std::size_t len = 0, segment = 0, count = 0;
+        bool closed = false;  // a short datagram ended it (GSO: only the last may be shorter)
+        io::Address peer;
+    };
+
+    EndpointConfig cfg;
+    std::unique_ptr<io::Backend> backend;
+    EventHandler handler;
+    std::unordered_map<ConnectionHandle, std::unique_ptr<Record>> conns;
+    std::unordered_map<std::uint64_t, Record*> routes;
+    std::vector<Record*> dirty;
+    std::deque<ConnectionHandle> accepted;
+    std::unordered_map<ConnectionHandle, CloseInfo> close_infos;
+    std::deque<ConnectionHandle> close_order;
+    ConnectionHandle next_handle = 1;
+    std::uint64_t seed_state = 0;
+    Instant next_deadline = kNever;
+    bool service_needed = false;
+    bool tx_blocked = false;
+    Batch batch;
+    std::deque<std::pair<io::Address, std::vector<std::uint8_t>>> stash;  // sends without a free slot
+    std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(kMaxDatagramSize);  // poll buffer: never resized
+    std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
+    std::optional<Instant> rx_now;
+    EndpointStats st;
+
+    explicit Impl(EndpointConfig c) : cfg(std::move(c)) {
+        io::SocketOptions opt;
+        opt.bind = io::Address::parse(cfg.bind_address, cfg.port);
+        opt.gso = cfg.gso;
+        opt.gro = cfg.gro;
+        opt.buffer_bytes = cfg.socket_buffer_bytes;
+        switch (cfg.backend) {
+            case IoBackend::uring: backend = io::make_uring_backend(opt); break;
+            case IoBackend::epoll: backend = io::make_epoll_backend(opt); break;
+            case IoBackend::automatic: {
+                const auto probe = io::probe_uring();
+                if (probe.available) {
+                    try {
+                        backend = io::make_uring_backend(opt);
+                    } catch (const io::BindError&) {
+                        throw;
+                    } catch (const EndpointError& e) {
+                        spdlog::info("ndm io: io_uring backend failed ({}); using the epoll fallback", e.what());
+                    }
+                } else {
+                    spdlog::info("ndm io: io_uring unavailable ({}); using the epoll fallback", probe.reason);
+                }
+                if (!backend) backend = io::make_epoll_backend(opt);
+                break;
+            }
+        }
+        std::random_device rd;
+        seed_state = (std::uint64_t{rd()} << 32) ^ rd();
+        spdlog::debug("ndm: endpoint on {} with the {} backend (gso={}, gro={})", backend->local_address().to_string(),
+                      to_string(backend->kind()), backend->gso(), backend->gro());
+    }
+
+    ~Impl() override {
+        // Best effort: tell peers we are gone rather than leave them to time out.
+        const Instant now = steady_now();
+        for (auto& [h, r] : conns) {
+            if (r->abandoned) continue;
+            r->conn->close(static_cast<std::uint64_t>(CloseCode::no_error), "endpoint closed", now, false);
+            mark(*r);
+        }
+        try {
+            pump_all(now);
+            end_batch();
+            backend->flush();
+        } catch (...) {
+        }
+    }
+
+    // ---- bookkeeping -------------------------------------------------------
+
+    void mark(Record& r) {
+        if (!r.dirty) {
+            r.dirty = true;
+            dirty.push_back(&r);
+        }
+        service_needed = true;
+        next_deadline = Instant::min();
+    }
+
+    Record* find(ConnectionHandle h) const {
+        auto it = conns.find(h);
+        return it == conns.end() ? nullptr : it->second.get();
+    }
+
+    void add_route(Record& r, std::span<const std::uint8_t> cid) {
+        const auto k = cid_key(cid);
+        routes[k] = &r;
+        r.keys.push_back(k);
+    }
+
+    Record& add(std::unique_ptr<Connection> conn, const io::Address& peer, std::size_t mds) {
+        auto rec = std::make_unique<Record>();
+        rec->handle = next_handle++;
+        rec->conn = std::move(conn);
+        rec->peer = peer;
+        rec->mds = mds;
+        if (cfg.egress_link) rec->egress = cfg.egress_link();
+        if (cfg.ingress_link) rec->ingress = cfg.ingress_link();
+        add_route(*rec, rec->conn->local_cid());
+        Record& r = *rec;
+        conns.emplace(r.handle, std::move(rec));
+        mark(r);
+        return r;
+    }
+
+    void remove(Record& r) {
+        for (auto k : r.keys) {
+            auto it = routes.find(k);
+            if (it != routes.end() && it->second == &r) routes.erase(it);
+        }
+        if (!close_infos.count(r.handle)) remember_close(r.handle, r.conn->close_info());
+        conns.erase(r.handle);  // r is gone
+    }
+
+    void remember_close(ConnectionHandle h, const CloseInfo& info) {
+        if (close_infos.emplace(h, info).second) close_order.push_back(h);
+        while (close_order.size() > kClosedInfoKept) {
+            close_infos.erase(close_order.front());
+            close_order.pop_front();
+        }
+    }
+
+    ConnectionConfig with_seed(ConnectionConfig c) {
+        c.seed = splitmix(seed_state);
+        return c;
+    }
+
+    // ---- receive path (called from Backend::wait) --------------------------
+
+    Instant rx_time() {
+        if (!rx_now) rx_now = steady_now();
+        return *rx_now;
+    }
+
+    void on_datagram(std::span<const std::uint8_t> data, const io::Address& from) override {
+        ++st.datagrams_received;
+        HeaderPeek hp;
+        if (!peek_dcid(data, hp)) {
+            ++st.unroutable;
+            return;
+        }
+        const Instant now = rx_time();
+        auto it = routes.find(cid_key(hp.dcid));
+        if (it != routes.end()) {
+            Record& r = *it->second;
+            if (r.ingress) {
+                r.ingress->send(data, now);
+                service_needed = true;
+                next_deadline = std::min(next_deadline, r.ingress->next_delivery());
+            } else {
+                r.conn->on_datagram(data, now);
+                mark(r);
+            }
+            return;
+        }
+        if (!hp.initial || !cfg.accept_connections) {
+            ++st.unroutable;
+            return;
+        }
+        auto conn = Connection::accept(with_seed(cfg.connection), data, now);
+        if (!conn) {
+            ++st.unroutable;
+            return;
+        }
+        Record& r = add(std::move(conn), from, cfg.connection.max_datagram_size);
+        // Retransmitted Initials still carry the client's original DCID.
+        add_route(r, hp.dcid);
+        spdlog::debug("ndm: accepted a connection from {}", from.to_string());
+    }
+
+    void on_peer_error(const io::Address& peer_in, int error, const std::string& what) override {
+        ++st.icmp_errors;
+        io::Address peer;
+        if (!peer_in.convert_to(backend->local_address().family(), peer)) peer = peer_in;
+        const Instant now = rx_time();
+        for (auto& [h, r] : conns) {
+            if (!(r->peer == peer) || r->abandoned) continue;
+            const auto s = r->conn->state();
+            if (s != ConnectionState::handshaking && s != ConnectionState::established) continue;
+            spdlog::debug("ndm: connection {} to {}: {} (errno {})", h, peer.to_string(), what, error);
+            r->conn->close(kClosePeerUnreachable, what, now, false);
+            r->abandoned = true;
+            mark(*r);
+        }
+    }
+
+    // ---- send path ---------------------------------------------------------
+
+    void end_batch() {
+        if (batch.count) {
+            backend->tx_queue(batch.len, batch.count > 1 ? batch.segment : 0, batch.peer);
+            st.datagrams_sent += batch.count;
+        }
+        batch = Batch{};
+    }
+
+    [[nodiscard]] bool can_append(const io::Address& peer, std::size_t n) const {
+        return batch.count > 0 && backend->gso() && !batch.closed && n <= batch.segment &&
+               batch.count < io::kMaxGsoSegments && batch.len + n <= io::kMaxUdpPayload && batch.peer == peer;
+    }
+
+    void note_appended(std::size_t n) {
+        if (batch.count == 0) batch.segment = n;
+        batch.len += n;
+        ++batch.count;
+        if (n < batch.segment) batch.closed = true;
+    }
+
+    // Copies one datagram into the current batch or a new slot; false if no
+    // slot is free (the caller stashes it).
+    bool send_copy(const io::Address& peer, std::span<const std::uint8_t> d) {
+        if (!can_append(peer, d.size())) {
+            end_batch();
+            batch.slot = backend->tx_slot();
+            if (!batch.slot) return false;
+            batch.peer = peer;
+        }
+        std::memmove(batch.slot + batch.len, d.data(), d.size());
+        note_appended(d.size());
+        return true;
+    }
+
+    void send_or_stash(const io::Address& peer, std::span<const std::uint8_t> d) {
+        if (!stash.empty() || !send_copy(peer, d)) {
+            stash.emplace_back(peer, std::vector<std::uint8_t>(d.begin(), d.end()));
+            tx_blocked = true;
+        }
+    }
+
+    bool flush_stash() {
+        while (!stash.empty()) {
+            auto& [peer, d] = stash.front();
+            if (!send_copy(peer, d)) return false;
+            stash.pop_front();
+        }
+        return true;
+    }
+
+    // Polls a connection's datagrams straight into send slots (no copy in the
+    // common case). Returns false when it ran out of slots.
+    bool poll_into_slots(Record& r, Instant now) {
+        for (;;) {
+            if (batch.slot && (batch.peer != r.peer || io::kTxSlotSize - batch.len < r.mds)) end_batch();
+            if (!batch.slot) {
+                batch.slot = backend->tx_slot();
+                if (!batch.slot) return false;
+                batch.peer = r.peer;
+            }
+            std::uint8_t* at = batch.slot + batch.len;
+            const std::size_t n = r.conn->poll_datagram({at, r.mds}, now);
+            if (n == 0) return true;
+            if (batch.count == 0 || can_append(r.peer, n)) {
+                note_appended(n);
+            } else {
+                // Larger than the batch's segment (or GSO off): it starts a new slot.
+                const std::size_t at_off = batch.len;
+                std::uint8_t* old = batch.slot;
+                end_batch();
+                batch.slot = backend->tx_slot();
+                if (!batch.slot) {
+                    stash.emplace_back(r.peer, std::vector<std::uint8_t>(old + at_off, old + at_off + n));
+                    return false;
+                }
+                batch.peer = r.peer;
+                std::memmove(batch.slot, old + at_off, n);
+                note_appended(n);
+            }
+        }
+    }
+
+    // One connection's turn: links, datagrams out, events to the application.
+    void pump(Record& r, Instant now) {
+        r.dirty = false;
+        if (!r.abandoned) {
+            if (r.egress) {
+                while (std::size_t n = r.conn->poll_datagram({scratch.data(), r.mds}, now)) {
+                    r.egress->send({scratch.data(), n}, now);
+                }
+            } else if (!tx_blocked) {
+                if (!poll_into_slots(r, now)) {
+                    tx_blocked = true;
+                    mark(r);  // more to send once slots come back
+                }
+            } else {
+                mark(r);
+            }
+        }
+        end_batch();  // batches never span connections: each is one pacer burst
+        while (auto ev = r.conn->poll_event()) dispatch(r, *ev);
+    }
+
+    void dispatch(Record& r, const Event& ev) {
+        if (std::holds_alternative<event::Established>(ev)) {
+            if (!r.conn->is_client()) {
+                accepted.push_back(r.handle);
+                if (accepted.size() > kAcceptQueueMax) accepted.pop_front();
+            }
+        } else if (auto* so = std::get_if<event::StreamOpened>(&ev)) {
+            if (!r.peer_stream) r.peer_stream = so->id;
+        } else if (auto* cl = std::get_if<event::Closed>(&ev)) {
+            remember_close(r.handle, cl->info);
+        }
+        if (handler) handler(r.handle, ev);  // may re-enter: connect, connection(), ...
+    }
+
+    void run_links(Instant now) {
+        for (auto& [h, rp] : conns) {
+            Record& r = *rp;
+            if (r.egress) {
+                while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out)) {
+                    if (!r.abandoned) send_or_stash(r.peer, link_out);
+                }
+            }
+            if (r.ingress) {
+                bool got = false;
+                while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out)) {
+                    r.conn->on_datagram(link_out, now);
+                    got = true;
+                }
+                if (got) mark(r);
+            }
+        }
+        end_batch();
+    }
+
+    void pump_all(Instant now) {
+        for (int round = 0; round < 4 && !dirty.empty(); ++round) {
+            auto work = std::move(dirty);
+            dirty.clear();
+            for (Record* r : work) pump(*r, now);
+        }
+    }
+
+    void service(Instant now) {
+        service_needed = false;
+        tx_blocked = !flush_stash();
+        run_links(now);
+        for (auto& [h, r] : conns) {
+            if (r->conn->next_timeout() <= now) {
+                r->conn->on_timeout(now);
+                mark(*r);
+            }
+        }
+        pump_all(now);
+        // Remove what is finished; recompute when we next have work.
+        next_deadline = kNever;
+        std::vector<Record*> done;
+        for (auto& [h, r] : conns) {
+            if (r->conn->is_closed() || (r->abandoned && !r->dirty)) {
+                done.push_back(r.get());
+                continue;
+            }
+            next_deadline = std::min(next_deadline, r->conn->next_timeout());
+            if (r->egress) next_deadline = std::min(next_deadline, r->egress->next_delivery());
+            if (r->ingress) next_deadline = std::min(next_deadline, r->ingress->next_delivery());
+        }
+        for (Record* r : done) {
+            if (r->dirty) continue;
+            remove(*r);
+        }
+        if (!dirty.empty() || !stash.empty()) next_deadline = now;
+        service_needed = false;
+    }
+
+    void run_once(Instant deadline) {
+        Instant now = steady_now();
+        if (service_needed || next_deadline <= now) service(now);
+        Instant wake = std::min(deadline, next_deadline);
+        // Out of send slots: block for completions (they come within µs), not spin.
+        if (tx_blocked) wake = std::min(deadline, now + std::chrono::milliseconds(1));
+        rx_now.reset();
+        backend->wait(wake, *this);
+        tx_blocked = false;
+        service(steady_now());
+    }
+};
+
+// ---------------------------------------------------------------------------
+
+Endpoint::Endpoint(EndpointConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Endpoint::~Endpoint() = default;
+
+void Endpoint::on_event(EventHandler handler) { impl_->handler = std::move(handler); }
+
+ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port) {
+    return connect(host, port, impl_->cfg.connection);
+}
+
+ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port, const ConnectionConfig& config) {
+    auto& d = *impl_;
+    const io::Address target = io::Address::parse(host, port);
+    io::Address peer;
+    if (!target.convert_to(d.backend->local_address().family(), peer)) {
+        throw EndpointError(fmt::format("ndm: cannot reach {} from a socket bound to {}", target.to_string(),
+                                        d.backend->local_address().to_string()));
+    }
+    auto conn = Connection::connect(d.with_seed(config), steady_now());
+    auto& r = d.add(std::move(conn), peer, config.max_datagram_size);
+    spdlog::debug("ndm: connecting to {} (connection {})", peer.to_string(), r.handle);
+    return r.handle;
+}
+
+Connection* Endpoint::connection(ConnectionHandle h) {
+    auto* r = impl_->find(h);
+    if (!r) return nullptr;
+    impl_->mark(*r);
+    return r->conn.get();
+}
+
+const Connection* Endpoint::find(ConnectionHandle h) const {
+    auto* r = impl_->find(h);
+    return r ? r->conn.get() : nullptr;
+}
+
+std::size_t Endpoint::connection_count() const { return impl_->conns.size(); }
+
+std::optional<ConnectionHandle> Endpoint::next_accepted() {
+    auto& q = impl_->accepted;
+    while (!q.empty()) {
+        auto h = q.front();
+        q.pop_front();
+        if (impl_->find(h)) return h;
+    }
+    return std::nullopt;
+}
+
+const CloseInfo* Endpoint::close_info(ConnectionHandle h) const {
+    auto it = impl_->close_infos.find(h);
+    return it == impl_->close_infos.end() ? nullptr : &it->second;
+}
+
+std::optional<StreamId> Endpoint::peer_stream(ConnectionHandle h) const {
+    auto* r = impl_->find(h);
+    return r ? r->peer_stream : std::nullopt;
+}
+
+void Endpoint::run_once(Instant deadline) { impl_->run_once(deadline); }
+
+bool Endpoint::run_until(const std::function<bool()>& pred, Duration timeout) {
+    const Instant end = steady_now() + timeout;
+    for (;;) {
+        if (pred()) return true;
+        if (steady_now() >= end) return pred();
+        impl_->run_once(end);
+    }
+}
+
+int Endpoint::fd() const { return impl_->backend->pollable_fd(); }
+Instant Endpoint::next_deadline() const { return impl_->service_needed ? Instant::min() : impl_->next_deadline; }
+std::uint16_t Endpoint::local_port() const { return impl_->backend->local_address().port(); }
+std::string Endpoint::local_address() const { return impl_->backend->local_address().to_string(); }
+IoBackend Endpoint::backend() const { return impl_->backend->kind(); }
+bool Endpoint::gso_enabled() const { return impl_->backend->gso(); }
+bool Endpoint::gro_enabled() const { return impl_->backend->gro(); }
+
+EndpointStats Endpoint::stats() const {
+    EndpointStats s = impl_->st;
+    s.send_calls = impl_->backend->send_calls();
+    return s;
+}
+
+// ---------------------------------------------------------------------------
+// BlockingStream
+
+namespace {
+std::string close_reason(const Endpoint& ep, ConnectionHandle h) {
+    if (const CloseInfo* ci = ep.close_info(h)) {
+        return ci->reason.empty() ? fmt::format("closed with code {:#x}", ci->code) : ci->reason;
+    }
+    return "connection closed";
+}
+}  // namespace
+
+BlockingStream BlockingStream::connect(Endpoint& ep, const std::string& host, std::uint16_t port, Duration timeout) {
+    const ConnectionHandle h = ep.connect(host, port);
+    ep.run_until(
+        [&] {
+            const Connection* c = ep.find(h);
+            return !c || c->state() != ConnectionState::handshaking;
+        },
+        timeout);
+    Connection* c = ep.connection(h);
+    if (!c || !c->is_established()) {
+        std::string why = c && c->state() == ConnectionState::handshaking ? "timed out" : close_reason(ep, h);
+        if (c && c->state() == ConnectionState::handshaking) c->close(0, "connect timed out", steady_now());
+        throw EndpointError(fmt::format("ndm: connect to {}:{} failed: {}", host, port, why));
+    }
+    auto s = c->open_stream();
+    if (!s) throw EndpointError("ndm: peer allows no streams");
+    return BlockingStream(ep, h, *s);
+}
+
+BlockingStream BlockingStream::accept(Endpoint& ep, Duration timeout) {
+    std::optional<ConnectionHandle> h;
+    const Instant end = steady_now() + timeout;
+    ep.run_until([&] { return (h = ep.next_accepted()).has_value(); }, timeout);
+    if (!h) throw EndpointError("ndm: accept timed out");
+    const Duration left = std::max(Duration{0}, end - steady_now());
+    ep.run_until([&] { return ep.peer_stream(*h).has_value() || !ep.find(*h) || ep.close_info(*h); }, left);
+    auto s = ep.peer_stream(*h);
+    if (!s) {
+        throw EndpointError(ep.find(*h) && !ep.close_info(*h) ? "ndm: accept timed out waiting for the peer's stream"
+                                                               : "ndm: accepted connection closed: " +
+                                                                     close_reason(ep, *h));
+    }
+    return BlockingStream(ep, *h, *s);
+}
+
+Connection& BlockingStream::conn(const char* what) {
+    Connection* c = ep_->connection(handle_);
+    if (!c || ep_->close_info(handle_)) {
+        throw EndpointError(fmt::format("ndm: {} failed: {}", what, close_reason(*ep_, handle_)));
+    }
+    return *c;
+}
+
+void BlockingStream::write(std::span<const std::uint8_t> data, Duration timeout) {
+    const Instant end = steady_now() + timeout;
+    while (!data.empty()) {
+        const std::size_t n = conn("write").write(stream_, data);
+        written_ += n;
+        data = data.subspan(n);
+        if (data.empty()) break;
+        if (steady_now() >= end) throw EndpointError("ndm: write timed out");
+        ep_->run_once(end);
+    }
+}
+
+std::size_t BlockingStream::read(std::span<std::uint8_t> out, Duration timeout) {
+    const Instant end = steady_now() + timeout;
+    for (;;) {
+        Connection* c = ep_->connection(handle_);
+        if (c) {
+            if (std::size_t n = c->read(stream_, out)) return n;
+            if (c->stream_finished(stream_)) return 0;
+        }
+        conn("read");  // throws once closed
+        if (steady_now() >= end) throw EndpointError("ndm: read timed out");
+        ep_->run_once(end);
+    }
+}
+
+void BlockingStream::finish() { conn("finish").finish(stream_); }
+
+void BlockingStream::close(Duration timeout) {
+    const Instant end = steady_now() + timeout;
+    // Linger until what we wrote is acknowledged: a close abandons unsent data.
+    ep_->run_until(
+        [&] {
+            const Connection* c = ep_->find(handle_);
+            return !c || !c->is_established() || c->stats(steady_now()).stream_bytes_acked >= written_;
+        },
+        std::max(Duration{0}, end - steady_now()));
+    Connection* c = ep_->connection(handle_);
+    if (!c) return;
+    if (c->state() == ConnectionState::handshaking || c->state() == ConnectionState::established) {
+        c->close(0, "closed by application", steady_now());
+    }
+    // A few loop turns send the close frame.
+    for (int i = 0; i < 3 && ep_->find(handle_); ++i) ep_->run_once(steady_now());
+}
+
+}  // namespace ndm

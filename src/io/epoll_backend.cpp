@@ -1,0 +1,286 @@
+// The fallback data path on Asio (epoll): readiness from Asio, the bytes moved
+// with recvmmsg/sendmmsg on the native socket so that GRO control messages and
+// per-message UDP_SEGMENT cmsgs still work. Used when io_uring is unavailable
+// (seccomp, io_uring_disabled, old kernels) or chosen explicitly.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio.hpp>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "io/backend.hpp"
+
+namespace ndm::io {
+
+namespace {
+
+constexpr unsigned kRxBatch = 32;
+constexpr unsigned kTxSlots = 64;
+constexpr std::size_t kRxBufSize = 65536;
+constexpr std::size_t kControlSize = 64;
+
+std::chrono::steady_clock::time_point to_steady(Instant t) {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(t.time_since_epoch()));
+}
+
+class EpollBackend final : public Backend {
+public:
+    explicit EpollBackend(const SocketOptions& opt) : io_(1) {
+        UdpSocket s = open_udp_socket(opt);
+        fd_ = s.fd;
+        local_ = s.local;
+        gso_ = s.gso;
+        gro_ = s.gro;
+        try {
+            socket_.assign(local_.family() == AF_INET6 ? asio::ip::udp::v6() : asio::ip::udp::v4(), fd_);
+        } catch (const std::exception& e) {
+            close(fd_);
+            throw EndpointError(fmt::format("ndm: asio cannot adopt the UDP socket: {}", e.what()));
+        }
+        rx_mem_ = PageBuffer(kRxBatch * kRxBufSize);
+        rx_.resize(kRxBatch);
+        tx_mem_ = PageBuffer(kTxSlots * kTxSlotSize);
+        tx_.resize(kTxSlots);
+        for (unsigned i = 0; i < kTxSlots; ++i) {
+            tx_[i].data = tx_mem_.data() + std::size_t{i} * kTxSlotSize;
+            free_.push_back(i);
+        }
+        spdlog::debug("ndm io: epoll backend on {} (gso={}, gro={})", local_.to_string(), gso_, gro_);
+    }
+
+    ~EpollBackend() override {
+        asio::error_code ec;
+        socket_.close(ec);  // closes fd_
+    }
+
+    [[nodiscard]] IoBackend kind() const override { return IoBackend::epoll; }
+    [[nodiscard]] int pollable_fd() const override { return fd_; }
+
+    std::uint8_t* tx_slot() override {
+        if (free_.empty()) flush();  // synchronous sends free the slots at once
+        if (free_.empty()) return nullptr;
+        return tx_[free_.back()].data;
+    }
+
+    void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
+        const unsigned i = free_.back();
+        free_.pop_back();
+        Slot& s = tx_[i];
+        s.len = len;
+        s.segment = (segment > 0 && len > segment) ? segment : 0;
+        s.peer = to;
+        if (s.segment && !gso_) {  // GSO was refused since the batch was built
+            if (int e = send_segments(fd_, s.data, len, s.segment, to); e != 0) report_send_error(s, e);
+            free_.push_back(i);
+            return;
+        }
+        pending_.push_back(i);
+    }
+
+    void flush() override {
+        std::size_t done = 0;
+        while (done < pending_.size()) {
+            const std::size_t n = std::min<std::size_t>(pending_.size() - done, kTxSlots);
+            mmsghdr msgs[kTxSlots];
+            for (std::size_t k = 0; k < n; ++k) {
+                Slot& s = tx_[pending_[done + k]];
+                s.iov = {s.data, s.len};
+                msghdr& m = msgs[k].msg_hdr;
+                m = {};
+                m.msg_name = s.peer.sa();
+                m.msg_namelen = s.peer.length;
+                m.msg_iov = &s.iov;
+                m.msg_iovlen = 1;
+                if (s.segment) {
+                    m.msg_control = s.control;
+                    m.msg_controllen =
+                        write_gso_cmsg(s.control, sizeof s.control, static_cast<std::uint16_t>(s.segment));
+                }
+                msgs[k].msg_len = 0;
+            }
+            const int r = sendmmsg(fd_, msgs, static_cast<unsigned>(n), 0);
+            if (r > 0) {
+                send_calls_ += static_cast<std::uint64_t>(r);
+                done += static_cast<std::size_t>(r);
+                continue;
+            }
+            const int e = errno;
+            if (e == EINTR) continue;
+            if (e == EAGAIN || e == ENOBUFS) {
+                want_write_ = true;  // wait() resumes when the socket drains
+                break;
+            }
+            // The first message failed: handle it alone and move on.
+            Slot& s = tx_[pending_[done]];
+            ++done;
+            ++send_calls_;
+            if (s.segment && is_gso_refusal(e)) {
+                spdlog::info("ndm io: UDP GSO refused on the path to {} ({}); sending datagram by datagram",
+                             s.peer.to_string(), std::strerror(e));
+                gso_ = false;
+                if (int e2 = send_segments(fd_, s.data, s.len, s.segment, s.peer); e2 != 0) report_send_error(s, e2);
+            } else {
+                report_send_error(s, e);
+            }
+        }
+        for (std::size_t k = 0; k < done; ++k) free_.push_back(pending_[k]);
+        pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(done));
+    }
+
+    void wait(Instant deadline, RxHandler& h) override {
+        flush();
+        report_deferred(h);
+        if (!drain(h)) {  // budget used up: more is waiting, do not sleep
+            return;
+        }
+        const auto now = Instant(std::chrono::steady_clock::now().time_since_epoch());
+        if (deadline > now && received_ == 0) {
+            arm();
+            // Asio's epoll is edge-triggered: a datagram that arrived between
+            // our EAGAIN and the wait being queued raised no new edge. Look
+            // once more now that the wait is queued.
+            if (drain(h) && received_ == 0) {
+                if (io_.stopped()) io_.restart();
+                const auto limit = std::min(deadline, now + std::chrono::hours(1));
+                io_.run_one_until(to_steady(limit));
+                if (readable_) drain(h);
+                if (writable_) flush();
+                report_deferred(h);
+            }
+        }
+        readable_ = writable_ = false;
+        received_ = 0;
+    }
+
+private:
+    struct Slot {
+        std::uint8_t* data = nullptr;
+        std::size_t len = 0;
+        std::size_t segment = 0;
+        Address peer;
+        iovec iov{};
+        alignas(cmsghdr) std::uint8_t control[kControlSize]{};
+    };
+    struct RxSlot {
+        iovec iov{};
+        sockaddr_storage name{};
+        alignas(cmsghdr) std::uint8_t control[kControlSize]{};
+    };
+
+    void arm() {
+        if (!read_armed_) {
+            read_armed_ = true;
+            socket_.async_wait(asio::socket_base::wait_read, [this](const asio::error_code&) {
+                read_armed_ = false;
+                readable_ = true;
+            });
+        }
+        if (want_write_ && !write_armed_) {
+            write_armed_ = true;
+            socket_.async_wait(asio::socket_base::wait_write, [this](const asio::error_code&) {
+                write_armed_ = false;
+                writable_ = true;
+                want_write_ = false;
+            });
+        }
+    }
+
+    // Receives until EAGAIN (true) or the batch budget is spent (false).
+    bool drain(RxHandler& h) {
+        for (int round = 0; round < 8; ++round) {
+            mmsghdr msgs[kRxBatch];
+            for (unsigned k = 0; k < kRxBatch; ++k) {
+                RxSlot& r = rx_[k];
+                r.iov = {rx_mem_.data() + std::size_t{k} * kRxBufSize, kRxBufSize};
+                msghdr& m = msgs[k].msg_hdr;
+                m = {};
+                m.msg_name = &r.name;
+                m.msg_namelen = sizeof r.name;
+                m.msg_iov = &r.iov;
+                m.msg_iovlen = 1;
+                m.msg_control = r.control;
+                m.msg_controllen = sizeof r.control;
+                msgs[k].msg_len = 0;
+            }
+            const int n = recvmmsg(fd_, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+            if (n < 0) {
+                const int e = errno;
+                if (e == EAGAIN) return true;
+                if (e == EINTR) continue;
+                if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
+                    drain_error_queue(fd_, h);  // the socket error came from ICMP
+                    continue;
+                }
+                spdlog::warn("ndm io: recvmmsg: {}", std::strerror(e));
+                return true;
+            }
+            for (int k = 0; k < n; ++k) {
+                const msghdr& m = msgs[k].msg_hdr;
+                if (m.msg_flags & MSG_TRUNC) continue;
+                ++received_;
+                const Address from = Address::from(static_cast<const sockaddr*>(m.msg_name), m.msg_namelen);
+                deliver_split({static_cast<const std::uint8_t*>(rx_[k].iov.iov_base), msgs[k].msg_len},
+                              gro_segment_size(m), from, h);
+            }
+            if (static_cast<unsigned>(n) < kRxBatch) return true;
+        }
+        return false;
+    }
+
+    // Errors found by a flush outside wait() are reported at the next wait().
+    void report_send_error(const Slot& s, int e) {
+        if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
+            errqueue_pending_ = true;  // the socket error came from ICMP
+            if (e != ECONNREFUSED) {
+                deferred_.push_back({s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e))});
+            }
+        } else if (e == EACCES || e == EPERM || e == EAFNOSUPPORT || e == EADDRNOTAVAIL) {
+            deferred_.push_back({s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e))});
+        } else {
+            spdlog::debug("ndm io: send to {} failed: {}", s.peer.to_string(), std::strerror(e));
+        }
+    }
+
+    void report_deferred(RxHandler& h) {
+        if (errqueue_pending_) {
+            errqueue_pending_ = false;
+            drain_error_queue(fd_, h);
+        }
+        auto errors = std::move(deferred_);
+        deferred_.clear();
+        for (auto& d : errors) h.on_peer_error(d.peer, d.error, d.what);
+    }
+
+    struct PeerError {
+        Address peer;
+        int error;
+        std::string what;
+    };
+    std::vector<PeerError> deferred_;
+    bool errqueue_pending_ = false;
+
+    asio::io_context io_;
+    asio::ip::udp::socket socket_{io_};
+    int fd_ = -1;
+    PageBuffer rx_mem_;
+    std::vector<RxSlot> rx_;
+    std::vector<Slot> tx_;
+    PageBuffer tx_mem_;
+    std::vector<unsigned> free_;
+    std::vector<unsigned> pending_;
+    bool read_armed_ = false, write_armed_ = false;
+    bool readable_ = false, writable_ = false, want_write_ = false;
+    std::uint64_t received_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_epoll_backend(const SocketOptions& opt) { return std::make_unique<EpollBackend>(opt); }
+
+}  // namespace ndm::io

@@ -1,0 +1,377 @@
+// UDP socket set-up and the pieces both backends share: addresses, the error
+// queue (ICMP via IP_RECVERR), GRO splitting and the GSO control message.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/errqueue.h>
+#include <netdb.h>
+#include <netinet/ip_icmp.h>
+#include <netinet/udp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "io/backend.hpp"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+namespace ndm::io {
+
+// ---------------------------------------------------------------------------
+// Address
+
+std::uint16_t Address::port() const {
+    if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+    if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+    return 0;
+}
+
+bool Address::operator==(const Address& o) const {
+    if (family() != o.family()) return false;
+    if (family() == AF_INET) {
+        const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
+        const auto* b = reinterpret_cast<const sockaddr_in*>(&o.storage);
+        return a->sin_port == b->sin_port && a->sin_addr.s_addr == b->sin_addr.s_addr;
+    }
+    if (family() == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+        const auto* b = reinterpret_cast<const sockaddr_in6*>(&o.storage);
+        return a->sin6_port == b->sin6_port && std::memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0 &&
+               a->sin6_scope_id == b->sin6_scope_id;
+    }
+    return false;
+}
+
+std::size_t Address::hash() const {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&](const void* p, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const std::uint8_t*>(p)[i]) * 1099511628211ull;
+    };
+    if (family() == AF_INET) {
+        const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
+        mix(&a->sin_addr, 4);
+        mix(&a->sin_port, 2);
+    } else if (family() == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+        mix(&a->sin6_addr, 16);
+        mix(&a->sin6_port, 2);
+    }
+    return static_cast<std::size_t>(h);
+}
+
+std::string Address::to_string() const {
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (family() == AF_INET) {
+        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf, sizeof buf);
+        return fmt::format("{}:{}", buf, port());
+    }
+    if (family() == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+            inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], buf, sizeof buf);
+            return fmt::format("{}:{}", buf, port());
+        }
+        inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+        return fmt::format("[{}]:{}", buf, port());
+    }
+    return "(no address)";
+}
+
+Address Address::from(const sockaddr* sa, socklen_t len) {
+    Address a;
+    a.length = std::min<socklen_t>(len, sizeof(a.storage));
+    std::memcpy(&a.storage, sa, a.length);
+    return a;
+}
+
+Address Address::parse(const std::string& host_in, std::uint16_t port) {
+    std::string host = host_in;
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    Address a;
+    sockaddr_in v4{};
+    sockaddr_in6 v6{};
+    if (host == "localhost") host = "127.0.0.1";
+    if (inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1) {
+        v4.sin_family = AF_INET;
+        v4.sin_port = htons(port);
+        return from(reinterpret_cast<const sockaddr*>(&v4), sizeof v4);
+    }
+    if (inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) == 1) {
+        v6.sin6_family = AF_INET6;
+        v6.sin6_port = htons(port);
+        return from(reinterpret_cast<const sockaddr*>(&v6), sizeof v6);
+    }
+    throw EndpointError(fmt::format("ndm: '{}' is not a numeric IPv4/IPv6 address", host_in));
+}
+
+bool Address::convert_to(int fam, Address& out) const {
+    if (family() == fam) {
+        out = *this;
+        return true;
+    }
+    if (family() == AF_INET && fam == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
+        sockaddr_in6 v6{};
+        v6.sin6_family = AF_INET6;
+        v6.sin6_port = a->sin_port;
+        v6.sin6_addr.s6_addr[10] = 0xff;
+        v6.sin6_addr.s6_addr[11] = 0xff;
+        std::memcpy(&v6.sin6_addr.s6_addr[12], &a->sin_addr, 4);
+        out = from(reinterpret_cast<const sockaddr*>(&v6), sizeof v6);
+        return true;
+    }
+    if (family() == AF_INET6 && fam == AF_INET) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+        if (!IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) return false;
+        sockaddr_in v4{};
+        v4.sin_family = AF_INET;
+        v4.sin_port = a->sin6_port;
+        std::memcpy(&v4.sin_addr, &a->sin6_addr.s6_addr[12], 4);
+        out = from(reinterpret_cast<const sockaddr*>(&v4), sizeof v4);
+        return true;
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------------------
+// PageBuffer
+
+PageBuffer::PageBuffer(std::size_t bytes) {
+    constexpr std::size_t kHuge = 2u << 20;
+    n_ = (bytes + kHuge - 1) & ~(kHuge - 1);
+    // Over-allocate to align to 2 MiB so THP can back the region.
+    const std::size_t map = n_ + kHuge;
+    void* m = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw EndpointError(fmt::format("ndm: mmap of {} bytes failed: {}", map, std::strerror(errno)));
+    auto base = reinterpret_cast<std::uintptr_t>(m);
+    const std::uintptr_t aligned = (base + kHuge - 1) & ~(kHuge - 1);
+    if (aligned > base) munmap(m, aligned - base);
+    const std::uintptr_t tail = aligned + n_;
+    if (base + map > tail) munmap(reinterpret_cast<void*>(tail), base + map - tail);
+    p_ = reinterpret_cast<std::uint8_t*>(aligned);
+    madvise(p_, n_, MADV_HUGEPAGE);
+    // Populate now (one kernel pass) instead of one fault per page later.
+    madvise(p_, n_, MADV_POPULATE_WRITE);
+}
+
+PageBuffer::~PageBuffer() {
+    if (p_) munmap(p_, n_);
+}
+
+PageBuffer& PageBuffer::operator=(PageBuffer&& o) noexcept {
+    if (this != &o) {
+        if (p_) munmap(p_, n_);
+        p_ = o.p_;
+        n_ = o.n_;
+        o.p_ = nullptr;
+        o.n_ = 0;
+    }
+    return *this;
+}
+
+// ---------------------------------------------------------------------------
+// Socket set-up
+
+namespace {
+
+void set_buffer(int fd, int force_opt, int opt, int bytes, const char* name) {
+    // SO_*BUFFORCE ignores net.core.[rw]mem_max when we have CAP_NET_ADMIN.
+    if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) == 0) return;
+    if (setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes) != 0) {
+        spdlog::debug("ndm io: {} {} refused: {}", name, bytes, std::strerror(errno));
+    }
+}
+
+int try_open(const SocketOptions& opt, const Address& bind_addr, std::string& error) {
+    const int fd = socket(bind_addr.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        error = std::strerror(errno);
+        return -1;
+    }
+    const int one = 1, zero = 0;
+    if (bind_addr.family() == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&bind_addr.storage);
+        // Dual-stack only for the wildcard: a specific v6 address cannot take v4.
+        const int v6only = IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr) ? 0 : 1;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one);
+        // Path MTU discovery would drop our 64 KB datagrams with EMSGSIZE on
+        // loopback-sized MTUs; let the kernel fragment instead.
+        int pmtu = IPV6_PMTUDISC_DONT;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+    }
+    // ICMP errors (port unreachable) become socket errors and error-queue
+    // entries, so a dead peer is reported instead of timing out. Set for v4 on
+    // v6 sockets too: v4-mapped traffic uses the IPv4 error path.
+    setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
+    int pmtu4 = IP_PMTUDISC_DONT;
+    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu4, sizeof pmtu4);
+    (void)zero;
+    set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, opt.buffer_bytes, "SO_RCVBUF");
+    set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, opt.buffer_bytes, "SO_SNDBUF");
+    if (bind(fd, bind_addr.sa(), bind_addr.length) != 0) {
+        error = std::strerror(errno);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+}  // namespace
+
+UdpSocket open_udp_socket(const SocketOptions& opt) {
+    UdpSocket s;
+    std::string error;
+    Address bind_addr = opt.bind;
+    s.fd = try_open(opt, bind_addr, error);
+    if (s.fd < 0 && bind_addr.family() == AF_INET6 && (error == std::strerror(EAFNOSUPPORT) ||
+                                                         error == std::strerror(EADDRNOTAVAIL))) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&bind_addr.storage);
+        if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr)) {
+            spdlog::info("ndm io: IPv6 unavailable ({}), binding 0.0.0.0 instead", error);
+            bind_addr = Address::parse("0.0.0.0", opt.bind.port());
+            s.fd = try_open(opt, bind_addr, error);
+        }
+    }
+    if (s.fd < 0) throw BindError(fmt::format("ndm: cannot bind UDP {}: {}", opt.bind.to_string(), error));
+    s.local.length = sizeof(s.local.storage);
+    getsockname(s.fd, s.local.sa(), &s.local.length);
+
+    const int one = 1;
+    if (opt.gro) {
+        if (setsockopt(s.fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one) == 0) {
+            s.gro = true;
+        } else {
+            spdlog::info("ndm io: UDP GRO refused by the kernel ({}); receiving datagram by datagram",
+                         std::strerror(errno));
+        }
+    }
+    if (opt.gso) {
+        // getsockopt(UDP_SEGMENT) exists exactly when the kernel supports GSO
+        // (4.18+). A route that refuses it (EIO at send) disables it later.
+        int seg = 0;
+        socklen_t len = sizeof seg;
+        if (getsockopt(s.fd, IPPROTO_UDP, UDP_SEGMENT, &seg, &len) == 0) {
+            s.gso = true;
+        } else {
+            spdlog::info("ndm io: UDP GSO unsupported by the kernel ({}); sending datagram by datagram",
+                         std::strerror(errno));
+        }
+    }
+    return s;
+}
+
+void drain_error_queue(int fd, RxHandler& h) {
+    for (int guard = 0; guard < 256; ++guard) {
+        alignas(cmsghdr) std::uint8_t control[512];
+        sockaddr_storage name{};
+        std::uint8_t data[64];
+        iovec iov{data, sizeof data};
+        msghdr msg{};
+        msg.msg_name = &name;
+        msg.msg_namelen = sizeof name;
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        if (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return;  // EAGAIN: empty
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            const bool v4 = c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR;
+            const bool v6 = c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR;
+            if (!v4 && !v6) continue;
+            sock_extended_err ee;
+            std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
+            // msg_name holds the destination of the datagram that failed.
+            const Address peer = Address::from(reinterpret_cast<sockaddr*>(&name), msg.msg_namelen);
+            std::string what;
+            const bool port_unreach = (ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == ICMP_DEST_UNREACH &&
+                                       ee.ee_code == ICMP_PORT_UNREACH) ||
+                                      (ee.ee_origin == SO_EE_ORIGIN_ICMP6 && ee.ee_type == 1 && ee.ee_code == 4);
+            if (port_unreach) {
+                what = fmt::format("ICMP port unreachable from {} (nothing listens there)", peer.to_string());
+            } else if (ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6) {
+                what = fmt::format("ICMP error from {} for {}: {}", "the path", peer.to_string(),
+                                   std::strerror(static_cast<int>(ee.ee_errno)));
+            } else if (ee.ee_origin == SO_EE_ORIGIN_LOCAL) {
+                // Local errors (e.g. EMSGSIZE) concern one datagram, not the peer.
+                spdlog::debug("ndm io: local send error to {}: {}", peer.to_string(),
+                              std::strerror(static_cast<int>(ee.ee_errno)));
+                continue;
+            } else {
+                continue;
+            }
+            h.on_peer_error(peer, static_cast<int>(ee.ee_errno), what);
+        }
+    }
+}
+
+int gro_segment_size(const msghdr& msg) {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+            int seg = 0;
+            std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
+            return seg;
+        }
+    }
+    return 0;
+}
+
+void deliver_split(std::span<const std::uint8_t> payload, int segment, const Address& from, RxHandler& h) {
+    if (segment <= 0 || static_cast<std::size_t>(segment) >= payload.size()) {
+        h.on_datagram(payload, from);
+        return;
+    }
+    const auto seg = static_cast<std::size_t>(segment);
+    for (std::size_t off = 0; off < payload.size(); off += seg) {
+        h.on_datagram(payload.subspan(off, std::min(seg, payload.size() - off)), from);
+    }
+}
+
+std::size_t write_gso_cmsg(std::uint8_t* buf, std::size_t cap, std::uint16_t segment) {
+    if (cap < CMSG_SPACE(sizeof(std::uint16_t))) return 0;
+    std::memset(buf, 0, CMSG_SPACE(sizeof(std::uint16_t)));
+    auto* c = reinterpret_cast<cmsghdr*>(buf);
+    c->cmsg_level = IPPROTO_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+    std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
+    return CMSG_SPACE(sizeof(std::uint16_t));
+}
+
+bool is_gso_refusal(int error) { return error == EIO || error == EINVAL || error == ENOPROTOOPT; }
+
+int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to) {
+    if (segment == 0) segment = len;
+    for (std::size_t off = 0; off < len; off += segment) {
+        const std::size_t n = std::min(segment, len - off);
+        iovec iov{const_cast<std::uint8_t*>(data + off), n};
+        msghdr msg{};
+        msg.msg_name = const_cast<sockaddr*>(to.sa());
+        msg.msg_namelen = to.length;
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        for (int attempt = 0;; ++attempt) {
+            if (sendmsg(fd, &msg, 0) >= 0) break;
+            if ((errno == EAGAIN || errno == ENOBUFS) && attempt < 100) {
+                usleep(50);  // rare: socket buffer full during a fallback resend
+                continue;
+            }
+            return errno;
+        }
+    }
+    return 0;
+}
+
+}  // namespace ndm::io

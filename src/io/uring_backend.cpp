@@ -1,0 +1,421 @@
+// The io_uring data path (transport-notes §3): one multishot recvmsg over a
+// provided-buffer ring we register by hand (liburing 2.3 has no
+// io_uring_setup_buf_ring), UDP_GRO split on receive, many SENDMSG SQEs with a
+// UDP_SEGMENT cmsg per submit, and the wait timer as a TIMEOUT SQE in the same
+// ring. SINGLE_ISSUER|DEFER_TASKRUN when the kernel takes them: completions
+// then run only when we enter the ring, so nothing interrupts the loop.
+#include <liburing.h>
+#include <netinet/udp.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "io/backend.hpp"
+#include "io/probe.hpp"
+
+namespace ndm::io {
+
+namespace {
+
+constexpr std::uint64_t kTagRecv = 1ull << 60;
+constexpr std::uint64_t kTagSend = 2ull << 60;
+constexpr std::uint64_t kTagTimer = 3ull << 60;
+constexpr std::uint64_t kTagTimerUpdate = 4ull << 60;
+constexpr std::uint64_t kTagMask = 0xfull << 60;
+constexpr unsigned kBufGroup = 7;
+constexpr unsigned kTxSlots = 128;
+constexpr std::size_t kControlSize = 64;
+
+__kernel_timespec to_kernel_ts(Instant t) {
+    const auto ns = t.time_since_epoch().count();
+    return {ns / 1'000'000'000, ns % 1'000'000'000};
+}
+
+class UringBackend final : public Backend {
+public:
+    explicit UringBackend(const SocketOptions& opt) {
+        UdpSocket s = open_udp_socket(opt);
+        fd_ = s.fd;
+        local_ = s.local;
+        gso_ = s.gso;
+        gro_ = s.gro;
+        try {
+            init_ring();
+            init_buffers();
+        } catch (...) {
+            cleanup();
+            throw;
+        }
+        tx_.resize(kTxSlots);
+        tx_mem_ = PageBuffer(kTxSlots * kTxSlotSize);
+        for (unsigned i = 0; i < kTxSlots; ++i) {
+            tx_[i].data = tx_mem_.data() + std::size_t{i} * kTxSlotSize;
+            free_.push_back(i);
+        }
+        arm_recv();
+        spdlog::debug("ndm io: io_uring backend on {} (flags {:#x}, {} rx buffers of {} B, gso={}, gro={})",
+                      local_.to_string(), ring_flags_, nbufs_, buf_size_, gso_, gro_);
+    }
+
+    ~UringBackend() override { cleanup(); }
+
+    [[nodiscard]] IoBackend kind() const override { return IoBackend::uring; }
+    // The ring fd polls readable when completions (or deferred work) wait.
+    [[nodiscard]] int pollable_fd() const override { return ring_.ring_fd; }
+
+    std::uint8_t* tx_slot() override {
+        if (free_.empty()) return nullptr;
+        return tx_[free_.back()].data;
+    }
+
+    void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
+        const unsigned i = free_.back();
+        free_.pop_back();
+        Slot& s = tx_[i];
+        s.len = len;
+        s.segment = (segment > 0 && len > segment) ? segment : 0;
+        s.peer = to;
+        if (s.segment && !gso_) {  // GSO was refused since the batch was built
+            if (int e = send_segments(fd_, s.data, len, s.segment, to); e != 0) {
+                spdlog::debug("ndm io: send to {} failed: {}", to.to_string(), std::strerror(e));
+            }
+            free_.push_back(i);
+            return;
+        }
+        s.iov = {s.data, len};
+        s.msg = {};
+        s.msg.msg_name = s.peer.sa();
+        s.msg.msg_namelen = s.peer.length;
+        s.msg.msg_iov = &s.iov;
+        s.msg.msg_iovlen = 1;
+        if (s.segment) {
+            s.msg.msg_control = s.control;
+            s.msg.msg_controllen = write_gso_cmsg(s.control, sizeof s.control, static_cast<std::uint16_t>(s.segment));
+        }
+        io_uring_sqe* sqe = get_sqe();
+        io_uring_prep_sendmsg(sqe, fd_, &s.msg, 0);
+        io_uring_sqe_set_data64(sqe, kTagSend | i);
+        ++send_calls_;
+        ++queued_;
+    }
+
+    void flush() override {
+        if (queued_ == 0 || !enabled_) return;
+        io_uring_submit(&ring_);
+        queued_ = 0;
+    }
+
+    void wait(Instant deadline, RxHandler& h) override {
+        handler_ = &h;
+        if (!enabled_) {
+            if (ring_flags_ & IORING_SETUP_R_DISABLED) {
+                // liburing 2.3 declares io_uring_enable_rings but does not export it.
+                if (syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) < 0) {
+                    throw EndpointError(fmt::format("ndm: io_uring enable rings: {}", std::strerror(errno)));
+                }
+            }
+            enabled_ = true;
+        }
+        const auto now = Instant(std::chrono::steady_clock::now().time_since_epoch());
+        if (deadline > now) {
+            // One timer in flight; move it earlier in place rather than stacking
+            // timers. A later deadline just costs one early, harmless wake.
+            if (!timer_armed_) {
+                timer_ts_ = to_kernel_ts(deadline);
+                io_uring_sqe* sqe = get_sqe();
+                io_uring_prep_timeout(sqe, &timer_ts_, 0, IORING_TIMEOUT_ABS);
+                io_uring_sqe_set_data64(sqe, kTagTimer);
+                timer_armed_ = true;
+                timer_at_ = deadline;
+            } else if (deadline < timer_at_) {
+                timer_ts_ = to_kernel_ts(deadline);
+                io_uring_sqe* sqe = get_sqe();
+                io_uring_prep_timeout_update(sqe, &timer_ts_, kTagTimer, IORING_TIMEOUT_ABS);
+                io_uring_sqe_set_data64(sqe, kTagTimerUpdate);
+                timer_at_ = deadline;
+            }
+            if (io_uring_cq_ready(&ring_) == 0) {
+                int rc = io_uring_submit_and_wait(&ring_, 1);
+                if (rc == -EEXIST) {
+                    throw EndpointError("ndm: io_uring endpoint driven from a second thread (SINGLE_ISSUER ring)");
+                }
+                if (rc < 0 && rc != -EINTR && rc != -ETIME && rc != -EBUSY) {
+                    spdlog::warn("ndm io: io_uring_submit_and_wait: {}", std::strerror(-rc));
+                }
+            } else {
+                io_uring_submit(&ring_);
+            }
+        } else if (defer_taskrun_) {
+            io_uring_submit_and_get_events(&ring_);
+        } else {
+            io_uring_submit(&ring_);
+        }
+        queued_ = 0;
+        reap();
+        // Completed sends may have freed buffers; the multishot may have ended.
+        if (!recv_armed_) {
+            arm_recv();
+            io_uring_submit(&ring_);
+        }
+        handler_ = nullptr;
+    }
+
+private:
+    struct Slot {
+        std::uint8_t* data = nullptr;
+        std::size_t len = 0;
+        std::size_t segment = 0;
+        Address peer;
+        iovec iov{};
+        msghdr msg{};
+        alignas(cmsghdr) std::uint8_t control[kControlSize]{};
+    };
+
+    void init_ring() {
+        io_uring_params p{};
+        // Preferred flags first, then fewer: older kernels reject unknown flags.
+        const unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+        const unsigned attempts[] = {
+            // Created disabled: SINGLE_ISSUER binds the ring to the task that
+            // enables it, which is the thread that first runs the endpoint.
+            base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED,
+            base | IORING_SETUP_COOP_TASKRUN,
+            IORING_SETUP_CQSIZE,
+            0,
+        };
+        int rc = -EINVAL;
+        for (unsigned flags : attempts) {
+            p = {};
+            p.flags = flags;
+            p.cq_entries = 4096;
+            rc = io_uring_queue_init_params(512, &ring_, &p);
+            if (rc == 0) {
+                ring_flags_ = flags;
+                break;
+            }
+            if (rc != -EINVAL) break;
+        }
+        if (rc < 0) throw EndpointError(fmt::format("ndm: io_uring_setup failed: {}", std::strerror(-rc)));
+        ring_ok_ = true;
+        defer_taskrun_ = (ring_flags_ & IORING_SETUP_DEFER_TASKRUN) != 0;
+        if (!(p.features & IORING_FEAT_NODROP)) {
+            spdlog::debug("ndm io: kernel without IORING_FEAT_NODROP: completions may be dropped on overflow");
+        }
+    }
+
+    void init_buffers() {
+        // Each buffer takes a whole GRO super-datagram (≤ 64 KiB) or one 64 KB
+        // datagram, after the recvmsg header, the name and the control data.
+        buf_size_ = 65536 + 256;
+        nbufs_ = 128;
+        const long page = sysconf(_SC_PAGESIZE);
+        ring_bytes_ = (nbufs_ * sizeof(io_uring_buf) + static_cast<std::size_t>(page) - 1) &
+                      ~(static_cast<std::size_t>(page) - 1);
+        void* mem = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+        if (mem == MAP_FAILED) throw EndpointError("ndm: mmap of the provided-buffer ring failed");
+        br_ = static_cast<io_uring_buf_ring*>(mem);
+        io_uring_buf_reg reg{};
+        reg.ring_addr = reinterpret_cast<std::uint64_t>(br_);
+        reg.ring_entries = nbufs_;
+        reg.bgid = kBufGroup;
+        if (int rc = io_uring_register_buf_ring(&ring_, &reg, 0); rc < 0) {
+            throw EndpointError(fmt::format("ndm: io_uring_register_buf_ring failed: {}", std::strerror(-rc)));
+        }
+        buf_registered_ = true;
+        io_uring_buf_ring_init(br_);
+        rx_mem_ = PageBuffer(std::size_t{nbufs_} * buf_size_);
+        const int mask = io_uring_buf_ring_mask(nbufs_);
+        for (unsigned i = 0; i < nbufs_; ++i) {
+            io_uring_buf_ring_add(br_, rx_mem_.data() + std::size_t{i} * buf_size_, static_cast<unsigned>(buf_size_),
+                                  static_cast<unsigned short>(i), mask, static_cast<int>(i));
+        }
+        io_uring_buf_ring_advance(br_, static_cast<int>(nbufs_));
+        rx_msg_ = {};
+        rx_msg_.msg_namelen = sizeof(sockaddr_in6);
+        rx_msg_.msg_controllen = kControlSize;
+    }
+
+    void cleanup() {
+        if (ring_ok_) {
+            if (buf_registered_) io_uring_unregister_buf_ring(&ring_, kBufGroup);
+            io_uring_queue_exit(&ring_);
+            ring_ok_ = false;
+        }
+        if (br_) munmap(br_, ring_bytes_);
+        br_ = nullptr;
+        if (fd_ >= 0) close(fd_);
+        fd_ = -1;
+    }
+
+    io_uring_sqe* get_sqe() {
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        while (!sqe) {
+            if (int rc = io_uring_submit(&ring_); rc < 0 && rc != -EAGAIN && rc != -EBUSY && rc != -EINTR) {
+                throw EndpointError(fmt::format("ndm: io_uring submit failed: {}", std::strerror(-rc)));
+            }
+            sqe = io_uring_get_sqe(&ring_);
+        }
+        return sqe;
+    }
+
+    void arm_recv() {
+        io_uring_sqe* sqe = get_sqe();
+        io_uring_prep_recvmsg_multishot(sqe, fd_, &rx_msg_, MSG_TRUNC);
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = kBufGroup;
+        io_uring_sqe_set_data64(sqe, kTagRecv);
+        recv_armed_ = true;
+    }
+
+    void reap() {
+        // Bounded: a flood of completions must not starve the connections.
+        for (int round = 0; round < 8; ++round) {
+            unsigned head, seen = 0, returned = 0;
+            io_uring_cqe* cqe;
+            io_uring_for_each_cqe(&ring_, head, cqe) {
+                ++seen;
+                returned += on_cqe(*cqe);
+            }
+            if (seen == 0) break;
+            // Buffers go back to the kernel in one batch with the CQ advance.
+            if (returned) io_uring_buf_ring_advance(br_, static_cast<int>(returned));
+            recycled_pending_ = 0;
+            io_uring_cq_advance(&ring_, seen);
+            if (!defer_taskrun_ || round == 7) break;
+            io_uring_get_events(&ring_);
+            if (io_uring_cq_ready(&ring_) == 0) break;
+        }
+    }
+
+    // Returns 1 when a provided buffer was recycled.
+    unsigned on_cqe(const io_uring_cqe& cqe) {
+        const std::uint64_t tag = cqe.user_data & kTagMask;
+        if (tag == kTagRecv) return on_recv(cqe);
+        if (tag == kTagSend) {
+            on_send(static_cast<unsigned>(cqe.user_data & ~kTagMask), cqe.res);
+        } else if (tag == kTagTimer) {
+            // -ETIME when it fired; anything else (e.g. -ECANCELED) also ends it.
+            if (!(cqe.flags & IORING_CQE_F_MORE)) timer_armed_ = false;
+        }
+        return 0;
+    }
+
+    unsigned on_recv(const io_uring_cqe& cqe) {
+        if (!(cqe.flags & IORING_CQE_F_MORE)) recv_armed_ = false;  // re-armed after the reap
+        unsigned recycled = 0;
+        if (cqe.flags & IORING_CQE_F_BUFFER) {
+            const unsigned bid = cqe.flags >> IORING_CQE_BUFFER_SHIFT;
+            std::uint8_t* buf = rx_mem_.data() + std::size_t{bid} * buf_size_;
+            if (cqe.res >= 0) deliver(buf, cqe.res);
+            io_uring_buf_ring_add(br_, buf, static_cast<unsigned>(buf_size_), static_cast<unsigned short>(bid),
+                                  io_uring_buf_ring_mask(nbufs_), static_cast<int>(recycled_pending_++));
+            recycled = 1;
+        }
+        if (cqe.res < 0) {
+            const int e = -cqe.res;
+            if (e == ENOBUFS) {
+                ++enobufs_;  // ran out of provided buffers: re-armed once they are back
+            } else if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
+                drain_error_queue(fd_, *handler_);
+            } else if (e == EINVAL && !saw_recv_) {
+                throw EndpointError("ndm: io_uring multishot recvmsg unsupported (kernel < 6.0)");
+            } else if (e != ECANCELED && e != EINTR) {
+                spdlog::warn("ndm io: io_uring recvmsg: {}", std::strerror(e));
+            }
+        }
+        return recycled;
+    }
+
+    void deliver(std::uint8_t* buf, int len) {
+        saw_recv_ = true;
+        io_uring_recvmsg_out* out = io_uring_recvmsg_validate(buf, len, &rx_msg_);
+        if (!out) return;
+        if (out->flags & MSG_TRUNC) {
+            spdlog::debug("ndm io: dropped a truncated datagram of {} bytes", out->payloadlen);
+            return;
+        }
+        const Address from = Address::from(static_cast<const sockaddr*>(io_uring_recvmsg_name(out)),
+                                           std::min<socklen_t>(out->namelen, rx_msg_.msg_namelen));
+        int segment = 0;
+        // A msghdr view over the returned control data for the CMSG macros.
+        msghdr view{};
+        view.msg_control = io_uring_recvmsg_cmsg_firsthdr(out, &rx_msg_);
+        view.msg_controllen = out->controllen;
+        if (view.msg_control) segment = gro_segment_size(view);
+        auto* payload = static_cast<const std::uint8_t*>(io_uring_recvmsg_payload(out, &rx_msg_));
+        const auto plen = io_uring_recvmsg_payload_length(out, len, &rx_msg_);
+        deliver_split({payload, plen}, segment, from, *handler_);
+    }
+
+    void on_send(unsigned i, int res) {
+        Slot& s = tx_[i];
+        if (res < 0) {
+            const int e = -res;
+            if (s.segment && is_gso_refusal(e)) {
+                spdlog::info("ndm io: UDP GSO refused on the path to {} ({}); sending datagram by datagram",
+                             s.peer.to_string(), std::strerror(e));
+                gso_ = false;
+                if (int e2 = send_segments(fd_, s.data, s.len, s.segment, s.peer); e2 != 0) report_send_error(s, e2);
+            } else {
+                report_send_error(s, e);
+            }
+        }
+        free_.push_back(i);
+    }
+
+    void report_send_error(const Slot& s, int e) {
+        if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
+            // The socket error came from an ICMP message; the queue says which peer.
+            drain_error_queue(fd_, *handler_);
+            if (e != ECONNREFUSED) {
+                handler_->on_peer_error(s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e)));
+            }
+        } else if (e == EACCES || e == EPERM || e == EAFNOSUPPORT || e == EADDRNOTAVAIL) {
+            handler_->on_peer_error(s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e)));
+        } else if (e != EAGAIN && e != ENOBUFS && e != EINTR) {
+            spdlog::debug("ndm io: send to {} failed: {}", s.peer.to_string(), std::strerror(e));
+        }
+    }
+
+    int fd_ = -1;
+    io_uring ring_{};
+    bool ring_ok_ = false;
+    unsigned ring_flags_ = 0;
+    bool defer_taskrun_ = false;
+    io_uring_buf_ring* br_ = nullptr;
+    std::size_t ring_bytes_ = 0;
+    bool buf_registered_ = false;
+    unsigned nbufs_ = 0;
+    std::size_t buf_size_ = 0;
+    unsigned recycled_pending_ = 0;  // offset for io_uring_buf_ring_add within a batch
+    PageBuffer rx_mem_;
+    msghdr rx_msg_{};
+    bool enabled_ = false;
+    bool recv_armed_ = false;
+    bool saw_recv_ = false;
+    std::uint64_t enobufs_ = 0;
+    std::vector<Slot> tx_;
+    PageBuffer tx_mem_;
+    std::vector<unsigned> free_;
+    unsigned queued_ = 0;
+    bool timer_armed_ = false;
+    Instant timer_at_{};
+    __kernel_timespec timer_ts_{};
+    RxHandler* handler_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_uring_backend(const SocketOptions& opt) {
+    if (auto p = probe_uring(); !p.available) throw EndpointError("ndm: io_uring unavailable: " + p.reason);
+    return std::make_unique<UringBackend>(opt);
+}
+
+}  // namespace ndm::io

@@ -1,0 +1,599 @@
+// Endpoint over real UDP sockets on loopback, with each I/O backend in turn
+// (SUBCASE "uring" / "epoll"): byte-exact transfers (hash compared) with and
+// without GSO/GRO, through an impairment Link, with 64 KB datagrams, 100
+// concurrent connections, the forced io_uring fallback, and the error paths.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io/probe.hpp"
+#include "ndm/endpoint.hpp"
+#include "ndm/sim.hpp"
+
+using namespace ndm;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Streaming 64-bit hash, independent of how the bytes are chunked.
+class StreamHash {
+public:
+    void update(std::span<const std::uint8_t> d) {
+        std::size_t i = 0;
+        while (i < d.size()) {
+            if (fill_ == 0 && d.size() - i >= 8) {
+                std::uint64_t w;
+                std::memcpy(&w, d.data() + i, 8);
+                mix(w);
+                i += 8;
+                continue;
+            }
+            word_ |= std::uint64_t{d[i]} << (8 * fill_);
+            ++i;
+            if (++fill_ == 8) {
+                mix(word_);
+                word_ = 0;
+                fill_ = 0;
+            }
+        }
+        bytes_ += d.size();
+    }
+    [[nodiscard]] std::uint64_t digest() const {
+        std::uint64_t h = h_ ^ word_ ^ (bytes_ * 0x9e3779b97f4a7c15ull);
+        h ^= h >> 29;
+        return h * 0xbf58476d1ce4e5b9ull;
+    }
+    [[nodiscard]] std::uint64_t bytes() const { return bytes_; }
+
+private:
+    void mix(std::uint64_t w) {
+        h_ = (h_ ^ w) * 0x100000001b3ull;
+        h_ = (h_ << 31) | (h_ >> 33);
+    }
+    std::uint64_t h_ = 0xcbf29ce484222325ull, word_ = 0, bytes_ = 0;
+    unsigned fill_ = 0;
+};
+
+// Deterministic payload (xorshift64 words).
+class Pattern {
+public:
+    explicit Pattern(std::uint64_t seed = 1) : s_(seed * 0x9e3779b97f4a7c15ull + 1) {}
+    void fill(std::span<std::uint8_t> out) {
+        std::size_t i = 0;
+        for (; i + 8 <= out.size(); i += 8) {
+            const std::uint64_t w = next();
+            std::memcpy(out.data() + i, &w, 8);
+        }
+        if (i < out.size()) {
+            const std::uint64_t w = next();
+            std::memcpy(out.data() + i, &w, out.size() - i);
+        }
+    }
+
+private:
+    std::uint64_t next() {
+        s_ ^= s_ << 13;
+        s_ ^= s_ >> 7;
+        s_ ^= s_ << 17;
+        return s_;
+    }
+    std::uint64_t s_;
+};
+
+// Picks the backend for this SUBCASE; false (with a MESSAGE) if the machine lacks it.
+bool pick_backend(IoBackend b, EndpointConfig& cfg) {
+    if (b == IoBackend::uring && !io::probe_uring().available) {
+        MESSAGE("io_uring unavailable here (" << io::probe_uring().reason << "): uring subcase skipped");
+        return false;
+    }
+    cfg.backend = b;
+    return true;
+}
+
+#define FOR_EACH_BACKEND(cfg)                                              \
+    IoBackend backend_under_test = IoBackend::epoll;                       \
+    SUBCASE("uring") { backend_under_test = IoBackend::uring; }            \
+    SUBCASE("epoll") { backend_under_test = IoBackend::epoll; }            \
+    if (!pick_backend(backend_under_test, cfg)) return;                    \
+    const std::string backend_name = to_string(backend_under_test);     \
+    CAPTURE(backend_name)
+
+// A receiving server on its own thread: hashes every stream, keyed by the
+// client's index carried in the application parameters.
+class SinkServer {
+public:
+    struct Result {
+        std::uint64_t bytes = 0, hash = 0;
+        bool finished = false;
+        std::string close_reason;
+    };
+
+    explicit SinkServer(EndpointConfig cfg) {
+        cfg.accept_connections = true;
+        ep_ = std::make_unique<Endpoint>(std::move(cfg));
+        port_ = ep_->local_port();
+        backend_ = ep_->backend();
+        ep_->on_event([this](ConnectionHandle h, const Event& ev) { on_event(h, ev); });
+        thread_ = std::thread([this] {
+            while (!stop_) ep_->run_once(steady_now() + 20ms);
+        });
+    }
+    ~SinkServer() {
+        stop_ = true;
+        thread_.join();
+    }
+    SinkServer(const SinkServer&) = delete;
+    SinkServer& operator=(const SinkServer&) = delete;
+
+    [[nodiscard]] std::uint16_t port() const { return port_; }
+    [[nodiscard]] IoBackend backend() const { return backend_; }
+    [[nodiscard]] int finished() const { return finished_; }
+    std::map<int, Result> results() {
+        std::lock_guard lock(mu_);
+        return results_;
+    }
+
+private:
+    struct Sink {
+        int index = -1;
+        StreamHash hash;
+        bool done = false;
+    };
+
+    void on_event(ConnectionHandle h, const Event& ev) {
+        Connection* c = ep_->connection(h);
+        if (!c) return;
+        Sink& s = sinks_[h];
+        if (s.index < 0) {
+            auto p = c->peer_application_params();
+            s.index = p.size() >= 2 ? (p[0] << 8 | p[1]) : 0;
+        }
+        if (auto* r = std::get_if<event::StreamReadable>(&ev)) {
+            while (std::size_t n = c->read(r->id, buf_)) s.hash.update({buf_.data(), n});
+            if (c->stream_finished(r->id) && !s.done) {
+                s.done = true;
+                publish(s, "");
+                ++finished_;
+            }
+        } else if (auto* cl = std::get_if<event::Closed>(&ev)) {
+            if (!s.done) publish(s, cl->info.reason.empty() ? "closed" : cl->info.reason);
+        }
+    }
+
+    void publish(const Sink& s, const std::string& reason) {
+        std::lock_guard lock(mu_);
+        auto& r = results_[s.index];
+        r.bytes = s.hash.bytes();
+        r.hash = s.hash.digest();
+        r.finished = s.done;
+        r.close_reason = reason;
+    }
+
+    std::unique_ptr<Endpoint> ep_;
+    std::uint16_t port_ = 0;
+    IoBackend backend_ = IoBackend::epoll;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> finished_{0};
+    std::map<ConnectionHandle, Sink> sinks_;
+    std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(1 << 20);
+    std::mutex mu_;
+    std::map<int, Result> results_;
+};
+
+struct Flow {
+    ConnectionHandle h = 0;
+    std::optional<StreamId> stream;
+    Pattern pattern;
+    StreamHash hash;
+    std::vector<std::uint8_t> chunk;
+    std::size_t chunk_off = 0;
+    std::uint64_t generated = 0;
+    bool fin = false;
+    std::string failure;
+};
+
+struct ClientRun {
+    std::vector<Flow> flows;
+    double seconds = 0;
+    bool completed = false;
+};
+
+// Pushes `bytes` through each of `n` connections from `client` to `server`
+// and waits until the server has read every stream to its FIN.
+ClientRun run_clients(Endpoint& client, SinkServer& server, const std::string& host, int n, std::uint64_t bytes,
+                      const ConnectionConfig& base, Duration timeout) {
+    ClientRun run;
+    run.flows.resize(static_cast<std::size_t>(n));
+    const Instant start = steady_now();
+    for (int i = 0; i < n; ++i) {
+        Flow& f = run.flows[static_cast<std::size_t>(i)];
+        f.pattern = Pattern(static_cast<std::uint64_t>(i) + 7);
+        ConnectionConfig c = base;
+        c.application_params = {static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)};
+        f.h = client.connect(host, server.port(), c);
+    }
+    auto feed = [&](Flow& f) {
+        if (f.fin || !f.failure.empty()) return;
+        Connection* c = client.connection(f.h);
+        if (!c) {
+            const CloseInfo* ci = client.close_info(f.h);
+            f.failure = ci ? ci->reason : "connection vanished";
+            return;
+        }
+        if (const CloseInfo* ci = client.close_info(f.h)) {
+            f.failure = ci->reason;
+            return;
+        }
+        if (!c->is_established()) return;
+        if (!f.stream) f.stream = c->open_stream();
+        if (!f.stream) return;
+        for (int guard = 0; guard < 64; ++guard) {
+            if (f.chunk_off == f.chunk.size()) {
+                const std::uint64_t left = bytes - f.generated;
+                if (left == 0) {
+                    c->finish(*f.stream);
+                    f.fin = true;
+                    return;
+                }
+                f.chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(left, 256 * 1024)));
+                f.pattern.fill(f.chunk);
+                f.hash.update(f.chunk);
+                f.generated += f.chunk.size();
+                f.chunk_off = 0;
+            }
+            const std::size_t w = c->write(*f.stream, std::span(f.chunk).subspan(f.chunk_off));
+            f.chunk_off += w;
+            if (w == 0) return;
+        }
+    };
+    const Instant end = start + timeout;
+    while (steady_now() < end) {
+        bool pending = false;
+        for (auto& f : run.flows) {
+            feed(f);
+            pending |= !f.fin && f.failure.empty();
+        }
+        if (server.finished() >= n) break;
+        int failed = 0;
+        for (auto& f : run.flows) failed += !f.failure.empty();
+        if (failed && !pending && server.finished() + failed >= n) break;
+        client.run_once(std::min(end, steady_now() + 5ms));
+    }
+    run.seconds = to_seconds(steady_now() - start);
+    run.completed = server.finished() >= n;
+    return run;
+}
+
+void check_byte_exact(ClientRun& run, SinkServer& server, std::uint64_t bytes) {
+    auto results = server.results();
+    CHECK(run.completed);
+    for (std::size_t i = 0; i < run.flows.size(); ++i) {
+        CAPTURE(i);
+        const auto& f = run.flows[i];
+        CHECK(f.failure == "");
+        auto it = results.find(static_cast<int>(i));
+        REQUIRE(it != results.end());
+        CHECK(it->second.finished);
+        CHECK(it->second.bytes == bytes);
+        CHECK(it->second.hash == f.hash.digest());
+    }
+}
+
+double gbits(std::uint64_t bytes, double seconds) { return seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0; }
+
+}  // namespace
+
+TEST_CASE("endpoint: loopback transfer is byte-exact with and without GSO/GRO") {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    for (bool offload : {true, false}) {
+        CAPTURE(offload);
+        EndpointConfig scfg = cfg, ccfg = cfg;
+        scfg.gso = scfg.gro = ccfg.gso = ccfg.gro = offload;
+        SinkServer server(scfg);
+        Endpoint client(ccfg);
+        CHECK(client.backend() == backend_under_test);
+        CHECK(server.backend() == backend_under_test);
+        if (!offload) CHECK_FALSE(client.gso_enabled());
+        const std::uint64_t bytes = 32u << 20;
+        auto run = run_clients(client, server, "127.0.0.1", 1, bytes, ccfg.connection, 60s);
+        check_byte_exact(run, server, bytes);
+        MESSAGE(std::string(to_string(backend_under_test)) << std::string(offload ? " gso/gro on" : " gso/gro off") << ": 32 MB in "
+                                              << run.seconds << " s (" << gbits(bytes, run.seconds) << " Gbit/s)");
+        const auto st = client.stats();
+        if (offload && client.gso_enabled()) CHECK(st.send_calls < st.datagrams_sent);  // GSO batched
+    }
+}
+
+TEST_CASE("endpoint: 64 KB datagrams carry a byte-exact transfer") {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    cfg.connection.max_datagram_size = 65507;
+    FOR_EACH_BACKEND(cfg);
+    SinkServer server(cfg);
+    Endpoint client(cfg);
+    const std::uint64_t bytes = 32u << 20;
+    auto run = run_clients(client, server, "127.0.0.1", 1, bytes, cfg.connection, 60s);
+    check_byte_exact(run, server, bytes);
+    Connection* c = client.connection(run.flows[0].h);
+    if (c) CHECK(c->max_datagram_size() == 65507);
+    MESSAGE(std::string(to_string(backend_under_test)) << " 64 KB datagrams: " << gbits(bytes, run.seconds) << " Gbit/s");
+}
+
+TEST_CASE("endpoint: impairment link (5% loss, delay, jitter) on egress and ingress stays byte-exact") {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    std::atomic<std::uint64_t> seed{1};
+    auto lossy = [&seed] {
+        sim::SimpleLinkConfig l;
+        l.delay = 5ms;
+        l.loss = 0.05;
+        l.reorder = 0.01;  // a little jitter: some datagrams held back
+        l.reorder_extra_delay = 2ms;
+        l.seed = seed++;
+        return std::make_unique<sim::SimpleLink>(l);
+    };
+    EndpointConfig scfg = cfg, ccfg = cfg;
+    ccfg.egress_link = lossy;   // client → server
+    scfg.egress_link = lossy;   // server → client
+    scfg.ingress_link = [] { return std::make_unique<sim::SimpleLink>(sim::SimpleLinkConfig{}); };  // pass-through
+    SinkServer server(scfg);
+    Endpoint client(ccfg);
+    // Reno at 5 % loss and a 10 ms RTT moves about 1 MB/s: keep it small.
+    const std::uint64_t bytes = 1u << 20;
+    auto run = run_clients(client, server, "127.0.0.1", 2, bytes, ccfg.connection, 60s);
+    // The link really dropped packets and the transport repaired them.
+    const Connection* c0 = client.find(run.flows[0].h);
+    REQUIRE(c0);
+    CHECK(c0->stats(steady_now()).packets_lost > 0);
+    check_byte_exact(run, server, bytes);
+}
+
+TEST_CASE("endpoint: 100 concurrent connections on one server endpoint are each byte-exact") {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    SinkServer server(cfg);
+    Endpoint client(cfg);
+    const std::uint64_t bytes = 512u << 10;
+    auto run = run_clients(client, server, "127.0.0.1", 100, bytes, cfg.connection, 60s);
+    check_byte_exact(run, server, bytes);
+}
+
+TEST_CASE("endpoint: 256 MB byte-exact with GSO/GRO on each backend" * doctest::timeout(120)) {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    SinkServer server(cfg);
+    Endpoint client(cfg);
+    const std::uint64_t bytes = 256u << 20;
+    auto run = run_clients(client, server, "127.0.0.1", 1, bytes, cfg.connection, 100s);
+    check_byte_exact(run, server, bytes);
+    MESSAGE(std::string(to_string(backend_under_test)) << " 256 MB in " << run.seconds << " s (" << gbits(bytes, run.seconds)
+                                          << " Gbit/s)");
+}
+
+TEST_CASE("endpoint: dual-stack and IPv6 loopback") {
+    EndpointConfig cfg;
+    FOR_EACH_BACKEND(cfg);
+    int probe = socket(AF_INET6, SOCK_DGRAM, 0);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    const bool v6 = probe >= 0 && bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    if (probe >= 0) close(probe);
+    if (!v6) {
+        MESSAGE("IPv6 loopback unavailable here: test skipped");
+        return;
+    }
+    cfg.bind_address = "::";  // dual-stack server
+    SinkServer server(cfg);
+    for (const char* host : {"::1", "127.0.0.1"}) {
+        CAPTURE(host);
+        EndpointConfig ccfg = cfg;
+        ccfg.bind_address = std::string(host) == "::1" ? "::1" : "127.0.0.1";
+        Endpoint client(ccfg);
+        const int before = server.finished();
+        (void)before;
+        auto run = run_clients(client, server, host, 1, 1u << 20, ccfg.connection, 20s);
+        CHECK(run.flows[0].failure == "");
+        CHECK(server.finished() >= 1);
+    }
+}
+
+TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so") {
+    std::ostringstream log;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+    auto logger = spdlog::default_logger();
+    const auto level = logger->level();
+    logger->sinks().push_back(sink);
+    logger->set_level(spdlog::level::info);
+    setenv("NDM_IO_FORCE_PROBE_FAIL", "1", 1);
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    {
+        Endpoint ep(cfg);
+        CHECK(ep.backend() == IoBackend::epoll);
+        cfg.backend = IoBackend::uring;
+        CHECK_THROWS_WITH_AS(Endpoint{cfg}, doctest::Contains("io_uring unavailable"), EndpointError);
+        // The fallback still moves data.
+        cfg.backend = IoBackend::automatic;
+        SinkServer server(cfg);
+        auto run = run_clients(ep, server, "127.0.0.1", 1, 1u << 20, cfg.connection, 20s);
+        CHECK(run.completed);
+        CHECK(server.backend() == IoBackend::epoll);
+    }
+    unsetenv("NDM_IO_FORCE_PROBE_FAIL");
+    logger->sinks().pop_back();
+    logger->set_level(level);
+    CHECK(log.str().find("io_uring unavailable (forced by NDM_IO_FORCE_PROBE_FAIL=1); using the epoll fallback") !=
+          std::string::npos);
+    EndpointConfig again;
+    again.bind_address = "127.0.0.1";
+    if (io::probe_uring().available) CHECK(Endpoint(again).backend() == IoBackend::uring);
+}
+
+TEST_CASE("endpoint: failures are clear errors, never hangs") {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    cfg.connection.handshake_timeout = 2s;
+    FOR_EACH_BACKEND(cfg);
+
+    SUBCASE("bind failure") {
+        Endpoint first(cfg);
+        EndpointConfig dup = cfg;
+        dup.port = first.local_port();
+        CHECK_THROWS_WITH_AS(Endpoint{dup}, doctest::Contains("cannot bind UDP 127.0.0.1:"), EndpointError);
+        dup.bind_address = "not-an-address";
+        CHECK_THROWS_AS(Endpoint{dup}, EndpointError);
+    }
+
+    SUBCASE("ICMP port unreachable") {
+        // A port nobody listens on: bind, learn it, close.
+        int s = socket(AF_INET, SOCK_DGRAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        socklen_t len = sizeof a;
+        getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+        close(s);
+        Endpoint client(cfg);
+        std::optional<CloseInfo> closed;
+        client.on_event([&](ConnectionHandle, const Event& ev) {
+            if (auto* c = std::get_if<event::Closed>(&ev)) closed = c->info;
+        });
+        const auto t0 = steady_now();
+        client.connect("127.0.0.1", ntohs(a.sin_port));
+        client.run_until([&] { return closed.has_value(); }, 5s);
+        REQUIRE(closed);
+        CHECK(closed->code == kClosePeerUnreachable);
+        CHECK(closed->reason.find("ICMP port unreachable") != std::string::npos);
+        // Before the handshake timeout. (Linux rate-limits ICMP per peer to a
+        // burst then 1/s, so an earlier test may cost us one PTO round.)
+        CHECK(steady_now() - t0 < 1900ms);
+        CHECK(client.run_until([&] { return client.connection_count() == 0; }, 2s));
+        // The blocking facade turns it into an exception with the reason.
+        CHECK_THROWS_WITH_AS(BlockingStream::connect(client, "127.0.0.1", ntohs(a.sin_port), 5s),
+                             doctest::Contains("ICMP port unreachable"), EndpointError);
+    }
+
+    SUBCASE("handshake timeout when the peer never answers") {
+        EndpointConfig silent = cfg;
+        silent.accept_connections = false;  // drops Initials: no ICMP, no answer
+        Endpoint server(silent);
+        Endpoint client(cfg);
+        std::optional<CloseInfo> closed;
+        client.on_event([&](ConnectionHandle, const Event& ev) {
+            if (auto* c = std::get_if<event::Closed>(&ev)) closed = c->info;
+        });
+        client.connect("127.0.0.1", server.local_port());
+        client.run_until([&] { return closed.has_value(); }, 5s);
+        REQUIRE(closed);
+        CHECK(closed->code == static_cast<std::uint64_t>(CloseCode::handshake_timeout));
+    }
+
+    SUBCASE("idle timeout when the peer goes silent") {
+        EndpointConfig c = cfg;
+        c.connection.idle_timeout = 1s;
+        c.accept_connections = true;
+        Endpoint server(c);
+        Endpoint client(c);
+        auto h = client.connect("127.0.0.1", server.local_port());
+        // Drive both until established, then only the client.
+        for (int i = 0; i < 2000 && !(client.find(h) && client.find(h)->is_established()); ++i) {
+            client.run_once(steady_now() + 1ms);
+            server.run_once(steady_now() + 1ms);
+        }
+        REQUIRE(client.find(h));
+        REQUIRE(client.find(h)->is_established());
+        std::optional<CloseInfo> closed;
+        client.on_event([&](ConnectionHandle, const Event& ev) {
+            if (auto* e = std::get_if<event::Closed>(&ev)) closed = e->info;
+        });
+        client.run_until([&] { return closed.has_value(); }, 5s);
+        REQUIRE(closed);
+        CHECK(closed->code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
+    }
+}
+
+TEST_CASE("endpoint: blocking facade echoes a message") {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    EndpointConfig scfg = cfg;
+    scfg.accept_connections = true;
+    Endpoint server_ep(scfg);
+    const auto port = server_ep.local_port();
+    std::string server_error;
+    std::thread server([&] {
+        try {
+            auto s = BlockingStream::accept(server_ep, 10s);
+            std::vector<std::uint8_t> buf(4096), all;
+            while (std::size_t n = s.read(buf, 10s)) all.insert(all.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+            s.write(all);
+            s.finish();
+            s.close();
+            // Keep answering until the client has read everything.
+            server_ep.run_until([] { return false; }, 300ms);
+        } catch (const std::exception& e) {
+            server_error = e.what();
+        }
+    });
+    Endpoint client_ep(cfg);
+    std::vector<std::uint8_t> msg(300'000);
+    Pattern(3).fill(msg);
+    std::vector<std::uint8_t> echoed;
+    try {
+        auto c = BlockingStream::connect(client_ep, "127.0.0.1", port);
+        c.write(msg);
+        c.finish();
+        std::vector<std::uint8_t> buf(8192);
+        while (std::size_t n = c.read(buf, 10s)) echoed.insert(echoed.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+        c.close();
+    } catch (const std::exception& e) {
+        FAIL_CHECK(std::string(e.what()));
+    }
+    server.join();
+    CHECK(server_error == "");
+    CHECK(echoed == msg);
+}
+
+TEST_CASE("endpoint: a foreign loop can poll fd() and next_deadline()") {
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    SinkServer server(cfg);
+    Endpoint client(cfg);
+    bool established = false;
+    client.on_event([&](ConnectionHandle, const Event& ev) { established |= std::holds_alternative<event::Established>(ev); });
+    client.connect("127.0.0.1", server.port());
+    const auto end = steady_now() + 5s;
+    while (!established && steady_now() < end) {
+        const Instant now = steady_now();
+        const Instant dl = client.next_deadline();
+        int ms = dl <= now ? 0 : static_cast<int>(std::min<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(dl - now).count() + 1, 50));
+        pollfd p{client.fd(), POLLIN, 0};
+        ::poll(&p, 1, ms);
+        client.run_once(steady_now());  // no waiting inside: the foreign loop waited
+    }
+    CHECK(established);
+}

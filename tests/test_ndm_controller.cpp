@@ -1,0 +1,415 @@
+// The "ndm" controller (src/cc/ndm/{entropy,features,ndm_controller,
+// default_model}): entropy against hand-computed values, features on
+// synthetic RTT streams, the loss decisions and safety rules on synthetic
+// ACK/loss streams, identical decisions across SIMD kernels, the shipped
+// default model file, and one end-to-end transfer in virtual time.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cc/cubic.hpp"
+#include "cc/ndm/default_model.hpp"
+#include "cc/ndm/engine.hpp"
+#include "cc/ndm/entropy.hpp"
+#include "cc/ndm/features.hpp"
+#include "cc/ndm/model.hpp"
+#include "cc/ndm/ndm_controller.hpp"
+#include "cc/window.hpp"
+#include "ndm/cc.hpp"
+#include "ndm/sim.hpp"
+
+using namespace std::chrono_literals;
+namespace nn = ndm::cc::ndm;
+using ndm::Duration;
+using ndm::Instant;
+using ndm::cc::AckEvent;
+using ndm::cc::CongestionEvent;
+using ndm::cc::Options;
+using ndm::cc::Params;
+
+namespace {
+
+constexpr std::uint64_t kMds = 1200;
+
+Instant at(Duration d) { return Instant{} + d; }
+
+Params params() {
+    Params p;
+    p.max_datagram_size = kMds;
+    return p;
+}
+
+AckEvent ack(Instant now, Duration rtt, std::uint64_t packets = 1, bool app_limited = false) {
+    AckEvent ev;
+    ev.now = now;
+    ev.bytes_acked = packets * kMds;
+    ev.packets_acked = packets;
+    ev.has_rtt_sample = true;
+    ev.latest_rtt = rtt;
+    ev.smoothed_rtt = rtt;
+    ev.min_rtt = rtt;
+    ev.largest_acked_sent_time = now - rtt;
+    ev.app_limited = app_limited;
+    return ev;
+}
+
+CongestionEvent loss(Instant now, Instant largest_lost_sent, std::uint64_t packets = 1,
+                     bool persistent = false) {
+    CongestionEvent ev;
+    ev.now = now;
+    ev.bytes_lost = packets * kMds;
+    ev.packets_lost = packets;
+    ev.largest_lost_sent_time = largest_lost_sent;
+    ev.persistent = persistent;
+    return ev;
+}
+
+// ACKs every `gap` from `from` to `to`, RTT given by rtt(t).
+template <typename Cc>
+void drive(Cc& cc, Duration from, Duration to, Duration gap, const std::function<Duration(Duration)>& rtt) {
+    for (Duration t = from; t < to; t += gap) cc.on_ack(ack(at(t), rtt(t)));
+}
+
+Duration flat50(Duration) { return 50ms; }
+
+Options opts(std::initializer_list<std::pair<const std::string, std::string>> kv) {
+    return Options(kv);
+}
+
+}  // namespace
+
+TEST_CASE("ndm entropy: exact Shannon entropy of hand-computed histograms") {
+    const std::vector<std::uint16_t> empty(16, 0);
+    CHECK(nn::shannon_entropy(empty) == 0.0);
+    std::vector<std::uint16_t> one(16, 0);
+    one[3] = 500;
+    CHECK(nn::shannon_entropy(one) == 0.0);  // a single bin
+    for (const std::size_t k : {2U, 4U, 5U, 16U}) {
+        std::vector<std::uint16_t> u(16, 0);
+        for (std::size_t i = 0; i < k; ++i) u[i] = 7;
+        CHECK(nn::shannon_entropy(u) == doctest::Approx(std::log2(static_cast<double>(k))).epsilon(1e-12));
+    }
+    // p = 1/4, 1/4, 1/2: 2·(1/4·2) + 1/2·1 = 1.5 bits.
+    CHECK(nn::shannon_entropy(std::vector<std::uint16_t>{1, 1, 2}) == doctest::Approx(1.5).epsilon(1e-12));
+    // p = 1/3, 2/3: log2 3 − 2/3.
+    CHECK(nn::shannon_entropy(std::vector<std::uint16_t>{10, 20}) ==
+          doctest::Approx(std::log2(3.0) - 2.0 / 3.0).epsilon(1e-12));
+}
+
+TEST_CASE("ndm entropy: fixed-resolution bins relative to min RTT") {
+    nn::DelayHistogram h;
+    const float width = 5000;  // µs: min_rtt 50 ms / 10
+    h.add(0, width);
+    h.add(4999, width);
+    CHECK(h.counts()[0] == 2);
+    h.add(5000, width);
+    CHECK(h.counts()[1] == 1);
+    h.add(1e9F, width);  // everything from 1.5·min_rtt up: the last bin
+    CHECK(h.counts()[15] == 1);
+    CHECK(h.total() == 4);
+    CHECK(h.quantile(0.5F) == doctest::Approx(0.05));  // bin 0's midpoint, in min_rtt
+    CHECK(h.quantile(1.0F) == doctest::Approx(1.55));
+    // A 1 ms wobble stays in one bin at 50 ms min RTT: entropy 0, unlike the
+    // published module's min–max bins (ndm-spec.md §5.2 item 2).
+    nn::DelayHistogram w;
+    for (int i = 0; i < 100; ++i) w.add(static_cast<float>(i % 2) * 1000.0F, width);
+    CHECK(w.entropy() == 0.0);
+    nn::DelayHistogram spread;
+    for (int i = 0; i < 160; ++i) spread.add(static_cast<float>(i) * 500.0F, width);
+    CHECK(spread.normalized_entropy() == doctest::Approx(1.0));
+}
+
+TEST_CASE("ndm features: synthetic RTT streams") {
+    SUBCASE("flat RTT: no queue, no slope, zero entropy, one round per RTT") {
+        nn::FeatureTracker f;
+        int rounds = 0;
+        for (Duration t = 0ms; t < 1s; t += 1ms) rounds += f.on_ack(ack(at(t), 50ms)) ? 1 : 0;
+        CHECK(f.min_rtt() == 50ms);
+        CHECK(rounds >= 17);  // ~1 s / 50 ms after the first RTT
+        CHECK(rounds <= 20);
+        const auto& r = f.round();
+        CHECK(r[nn::kQueueNow] == 0.0F);
+        CHECK(r[nn::kQueueP50] == doctest::Approx(0.05));
+        CHECK(r[nn::kRttSlope] == 0.0F);
+        CHECK(r[nn::kEntropy] == 0.0F);
+        CHECK(r[nn::kLossRate] == 0.0F);
+        CHECK(f.standing_queue() == 0.0F);
+    }
+    SUBCASE("a growing queue: slope, percentiles, standing queue") {
+        nn::FeatureTracker f;
+        drive(f, 0ms, 500ms, 1ms, flat50);
+        // The RTT grows by 0.2 ms per ms (slope 0.2) for 300 ms.
+        drive(f, 500ms, 800ms, 1ms, [](Duration t) { return 50ms + (t - 500ms) / 5; });
+        const auto& r = f.round();
+        CHECK(r[nn::kRttSlope] == doctest::Approx(0.2).epsilon(0.02));
+        CHECK(r[nn::kQueueNow] > 0.9F);   // ~50 ms of queue at 50 ms min RTT
+        CHECK(r[nn::kQueueP90] > r[nn::kQueueP50]);
+        CHECK(r[nn::kEntropy] > 0.3F);
+        CHECK(f.standing_queue() > 0.5F);
+    }
+    SUBCASE("the minimum RTT is windowed (10 s)") {
+        nn::FeatureTracker f;
+        f.on_ack(ack(at(0ms), 40ms));
+        drive(f, 1ms, 9s, 10ms, flat50);
+        CHECK(f.min_rtt() == 40ms);
+        drive(f, 9s, 12s, 10ms, flat50);
+        CHECK(f.min_rtt() == 50ms);
+    }
+    SUBCASE("losses: rate and run length; the RTT at the loss") {
+        nn::FeatureTracker f;
+        drive(f, 0ms, 300ms, 1ms, flat50);
+        drive(f, 300ms, 320ms, 1ms, [](Duration) { return 60ms; });
+        const auto ev = loss(at(320ms), at(265ms), 3);
+        f.on_loss(ev);
+        const auto x = f.at_loss(ev);
+        CHECK(x[nn::kQueueNow] == doctest::Approx(0.2));  // 10 ms over 50 ms
+        CHECK(x[nn::kLossRun] == doctest::Approx(0.25));  // (3 − 1) / 8
+        CHECK(x[nn::kLossRate] > 0.0F);
+    }
+}
+
+TEST_CASE("ndm default model: P follows the queueing evidence") {
+    const auto& m = *nn::default_model();
+    nn::Engine e(nn::Simd::scalar);
+    auto p_of = [&](float q_now, float p50, float p90, float slope) {
+        nn::FeatureVector x{};
+        x[nn::kQueueNow] = q_now;
+        x[nn::kQueueP50] = p50;
+        x[nn::kQueueP90] = p90;
+        x[nn::kRttSlope] = slope;
+        std::vector<float> h(m.state_dim(), 0.0F);
+        float p = 0;
+        for (int i = 0; i < 5; ++i) e.infer(m, {1, 1, x.data(), h.data(), &p});  // settle the memory
+        return p;
+    };
+    CHECK(p_of(0, 0.05F, 0.05F, 0) < 0.05F);
+    CHECK(p_of(0.05F, 0.05F, 0.05F, 0) < 0.1F);
+    CHECK(p_of(0.3F, 0.15F, 0.25F, 0) > 0.9F);
+    CHECK(p_of(1.0F, 0.85F, 0.95F, 0.2F) > 0.99F);
+    float prev = 0;  // monotonic in the queueing delay
+    for (float q = 0; q <= 1.0F; q += 0.05F) {
+        const float p = p_of(q, 0.05F, 0.05F, 0);
+        CHECK(p >= prev);
+        prev = p;
+    }
+}
+
+TEST_CASE("ndm controller: random loss without queueing evidence is forgiven, but bounded per RTT") {
+    nn::NdmController cc(params(), opts({{"hystart", "off"}}));
+    drive(cc, 0ms, 400ms, 1ms, flat50);
+    const auto before = cc.cwnd();
+    // Three isolated losses in one round trip: forgiven, cwnd untouched.
+    for (int i = 0; i < 3; ++i) {
+        cc.on_congestion_event(loss(at(400ms + i * 1ms), at(340ms + i * 1ms)));
+        CHECK(cc.cwnd() == before);
+        CHECK(cc.last_p() < 0.05F);
+    }
+    CHECK(cc.counters().forgiven == 3);
+    // The fourth in the same round exceeds the budget: congestive, Cubic's β.
+    cc.on_congestion_event(loss(at(404ms), at(344ms)));
+    CHECK(cc.counters().forced == 1);
+    CHECK(cc.cwnd() == static_cast<std::uint64_t>(std::round(static_cast<double>(before) * 0.7)));
+    // After the recovery period and a new round, losses are forgiven again.
+    drive(cc, 405ms, 600ms, 1ms, flat50);
+    const auto later = cc.cwnd();
+    cc.on_congestion_event(loss(at(600ms), at(549ms)));
+    CHECK(cc.cwnd() == later);
+    CHECK(cc.counters().forgiven == 4);
+    CHECK(std::string(cc.name()) == "ndm");
+}
+
+TEST_CASE("ndm controller: loss with a growing queue is congestive, like Cubic's") {
+    nn::NdmController ndm(params(), opts({{"hystart", "off"}}));
+    ndm::cc::Cubic cubic(params(), opts({{"hystart", "off"}}));
+    auto rtt = [](Duration t) { return t < 300ms ? 50ms : 50ms + (t - 300ms) / 10; };
+    drive(ndm, 0ms, 500ms, 1ms, rtt);
+    drive(cubic, 0ms, 500ms, 1ms, rtt);
+    REQUIRE(ndm.cwnd() == cubic.cwnd());
+    const auto ev = loss(at(500ms), at(430ms));
+    ndm.on_congestion_event(ev);
+    cubic.on_congestion_event(ev);
+    CHECK(ndm.last_p() > 0.95F);
+    CHECK(ndm.counters().forgiven == 0);
+    CHECK(static_cast<double>(ndm.cwnd()) == doctest::Approx(static_cast<double>(cubic.cwnd())).epsilon(0.02));
+}
+
+TEST_CASE("ndm controller: persistent congestion always reduces to the minimum window") {
+    nn::NdmController cc(params(), opts({{"hystart", "off"}}));
+    drive(cc, 0ms, 300ms, 1ms, flat50);
+    REQUIRE(cc.cwnd() > 10 * kMds);
+    cc.on_congestion_event(loss(at(300ms), at(250ms), 5, true));
+    CHECK(cc.cwnd() == ndm::cc::minimum_window(kMds));
+    CHECK(cc.counters().persistent == 1);
+    CHECK(cc.counters().forgiven == 0);
+}
+
+TEST_CASE("ndm controller: no growth while app-limited (cwnd-limited rule)") {
+    nn::NdmController cc(params(), opts({{"hystart", "off"}}));
+    drive(cc, 0ms, 100ms, 1ms, flat50);
+    const auto w = cc.cwnd();
+    for (Duration t = 100ms; t < 300ms; t += 1ms) cc.on_ack(ack(at(t), 50ms, 1, true));
+    CHECK(cc.cwnd() == w);
+}
+
+TEST_CASE("ndm controller: options") {
+    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"bogus", "1"}})), doctest::Contains("bogus"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"simd", "avx9"}})), doctest::Contains("simd"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"model", "/nonexistent.ndmm"}})),
+                         doctest::Contains("/nonexistent.ndmm"), std::invalid_argument);
+    CHECK_THROWS_AS(nn::NdmController(params(), opts({{"forgive", "1000"}})), std::invalid_argument);
+    CHECK_NOTHROW(nn::NdmController(params(), opts({{"simd", "scalar"}, {"forgive", "0"}, {"model", "default"}})));
+    auto cc = ndm::cc::make("ndm", params(), "simd=scalar,beta=0.8");
+    CHECK(cc->name() == "ndm");
+    // A model with the wrong shape is refused.
+    nn::Model m = nn::make_default_model();
+    m.layers.back().out = 2;
+    m.layers.back().params.resize(nn::Layer::param_count(nn::LayerKind::dense, 8, 2));
+    const std::string path = "ndm_controller_bad_shape_test.ndmm";
+    nn::save_model(m, path);
+    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"model", path}})), doctest::Contains("1 output"),
+                         std::invalid_argument);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("ndm controller: per-connection state size") {
+    MESSAGE("sizeof(NdmController) = ", sizeof(nn::NdmController), " bytes, of which the embedded Cubic ",
+            sizeof(ndm::cc::Cubic), " and ndm's own state ", nn::NdmController::ndm_state_bytes(),
+            " (FeatureTracker ", sizeof(nn::FeatureTracker), "); the model is shared");
+    CHECK(nn::NdmController::ndm_state_bytes() <= 256);
+}
+
+namespace {
+
+struct TraceStep {
+    bool is_loss = false;
+    AckEvent ack;
+    CongestionEvent loss;
+};
+
+// A recorded-like synthetic trace: 20 s of ACKs every 0.5 ms with jitter,
+// queue ramps that build and drain, random isolated losses and a few
+// bursts at the top of a ramp.
+std::vector<TraceStep> synthetic_trace() {
+    std::mt19937_64 rng(0x5eed'0dd5);
+    std::vector<TraceStep> out;
+    for (Duration t = 0ms; t < 20s; t += 500us) {
+        const auto phase = (t.count() / 1'000'000) % 4000;  // ms within a 4 s cycle
+        const Duration queue = phase < 3000 ? Duration(phase * 10'000) : 0ms;  // up to 30 ms
+        const Duration rtt = 40ms + queue + Duration(rng() % 2'000'000);
+        TraceStep s;
+        s.ack = ack(at(t), rtt, 1 + rng() % 2);
+        out.push_back(s);
+        if (rng() % 300 == 0 || (phase > 2900 && phase < 3000 && rng() % 20 == 0)) {
+            TraceStep l;
+            l.is_loss = true;
+            l.loss = loss(at(t), at(t - rtt + Duration(rng() % 1'000'000)), 1 + rng() % 3);
+            out.push_back(l);
+        }
+    }
+    return out;
+}
+
+std::vector<std::uint64_t> replay(const std::vector<TraceStep>& trace, nn::NdmController::Counters* counters) {
+    nn::NdmController cc(params());  // simd=auto: the process-wide choice
+    std::vector<std::uint64_t> cwnd;
+    cwnd.reserve(trace.size());
+    for (const auto& s : trace) {
+        if (s.is_loss) {
+            cc.on_congestion_event(s.loss);
+        } else {
+            cc.on_ack(s.ack);
+        }
+        cwnd.push_back(cc.cwnd());
+    }
+    if (counters) *counters = cc.counters();
+    return cwnd;
+}
+
+}  // namespace
+
+TEST_CASE("ndm controller: decisions are identical across kernels on a recorded trace") {
+    const auto trace = synthetic_trace();
+    const auto before = nn::active_simd();
+    nn::set_active_simd(nn::Simd::scalar);
+    nn::NdmController::Counters c;
+    const auto ref = replay(trace, &c);
+    MESSAGE("trace: ", trace.size(), " events; ", c.losses, " loss decisions: ", c.forgiven, " forgiven, ",
+            c.congestive, " congestive, ", c.forced, " forced");
+    CHECK(c.forgiven > 10);   // the trace exercises both outcomes
+    CHECK(c.congestive > 3);
+    for (const auto simd : nn::supported_simd()) {
+        CAPTURE(nn::simd_name(simd));
+        nn::set_active_simd(simd);
+        const auto got = replay(trace, nullptr);
+        REQUIRE(got.size() == ref.size());
+        std::size_t first_diff = got.size();
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            if (got[i] != ref[i]) {
+                first_diff = i;
+                break;
+            }
+        }
+        CHECK(first_diff == got.size());
+    }
+    nn::set_active_simd(before);
+}
+
+TEST_CASE("ndm default model: the shipped file is the generator's output") {
+    const std::string path = std::string(NDM_SOURCE_DIR) + "/data/models/ndm-default.ndmm";
+    const auto bytes = nn::serialize_model(nn::make_default_model());
+    if (const char* w = std::getenv("NDM_WRITE_DEFAULT_MODEL"); w != nullptr && std::string(w) == "1") {
+        nn::save_model(nn::make_default_model(), path);  // regenerate: see docs/ndm-controller.md §5
+    }
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), "missing ", path, " (NDM_WRITE_DEFAULT_MODEL=1 regenerates it)");
+    const std::vector<std::uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(file == bytes);
+    const auto m = nn::load_model(path);
+    CHECK(m.description.rfind("ndm-default v1", 0) == 0);
+    // And the controller accepts it through model=PATH.
+    CHECK_NOTHROW(nn::NdmController(params(), opts({{"model", path}})));
+}
+
+TEST_CASE("ndm: bulk transfer in virtual time, 50 Mbit/s, 25 ms, 2% loss, beats cubic") {
+    auto spec_for = [](const std::string& cc) {
+        ndm::sim::TransferSpec spec;
+        spec.client.cc = cc;
+        spec.client.seed = 51;
+        spec.server.cc = cc;
+        spec.server.seed = 52;
+        ndm::sim::SimpleLinkConfig link;
+        link.delay = 25ms;
+        link.rate_bps = 50e6;
+        link.loss = 0.02;
+        spec.client_to_server = link;
+        spec.client_to_server.seed = 53;
+        spec.server_to_client = link;
+        spec.server_to_client.seed = 54;
+        spec.bytes = 8u << 20;
+        spec.deadline = 600s;
+        spec.seed = 55;
+        return spec;
+    };
+    const auto n = ndm::sim::run_transfer(spec_for("ndm"));
+    const auto c = ndm::sim::run_transfer(spec_for("cubic"));
+    REQUIRE_MESSAGE(n.completed, n.failure);
+    CHECK(n.hash_match);
+    REQUIRE(c.completed);
+    const double ndm_goodput = static_cast<double>(n.bytes_delivered) * 8 / ndm::to_seconds(n.duration) / 1e6;
+    const double cubic_goodput = static_cast<double>(c.bytes_delivered) * 8 / ndm::to_seconds(c.duration) / 1e6;
+    MESSAGE("goodput over 2% random loss: ndm ", ndm_goodput, " Mbit/s, cubic ", cubic_goodput, " Mbit/s");
+    CHECK(ndm_goodput > cubic_goodput);
+}

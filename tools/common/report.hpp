@@ -1,0 +1,79 @@
+// Results of a controller comparison and their renderings: iperf3-style
+// interval tables, the seed experiment's overall and summary tables (plain
+// text and Markdown), JSON, CSV and an SVG plot. Independent of how the runs
+// were made (virtual time or real sockets).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ndm::tools {
+
+struct IntervalRow {
+    double begin_s = 0;
+    double end_s = 0;
+    std::uint64_t bytes_sent = 0;      // new stream bytes the sender put on the wire
+    std::uint64_t bytes_received = 0;  // delivered to the receiving application
+    std::uint64_t retransmits = 0;     // packets carrying retransmitted data
+    std::uint64_t cwnd = 0;            // at the end of the interval
+    double srtt_ms = 0;
+};
+
+struct RunResult {
+    std::string controller;
+    unsigned repeat = 0;
+    std::uint64_t seed = 0;
+    std::uint64_t sender_bytes = 0;
+    double sender_seconds = 0;
+    std::uint64_t receiver_bytes = 0;
+    double receiver_seconds = 0;
+    std::uint64_t retransmits = 0;
+    std::uint64_t packets_lost = 0;
+    std::uint64_t spurious_losses = 0;
+    bool byte_exact = false;
+    std::string error;  // empty when the run completed
+    std::vector<IntervalRow> intervals;
+
+    [[nodiscard]] double sender_bitrate() const;
+    [[nodiscard]] double receiver_bitrate() const;
+};
+
+struct Experiment {
+    std::string profile;
+    std::string profile_description;
+    std::size_t packet_size = 0;
+    double duration_s = 0;
+    bool virtual_time = false;
+    unsigned repeats = 1;
+    std::uint64_t seed = 0;
+    std::vector<std::string> controllers;
+    std::vector<RunResult> runs;
+
+    [[nodiscard]] std::vector<const RunResult*> runs_of(const std::string& controller) const;
+};
+
+// Mean and 95 % confidence half-width (Student t) of a sample.
+struct Stat {
+    double mean = 0;
+    double ci95 = 0;
+    unsigned n = 0;
+};
+Stat make_stat(const std::vector<double>& values);
+
+// iperf3's per-interval rows and closing sender/receiver lines for one run.
+void print_run(std::ostream& os, const RunResult& run);
+// The seed article's "overall results" table, one column per controller.
+void print_overall(std::ostream& os, const Experiment& e);
+// The comparison summary (with confidence intervals when repeated) and one
+// characteristics line per controller.
+void print_summary(std::ostream& os, const Experiment& e);
+
+std::string to_json(const Experiment& e);
+std::string to_csv(const Experiment& e);
+std::string to_markdown(const Experiment& e);
+// Two panels (bitrate and cwnd over time), one line per controller (repeat 0).
+std::string to_svg(const Experiment& e);
+
+}  // namespace ndm::tools
