@@ -13,6 +13,7 @@ PACKAGES=(
   libcli11-dev                       # command lines of the tools
   nlohmann-json3-dev                 # JSON output, profiles, model files
   libbenchmark-dev                   # micro-benchmarks in bench/
+  libxml2-utils                      # xmllint: the tool tests check that SVG reports are well-formed
 )
 
 missing=()

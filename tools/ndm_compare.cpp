@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/live_transfer.hpp"
 #include "common/report.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
@@ -36,6 +37,7 @@ struct Options {
     std::string out = "ndm-compare-out";
     bool json = false;
     bool quiet = false;
+    std::string io = "auto";
 };
 
 // The seed's loopback TCP carried ~64 KB segments; the realistic variant uses
@@ -96,6 +98,31 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
     return out;
 }
 
+tools::RunResult run_real(const Options& o, const emu::Profile& profile, const std::string& cc, unsigned repeat,
+                          std::uint64_t seed) {
+    tools::LiveSpec spec;
+    spec.cc = cc;
+    spec.packet_size = o.packet_size;
+    spec.seconds = o.seconds;
+    spec.interval = o.interval;
+    spec.seed = seed;
+    spec.backend = parse_io_backend(o.io);
+    // As netem on loopback: both directions impaired, here on the sender's socket path.
+    spec.up = [&] { return emu::make_link(profile, emu::Direction::up, seed); };
+    spec.down = [&] { return emu::make_link(profile, emu::Direction::down, seed); };
+    const bool progress = !o.quiet && isatty(STDERR_FILENO);
+    if (progress) {
+        spec.progress = [&](double t) {
+            std::cerr << fmt::format("\r  {} (run {}/{}): {:.0f} of {:.0f} s ", cc, repeat + 1, o.repeat, t, o.seconds)
+                      << std::flush;
+        };
+    }
+    auto r = tools::run_live(spec);
+    if (progress) std::cerr << "\r\033[K" << std::flush;
+    r.repeat = repeat;
+    return r;
+}
+
 void write_file(const fs::path& p, const std::string& content) {
     std::ofstream f(p);
     if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
@@ -123,7 +150,9 @@ int main(int argc, char** argv) {
     app.add_option("--repeat", o.repeat, "runs per controller (mean and 95 % confidence interval when > 1)")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000u));
-    app.add_flag("--virtual", o.virtual_time, "run in deterministic virtual time (the simulator) instead of real sockets");
+    app.add_flag("--virtual", o.virtual_time,
+                 "run in deterministic virtual time (the simulator) instead of over real UDP sockets on loopback");
+    app.add_option("--io", o.io, "socket backend for real runs: auto, uring or epoll")->capture_default_str();
     app.add_option("--packets", o.packet_preset,
                    "packet size preset: 'seed' = 65507-byte datagrams like the published loopback test, "
                    "'realistic' = 1452 bytes (1500-byte MTU)")
@@ -154,10 +183,7 @@ int main(int argc, char** argv) {
             for (const auto& c : cc::list()) std::cout << fmt::format("{:<10} {}\n", c.name, c.description);
             return 0;
         }
-        if (!o.virtual_time) {
-            throw std::invalid_argument(
-                "real-socket runs need the endpoint, which this build does not have yet: use --virtual");
-        }
+        (void)parse_io_backend(o.io);  // validate before running anything
         if (o.packet_size == 0) o.packet_size = preset_packet_size(o.packet_preset);
         emu::Profile profile = emu::parse_profile(o.profile);
         // Fail on a bad controller name before running anything.
@@ -185,7 +211,8 @@ int main(int argc, char** argv) {
         }
         for (unsigned rep = 0; rep < o.repeat; ++rep) {
             for (const auto& c : o.controllers) {
-                auto r = run_virtual(o, profile, c, rep, o.seed + rep);
+                auto r = o.virtual_time ? run_virtual(o, profile, c, rep, o.seed + rep)
+                                        : run_real(o, profile, c, rep, o.seed + rep);
                 if (!o.json && !o.quiet) {
                     tools::print_run(std::cout, r);
                     std::cout << '\n';

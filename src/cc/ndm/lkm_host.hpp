@@ -10,7 +10,10 @@
 //  - the RTT sample is QUIC's latest_rtt of the largest newly acked packet,
 //    not the oldest newly acked never-retransmitted segment;
 //  - an RTO is QUIC persistent congestion, and in-flight is counted as
-//    ceil(bytes_in_flight / max_datagram_size) packets;
+//    ceil(bytes_in_flight / max_datagram_size) packets; as in tcp_enter_loss,
+//    an RTO inside an unfinished Recovery/Loss does not call ssthresh() again;
+//  - recovery ends on the ACK of a packet sent after it began (QUIC's rule)
+//    rather than on a cumulative ACK past high_seq;
 //  - "cwnd-limited" is the core's app_limited bit of the ACK;
 //  - the idle-restart cwnd reduction (tcp_cwnd_restart) is not applied.
 #pragma once

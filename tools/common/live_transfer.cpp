@@ -1,0 +1,168 @@
+#include "common/live_transfer.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "sim/payload.hpp"
+#include "sim/stream_hash.hpp"
+
+namespace ndm::tools {
+
+namespace {
+constexpr std::size_t kChunk = 64 * 1024;
+double seconds_between(Instant a, Instant b) { return to_seconds(b - a); }
+}  // namespace
+
+RunResult run_live(const LiveSpec& spec) {
+    RunResult out;
+    out.controller = spec.cc;
+    out.seed = spec.seed;
+
+    // ---- receiver: its own endpoint and thread
+    EndpointConfig scfg;
+    scfg.bind_address = "127.0.0.1";
+    scfg.accept_connections = true;
+    scfg.backend = spec.backend;
+    scfg.connection.max_datagram_size = spec.packet_size;
+    scfg.connection.seed = spec.seed * 2 + 2;
+    Endpoint server(scfg);
+    const std::uint16_t port = server.local_port();
+
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> received{0};
+    std::atomic<bool> fin{false};
+    std::mutex m;  // guards rx_hash and last_byte
+    sim::StreamHash rx_hash;
+    Instant last_byte{};
+    server.on_event([&](ConnectionHandle h, const Event& ev) {
+        const auto* readable = std::get_if<event::StreamReadable>(&ev);
+        if (!readable) return;
+        Connection* c = server.connection(h);
+        if (!c) return;
+        std::vector<std::uint8_t> buf(kChunk);
+        while (std::size_t n = c->read(readable->id, buf)) {
+            std::lock_guard lock(m);
+            rx_hash.update({buf.data(), n});
+            received += n;
+            last_byte = steady_now();
+        }
+        if (c->stream_finished(readable->id)) fin = true;
+    });
+    std::thread rx([&] {
+        while (!stop) server.run_once(steady_now() + std::chrono::milliseconds(20));
+    });
+
+    // ---- sender
+    EndpointConfig ccfg;
+    ccfg.bind_address = "127.0.0.1";
+    ccfg.backend = spec.backend;
+    ccfg.connection.cc = spec.cc;
+    ccfg.connection.cc_options = spec.cc_options;
+    ccfg.connection.max_datagram_size = spec.packet_size;
+    ccfg.connection.seed = spec.seed * 2 + 1;
+    ccfg.egress_link = spec.up;
+    ccfg.ingress_link = spec.down;
+    try {
+        Endpoint client(ccfg);
+        const ConnectionHandle h = client.connect("127.0.0.1", port);
+        client.run_until(
+            [&] {
+                const Connection* c = client.find(h);
+                return !c || c->is_established() || c->is_closed() || client.close_info(h);
+            },
+            std::chrono::seconds(15));
+        Connection* c = client.connection(h);
+        if (!c || !c->is_established()) {
+            const CloseInfo* ci = client.close_info(h);
+            throw std::runtime_error(ci ? "connection failed: " + ci->reason : "handshake did not complete");
+        }
+        StreamId id = *c->open_stream();
+        const sim::Payload payload(spec.seed);
+        sim::StreamHash tx_hash;
+        std::vector<std::uint8_t> chunk(kChunk);
+        std::uint64_t written = 0;
+
+        const Instant start = steady_now();
+        const Instant end = start + from_seconds(spec.seconds);
+        Instant sample_begin = start;
+        Instant next_sample = start + from_seconds(spec.interval);
+        std::uint64_t prev_sent = 0, prev_retx = 0, prev_rx = 0;
+        auto sample = [&](Instant now) {
+            const Connection* cc = client.find(h);
+            if (!cc) return;
+            ConnectionStats st = cc->stats(now);
+            std::uint64_t rx_now = received;
+            out.intervals.push_back({seconds_between(start, sample_begin), seconds_between(start, now),
+                                     st.stream_bytes_sent - prev_sent, rx_now - prev_rx,
+                                     st.packets_retransmitted - prev_retx, st.cwnd,
+                                     std::chrono::duration<double, std::milli>(st.smoothed_rtt).count()});
+            prev_sent = st.stream_bytes_sent;
+            prev_retx = st.packets_retransmitted;
+            prev_rx = rx_now;
+            sample_begin = now;
+            if (spec.progress) spec.progress(seconds_between(start, now));
+        };
+
+        for (Instant now = steady_now(); now < end; now = steady_now()) {
+            c = client.connection(h);
+            if (!c || c->is_closed() || c->state() != ConnectionState::established) break;
+            // Keep a little more than the window queued: enough to never
+            // starve the sender, not so much that the send buffer balloons.
+            ConnectionStats st = c->stats(now);
+            std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
+            while (written - st.stream_bytes_acked < target) {
+                std::size_t n = std::min(kChunk, c->stream_send_capacity(id));
+                if (n == 0) break;
+                payload.fill(written, {chunk.data(), n});
+                std::size_t took = c->write(id, {chunk.data(), n});
+                tx_hash.update({chunk.data(), took});
+                written += took;
+                if (took < n) break;
+            }
+            client.run_once(std::min({next_sample, end, now + std::chrono::milliseconds(2)}));
+            now = steady_now();
+            if (now >= next_sample) {
+                sample(now);
+                next_sample += from_seconds(spec.interval);
+            }
+        }
+        if (seconds_between(sample_begin, steady_now()) > spec.interval / 10) sample(steady_now());
+        out.sender_seconds = seconds_between(start, steady_now());
+        if (Connection* cc = client.connection(h); cc && cc->is_established()) cc->finish(id);
+
+        // Wait for the receiver to read everything (bounded: a stalled path fails the run).
+        bool done = client.run_until([&] { return fin.load() && received.load() == written; }, std::chrono::seconds(60));
+        if (const Connection* cc = client.find(h)) {
+            ConnectionStats st = cc->stats(steady_now());
+            out.sender_bytes = st.stream_bytes_sent;
+            out.retransmits = st.packets_retransmitted;
+            out.packets_lost = st.packets_lost;
+            out.spurious_losses = st.spurious_losses;
+        }
+        {
+            std::lock_guard lock(m);
+            out.receiver_bytes = received;
+            out.receiver_seconds = last_byte > start ? seconds_between(start, last_byte) : 0;
+            out.byte_exact = done && rx_hash.digest() == tx_hash.digest();
+        }
+        if (!done) {
+            const CloseInfo* ci = client.close_info(h);
+            out.error = ci ? "connection closed: " + ci->reason
+                           : fmt::format("receiver got {} of {} bytes within 60 s after the send phase", received.load(), written);
+        } else if (!out.byte_exact) {
+            out.error = "received data differs from what was sent";
+        }
+        if (Connection* cc = client.connection(h)) cc->close(0, "done", steady_now());
+        client.run_until([&] { return client.find(h) == nullptr || client.find(h)->is_closed(); }, std::chrono::milliseconds(300));
+    } catch (const std::exception& e) {
+        out.error = e.what();
+    }
+    stop = true;
+    rx.join();
+    return out;
+}
+
+}  // namespace ndm::tools
