@@ -276,7 +276,7 @@ TEST_CASE("ndm controller: options") {
     // A model with the wrong shape is refused.
     nn::Model m = nn::make_default_model();
     m.layers.back().out = 2;
-    m.layers.back().params.resize(nn::Layer::param_count(nn::LayerKind::dense, 8, 2));
+    m.layers.back().params.resize(nn::Layer::param_count(nn::LayerKind::dense, m.layers.back().in, 2));
     const std::string path = "ndm_controller_bad_shape_test.ndmm";
     nn::save_model(m, path);
     CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"model", path}})), doctest::Contains("1 output"),
@@ -346,7 +346,7 @@ TEST_CASE("ndm controller: decisions are identical across kernels on a recorded 
     nn::set_active_simd(nn::Simd::scalar);
     nn::NdmController::Counters c;
     const auto ref = replay(trace, &c);
-    MESSAGE("trace: ", trace.size(), " events; ", c.losses, " loss decisions: ", c.forgiven, " forgiven, ",
+    MESSAGE("trace: ", trace.size(), " events; loss decisions: ", c.forgiven, " forgiven, ",
             c.congestive, " congestive, ", c.forced, " forced");
     CHECK(c.forgiven > 10);   // the trace exercises both outcomes
     CHECK(c.congestive > 3);

@@ -8,7 +8,7 @@ namespace ndm::cc::ndm {
 
 Model make_default_model() {
     constexpr std::uint32_t kF = kFeatureCount;
-    constexpr std::uint32_t kH = 8;
+    constexpr std::uint32_t kH = 2;  // the two wired units; no dead units to pay for per inference
     Model m;
     m.input_dim = kF;
     m.description =
@@ -38,8 +38,6 @@ Model make_default_model() {
     w(kN + 1, kQueueP50) = 4.0F;
     w(kN + 1, kQueueP90) = 4.0F;
     b_ih[kN + 1] = -1.0F;
-    // Units 2..7 keep their (zero) state.
-    for (std::uint32_t j = 2; j < kH; ++j) b_ih[kZ + j] = 6.0F;
     m.layers.push_back(std::move(gru));
 
     Layer head;

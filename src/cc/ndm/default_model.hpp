@@ -5,14 +5,13 @@
 // which a test checks byte for byte, and the controller uses the compiled-in
 // copy so that it needs no file.
 //
-// Shape: GRU(8 features → 8 units) then Dense(8 → 1, sigmoid) = P(loss is
-// congestive). Only two GRU units are wired (docs/ndm-controller.md §3.2):
+// Shape: GRU(8 features → 2 units) then Dense(2 → 1, sigmoid) = P(loss is
+// congestive), 75 parameters (docs/ndm-controller.md §3.2):
 //   unit 0, "queue now": no memory (update gate z = σ(−6) ≈ 0.0025),
 //     c0 = tanh(10·q_now + 4·q_p50 + 2·q_p90 + 10·slope + 3·run − 2);
 //   unit 1, "queue lately": half-life of one round (z = σ(0) = 0.5),
 //     c1 = tanh(4·q_p50 + 4·q_p90 − 1);
-//   units 2..7 hold 0 (z = σ(6), candidate 0); the reset gates are unused
-//   (W_hh = 0).
+//   the reset gates are unused (W_hh = 0).
 //   P = σ(5·h0 + 1.5·h1 + 1).
 // Without a queue (q ≈ 0, medians in the first 0.1·min_rtt bin) P ≈ 0.01; P
 // crosses 0.5 when the queueing delay at the loss reaches ~0.15·min_rtt

@@ -130,17 +130,22 @@ std::uint32_t max_hidden(const Model& m) noexcept {
 
 }  // namespace
 
+// Large batches run in tiles of kTile connections through the whole model, so
+// the intermediate rows stay in L1 instead of streaming through L2.
+constexpr std::size_t kTile = 64;
+
 std::size_t scratch_floats(const Model& model, std::size_t n) noexcept {
     // Two ping-pong buffers for dense layers, and the 2·3H GRU gate rows.
-    return (2 * std::size_t{max_width(model)} + 6 * std::size_t{max_hidden(model)}) * n;
+    return (2 * std::size_t{max_width(model)} + 6 * std::size_t{max_hidden(model)}) *
+           std::min(n, kTile);
 }
 
-void infer(const Kernels& k, const Model& model, const BatchView& b, std::span<float> scratch) {
-    const std::size_t n = b.n;
-    if (n == 0) return;
-    assert(scratch.size() >= scratch_floats(model, n));
+namespace {
+
+void infer_tile(const Kernels& k, const Model& model, const BatchView& b, std::size_t n,
+                float* scratch) {
     const std::size_t w = max_width(model);
-    float* ping = scratch.data();
+    float* ping = scratch;
     float* pong = ping + w * n;
     float* gates = pong + w * n;
     const float* cur = b.input;
@@ -178,6 +183,20 @@ void infer(const Kernels& k, const Model& model, const BatchView& b, std::span<f
                 std::copy_n(h + r * b.stride, n, b.output + r * b.stride);
             }
         }
+    }
+}
+
+}  // namespace
+
+void infer(const Kernels& k, const Model& model, const BatchView& b, std::span<float> scratch) {
+    assert(scratch.size() >= scratch_floats(model, b.n));
+    (void)scratch.size();
+    for (std::size_t start = 0; start < b.n; start += kTile) {
+        BatchView t = b;
+        t.input += start;
+        if (t.state != nullptr) t.state += start;
+        t.output += start;
+        infer_tile(k, model, t, std::min(kTile, b.n - start), scratch.data());
     }
 }
 

@@ -5,33 +5,40 @@
 
 namespace ndm::cc::ndm {
 
-void WindowedMin::update(Instant now, Duration v, Duration window) noexcept {
-    // lib/win_minmax.c minmax_running_min, for durations.
-    const Sample val{now, v};
-    if (s_[0].v == Duration::max() || v <= s_[0].v || now - s_[2].t > window) {
-        s_.fill(val);  // a new minimum, or nothing left in the window
+void WindowedMin::update(Instant now, Duration d, Duration window) noexcept {
+    // lib/win_minmax.c minmax_running_min. Sub-µs RTTs count as 1 µs.
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+    const std::uint32_t v = us < 1 ? 1 : (us >= UINT32_MAX ? UINT32_MAX - 1 : static_cast<std::uint32_t>(us));
+    auto set = [&](std::size_t i, Instant t, std::uint32_t x) {
+        t_[i] = t;
+        v_[i] = x;
+    };
+    if (v_[0] == UINT32_MAX || v <= v_[0] || now - t_[2] > window) {
+        for (std::size_t i = 0; i < 3; ++i) set(i, now, v);  // a new minimum, or nothing left in the window
         return;
     }
-    if (v <= s_[1].v) {
-        s_[2] = s_[1] = val;
-    } else if (v <= s_[2].v) {
-        s_[2] = val;
+    if (v <= v_[1]) {
+        set(1, now, v);
+        set(2, now, v);
+    } else if (v <= v_[2]) {
+        set(2, now, v);
     }
     // Subwindow aging: the best sample expires, the others move up.
-    const Duration dt = now - s_[0].t;
+    const Duration dt = now - t_[0];
     if (dt > window) {
-        s_[0] = s_[1];
-        s_[1] = s_[2];
-        s_[2] = val;
-        if (now - s_[0].t > window) {
-            s_[0] = s_[1];
-            s_[1] = s_[2];
-            s_[2] = val;
+        set(0, t_[1], v_[1]);
+        set(1, t_[2], v_[2]);
+        set(2, now, v);
+        if (now - t_[0] > window) {
+            set(0, t_[1], v_[1]);
+            set(1, t_[2], v_[2]);
+            set(2, now, v);
         }
-    } else if (s_[1].t == s_[0].t && dt > window / 4) {
-        s_[2] = s_[1] = val;
-    } else if (s_[2].t == s_[1].t && dt > window / 2) {
-        s_[2] = val;
+    } else if (t_[1] == t_[0] && dt > window / 4) {
+        set(1, now, v);
+        set(2, now, v);
+    } else if (t_[2] == t_[1] && dt > window / 2) {
+        set(2, now, v);
     }
 }
 
@@ -49,13 +56,11 @@ void FeatureTracker::start_round(Instant now) noexcept {
     max_run_ = 0;
     q_min_ = 0;
     hist_.clear();
-    bin_width_ = has_min_rtt() ? std::max(us(min_rtt()) * kDelayBinFraction, 1.0F) : 0.0F;
 }
 
 bool FeatureTracker::on_ack(const AckEvent& ev) noexcept {
     if (ev.has_rtt_sample && ev.latest_rtt > Duration::zero()) {
         min_rtt_.update(ev.now, ev.latest_rtt, kMinRttWindow);
-        if (bin_width_ == 0) bin_width_ = std::max(us(min_rtt()) * kDelayBinFraction, 1.0F);
         const float q = us(ev.latest_rtt - min_rtt());
         const float t = round_start_ == Instant::min() ? 0.0F : us(ev.now - round_start_);
         sum_t_ += t;
@@ -65,7 +70,7 @@ bool FeatureTracker::on_ack(const AckEvent& ev) noexcept {
         q_min_ = samples_ == 0 ? q : std::min(q_min_, q);
         q_last_ = q;
         ++samples_;
-        hist_.add(q, bin_width_);
+        hist_.add(q, std::max(us(min_rtt()) * kDelayBinFraction, 1.0F));
     }
     bytes_ += ev.bytes_acked;
     acked_ += static_cast<std::uint32_t>(ev.packets_acked);
@@ -83,7 +88,6 @@ bool FeatureTracker::on_ack(const AckEvent& ev) noexcept {
         const float rate = secs > 0 ? static_cast<float>(bytes_) / secs : 0.0F;
         max_rate_ = std::max(rate, max_rate_ * 0.875F);
         last_[kRateRatio] = max_rate_ > 0 ? rate / max_rate_ : 0.0F;
-        ++rounds_;
     }
     start_round(ev.now);
     return complete;

@@ -34,19 +34,17 @@ enum Feature : std::size_t {
 using FeatureVector = std::array<float, kFeatureCount>;
 
 // Windowed minimum (Kathleen Nichols' algorithm, as Linux lib/win_minmax.c
-// used by BBR): the best, second and third best samples of the window, 48 bytes.
+// used by BBR): the best, second and third best samples of the window.
+// Values in µs (32 bits: RTTs up to 71 minutes), 36 bytes.
 class WindowedMin {
 public:
     void update(Instant now, Duration v, Duration window) noexcept;
-    [[nodiscard]] Duration get() const noexcept { return s_[0].v; }
-    [[nodiscard]] bool empty() const noexcept { return s_[0].v == Duration::max(); }
+    [[nodiscard]] Duration get() const noexcept { return std::chrono::microseconds(v_[0]); }
+    [[nodiscard]] bool empty() const noexcept { return v_[0] == UINT32_MAX; }
 
 private:
-    struct Sample {
-        Instant t{};
-        Duration v = Duration::max();
-    };
-    std::array<Sample, 3> s_{};
+    std::array<Instant, 3> t_{};
+    std::array<std::uint32_t, 3> v_{UINT32_MAX, UINT32_MAX, UINT32_MAX};
 };
 
 class FeatureTracker {
@@ -74,7 +72,6 @@ public:
     // drained during a whole round trip is a standing queue.
     [[nodiscard]] float standing_queue() const noexcept { return standing_; }
     [[nodiscard]] float loss_rate_avg() const noexcept { return loss_avg_; }
-    [[nodiscard]] std::uint32_t rounds() const noexcept { return rounds_; }
     [[nodiscard]] std::uint32_t samples() const noexcept { return samples_; }
 
 private:
@@ -91,7 +88,6 @@ private:
     float sum_tq_ = 0;
     float q_last_ = 0;      // µs
     float q_min_ = 0;       // µs, this round
-    float bin_width_ = 0;   // µs, min_rtt / 10 when the round started
     float max_rate_ = 0;    // bytes/s, decays by 1/8 per round
     float loss_avg_ = 0;    // EWMA (1/8) of the per-round loss rate
     float standing_ = 0;
@@ -99,7 +95,6 @@ private:
     std::uint32_t samples_ = 0;
     std::uint32_t acked_ = 0;  // packets
     std::uint32_t lost_ = 0;   // packets
-    std::uint32_t rounds_ = 0;
     std::uint16_t max_run_ = 0;
     DelayHistogram hist_;
     FeatureVector last_{};

@@ -1,8 +1,8 @@
-// AVX-512F kernels: 16 connections per vector, two per step, mask registers
+// AVX-512F kernels: 16 connections per vector, 4 rows × two vectors per step, mask registers
 // for the batch tail. Compiled only by compilers that know the target (GCC
 // and Clang on x86-64); every function carries target("avx512f,avx2,fma")
 // and the table is only used when the CPU reports avx512f (engine.cpp).
-// Same Cephes exp/tanh as kernels_avx2.cpp; 2^n applied with vscalefps.
+// Same exp/tanh as kernels_avx2.cpp; 2^n applied with vscalefps.
 #include "cc/ndm/kernels.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -38,29 +38,34 @@ NDM_AVX512 inline __m512 exp_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-NDM_AVX512 inline __m512 sigmoid_ps(__m512 x) {
-    const __m512 one = _mm512_set1_ps(1.0F);
-    return _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+// 1/d: vrcp14ps and one Newton step (~28 bits) instead of vdivps.
+NDM_AVX512 inline __m512 recip(__m512 d) {
+    const __m512 r = _mm512_rcp14_ps(d);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0F)));
 }
 
-NDM_AVX512 inline __m512 tanh_ps(__m512 x) {
-    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000U));
-    const __m512 ax = _mm512_abs_ps(x);
-    const __m512 z = _mm512_mul_ps(x, x);
-    __m512 p = _mm512_set1_ps(-5.70498872745e-3F);
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2F));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2F));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1F));
-    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1F));
-    const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
+NDM_AVX512 inline __m512 sigmoid_ps(__m512 x) {
     const __m512 one = _mm512_set1_ps(1.0F);
-    const __m512 e = exp_ps(_mm512_add_ps(ax, ax));
-    const __m512 large_abs =
-        _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0F), _mm512_add_ps(e, one)));
-    const __m512 large = _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_castps_si512(large_abs), _mm512_and_si512(_mm512_castps_si512(x), sign)));
-    const __mmask16 is_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625F), _CMP_LT_OQ);
-    return _mm512_mask_blend_ps(is_small, large, small);
+    return recip(_mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+// Rational tanh on x clamped to ±7.905, as kernels_avx2.cpp.
+NDM_AVX512 inline __m512 tanh_ps(__m512 x) {
+    const __m512 lim = _mm512_set1_ps(7.90531110763549805F);
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+    const __m512 x2 = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_set1_ps(-2.76076847742355e-16F);
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.00018790482477e-13F));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-8.60467152213735e-11F));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(5.12229709037114e-08F));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(1.48572235717979e-05F));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(6.37261928875436e-04F));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(4.89352455891786e-03F));
+    __m512 q = _mm512_set1_ps(1.19825839466702e-06F);
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(1.18534705686654e-04F));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(2.26843463243900e-03F));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(4.89352518554385e-03F));
+    return _mm512_mul_ps(_mm512_mul_ps(p, x), recip(q));
 }
 
 NDM_AVX512 inline __m512 activate(Act act, __m512 v) {
@@ -77,7 +82,48 @@ NDM_AVX512 void dense(const float* w, const float* b, std::size_t in, std::size_
                       const float* x, std::size_t xs, float* y, std::size_t ys, std::size_t n) {
     std::size_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        for (std::size_t o = 0; o < out; ++o) {
+        std::size_t o = 0;
+        // 4 output rows × 32 lanes per step, as in kernels_avx2.cpp.
+        for (; o + 4 <= out; o += 4) {
+            const float* w0 = w + o * in;
+            const float* w1 = w0 + in;
+            const float* w2 = w1 + in;
+            const float* w3 = w2 + in;
+            __m512 a00 = _mm512_set1_ps(b[o]);
+            __m512 a10 = _mm512_set1_ps(b[o + 1]);
+            __m512 a20 = _mm512_set1_ps(b[o + 2]);
+            __m512 a30 = _mm512_set1_ps(b[o + 3]);
+            __m512 a01 = a00;
+            __m512 a11 = a10;
+            __m512 a21 = a20;
+            __m512 a31 = a30;
+            for (std::size_t k = 0; k < in; ++k) {
+                const __m512 x0 = _mm512_loadu_ps(x + k * xs + i);
+                const __m512 x1 = _mm512_loadu_ps(x + k * xs + i + 16);
+                __m512 c = _mm512_set1_ps(w0[k]);
+                a00 = _mm512_fmadd_ps(c, x0, a00);
+                a01 = _mm512_fmadd_ps(c, x1, a01);
+                c = _mm512_set1_ps(w1[k]);
+                a10 = _mm512_fmadd_ps(c, x0, a10);
+                a11 = _mm512_fmadd_ps(c, x1, a11);
+                c = _mm512_set1_ps(w2[k]);
+                a20 = _mm512_fmadd_ps(c, x0, a20);
+                a21 = _mm512_fmadd_ps(c, x1, a21);
+                c = _mm512_set1_ps(w3[k]);
+                a30 = _mm512_fmadd_ps(c, x0, a30);
+                a31 = _mm512_fmadd_ps(c, x1, a31);
+            }
+            float* yo = y + o * ys + i;
+            _mm512_storeu_ps(yo, activate(act, a00));
+            _mm512_storeu_ps(yo + 16, activate(act, a01));
+            _mm512_storeu_ps(yo + ys, activate(act, a10));
+            _mm512_storeu_ps(yo + ys + 16, activate(act, a11));
+            _mm512_storeu_ps(yo + 2 * ys, activate(act, a20));
+            _mm512_storeu_ps(yo + 2 * ys + 16, activate(act, a21));
+            _mm512_storeu_ps(yo + 3 * ys, activate(act, a30));
+            _mm512_storeu_ps(yo + 3 * ys + 16, activate(act, a31));
+        }
+        for (; o < out; ++o) {
             const float* wo = w + o * in;
             __m512 a0 = _mm512_set1_ps(b[o]);
             __m512 a1 = a0;
@@ -106,8 +152,7 @@ NDM_AVX512 void dense(const float* w, const float* b, std::size_t in, std::size_
 }
 
 NDM_AVX512 void gru(const float* gi, const float* gh, std::size_t s, std::size_t hidden, float* h,
-         std::size_t hs, std::size_t n) {
-    const __m512 one = _mm512_set1_ps(1.0F);
+                    std::size_t hs, std::size_t n) {
     for (std::size_t j = 0; j < hidden; ++j) {
         const float* ir = gi + j * s;
         const float* iz = gi + (hidden + j) * s;
@@ -126,8 +171,8 @@ NDM_AVX512 void gru(const float* gi, const float* gh, std::size_t s, std::size_t
             const __m512 c = tanh_ps(_mm512_fmadd_ps(r, _mm512_maskz_loadu_ps(m, hn + i),
                                                      _mm512_maskz_loadu_ps(m, in + i)));
             const __m512 hv = _mm512_maskz_loadu_ps(m, hj + i);
-            _mm512_mask_storeu_ps(hj + i, m,
-                                  _mm512_fmadd_ps(_mm512_sub_ps(one, z), c, _mm512_mul_ps(z, hv)));
+            // (1 − z)·c + z·h = c + z·(h − c)
+            _mm512_mask_storeu_ps(hj + i, m, _mm512_fmadd_ps(z, _mm512_sub_ps(hv, c), c));
         }
     }
 }

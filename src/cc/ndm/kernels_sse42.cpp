@@ -112,8 +112,11 @@ NDM_SSE42 void dense(const float* w, const float* b, std::size_t in, std::size_t
     dense_blocks(w, b, in, out, act, x, xs, y, ys, n4);
     if (n4 == n) return;
     const std::size_t rem = n - n4;
-    std::array<float, kMaxLayerWidth * 4> xb{};
-    std::array<float, kMaxLayerWidth * 4> yb{};
+    // Only the rows in use are touched: zeroing whole buffers would cost more
+    // than the arithmetic at batch 1.
+    std::array<float, kMaxLayerWidth * 4> xb;
+    std::array<float, kMaxLayerWidth * 4> yb;
+    std::fill_n(xb.data(), in * 4, 0.0F);
     for (std::size_t k = 0; k < in; ++k) std::copy_n(x + k * xs + n4, rem, xb.data() + k * 4);
     dense_blocks(w, b, in, out, act, xb.data(), 4, yb.data(), 4, 4);
     for (std::size_t o = 0; o < out; ++o) std::copy_n(yb.data() + o * 4, rem, y + o * ys + n4);
@@ -147,9 +150,12 @@ NDM_SSE42 void gru(const float* gi, const float* gh, std::size_t s, std::size_t 
     gru_blocks(gi, gh, hidden, h, s, hs, n4);
     if (n4 == n) return;
     const std::size_t rem = n - n4;
-    std::array<float, kMaxLayerWidth * 3 * 4> ib{};
-    std::array<float, kMaxLayerWidth * 3 * 4> hb{};
-    std::array<float, kMaxLayerWidth * 4> sb{};
+    std::array<float, kMaxLayerWidth * 3 * 4> ib;
+    std::array<float, kMaxLayerWidth * 3 * 4> hb;
+    std::array<float, kMaxLayerWidth * 4> sb;
+    std::fill_n(ib.data(), 3 * hidden * 4, 0.0F);
+    std::fill_n(hb.data(), 3 * hidden * 4, 0.0F);
+    std::fill_n(sb.data(), hidden * 4, 0.0F);
     for (std::size_t r = 0; r < 3 * hidden; ++r) {
         std::copy_n(gi + r * s + n4, rem, ib.data() + r * 4);
         std::copy_n(gh + r * s + n4, rem, hb.data() + r * 4);

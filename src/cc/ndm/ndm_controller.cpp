@@ -1,6 +1,9 @@
 #include "cc/ndm/ndm_controller.hpp"
 
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -20,16 +23,26 @@ Options cubic_options(const Options& o) {
     return c;
 }
 
+void bump(std::uint16_t& c) noexcept {
+    if (c != UINT16_MAX) ++c;
+}
+
 [[noreturn]] void bad(const std::string& what) {
     throw std::invalid_argument("congestion controller \"ndm\": " + what);
 }
 
-std::shared_ptr<const Model> pick_model(const Options& o) {
+// Loaded model files, once per process and path: every connection of a
+// server shares one copy, and a file is not re-read per connection.
+const Model* pick_model(const Options& o) {
     const auto it = o.find("model");
-    if (it == o.end() || it->second == "default") return default_model();
-    std::shared_ptr<const Model> m;
+    if (it == o.end() || it->second == "default") return default_model().get();
+    static std::mutex mu;
+    static std::map<std::string, std::unique_ptr<const Model>, std::less<>> cache;
+    const std::lock_guard lock(mu);
+    if (auto c = cache.find(it->second); c != cache.end()) return c->second.get();
+    std::unique_ptr<const Model> m;
     try {
-        m = std::make_shared<const Model>(load_model(it->second));
+        m = std::make_unique<const Model>(load_model(it->second));
     } catch (const std::invalid_argument& e) {
         bad(e.what());
     }
@@ -39,7 +52,7 @@ std::shared_ptr<const Model> pick_model(const Options& o) {
             " inputs, 1 output and at most " + std::to_string(NdmController::kMaxState) +
             " GRU units");
     }
-    return m;
+    return cache.emplace(it->second, std::move(m)).first->second.get();
 }
 
 const Kernels* pick_kernels(const Options& o) {
@@ -88,7 +101,7 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
     features_.on_loss(ev);
     if (ev.persistent) {
         // RFC 9002 §7.6: always congestive, whatever the model says.
-        ++counters_.persistent;
+        bump(counters_.persistent);
         cubic_.on_congestion_event(ev);
         return;
     }
@@ -96,7 +109,6 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
     // to the decision already taken (RFC 9002 §7.3.2).
     if (cubic_.recovery().in_recovery(ev.largest_lost_sent_time)) return;
 
-    ++counters_.losses;
     std::array<float, kMaxState> h = h_;  // a look-ahead step, not committed
     const float p = features_.has_min_rtt() ? run_model(features_.at_loss(ev), h.data()) : 1.0F;
     last_p_ = p;
@@ -105,11 +117,11 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
                         features_.loss_rate_avg() > max_loss_;
     if (!forced && p < 0.5F) {
         ++forgiven_in_round_;
-        ++counters_.forgiven;
+        bump(counters_.forgiven);
         return;
     }
     const float weight = forced ? 1.0F : p;
-    ++(forced ? counters_.forced : counters_.congestive);
+    bump(forced ? counters_.forced : counters_.congestive);
     cubic_.on_congestion_event_scaled(ev, 1.0 - (1.0 - cubic_.beta()) * weight);
 }
 

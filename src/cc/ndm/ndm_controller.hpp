@@ -24,7 +24,6 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <string_view>
 
 #include "cc/cubic.hpp"
@@ -45,7 +44,7 @@ public:
     static constexpr std::uint32_t kDefaultForgive = 3;
     static constexpr double kDefaultStanding = 0.25;
     static constexpr double kDefaultMaxLoss = 0.05;
-    static constexpr std::uint32_t kMaxState = 16;  // GRU units a model may have in total
+    static constexpr std::uint32_t kMaxState = 8;  // GRU units a model may have in total
     // P is quantised to 1/1024 before use, so that the kernels' last-ulp
     // differences cannot change a decision (docs/ndm-controller.md §4).
     static constexpr float kPQuantum = 1.0F / 1024.0F;
@@ -72,11 +71,11 @@ public:
     [[nodiscard]] std::string_view name() const override { return kName; }
 
     struct Counters {
-        std::uint32_t losses = 0;       // congestion events that started a new decision
-        std::uint32_t forgiven = 0;     // ... forgiven (no reduction)
-        std::uint32_t congestive = 0;   // ... reduced by the model's P
-        std::uint32_t forced = 0;       // ... reduced because a safety rule fired
-        std::uint32_t persistent = 0;
+        // Congestion events that started a decision (saturating at 65535):
+        std::uint16_t forgiven = 0;     // forgiven (no reduction)
+        std::uint16_t congestive = 0;   // reduced by the model's P
+        std::uint16_t forced = 0;       // reduced because a safety rule fired
+        std::uint16_t persistent = 0;   // persistent congestion
     };
     // Read-outs for tests and statistics.
     [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
@@ -96,7 +95,9 @@ private:
 
     Cubic cubic_;
     FeatureTracker features_;
-    std::shared_ptr<const Model> model_;
+    // The compiled-in default or a file loaded once per process and path
+    // (both live until exit): a plain pointer keeps the state small.
+    const Model* model_;
     const Kernels* kernels_;
     std::array<float, kMaxState> h_{};  // the GRU state, committed once per round
     float last_p_ = 0;
