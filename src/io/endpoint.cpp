@@ -161,6 +161,9 @@ struct Endpoint::Impl final : io::RxHandler {
     }
 
     ~Impl() override {
+        // No application callbacks from a destructor: the objects the handler
+        // refers to may already be gone.
+        handler = nullptr;
         // Best effort: tell peers we are gone rather than leave them to time out.
         const Instant now = steady_now();
         for (auto& [h, r] : conns) {

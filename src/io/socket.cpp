@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string_view>
@@ -317,8 +318,16 @@ void drain_error_queue(int fd, RxHandler& h) {
     }
 }
 
-int gro_segment_size(const msghdr& msg) {
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+int gro_segment_size(const msghdr& received) {
+    // io_uring's recvmsg_out layout may place the control data at an address
+    // that is not aligned for cmsghdr: walk an aligned copy instead.
+    alignas(cmsghdr) std::uint8_t control[256];
+    msghdr msg{};
+    msg.msg_controllen = std::min<std::size_t>(received.msg_controllen, sizeof control);
+    if (msg.msg_controllen == 0 || received.msg_control == nullptr) return 0;
+    std::memcpy(control, received.msg_control, msg.msg_controllen);
+    msg.msg_control = control;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
             int seg = 0;
             std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
