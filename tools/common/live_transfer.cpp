@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "sim/payload.hpp"
+#include "common/perf_session.hpp"
 #include "sim/stream_hash.hpp"
 
 namespace ndm::tools {
 
 namespace {
-constexpr std::size_t kChunk = 64 * 1024;
+constexpr std::size_t kChunk = PayloadPump::kChunk;
 double seconds_between(Instant a, Instant b) { return to_seconds(b - a); }
 }  // namespace
 
@@ -68,22 +68,9 @@ RunResult run_live(const LiveSpec& spec) {
     try {
         Endpoint client(ccfg);
         const ConnectionHandle h = client.connect("127.0.0.1", port);
-        client.run_until(
-            [&] {
-                const Connection* c = client.find(h);
-                return !c || c->is_established() || c->is_closed() || client.close_info(h);
-            },
-            std::chrono::seconds(15));
-        Connection* c = client.connection(h);
-        if (!c || !c->is_established()) {
-            const CloseInfo* ci = client.close_info(h);
-            throw std::runtime_error(ci ? "connection failed: " + ci->reason : "handshake did not complete");
-        }
+        Connection* c = &await_established(client, h, std::chrono::seconds(15));
         StreamId id = *c->open_stream();
-        const sim::Payload payload(spec.seed);
-        sim::StreamHash tx_hash;
-        std::vector<std::uint8_t> chunk(kChunk);
-        std::uint64_t written = 0;
+        PayloadPump pump(spec.seed);
 
         const Instant start = steady_now();
         const Instant end = start + from_seconds(spec.seconds);
@@ -109,19 +96,7 @@ RunResult run_live(const LiveSpec& spec) {
         for (Instant now = steady_now(); now < end; now = steady_now()) {
             c = client.connection(h);
             if (!c || c->is_closed() || c->state() != ConnectionState::established) break;
-            // Keep a little more than the window queued: enough to never
-            // starve the sender, not so much that the send buffer balloons.
-            ConnectionStats st = c->stats(now);
-            std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
-            while (written - st.stream_bytes_acked < target) {
-                std::size_t n = std::min(kChunk, c->stream_send_capacity(id));
-                if (n == 0) break;
-                payload.fill(written, {chunk.data(), n});
-                std::size_t took = c->write(id, {chunk.data(), n});
-                tx_hash.update({chunk.data(), took});
-                written += took;
-                if (took < n) break;
-            }
+            pump.pump(*c, id, now);
             client.run_once(std::min({next_sample, end, now + std::chrono::milliseconds(2)}));
             now = steady_now();
             if (now >= next_sample) {
@@ -134,7 +109,7 @@ RunResult run_live(const LiveSpec& spec) {
         if (Connection* cc = client.connection(h); cc && cc->is_established()) cc->finish(id);
 
         // Wait for the receiver to read everything (bounded: a stalled path fails the run).
-        bool done = client.run_until([&] { return fin.load() && received.load() == written; }, std::chrono::seconds(60));
+        bool done = client.run_until([&] { return fin.load() && received.load() == pump.written(); }, std::chrono::seconds(60));
         if (const Connection* cc = client.find(h)) {
             ConnectionStats st = cc->stats(steady_now());
             out.sender_bytes = st.stream_bytes_sent;
@@ -146,12 +121,12 @@ RunResult run_live(const LiveSpec& spec) {
             std::lock_guard lock(m);
             out.receiver_bytes = received;
             out.receiver_seconds = last_byte > start ? seconds_between(start, last_byte) : 0;
-            out.byte_exact = done && rx_hash.digest() == tx_hash.digest();
+            out.byte_exact = done && rx_hash.digest() == pump.digest();
         }
         if (!done) {
             const CloseInfo* ci = client.close_info(h);
             out.error = ci ? "connection closed: " + ci->reason
-                           : fmt::format("receiver got {} of {} bytes within 60 s after the send phase", received.load(), written);
+                           : fmt::format("receiver got {} of {} bytes within 60 s after the send phase", received.load(), pump.written());
         } else if (!out.byte_exact) {
             out.error = "received data differs from what was sent";
         }

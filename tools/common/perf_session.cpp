@@ -1,0 +1,92 @@
+#include "common/perf_session.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace ndm::tools {
+
+namespace {
+// Tags the blobs so a stray client (or a future format) is rejected clearly.
+constexpr const char* kParamsMagic = "ndm-perf/1";
+
+std::vector<std::uint8_t> to_bytes(const nlohmann::json& j) {
+    std::string s = j.dump();
+    return {s.begin(), s.end()};
+}
+nlohmann::json from_bytes(std::span<const std::uint8_t> blob, const char* what) {
+    auto j = nlohmann::json::parse(blob.begin(), blob.end(), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw std::invalid_argument(std::string("malformed ") + what);
+    return j;
+}
+}  // namespace
+
+std::vector<std::uint8_t> encode(const TestParams& p) {
+    return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
+                     {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed}});
+}
+
+TestParams decode_test_params(std::span<const std::uint8_t> blob) {
+    auto j = from_bytes(blob, "test parameters");
+    if (j.value("magic", "") != kParamsMagic) throw std::invalid_argument("not an ndm-send test request");
+    try {
+        TestParams p;
+        p.cc = j.at("cc").get<std::string>();
+        p.packet_size = j.at("packet_size").get<std::size_t>();
+        p.seconds = j.at("seconds").get<double>();
+        p.bytes = j.at("bytes").get<std::uint64_t>();
+        p.interval = j.at("interval").get<double>();
+        p.seed = j.at("seed").get<std::uint64_t>();
+        if (!(p.interval > 0)) throw std::invalid_argument("interval must be positive");
+        return p;
+    } catch (const nlohmann::json::exception& e) {
+        throw std::invalid_argument(std::string("bad test parameters: ") + e.what());
+    }
+}
+
+std::vector<std::uint8_t> encode(const ReceiverReport& r) {
+    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}});
+}
+
+ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
+    auto j = from_bytes(blob, "receiver report");
+    try {
+        return {j.at("bytes").get<std::uint64_t>(), j.at("seconds").get<double>(), j.at("hash").get<std::uint64_t>()};
+    } catch (const nlohmann::json::exception& e) {
+        throw std::invalid_argument(std::string("bad receiver report: ") + e.what());
+    }
+}
+
+Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout) {
+    ep.run_until(
+        [&] {
+            const Connection* c = ep.find(h);
+            return !c || c->is_established() || c->is_closed() || ep.close_info(h);
+        },
+        timeout);
+    Connection* c = ep.connection(h);
+    if (!c || !c->is_established()) {
+        const CloseInfo* ci = ep.close_info(h);
+        throw std::runtime_error(ci ? "connection failed: " + ci->reason : "connection failed: handshake did not complete");
+    }
+    return *c;
+}
+
+void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
+    const ConnectionStats st = c.stats(now);
+    const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
+    while (written_ < limit_ && written_ - st.stream_bytes_acked < target) {
+        const std::size_t n = static_cast<std::size_t>(
+            std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), limit_ - written_}));
+        if (n == 0) break;
+        payload_.fill(written_, {chunk_.data(), n});
+        const bool last = written_ + n == limit_;
+        const std::size_t took = c.write(id, {chunk_.data(), n}, last);
+        hash_.update({chunk_.data(), took});
+        written_ += took;
+        if (took < n) break;
+    }
+}
+
+}  // namespace ndm::tools
