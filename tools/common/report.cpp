@@ -255,7 +255,8 @@ std::pair<double, double> nice_axis(double max) {
     double raw = max / 5;
     double mag = std::pow(10, std::floor(std::log10(raw)));
     double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
-    return {std::ceil(max / step) * step, step};
+    // A value a hair above a round number (10.02 s) keeps that number as the axis end.
+    return {std::ceil(max / step - 0.02) * step, step};
 }
 
 }  // namespace
