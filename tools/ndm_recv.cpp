@@ -48,7 +48,7 @@ struct Server {
     std::optional<Test> test;
     int finished = 0;
 
-    void row(const Test& t, double b, double e, std::uint64_t bytes, const char* tail = "") const {
+    void row(double b, double e, std::uint64_t bytes, const char* tail = "") const {
         if (json) return;
         const double dt = e - b;
         std::cout << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}{}\n", b, e, tools::format_bytes(bytes),
@@ -89,7 +89,7 @@ struct Server {
     void interval(Instant now) {
         Test& t = *test;
         const double b = secs(t.start, t.interval_begin), e = secs(t.start, now);
-        row(t, b, e, t.interval_bytes);
+        row(b, e, t.interval_bytes);
         const double dt = e - b;
         t.intervals.push_back({{"streams", nlohmann::json::array()},
                                {"sum",
@@ -151,7 +151,7 @@ struct Server {
             std::cout << j.dump(2) << '\n' << std::flush;
         } else {
             std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
-            row(t, 0, dur, t.bytes, "                  receiver");
+            row(0, dur, t.bytes, "                  receiver");
             if (!ok) std::cout << "ndm-recv: the test ended early: " << info.reason << '\n';
             std::cout << std::flush;
         }

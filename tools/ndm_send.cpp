@@ -263,10 +263,7 @@ int main(int argc, char** argv) {
     }
     try {
         return run(o, params, profile);
-    } catch (const EndpointError& ex) {
-        std::cerr << "ndm-send: " << ex.what() << '\n';
-        return 1;
-    } catch (const std::exception& ex) {
+    } catch (const std::exception& ex) {  // connection failures, EndpointError
         std::cerr << "ndm-send: " << ex.what() << '\n';
         return 1;
     }

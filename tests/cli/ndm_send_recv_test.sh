@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# ndm-send → ndm-recv over loopback for 2 s: consistent sender/receiver totals,
+# byte-exact delivery, the -J document's keys; bad input (unknown controller,
+# refused port) is one clear line and a non-zero exit within seconds.
+set -euo pipefail
+send="$1"
+recv="$2"
+out=$(mktemp -d)
+srv_pid=""
+cleanup() {
+  [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$out"/*.txt; do echo "== $f"; cat "$f"; done; exit 1; }
+
+# A UDP port nobody listens on (bound briefly by python3 when present).
+free_port() {
+  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+    || echo $((20000 + RANDOM % 20000))
+}
+
+start_server() {  # $1 = extra flags
+  port=$(free_port)
+  # shellcheck disable=SC2086
+  timeout 30 "$recv" -1 -B 127.0.0.1 -p "$port" $1 > "$out/recv.txt" 2> "$out/recv_err.txt" &
+  srv_pid=$!
+  [ "$1" = "-J" ] && { sleep 0.5; return 0; }  # -J prints nothing until the test ends
+  for _ in $(seq 50); do grep -q "listening" "$out/recv.txt" 2>/dev/null && return 0; sleep 0.1; done
+  fail "ndm-recv did not start"
+}
+
+# 1. Text output: the sender line equals the receiver line's byte count, byte-exact.
+start_server ""
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 2 -C cubic > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send exit $?"
+wait "$srv_pid" || fail "ndm-recv exit code"
+srv_pid=""
+grep -q "controller cubic, profile none, packet size 1452 bytes" "$out/send.txt" || fail "header line"
+grep -q "Retr  Cwnd" "$out/send.txt" || fail "interval header"
+[ "$(grep -c ' sec .*Bytes' "$out/send.txt")" -ge 4 ] || fail "interval rows"
+grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "not byte-exact"
+grep -q " receiver" "$out/recv.txt" || fail "receiver summary line"
+
+# 2. -J on both sides: exact byte totals agree (sum_sent == sum_received == the receiver's own count).
+start_server "-J"
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 2 -C reno -J > "$out/send.json" 2> "$out/send_err.txt" || fail "ndm-send -J exit $?"
+wait "$srv_pid" || fail "ndm-recv -J exit code"
+srv_pid=""
+if command -v python3 > /dev/null; then
+  python3 - "$out/send.json" "$out/recv.txt" <<'PY' || fail "JSON checks"
+import json, sys
+s = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
+for k in ("start", "intervals", "end"): assert k in s, k
+e = s["end"]
+assert e["byte_exact"] is True
+assert e["sum_sent"]["bytes"] > 0
+assert e["sum_sent"]["bytes"] == e["sum_received"]["bytes"] == r["end"]["sum_received"]["bytes"], (e, r["end"])
+assert len(s["intervals"]) >= 2 and "retransmits" in s["intervals"][0]["sum"]
+assert "snd_cwnd" in s["intervals"][0]["streams"][0]
+assert s["start"]["test_start"]["protocol"] == "NDM"
+PY
+else
+  for k in '"start"' '"intervals"' '"end"' '"sum_sent"' '"sum_received"' '"byte_exact": true'; do
+    grep -q "$k" "$out/send.json" || fail "missing $k in -J output"
+  done
+fi
+
+# 3. Unknown controller: exit code 2, one line.
+set +e
+err=$("$send" -c 127.0.0.1 -p 9 -C nope 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "unknown controller exit code $rc"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "error is not one line: $err"
+echo "$err" | grep -q 'nope' || fail "error does not name the controller: $err"
+
+# 4. Refused port: non-zero within 10 s, one clear line.
+port=$(free_port)
+set +e
+t0=$SECONDS
+err=$(timeout 15 "$send" -c 127.0.0.1 -p "$port" -t 2 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "refused port exit code $rc"
+[ $((SECONDS - t0)) -le 10 ] || fail "refused port took $((SECONDS - t0)) s"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "refused port error is not one line: $err"
+echo "$err" | grep -q 'connection failed' || fail "refused port message: $err"
+echo "ok"
