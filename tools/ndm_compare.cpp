@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/cli.hpp"
 #include "common/live_transfer.hpp"
 #include "common/report.hpp"
 #include "common/units.hpp"
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        return ndm::tools::exit_on_parse_error(app, e, "ndm-compare");
     }
 
     try {

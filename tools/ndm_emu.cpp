@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "ndm/emu.hpp"
 
 namespace {
@@ -182,7 +183,11 @@ int main(int argc, char** argv) {
     std::string describe_profile;
     auto* describe_cmd = app.add_subcommand("describe", "Parse a profile and print both directions");
     describe_cmd->add_option("profile", describe_profile, "profile to parse")->required();
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return ndm::tools::exit_on_parse_error(app, e, "ndm-emu");
+    }
     try {
         if (relay_cmd->parsed()) return relay(ro);
         if (presets_cmd->parsed()) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/cli.hpp"
 #include "common/perf_session.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        return ndm::tools::exit_on_parse_error(app, e, "ndm-recv");
     }
 
     try {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/cli.hpp"
 #include "common/perf_session.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
@@ -234,7 +235,7 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& ex) {
-        return app.exit(ex);
+        return ndm::tools::exit_on_parse_error(app, ex, "ndm-send");
     }
 
     tools::TestParams params;
