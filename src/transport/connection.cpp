@@ -165,7 +165,7 @@ struct Connection::Impl {
     Instant next_timeout() const;
     void on_timeout(Instant now);
 
-    bool process_frame(const wire::Frame& f, const wire::PacketHeader& h, Instant now);
+    bool process_frame(const wire::Frame& f, Instant now);
     void on_ack_frame(const wire::AckFrame& ack, Instant now);
     void on_lost_packets(std::vector<SentPacket>& lost, bool persistent, Instant now);
     void on_peer_params(std::span<const std::uint8_t> data, Instant now);
@@ -173,11 +173,16 @@ struct Connection::Impl {
     StreamState* stream_for_peer_frame(StreamId id, bool& closed_ok, Instant now);
     void set_established(Instant now);
     void maybe_reap_stream(StreamId id);
+    // Creates a stream with our buffer and window and the peer's initial credit.
+    void add_stream(StreamId id) {
+        streams.try_emplace(id, cfg.stream_send_buffer, peer_params.initial_max_stream_data,
+                            cfg.initial_max_stream_data);
+    }
 
     void close_with_error(CloseCode code, std::string reason, Instant now);
     void start_close(std::uint64_t code, std::string reason, bool application, Instant now);
     void enter_draining(const wire::ConnectionCloseFrame& f, Instant now);
-    void terminate(Instant now);
+    void terminate();
 
     wire::PacketType send_packet_type() const;
     bool can_send_eliciting(Instant now) const;
@@ -315,7 +320,7 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
                                  versions.empty() ? "none" : versions),
                      true, false};
             events.push_back(event::Closed{close});
-            terminate(now);
+            terminate();
         } else {
             ++st.packets_dropped;
         }
@@ -377,11 +382,11 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     // A server learns that the client has its hello when it sees a 1-RTT packet.
     if (!client && have_peer_params && h.type == wire::PacketType::one_rtt) set_established(now);
     for (const auto& f : frames) {
-        if (!process_frame(f, h, now)) return;  // connection closed
+        if (!process_frame(f, now)) return;  // connection closed
     }
 }
 
-bool Connection::Impl::process_frame(const wire::Frame& frame, const wire::PacketHeader& h, Instant now) {
+bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
     return std::visit(
         [&](const auto& f) -> bool {
             using T = std::decay_t<decltype(f)>;
@@ -427,7 +432,6 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, const wire::Packe
                     handshake_confirmed = true;
                 }
             }
-            (void)h;
             return state == ConnectionState::handshaking || state == ConnectionState::established;
         },
         frame);
@@ -500,8 +504,7 @@ StreamState* Connection::Impl::stream_for_peer_frame(StreamId id, bool& closed_o
     // Opening stream N implicitly opens the lower ones (RFC 9000 §3.2).
     for (std::uint64_t i = peer_next_index; i <= index; ++i) {
         StreamId sid = (i << 2) | (client ? 1u : 0u);
-        streams.try_emplace(sid, cfg.stream_send_buffer, peer_params.initial_max_stream_data,
-                            cfg.initial_max_stream_data);
+        add_stream(sid);
         events.push_back(event::StreamOpened{sid});
     }
     peer_next_index = index + 1;
@@ -715,7 +718,7 @@ void Connection::Impl::enter_draining(const wire::ConnectionCloseFrame& f, Insta
     events.push_back(event::Closed{close});
 }
 
-void Connection::Impl::terminate(Instant) {
+void Connection::Impl::terminate() {
     state = ConnectionState::closed;
     loss.discard_all();
     close_deadline = idle_deadline = handshake_deadline = kNever;
@@ -781,7 +784,7 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
         send_version_negotiation = false;
         const std::uint32_t versions[] = {kProtocolVersion};
         std::size_t n = wire::write_version_negotiation(out, peer_cid, original_dcid, versions);
-        terminate(now);
+        terminate();
         st.bytes_sent += n;
         ++st.packets_sent;
         return n;
@@ -989,7 +992,7 @@ Instant Connection::Impl::next_timeout() const {
 void Connection::Impl::on_timeout(Instant now) {
     if (state == ConnectionState::closed) return;
     if (state == ConnectionState::closing || state == ConnectionState::draining) {
-        if (now >= close_deadline) terminate(now);
+        if (now >= close_deadline) terminate();
         return;
     }
     if (now >= idle_deadline) {
@@ -998,7 +1001,7 @@ void Connection::Impl::on_timeout(Instant now) {
                              std::chrono::duration_cast<std::chrono::milliseconds>(effective_idle_timeout()).count()),
                  false, false};
         events.push_back(event::Closed{close});
-        terminate(now);  // RFC 9000 §10.1: silently
+        terminate();  // RFC 9000 §10.1: silently
         return;
     }
     if (now >= handshake_deadline) {
@@ -1007,7 +1010,7 @@ void Connection::Impl::on_timeout(Instant now) {
                              std::chrono::duration_cast<std::chrono::milliseconds>(cfg.handshake_timeout).count()),
                  false, false};
         events.push_back(event::Closed{close});
-        terminate(now);
+        terminate();
         return;
     }
     if (loss.timer() <= now) {
@@ -1060,8 +1063,7 @@ std::optional<StreamId> Connection::open_stream() {
     if (d.state != ConnectionState::established) return std::nullopt;
     if (d.next_local_index >= d.peer_max_streams) return std::nullopt;
     StreamId id = (d.next_local_index++ << 2) | (d.client ? 0u : 1u);
-    d.streams.try_emplace(id, d.cfg.stream_send_buffer, d.peer_params.initial_max_stream_data,
-                          d.cfg.initial_max_stream_data);
+    d.add_stream(id);
     return id;
 }
 
