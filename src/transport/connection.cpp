@@ -803,7 +803,11 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     h.dcid = peer_cid;
     h.scid = local_cid;
     h.packet_number = loss.next_packet_number();
-    h.pn_length = wire::packet_number_length(h.packet_number, largest_acked_by_peer, peer_acked_any);
+    // At least 2 bytes: RFC 9000 §A.2's minimum assumes reordering within
+    // the window, and jittered paths reorder bursts past 1 byte's 128
+    // packets (such a packet would decode wrongly and fail its tag).
+    h.pn_length = std::max<std::size_t>(
+        2, wire::packet_number_length(h.packet_number, largest_acked_by_peer, peer_acked_any));
 
     std::size_t limit = (h.type == wire::PacketType::one_rtt ? mds : kInitialPacketSize) - wire::kIntegrityTagSize;
     wire::Writer w(out.first(limit));
@@ -929,7 +933,7 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
         }
     }
     std::size_t len = w.position() + wire::kIntegrityTagSize;
-    wire::seal(out.first(len));
+    wire::seal(out.first(len), h);
 
     SentPacket p;
     p.pn = h.packet_number;

@@ -54,8 +54,15 @@ std::uint64_t decode_packet_number(std::uint64_t largest_received, bool has_rece
 // Writes the header; returns false when it does not fit.
 bool write_header(Writer& w, const PacketHeader& h);
 
-// Computes the tag over packet[0 .. size-4) and stores it in the last 4 bytes.
-void seal(std::span<std::uint8_t> packet);
+// The tag's dependence on the packet number bits the header does not carry
+// (docs/wire-format.md §5); 0 when they are all zero.
+std::uint32_t untransmitted_pn_mix(const PacketHeader& h);
+// Computes the tag over packet[0 .. size-4), binds the full packet number of
+// the header `h` it was written with, and stores it in the last 4 bytes.
+void seal(std::span<std::uint8_t> packet, const PacketHeader& h);
+// The same with an explicit mix; 0 (the default) for packets without a packet
+// number (version negotiation) or whose number fits its encoded length.
+void seal(std::span<std::uint8_t> packet, std::uint32_t pn_mix = 0);
 
 struct ParsedPacket {
     PacketHeader header;
