@@ -1,69 +1,27 @@
 // ndm-emu: the network emulator as a command (issue 4).
 //   ndm-emu relay --listen ADDR:PORT --to ADDR:PORT --profile P
 // forwards UDP both ways through the emulator (src/emu), so any UDP program
-// can be measured under the same conditions as ndm. A plain ppoll() loop with
-// CLOCK_MONOTONIC timestamps drives the same model the simulator uses.
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+// can be measured under the same conditions as ndm (tools/common/emu_relay).
+//   ndm-emu shell --profile P [--seed N] [--quiet] -- CMD [ARGS...]
+// runs CMD in a network namespace whose traffic crosses the emulator through
+// TUN devices, like Mahimahi's shells (tools/common/netns_shell).
 #include <CLI/CLI.hpp>
-#include <cerrno>
+#include <atomic>
 #include <csignal>
-#include <cstring>
-#include <ctime>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/emu_relay.hpp"
+#include "common/netns_shell.hpp"
 #include "ndm/emu.hpp"
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
-
-[[noreturn]] void die(const std::string& msg) { throw std::runtime_error(msg); }
-
-ndm::Instant monotonic_now() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ndm::Instant{ndm::Duration{static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec}};
-}
-
-// "ADDR:PORT", "[v6]:PORT" or ":PORT" (any address).
-sockaddr_storage resolve(const std::string& what, const std::string& text, bool passive, socklen_t& len) {
-    const auto colon = text.rfind(':');
-    if (colon == std::string::npos || colon + 1 == text.size())
-        die(what + ": '" + text + "' is not ADDR:PORT");
-    std::string host = text.substr(0, colon);
-    const std::string port = text.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_DGRAM;
-    hints.ai_flags = passive ? AI_PASSIVE : 0;
-    addrinfo* res = nullptr;
-    if (const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res); rc != 0)
-        die(what + ": cannot resolve '" + text + "': " + gai_strerror(rc));
-    sockaddr_storage out{};
-    std::memcpy(&out, res->ai_addr, res->ai_addrlen);
-    len = res->ai_addrlen;
-    freeaddrinfo(res);
-    return out;
-}
-
-int udp_socket(int family, const std::string& what) {
-    const int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) die(what + ": socket: " + std::strerror(errno));
-    const int buf = 8 << 20;  // absorb bursts: the emulator, not the kernel, decides what is dropped
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-    return fd;
-}
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true); }
 
 struct RelayOptions {
     std::string listen, to, profile = "none";
@@ -71,89 +29,15 @@ struct RelayOptions {
     double stats_interval = 0;
 };
 
-void print_stats(const ndm::emu::EmulatedLink& up, const ndm::emu::EmulatedLink& down) {
-    std::cerr << "up (client -> server):\n" << ndm::emu::format_stats(up.emu_stats()) << "\n"
-              << "down (server -> client):\n" << ndm::emu::format_stats(down.emu_stats()) << "\n";
-}
-
 int relay(const RelayOptions& o) {
     const ndm::emu::Profile profile = ndm::emu::parse_profile(o.profile);
-    socklen_t listen_len = 0, to_len = 0;
-    const sockaddr_storage listen_addr = resolve("--listen", o.listen, true, listen_len);
-    const sockaddr_storage to_addr = resolve("--to", o.to, false, to_len);
-
-    const int lfd = udp_socket(listen_addr.ss_family, "--listen");
-    if (bind(lfd, reinterpret_cast<const sockaddr*>(&listen_addr), listen_len) != 0)
-        die("--listen: cannot bind " + o.listen + ": " + std::strerror(errno));
-    const int ufd = udp_socket(to_addr.ss_family, "--to");
-    if (connect(ufd, reinterpret_cast<const sockaddr*>(&to_addr), to_len) != 0)
-        die("--to: cannot connect to " + o.to + ": " + std::strerror(errno));
-
-    auto up = ndm::emu::make_link(profile, ndm::emu::Direction::up, o.seed);
-    auto down = ndm::emu::make_link(profile, ndm::emu::Direction::down, o.seed);
+    ndm::tools::EmuRelay relay(o.listen, o.to, profile, o.seed);
     std::cerr << "ndm-emu relay: " << o.listen << " <-> " << o.to << ", profile " << profile.name << "\n  up:   "
-              << ndm::emu::describe(profile.up) << "\n  down: " << ndm::emu::describe(profile.down) << "\n";
-
+              << ndm::emu::describe(profile.up) << "\n  down: " << ndm::emu::describe(profile.down) << std::endl;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    sockaddr_storage client{};
-    socklen_t client_len = 0;  // the latest sender on --listen gets the replies
-    std::vector<std::uint8_t> buf(65536), out;
-    std::uint64_t send_errors = 0;
-    const ndm::Duration stats_every = ndm::from_seconds(o.stats_interval);
-    ndm::Instant next_stats = o.stats_interval > 0 ? monotonic_now() + stats_every : ndm::kNever;
-
-    while (!g_stop) {
-        ndm::Instant now = monotonic_now();
-        // A failed send (full socket, server not up yet) drops the datagram, like a router would.
-        while (up->next_delivery() <= now)
-            if (up->deliver(now, out) && send(ufd, out.data(), out.size(), 0) < 0) ++send_errors;
-        while (down->next_delivery() <= now)
-            if (down->deliver(now, out) &&
-                (client_len == 0 ||
-                 sendto(lfd, out.data(), out.size(), 0, reinterpret_cast<const sockaddr*>(&client), client_len) < 0))
-                ++send_errors;
-        if (now >= next_stats) {
-            print_stats(*up, *down);
-            next_stats = now + stats_every;
-        }
-        const ndm::Instant wake = std::min({up->next_delivery(), down->next_delivery(), next_stats});
-        timespec ts{};
-        timespec* timeout = nullptr;
-        if (wake != ndm::kNever) {
-            const auto ns = std::max<std::int64_t>(0, (wake - now).count());
-            ts.tv_sec = ns / 1'000'000'000;
-            ts.tv_nsec = ns % 1'000'000'000;
-            timeout = &ts;
-        }
-        pollfd fds[2] = {{lfd, POLLIN, 0}, {ufd, POLLIN, 0}};
-        if (ppoll(fds, 2, timeout, nullptr) < 0) {
-            if (errno == EINTR) continue;
-            die(std::string("ppoll: ") + std::strerror(errno));
-        }
-        if (fds[0].revents & POLLIN) {
-            for (;;) {
-                sockaddr_storage from{};
-                socklen_t from_len = sizeof from;
-                const ssize_t n = recvfrom(lfd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
-                if (n < 0) break;
-                client = from;
-                client_len = from_len;
-                up->send({buf.data(), static_cast<std::size_t>(n)}, monotonic_now());
-            }
-        }
-        if (fds[1].revents & POLLIN) {
-            for (;;) {
-                const ssize_t n = recv(ufd, buf.data(), buf.size(), 0);
-                if (n < 0) break;  // EAGAIN, or ECONNREFUSED while the server is not up yet
-                down->send({buf.data(), static_cast<std::size_t>(n)}, monotonic_now());
-            }
-        }
-    }
-    print_stats(*up, *down);
-    std::cerr << "datagrams the relay could not send on: " << send_errors << "\n";
-    close(lfd);
-    close(ufd);
+    relay.run(g_stop, ndm::from_seconds(o.stats_interval), &std::cerr);
+    relay.print_stats(std::cerr);
     return 0;
 }
 
@@ -179,6 +63,19 @@ int main(int argc, char** argv) {
     relay_cmd->add_option("--stats-interval", ro.stats_interval, "print statistics every S seconds (0 = only at exit)")
         ->check(CLI::NonNegativeNumber);
 
+    std::string shell_profile = "none";
+    ndm::tools::ShellOptions so;
+    auto* shell_cmd = app.add_subcommand(
+        "shell",
+        "Run CMD in a new network namespace whose only route crosses the emulator (TUN devices on both\n"
+        "sides, a private /30): uplink = packets leaving the shell, downlink = entering it. CMD reaches the\n"
+        "host at $NDM_EMU_HOST_ADDR; the shell's own address is $NDM_EMU_SHELL_ADDR. Exits with CMD's status;\n"
+        "everything is removed on exit or Ctrl-C. Needs root (CAP_NET_ADMIN).");
+    shell_cmd->add_option("--profile", shell_profile, "emulator profile (default: none)");
+    shell_cmd->add_option("--seed", so.seed, "random seed (uplink and downlink draw independent streams from it)");
+    shell_cmd->add_flag("--quiet", so.quiet, "print no banner and no statistics");
+    shell_cmd->add_option("command", so.command, "CMD [ARGS...] to run inside (put it after --)")->required();
+
     auto* presets_cmd = app.add_subcommand("presets", "List the named profiles and what they model");
     std::string describe_profile;
     auto* describe_cmd = app.add_subcommand("describe", "Parse a profile and print both directions");
@@ -190,6 +87,20 @@ int main(int argc, char** argv) {
     }
     try {
         if (relay_cmd->parsed()) return relay(ro);
+        if (shell_cmd->parsed()) {
+            so.profile = ndm::emu::parse_profile(shell_profile);  // bad profiles fail before the privilege check
+            if (const std::string why = ndm::tools::shell_privilege_problem(); !why.empty()) {
+                std::cerr << "ndm-emu shell: needs root (CAP_NET_ADMIN) to create a network namespace and TUN devices ("
+                          << why << ")\n";
+                return 1;
+            }
+            try {
+                return ndm::tools::run_shell(so, std::cerr);
+            } catch (const std::runtime_error& e) {  // its messages already say "ndm-emu shell: "
+                std::cerr << e.what() << "\n";
+                return 1;
+            }
+        }
         if (presets_cmd->parsed()) {
             for (const auto& p : ndm::emu::presets())
                 std::cout << p.name << "\n  " << p.description << "\n  " << (p.spec.empty() ? "(no impairment)" : p.spec)

@@ -1,0 +1,97 @@
+// The UDP relay behind `ndm-emu relay`: datagrams arriving on the listen
+// socket go through the emulator's `up` link to the server, replies through
+// `down` back to the client that caused them. Several clients at once: each
+// client address gets its own upstream socket (so the server sees distinct
+// peers), while all clients share one emulated path per direction, as they
+// would share a real bottleneck.
+//
+// I/O at the edges, the model in the middle: recvmmsg/sendmmsg batches of up
+// to kBatch datagrams on the sockets, CLOCK_MONOTONIC timestamps into the
+// same pure EmulatedLink the simulator drives in virtual time. With no
+// impairment configured every datagram still runs the (empty) pipeline.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ndm/emu.hpp"
+#include "ndm/time.hpp"
+
+namespace ndm::tools {
+
+// CLOCK_MONOTONIC as an ndm::Instant (the clock the endpoint uses too).
+Instant monotonic_now();
+
+// "ADDR:PORT", "[v6]:PORT" or ":PORT" (any address). Throws
+// std::runtime_error("<what>: ...") naming the problem.
+sockaddr_storage resolve_udp(const std::string& what, const std::string& text, bool passive, socklen_t& len);
+
+class EmuRelay {
+public:
+    static constexpr std::size_t kBatch = 64;
+    // Clients idle this long (nothing sent or received) lose their upstream socket.
+    static constexpr Duration kSessionIdle = std::chrono::seconds(60);
+
+    // Binds `listen` ("127.0.0.1:0" picks a port) and resolves `to`. Throws
+    // std::runtime_error with one line naming the problem.
+    EmuRelay(const std::string& listen, const std::string& to, const emu::Profile& profile, std::uint64_t seed);
+    ~EmuRelay();
+    EmuRelay(const EmuRelay&) = delete;
+    EmuRelay& operator=(const EmuRelay&) = delete;
+
+    // Forwards until `stop` becomes true (checked at least every 100 ms and
+    // after every signal). With stats_every > 0, prints statistics to
+    // `stats_out` at that interval.
+    void run(const std::atomic<bool>& stop, Duration stats_every = Duration{0}, std::ostream* stats_out = nullptr);
+
+    [[nodiscard]] std::uint16_t listen_port() const;
+    [[nodiscard]] const emu::EmulatedLink& up() const { return *up_; }
+    [[nodiscard]] const emu::EmulatedLink& down() const { return *down_; }
+    // Observe the emulator's decisions (tests, logs); called from run().
+    void set_observer(emu::Direction d, std::function<void(const emu::PacketEvent&)> f);
+    [[nodiscard]] std::size_t sessions_total() const { return sessions_.size(); }
+    [[nodiscard]] std::uint64_t send_errors() const { return send_errors_; }
+    // Datagrams the emulator delivered for a client whose session had
+    // already expired (counted, not sent).
+    [[nodiscard]] std::uint64_t orphaned() const { return orphaned_; }
+    void print_stats(std::ostream& os) const;
+
+private:
+    struct Session {
+        sockaddr_storage client{};
+        socklen_t client_len = 0;
+        int fd = -1;  // connected to `to`; -1 once expired
+        Instant last_active{};
+    };
+    struct Tagged;  // a link plus the session of each datagram in flight
+    struct Batch;
+
+    std::uint32_t session_for(const sockaddr_storage& from, socklen_t len, Instant now);
+    void receive_listen(Instant now);
+    void receive_upstream(std::uint32_t session, Instant now);
+    void deliver_due(Instant now);
+    void expire_idle(Instant now);
+
+    sockaddr_storage to_{};
+    socklen_t to_len_ = 0;
+    int listen_fd_ = -1;
+    std::unique_ptr<emu::EmulatedLink> up_, down_;
+    std::unique_ptr<Tagged> up_tags_, down_tags_;
+    std::function<void(const emu::PacketEvent&)> user_observer_[2];
+    std::vector<Session> sessions_;
+    std::unordered_map<std::string, std::uint32_t> by_client_;
+    std::unique_ptr<Batch> rx_, tx_;
+    std::uint64_t send_errors_ = 0;
+    std::uint64_t orphaned_ = 0;
+    bool sessions_changed_ = true;
+};
+
+}  // namespace ndm::tools
