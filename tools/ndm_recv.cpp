@@ -1,11 +1,15 @@
-// ndm-recv: the receiving half of an iperf3-style throughput test over ndm
-// (the sender is ndm-send). Accepts connections, takes the test parameters
-// from the client's handshake, prints per-interval receive rows, and at the
-// sender's FIN sends its totals and the stream hash back on the same stream so
-// the sender can print the receiver line and check byte-exactness.
+// ndm-recv: the server of an iperf3-style throughput test over ndm (the client
+// is ndm-send). Accepts connections, takes the test parameters from the
+// client's handshake and groups the connections of one test (-P) by its test
+// id. Forward: reads, prints per-interval receive rows, and at the client's
+// FIN sends its totals and the stream hash back on the same stream. Reverse
+// (-R): sends with the client's controller for the test time, then reports
+// its totals and the hash on a second stream once all data is acknowledged.
+#include <algorithm>
 #include <csignal>
 
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +23,7 @@
 #include "sim/stream_hash.hpp"
 
 using namespace ndm;
+using nlohmann::json;
 
 namespace {
 
@@ -26,137 +31,312 @@ volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
 double secs(Instant a, Instant b) { return to_seconds(b - a); }
+double rate(std::uint64_t bytes, double s) { return s > 0 ? bytes * 8.0 / s : 0; }
+std::string id_label(unsigned index) { return fmt::format("[{:>3}]", index + 1); }
 
-struct Test {
+json sum_json(double b, double e, std::uint64_t bytes, std::optional<std::uint64_t> retr, bool sender) {
+    json j = {{"start", b}, {"end", e}, {"seconds", e - b}, {"bytes", bytes}, {"bits_per_second", rate(bytes, e - b)}};
+    if (retr) j["retransmits"] = *retr;
+    j["sender"] = sender;
+    return j;
+}
+
+// One connection of a test.
+struct Flow {
     ConnectionHandle h = 0;
     tools::TestParams params;
-    std::string peer;  // for the header line
     Instant start{};
-    Instant last_byte{};
-    std::optional<StreamId> stream;
+    // Forward: what we read.
     sim::StreamHash hash;
     std::uint64_t bytes = 0;
-    std::uint64_t interval_bytes = 0;
+    Instant last_byte{};
+    // Reverse: what we send.
+    StreamId data = 0;
+    std::unique_ptr<tools::PayloadPump> pump;
+    Instant send_end = kNever;
+    bool fin_sent = false;
+    double sent_seconds = 0;
+    std::uint64_t sent_bytes = 0, retransmits = 0;
+    bool reported = false;  // our report went out (forward: after the client's FIN)
+    bool closed = false;
+    std::string close_reason;
+    std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
+
+    [[nodiscard]] bool done() const { return params.reverse ? fin_sent : reported; }
+};
+
+struct Test {
+    std::uint64_t id = 0;
+    tools::TestParams params;  // of the first connection (shared settings)
+    Instant start{};
     Instant interval_begin{};
     Instant next_report{};
-    bool reported = false;  // our report went back after the sender's FIN
-    nlohmann::json intervals = nlohmann::json::array();
+    bool intervals_done = false;
+    std::vector<Flow> flows;
+    json intervals = json::array();
+
+    Flow* find(ConnectionHandle h) {
+        for (Flow& f : flows)
+            if (f.h == h) return &f;
+        return nullptr;
+    }
 };
 
 struct Server {
-    bool json = false;
+    bool json_out = false;
     Endpoint& ep;
     std::optional<Test> test;
     int finished = 0;
 
-    void row(double b, double e, std::uint64_t bytes, const char* tail = "") const {
-        if (json) return;
-        const double dt = e - b;
-        std::cout << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}{}\n", b, e, tools::format_bytes(bytes),
-                                 tools::format_bitrate(dt > 0 ? bytes * 8.0 / dt : 0), tail)
-                  << std::flush;
-    }
-
     void start(ConnectionHandle h) {
         Connection* c = ep.connection(h);
         if (!c) return;
-        if (test) {  // one test at a time, as iperf3
-            c->close(1, "the server is busy running another test", steady_now());
-            return;
-        }
+        const Instant now = steady_now();
         tools::TestParams p;
         try {
             p = tools::decode_test_params(c->peer_application_params());
+            if (p.reverse) c->set_congestion_control(p.cc);  // the sender's controller runs here
         } catch (const std::exception& e) {
-            c->close(1, e.what(), steady_now());
+            c->close(1, e.what(), now);
             std::cerr << "ndm-recv: rejected a connection: " << e.what() << '\n';
             return;
         }
-        Test t;
-        t.h = h;
-        t.params = p;
-        t.start = t.interval_begin = t.last_byte = steady_now();
-        t.next_report = t.start + from_seconds(p.interval);
-        test = std::move(t);
-        if (!json) {
-            std::cout << "-----------------------------------------------------------\n"
-                      << fmt::format("Accepted connection (controller {}, {} byte packets, {})\n", p.cc, p.packet_size,
-                                     p.bytes ? tools::format_bytes(p.bytes) : fmt::format("{:g} s", p.seconds))
-                      << "[ ID] Interval           Transfer     Bitrate\n"
-                      << std::flush;
+        if (test && test->id != p.test_id) {  // one test at a time, as iperf3
+            c->close(1, "the server is busy running another test", now);
+            return;
         }
+        if (test) {
+            for (const Flow& f : test->flows)
+                if (f.params.index == p.index) {
+                    c->close(1, "duplicate connection index in the test", now);
+                    return;
+                }
+        }
+        if (!test) {
+            Test t;
+            t.id = p.test_id;
+            t.params = p;
+            t.start = t.interval_begin = now;
+            t.next_report = now + from_seconds(p.interval);
+            test = std::move(t);
+            if (!json_out) {
+                std::cout << "-----------------------------------------------------------\n"
+                          << fmt::format("Accepted connection (controller {}, {} byte packets, {}{}{})\n", p.cc,
+                                         p.packet_size,
+                                         p.bytes ? tools::format_bytes(p.bytes) : fmt::format("{:g} s", p.seconds),
+                                         p.streams > 1 ? fmt::format(", {} parallel connections", p.streams) : "",
+                                         p.reverse ? ", reverse mode: sending" : "")
+                          << (p.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+                                        : "[ ID] Interval           Transfer     Bitrate\n")
+                          << std::flush;
+            }
+        }
+        Flow f;
+        f.h = h;
+        f.params = p;
+        f.start = f.last_byte = now;
+        if (p.reverse) {
+            const auto id = c->open_stream();
+            if (!id) {
+                c->close(1, "no stream available", now);
+                return;
+            }
+            f.data = *id;
+            f.pump = std::make_unique<tools::PayloadPump>(p.seed, p.bytes ? p.bytes : std::numeric_limits<std::uint64_t>::max());
+            if (!p.bytes) f.send_end = now + from_seconds(p.seconds);
+        }
+        // Rows in the client's connection order, whatever the handshakes' order.
+        auto at = std::find_if(test->flows.begin(), test->flows.end(),
+                               [&](const Flow& g) { return g.params.index > p.index; });
+        test->flows.insert(at, std::move(f));
+    }
+
+    // Reverse: keep the streams topped up; FIN at the end; the report once all is acknowledged.
+    void pump(Instant now) {
+        if (!test) return;
+        for (Flow& f : test->flows) {
+            if (!f.params.reverse || f.reported || f.closed) continue;
+            Connection* c = ep.connection(f.h);
+            if (!c || c->state() != ConnectionState::established) continue;
+            if (!f.fin_sent) {
+                if (now >= f.send_end) {
+                    c->finish(f.data);
+                } else {
+                    f.pump->pump(*c, f.data, now);
+                }
+                if (now >= f.send_end || f.pump->done()) {
+                    f.fin_sent = true;
+                    f.sent_seconds = secs(f.start, now);
+                }
+            }
+            const ConnectionStats st = c->stats(now);
+            if (f.fin_sent && st.stream_bytes_acked >= f.pump->written()) {
+                const auto rid = c->open_stream();
+                if (!rid) {
+                    c->close(1, "no stream for the report", now);
+                    continue;
+                }
+                f.sent_bytes = st.stream_bytes_sent;
+                f.retransmits = st.packets_retransmitted;
+                c->write(*rid, tools::encode(tools::SenderReport{f.pump->written(), f.sent_seconds, f.retransmits,
+                                                                 f.pump->digest()}),
+                         true);
+                f.reported = true;
+            }
+        }
+    }
+
+    [[nodiscard]] bool sending() const {
+        if (!test) return false;
+        for (const Flow& f : test->flows)
+            if (f.params.reverse && !f.reported && !f.closed) return true;
+        return false;
     }
 
     void interval(Instant now) {
         Test& t = *test;
+        const bool rev = t.params.reverse;
         const double b = secs(t.start, t.interval_begin), e = secs(t.start, now);
-        row(b, e, t.interval_bytes);
-        const double dt = e - b;
-        t.intervals.push_back({{"streams", nlohmann::json::array()},
-                               {"sum",
-                                {{"start", b},
-                                 {"end", e},
-                                 {"seconds", dt},
-                                 {"bytes", t.interval_bytes},
-                                 {"bits_per_second", dt > 0 ? t.interval_bytes * 8.0 / dt : 0},
-                                 {"sender", false}}}});
-        t.interval_bytes = 0;
+        json streams = json::array();
+        std::uint64_t sum_bytes = 0, sum_retr = 0;
+        for (Flow& f : t.flows) {
+            std::uint64_t bytes = 0, retr = 0, cwnd = 0;
+            if (!rev) {
+                bytes = f.bytes - f.prev_bytes;
+                f.prev_bytes = f.bytes;
+            } else if (const Connection* c = ep.find(f.h)) {
+                const ConnectionStats st = c->stats(now);
+                bytes = st.stream_bytes_sent - f.prev_bytes;
+                retr = st.packets_retransmitted - f.prev_retx;
+                cwnd = st.cwnd;
+                f.prev_bytes = st.stream_bytes_sent;
+                f.prev_retx = st.packets_retransmitted;
+            }
+            sum_bytes += bytes;
+            sum_retr += retr;
+            json s = sum_json(b, e, bytes, rev ? std::optional(retr) : std::nullopt, rev);
+            s["socket"] = f.params.index + 1;
+            if (rev) s["snd_cwnd"] = cwnd;
+            streams.push_back(s);
+            if (!json_out) {
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", id_label(f.params.index), b, e,
+                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)))
+                          << (rev ? fmt::format("  {:>4}  {:>12}", retr, tools::format_cwnd(cwnd)) : "") << '\n';
+            }
+        }
+        t.intervals.push_back(
+            {{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev)}});
+        if (!json_out && t.params.streams > 1) {
+            std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
+                                     tools::format_bitrate(rate(sum_bytes, e - b)))
+                      << (rev ? fmt::format("  {:>4}", sum_retr) : "") << '\n'
+                      << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+        }
+        std::cout << std::flush;
         t.interval_begin = now;
     }
 
-    void readable(ConnectionHandle h, StreamId id) {
-        if (!test || test->h != h) return;
-        Connection* c = ep.connection(h);
-        if (!c) return;
+    // Interval rows until every flow is done, then the partial last interval.
+    void tick(Instant now) {
+        if (!test || test->intervals_done) return;
         Test& t = *test;
-        t.stream = id;
-        std::vector<std::uint8_t> buf(tools::PayloadPump::kChunk);
-        while (std::size_t n = c->read(id, buf)) {
-            t.hash.update({buf.data(), n});
-            t.bytes += n;
-            t.interval_bytes += n;
-            t.last_byte = steady_now();
+        bool all_done = static_cast<unsigned>(t.flows.size()) == t.params.streams;
+        Instant last = t.interval_begin;
+        for (const Flow& f : t.flows) {
+            all_done = all_done && (f.done() || f.closed);
+            last = std::max(last, f.params.reverse ? f.start + from_seconds(f.sent_seconds) : f.last_byte);
         }
-        if (c->stream_finished(id) && !t.reported) {
-            // The partial last interval, then the totals back to the sender.
-            if (secs(t.interval_begin, t.last_byte) > 0.01) interval(t.last_byte);
-            tools::ReceiverReport r{t.bytes, secs(t.start, t.last_byte), t.hash.digest()};
-            auto blob = tools::encode(r);
-            c->write(id, blob, true);
-            t.reported = true;
+        if (all_done) {
+            if (secs(t.interval_begin, last) > 0.01) interval(last);
+            t.intervals_done = true;
+        } else if (now >= t.next_report) {
+            interval(now);
+            t.next_report += from_seconds(t.params.interval);
         }
     }
 
-    // The client closes once it has the report; anything else is a failure.
+    void readable(ConnectionHandle h, StreamId id) {
+        if (!test) return;
+        Flow* f = test->find(h);
+        Connection* c = ep.connection(h);
+        if (!f || !c) return;
+        std::vector<std::uint8_t> buf(tools::PayloadPump::kChunk);
+        while (std::size_t n = c->read(id, buf)) {
+            if (f->params.reverse) continue;  // nothing is expected from the client
+            f->hash.update({buf.data(), n});
+            f->bytes += n;
+            f->last_byte = steady_now();
+        }
+        if (!f->params.reverse && c->stream_finished(id) && !f->reported) {
+            tools::ReceiverReport r{f->bytes, secs(f->start, f->last_byte), f->hash.digest()};
+            c->write(id, tools::encode(r), true);
+            f->reported = true;
+            tick(steady_now());
+        }
+    }
+
+    // The client closes once it has the reports; anything else is a failure.
     void closed(ConnectionHandle h, const CloseInfo& info) {
-        if (!test || test->h != h) return;
+        if (!test) return;
+        Flow* f = test->find(h);
+        if (!f) return;
+        f->closed = true;
+        f->close_reason = info.reason;
+        for (const Flow& g : test->flows)
+            if (!g.closed) return;
+        finish();
+    }
+
+    void finish() {
         Test& t = *test;
-        const double dur = secs(t.start, t.last_byte);
-        const double rate = dur > 0 ? t.bytes * 8.0 / dur : 0;
-        const bool ok = t.reported;
-        if (json) {
-            nlohmann::json j;
+        tick(steady_now());
+        const bool rev = t.params.reverse;
+        json streams = json::array();
+        std::uint64_t sum_bytes = 0, sum_retr = 0;
+        double sum_s = 0;
+        std::string failure;
+        for (const Flow& f : t.flows) {
+            const double s = rev ? f.sent_seconds : secs(f.start, f.last_byte);
+            const std::uint64_t bytes = rev ? f.sent_bytes : f.bytes;
+            sum_bytes += bytes;
+            sum_retr += f.retransmits;
+            sum_s = std::max(sum_s, s);
+            json j = sum_json(0, s, bytes, rev ? std::optional(f.retransmits) : std::nullopt, rev);
+            j["socket"] = f.params.index + 1;
+            streams.push_back({{rev ? "sender" : "receiver", j}});
+            if (!f.reported && failure.empty()) failure = f.close_reason;
+        }
+        if (json_out) {
+            json j;
             j["start"] = {{"test_start",
                            {{"protocol", "NDM"},
-                            {"num_streams", 1},
+                            {"num_streams", t.params.streams},
                             {"blksize", t.params.packet_size},
                             {"duration", t.params.seconds},
                             {"bytes", t.params.bytes},
-                            {"reverse", 0}}},
+                            {"reverse", rev ? 1 : 0}}},
                           {"sender_congestion", t.params.cc}};
             j["intervals"] = t.intervals;
-            j["end"] = {{"sum_received",
-                         {{"start", 0}, {"end", dur}, {"seconds", dur}, {"bytes", t.bytes}, {"bits_per_second", rate},
-                          {"sender", false}}}};
-            if (!ok) j["error"] = "client disconnected: " + info.reason;
-            std::cout << j.dump(2) << '\n' << std::flush;
+            j["end"] = {{"streams", streams},
+                        {rev ? "sum_sent" : "sum_received",
+                         sum_json(0, sum_s, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev)}};
+            if (!failure.empty()) j["error"] = "client disconnected: " + failure;
+            std::cout << j.dump(2) << '\n';
         } else {
+            auto line = [&](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", id, 0.0, s, tools::format_bytes(bytes),
+                                         tools::format_bitrate(rate(bytes, s)))
+                          << (rev ? fmt::format("  {:>4}             sender\n", retr) : "                  receiver\n");
+            };
             std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
-            row(0, dur, t.bytes, "                  receiver");
-            if (!ok) std::cout << "ndm-recv: the test ended early: " << info.reason << '\n';
-            std::cout << std::flush;
+            for (const Flow& f : t.flows)
+                line(id_label(f.params.index), rev ? f.sent_seconds : secs(f.start, f.last_byte),
+                     rev ? f.sent_bytes : f.bytes, f.retransmits);
+            if (t.flows.size() > 1) line("[SUM]", sum_s, sum_bytes, sum_retr);
+            if (!failure.empty()) std::cout << "ndm-recv: the test ended early: " << failure << '\n';
         }
-        if (!ok) std::cerr << "ndm-recv: client disconnected before the end of the test: " << info.reason << '\n';
+        std::cout << std::flush;
+        if (!failure.empty()) std::cerr << "ndm-recv: client disconnected before the end of the test: " << failure << '\n';
         test.reset();
         ++finished;
     }
@@ -167,17 +347,18 @@ struct Server {
 int main(int argc, char** argv) {
     std::uint16_t port = 5201;
     std::string bind = "::";
-    bool one_off = false, json = false;
+    bool one_off = false, json_out = false;
     std::string io = "auto";
     CLI::App app{
-        "ndm-recv: the receiving side of an iperf3-style throughput test over ndm (the sender is ndm-send).\n"
-        "Serves one test at a time; the sender's parameters arrive in the handshake and the receiver's totals\n"
-        "go back to the sender at the end of each test.",
+        "ndm-recv: the server of an iperf3-style throughput test over ndm (the client is ndm-send).\n"
+        "Serves one test (of one or more parallel connections) at a time; the client's parameters arrive in the\n"
+        "handshake and this side's totals go back to the client at the end of each test. Receives, or sends\n"
+        "when the client asks for reverse mode (-R).",
         "ndm-recv"};
     app.add_option("-p,--port", port, "UDP port to listen on")->capture_default_str();
     app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();
     app.add_flag("-1,--one-off", one_off, "exit after one test");
-    app.add_flag("-J,--json", json, "print one JSON document per test instead of text");
+    app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
     app.add_option("--io", io, "socket backend: auto, uring or epoll")->capture_default_str();
     try {
         app.parse(argc, argv);
@@ -198,14 +379,14 @@ int main(int argc, char** argv) {
 
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
-        if (!json) {
+        if (!json_out) {
             std::cout << "-----------------------------------------------------------\n"
                       << fmt::format("Server listening on {} (UDP, {})\n", ep.local_address(), to_string(ep.backend()))
                       << "-----------------------------------------------------------\n"
                       << std::flush;
         }
 
-        Server s{json, ep, std::nullopt, 0};
+        Server s{json_out, ep, std::nullopt, 0};
         ep.on_event([&](ConnectionHandle h, const Event& ev) {
             if (std::holds_alternative<event::Established>(ev)) s.start(h);
             else if (const auto* r = std::get_if<event::StreamReadable>(&ev)) s.readable(h, r->id);
@@ -213,18 +394,17 @@ int main(int argc, char** argv) {
         });
         while (!g_stop && !(one_off && s.finished > 0)) {
             Instant now = steady_now();
-            Instant deadline = now + std::chrono::milliseconds(100);  // bounds the reaction to Ctrl-C
-            if (s.test && !s.test->reported) deadline = std::min(deadline, s.test->next_report);
+            s.pump(now);
+            // Short waits while sending (the pump refills), else bounded by Ctrl-C's reaction time.
+            Instant deadline = now + (s.sending() ? std::chrono::milliseconds(2) : std::chrono::milliseconds(100));
+            if (s.test && !s.test->intervals_done) deadline = std::min(deadline, s.test->next_report);
             ep.run_once(deadline);
             while (ep.next_accepted()) {}  // handled through Established events
-            now = steady_now();
-            if (s.test && !s.test->reported && now >= s.test->next_report) {
-                s.interval(now);
-                s.test->next_report += from_seconds(s.test->params.interval);
-            }
+            s.tick(steady_now());
         }
         if (g_stop && s.test) {
-            if (Connection* c = ep.connection(s.test->h)) c->close(0, "the server was interrupted", steady_now());
+            for (const Flow& f : s.test->flows)
+                if (Connection* c = ep.connection(f.h)) c->close(0, "the server was interrupted", steady_now());
             ep.run_until([&] { return ep.connection_count() == 0; }, std::chrono::milliseconds(300));
         }
         return 0;

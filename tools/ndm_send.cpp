@@ -1,11 +1,17 @@
-// ndm-send: the sending half of an iperf3-style throughput test over ndm (the
-// receiver is ndm-recv). The test parameters travel in the handshake's
-// application params; the receiver's totals and stream hash come back on the
-// test stream after our FIN, so the closing lines show both sides and whether
-// the data arrived byte-exact. --emu/--profile impair this socket's path
-// (egress = up, ingress = down), like netem on the sender's interface.
+// ndm-send: the client of an iperf3-style throughput test over ndm (the server
+// is ndm-recv). The test parameters travel in each connection's handshake
+// application params. Forward (default): we send; the receiver's totals and
+// stream hash come back on the test stream after our FIN. Reverse (-R): the
+// server sends with the controller we name, and reports its totals and hash
+// on a second stream once all data is acknowledged. Either way the closing
+// lines show both sides and whether the data arrived byte-exact. -P N runs N
+// connections at once (one test on the server) with [SUM] rows. --emu and
+// --profile impair this socket's path (egress = up, ingress = down), like
+// netem on the client's interface.
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <random>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -17,6 +23,7 @@
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
+#include "sim/stream_hash.hpp"
 
 using namespace ndm;
 using nlohmann::json;
@@ -32,13 +39,21 @@ struct Options {
     double interval = 1;
     std::string emu;
     std::size_t packet_size = 1452;
+    unsigned parallel = 1;
+    bool reverse = false;
     bool json = false;
     std::uint64_t seed = 1;
     std::string io = "auto";
 };
 
+// Reverse mode: the server's streams (server-initiated bidirectional IDs,
+// RFC 9000 §2.1): the first carries the data, the second its report.
+constexpr StreamId kReverseData = 1;
+constexpr StreamId kReverseReport = 5;
+
 double secs(Instant a, Instant b) { return to_seconds(b - a); }
 double rate(std::uint64_t bytes, double s) { return s > 0 ? bytes * 8.0 / s : 0; }
+std::string id_label(unsigned index) { return fmt::format("[{:>3}]", index + 1); }
 
 json sum_json(double b, double e, std::uint64_t bytes, std::optional<std::uint64_t> retr, bool sender) {
     json j = {{"start", b}, {"end", e}, {"seconds", e - b}, {"bytes", bytes}, {"bits_per_second", rate(bytes, e - b)}};
@@ -47,8 +62,28 @@ json sum_json(double b, double e, std::uint64_t bytes, std::optional<std::uint64
     return j;
 }
 
+// One connection of the test.
+struct Flow {
+    unsigned index = 0;
+    ConnectionHandle h = 0;
+    tools::TestParams params;
+    StreamId data = 0;  // forward: our stream (also carries the report back)
+    std::unique_ptr<tools::PayloadPump> pump;  // forward
+    sim::StreamHash hash;                      // reverse: what we read
+    std::uint64_t received = 0;
+    Instant last_byte{};
+    std::vector<std::uint8_t> report;
+    bool report_done = false;
+    std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
+
+    // Closing numbers.
+    std::uint64_t sent_bytes = 0, retransmits = 0, recv_bytes = 0;
+    double sent_seconds = 0, recv_seconds = 0;
+    bool exact = false;
+};
+
 // Everything after argument checking; throws std::runtime_error on a failed test.
-int run(const Options& o, const tools::TestParams& params, const std::optional<emu::Profile>& profile) {
+int run(const Options& o, const tools::TestParams& base, const std::optional<emu::Profile>& profile) {
     EndpointConfig cfg;
     cfg.backend = parse_io_backend(o.io);
     cfg.connection.cc = o.cc;
@@ -58,141 +93,309 @@ int run(const Options& o, const tools::TestParams& params, const std::optional<e
     // absent or disappears mid-test.
     cfg.connection.handshake_timeout = std::chrono::seconds(5);
     cfg.connection.idle_timeout = std::chrono::seconds(5);
-    cfg.connection.application_params = tools::encode(params);
     if (profile) {
-        cfg.egress_link = [p = *profile, s = o.seed] { return emu::make_link(p, emu::Direction::up, s); };
-        cfg.ingress_link = [p = *profile, s = o.seed] { return emu::make_link(p, emu::Direction::down, s); };
+        // One link per connection and direction; each connection its own seed.
+        auto up = std::make_shared<std::uint64_t>(o.seed), down = std::make_shared<std::uint64_t>(o.seed);
+        cfg.egress_link = [p = *profile, up] { return emu::make_link(p, emu::Direction::up, (*up)++); };
+        cfg.ingress_link = [p = *profile, down] { return emu::make_link(p, emu::Direction::down, (*down)++); };
     }
     Endpoint ep(cfg);
     const std::string profile_name = profile ? profile->name : "none";
+    const unsigned n = o.parallel;
+    const bool rev = o.reverse;
 
     if (!o.json) std::cout << fmt::format("Connecting to host {}, port {}\n", o.host, o.port) << std::flush;
-    const ConnectionHandle h = ep.connect(o.host, o.port);
-    Connection* c = &tools::await_established(ep, h, std::chrono::seconds(6));
-    const StreamId id = *c->open_stream();
-    const std::size_t mds = c->max_datagram_size();
+    if (!o.json && rev) std::cout << fmt::format("Reverse mode, remote host {} is sending\n", o.host) << std::flush;
+    std::vector<Flow> flows(n);
+    // Distinguishes this test's connections from another client's on the server.
+    const std::uint64_t test_id = std::random_device{}() * 0x100000000ULL + std::random_device{}();
+    for (unsigned i = 0; i < n; ++i) {
+        Flow& f = flows[i];
+        f.index = i;
+        f.params = base;
+        f.params.streams = n;
+        f.params.index = i;
+        f.params.test_id = test_id;
+        f.params.seed = base.seed + i;  // distinct payloads: a mix-up between connections shows
+        ConnectionConfig cc = cfg.connection;
+        cc.application_params = tools::encode(f.params);
+        f.h = ep.connect(o.host, o.port, cc);
+    }
+    std::size_t mds = 0;
+    for (Flow& f : flows) {
+        Connection& c = tools::await_established(ep, f.h, std::chrono::seconds(6));
+        mds = c.max_datagram_size();
+        if (!rev) {
+            const auto id = c.open_stream();
+            if (!id) throw std::runtime_error("the receiver allows no stream");
+            f.data = *id;
+            f.pump = std::make_unique<tools::PayloadPump>(
+                f.params.seed, base.bytes ? base.bytes : std::numeric_limits<std::uint64_t>::max());
+        }
+    }
     if (!o.json) {
-        std::cout << fmt::format("[  1] local {} connected to {} port {} ({})\n", ep.local_address(), o.host, o.port,
-                                 to_string(ep.backend()))
-                  << fmt::format("[  1] controller {}, profile {}, packet size {} bytes\n", o.cc, profile_name, mds)
-                  << "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+        for (const Flow& f : flows)
+            std::cout << fmt::format("{} local {} connected to {} port {} ({})\n", id_label(f.index), ep.local_address(),
+                                     o.host, o.port, to_string(ep.backend()));
+        std::cout << fmt::format("[  *] controller {}{}, profile {}, packet size {} bytes{}\n", o.cc,
+                                 rev ? " (on the server)" : "", profile_name, mds,
+                                 n > 1 ? fmt::format(", {} parallel connections", n) : "")
+                  << (rev ? "[ ID] Interval           Transfer     Bitrate\n"
+                          : "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n")
                   << std::flush;
     }
 
-    tools::PayloadPump pump(o.seed, params.bytes ? params.bytes : std::numeric_limits<std::uint64_t>::max());
-    json intervals = json::array();
-    const Instant start = steady_now();
-    const Instant end = params.bytes ? kNever : start + from_seconds(params.seconds);
-    Instant sample_begin = start, next_sample = start + from_seconds(params.interval);
-    std::uint64_t prev_sent = 0, prev_retx = 0;
-    auto sample = [&](Instant now) {
-        const Connection* cc = ep.find(h);
-        if (!cc) return;
-        const ConnectionStats st = cc->stats(now);
-        const double b = secs(start, sample_begin), e = secs(start, now);
-        const std::uint64_t bytes = st.stream_bytes_sent - prev_sent, retr = st.packets_retransmitted - prev_retx;
-        if (o.json) {
-            json s = sum_json(b, e, bytes, retr, true);
-            json stream = s;
-            stream["socket"] = 1;
-            stream["snd_cwnd"] = st.cwnd;
-            stream["rtt"] = std::chrono::duration_cast<std::chrono::microseconds>(st.smoothed_rtt).count();
-            intervals.push_back({{"streams", json::array({stream})}, {"sum", s}});
-        } else {
-            std::cout << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}  {:>12}\n", b, e,
-                                     tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), retr,
-                                     tools::format_cwnd(st.cwnd))
-                      << std::flush;
-        }
-        prev_sent = st.stream_bytes_sent;
-        prev_retx = st.packets_retransmitted;
-        sample_begin = now;
-    };
-    auto fail_reason = [&] {
+    auto fail_reason = [&](ConnectionHandle h) {
         const CloseInfo* ci = ep.close_info(h);
         return ci ? ci->reason : std::string("the connection closed");
     };
-
-    // Send phase: -t sends for a time; -n until the receiver acknowledged every byte.
-    for (Instant now = steady_now(); now < end; now = steady_now()) {
-        c = ep.connection(h);
+    auto require_open = [&](Flow& f, const char* when) -> Connection& {
+        Connection* c = ep.connection(f.h);
         if (!c || c->state() != ConnectionState::established)
-            throw std::runtime_error("connection lost during the test: " + fail_reason());
-        if (params.bytes && pump.done() && c->stats(now).stream_bytes_acked >= params.bytes) break;
-        pump.pump(*c, id, now);
-        ep.run_once(std::min({next_sample, end, now + std::chrono::milliseconds(2)}));
-        now = steady_now();
+            throw std::runtime_error(fmt::format("connection {} lost {}: {}", f.index + 1, when, fail_reason(f.h)));
+        return *c;
+    };
+
+    json intervals = json::array();
+    const Instant start = steady_now();
+    Instant sample_begin = start, next_sample = start + from_seconds(base.interval);
+    auto sample = [&](Instant now) {
+        const double b = secs(start, sample_begin), e = secs(start, now);
+        json streams = json::array();
+        std::uint64_t sum_bytes = 0, sum_retr = 0;
+        for (Flow& f : flows) {
+            std::uint64_t bytes = 0, retr = 0, cwnd = 0;
+            Duration srtt{0};
+            const Connection* c = ep.find(f.h);
+            if (rev) {
+                bytes = f.received - f.prev_bytes;
+                f.prev_bytes = f.received;
+            } else if (c) {
+                const ConnectionStats st = c->stats(now);
+                bytes = st.stream_bytes_sent - f.prev_bytes;
+                retr = st.packets_retransmitted - f.prev_retx;
+                cwnd = st.cwnd;
+                srtt = st.smoothed_rtt;
+                f.prev_bytes = st.stream_bytes_sent;
+                f.prev_retx = st.packets_retransmitted;
+            }
+            sum_bytes += bytes;
+            sum_retr += retr;
+            if (o.json) {
+                json s = sum_json(b, e, bytes, rev ? std::nullopt : std::optional(retr), !rev);
+                s["socket"] = f.index + 1;
+                if (!rev) {
+                    s["snd_cwnd"] = cwnd;
+                    s["rtt"] = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
+                }
+                streams.push_back(s);
+            } else if (rev) {
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}\n", id_label(f.index), b, e,
+                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)));
+            } else {
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}  {:>12}\n", id_label(f.index), b,
+                                         e, tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), retr,
+                                         tools::format_cwnd(cwnd));
+            }
+        }
+        if (o.json) {
+            intervals.push_back({{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev)}});
+        } else if (n > 1) {
+            std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
+                                     tools::format_bitrate(rate(sum_bytes, e - b)))
+                      << (rev ? std::string() : fmt::format("  {:>4}", sum_retr)) << '\n'
+                      << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+        }
+        std::cout << std::flush;
+        sample_begin = now;
+    };
+    auto tick = [&](Instant now) {
         if (now >= next_sample) {
             sample(now);
-            next_sample += from_seconds(params.interval);
+            next_sample += from_seconds(base.interval);
+        }
+    };
+    auto read_all = [&](Connection& c, StreamId id, std::vector<std::uint8_t>& into) {
+        std::uint8_t buf[4096];
+        while (std::size_t k = c.read(id, buf)) into.insert(into.end(), buf, buf + k);
+    };
+
+    if (!rev) {
+        // Send phase: -t sends for a time; -n until the receiver acknowledged every byte.
+        const Instant end = base.bytes ? kNever : start + from_seconds(base.seconds);
+        for (Instant now = steady_now(); now < end; now = steady_now()) {
+            bool all_acked = base.bytes != 0;
+            for (Flow& f : flows) {
+                Connection& c = require_open(f, "during the test");
+                if (all_acked && !(f.pump->done() && c.stats(now).stream_bytes_acked >= base.bytes)) all_acked = false;
+                f.pump->pump(c, f.data, now);
+            }
+            if (all_acked) break;
+            ep.run_once(std::min({next_sample, end, now + std::chrono::milliseconds(2)}));
+            tick(steady_now());
+        }
+        if (secs(sample_begin, steady_now()) > base.interval / 10) sample(steady_now());
+        const double sender_seconds = secs(start, steady_now());
+        for (Flow& f : flows) {
+            Connection& c = require_open(f, "during the test");
+            if (!base.bytes) c.finish(f.data);
+            f.sent_seconds = sender_seconds;
+        }
+        // Each receiver answers our FIN with its report on the same stream.
+        const bool got = ep.run_until(
+            [&] {
+                bool all = true;
+                for (Flow& f : flows) {
+                    Connection* c = ep.connection(f.h);
+                    if (!c || c->is_closed()) return true;
+                    read_all(*c, f.data, f.report);
+                    f.report_done = c->stream_finished(f.data);
+                    all = all && f.report_done;
+                }
+                return all;
+            },
+            std::chrono::seconds(30));
+        for (Flow& f : flows) {
+            Connection* c = ep.connection(f.h);
+            if (!got || !c || !f.report_done)
+                throw std::runtime_error(got ? fmt::format("connection {} lost before the receiver's report: {}",
+                                                           f.index + 1, fail_reason(f.h))
+                                             : "no report from the receiver within 30 s after the send phase");
+            const tools::ReceiverReport rr = tools::decode_receiver_report(f.report);
+            const ConnectionStats st = c->stats(steady_now());
+            f.sent_bytes = st.stream_bytes_sent;
+            f.retransmits = st.packets_retransmitted;
+            f.recv_bytes = rr.bytes;
+            f.recv_seconds = rr.seconds;
+            f.exact = rr.bytes == f.pump->written() && rr.hash == f.pump->digest();
+        }
+    } else {
+        // Receive phase: until every server stream and report has arrived.
+        const Instant limit = start + from_seconds((base.bytes ? 3600 : base.seconds) + 30);
+        auto progress = [&](Instant now) {
+            bool all = true;
+            for (Flow& f : flows) {
+                Connection& c = require_open(f, "during the test");
+                std::uint8_t buf[16384];
+                while (std::size_t k = c.read(kReverseData, buf)) {
+                    f.hash.update({buf, k});
+                    f.received += k;
+                    f.last_byte = now;
+                }
+                read_all(c, kReverseReport, f.report);
+                f.report_done = c.stream_finished(kReverseData) && c.stream_finished(kReverseReport);
+                all = all && f.report_done;
+            }
+            return all;
+        };
+        bool data_done = false;
+        for (Instant now = steady_now(); !progress(now); now = steady_now()) {
+            if (now >= limit) throw std::runtime_error("the server did not finish within 30 s after the test time");
+            ep.run_once(std::min(next_sample, now + std::chrono::milliseconds(50)));
+            bool all_fin = true;
+            for (Flow& f : flows)
+                if (const Connection* c = ep.find(f.h); c && !c->stream_finished(kReverseData)) all_fin = false;
+            if (!data_done) {
+                if (all_fin) {
+                    data_done = true;
+                    Instant last = start;
+                    for (Flow& f : flows) last = std::max(last, f.last_byte);
+                    if (secs(sample_begin, last) > base.interval / 10) sample(last);
+                } else {
+                    tick(steady_now());
+                }
+            }
+        }
+        for (Flow& f : flows) {
+            const tools::SenderReport sr = tools::decode_sender_report(f.report);
+            f.sent_bytes = sr.bytes;
+            f.sent_seconds = sr.seconds;
+            f.retransmits = sr.retransmits;
+            f.recv_bytes = f.received;
+            f.recv_seconds = secs(start, f.last_byte);
+            f.exact = sr.bytes == f.received && sr.hash == f.hash.digest();
         }
     }
-    if (secs(sample_begin, steady_now()) > params.interval / 10) sample(steady_now());
-    const double sender_seconds = secs(start, steady_now());
-    c = ep.connection(h);
-    if (!c || c->state() != ConnectionState::established)
-        throw std::runtime_error("connection lost during the test: " + fail_reason());
-    if (!params.bytes) c->finish(id);
-
-    // The receiver answers our FIN with its report on the same stream.
-    std::vector<std::uint8_t> report_bytes, buf(4096);
-    const bool got = ep.run_until(
+    for (Flow& f : flows)
+        if (Connection* c = ep.connection(f.h)) c->close(0, "test complete", steady_now());
+    ep.run_until(
         [&] {
-            Connection* cc = ep.connection(h);
-            if (!cc || cc->is_closed()) return true;
-            while (std::size_t n = cc->read(id, buf)) report_bytes.insert(report_bytes.end(), buf.begin(), buf.begin() + n);
-            return cc->stream_finished(id);
+            for (const Flow& f : flows)
+                if (ep.find(f.h) && !ep.find(f.h)->is_closed()) return false;
+            return true;
         },
-        std::chrono::seconds(30));
-    c = ep.connection(h);
-    if (!got || !c || !c->stream_finished(id))
-        throw std::runtime_error(got ? "connection lost before the receiver's report: " + fail_reason()
-                                     : "no report from the receiver within 30 s after the send phase");
-    const tools::ReceiverReport rr = tools::decode_receiver_report(report_bytes);
-    const ConnectionStats st = c->stats(steady_now());
-    c->close(0, "test complete", steady_now());
-    ep.run_until([&] { return ep.find(h) == nullptr || ep.find(h)->is_closed(); }, std::chrono::milliseconds(300));
+        std::chrono::milliseconds(300));
 
-    const bool exact = rr.bytes == pump.written() && rr.hash == pump.digest();
+    // Closing numbers and the verdict.
+    std::uint64_t sum_sent = 0, sum_recv = 0, sum_retr = 0;
+    double sum_sent_s = 0, sum_recv_s = 0;
+    bool all_exact = true;
     std::string error;
-    if (rr.bytes != pump.written())
-        error = fmt::format("the receiver read {} bytes of {} sent", rr.bytes, pump.written());
-    else if (!exact)
-        error = "the received data differs from what was sent (hash mismatch)";
+    for (const Flow& f : flows) {
+        sum_sent += f.sent_bytes;
+        sum_recv += f.recv_bytes;
+        sum_retr += f.retransmits;
+        sum_sent_s = std::max(sum_sent_s, f.sent_seconds);
+        sum_recv_s = std::max(sum_recv_s, f.recv_seconds);
+        all_exact = all_exact && f.exact;
+        if (!f.exact && error.empty()) {
+            const std::uint64_t written = rev ? f.sent_bytes : f.pump->written();
+            error = f.recv_bytes != written
+                        ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1, f.recv_bytes, written)
+                        : fmt::format("connection {}: the received data differs from what was sent (hash mismatch)",
+                                      f.index + 1);
+        }
+    }
 
     if (o.json) {
         json j;
+        json connected = json::array();
+        for (const Flow& f : flows)
+            connected.push_back({{"socket", f.index + 1}, {"local_host", ep.local_address()}, {"remote_host", o.host},
+                                 {"remote_port", o.port}});
         j["start"] = {{"connecting_to", {{"host", o.host}, {"port", o.port}}},
-                      {"connected", json::array({{{"socket", 1}, {"local_host", ep.local_address()},
-                                                  {"remote_host", o.host}, {"remote_port", o.port}}})},
+                      {"connected", connected},
                       {"version", "ndm-send"},
                       {"test_start",
-                       {{"protocol", "NDM"}, {"num_streams", 1}, {"blksize", mds}, {"omit", 0},
-                        {"duration", params.seconds}, {"bytes", params.bytes}, {"reverse", 0}}},
+                       {{"protocol", "NDM"}, {"num_streams", n}, {"blksize", mds}, {"omit", 0},
+                        {"duration", base.seconds}, {"bytes", base.bytes}, {"reverse", rev ? 1 : 0}}},
                       {"congestion_control", o.cc},
                       {"profile", profile_name},
                       {"io", to_string(ep.backend())}};
         j["intervals"] = intervals;
-        json sent = sum_json(0, sender_seconds, st.stream_bytes_sent, st.packets_retransmitted, true);
-        json received = sum_json(0, rr.seconds, rr.bytes, std::nullopt, true);
-        j["end"] = {{"streams", json::array({{{"sender", sent}, {"receiver", received}}})},
-                    {"sum_sent", sent},
-                    {"sum_received", received},
+        json streams = json::array();
+        for (const Flow& f : flows) {
+            json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, true);
+            json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, true);
+            s["socket"] = r["socket"] = f.index + 1;
+            streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}});
+        }
+        j["end"] = {{"streams", streams},
+                    {"sum_sent", sum_json(0, sum_sent_s, sum_sent, sum_retr, true)},
+                    {"sum_received", sum_json(0, sum_recv_s, sum_recv, std::nullopt, true)},
                     {"sender_congestion", o.cc},
-                    {"byte_exact", exact}};
+                    {"byte_exact", all_exact}};
         if (!error.empty()) j["error"] = error;
         std::cout << j.dump(2) << '\n';
     } else {
+        auto sender_line = [](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
+            return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}             sender\n", id, 0.0, s,
+                               tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, s)), retr);
+        };
+        auto receiver_line = [](const std::string& id, double s, std::uint64_t bytes, bool exact) {
+            return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}                   receiver{}\n", id, 0.0, s,
+                               tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, s)),
+                               exact ? "  (byte-exact)" : "");
+        };
         std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
-                  << "[ ID] Interval           Transfer     Bitrate         Retr\n"
-                  << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}             sender\n", 0.0,
-                                 sender_seconds, tools::format_bytes(st.stream_bytes_sent),
-                                 tools::format_bitrate(rate(st.stream_bytes_sent, sender_seconds)),
-                                 st.packets_retransmitted)
-                  << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}                   receiver{}\n", 0.0,
-                                 rr.seconds, tools::format_bytes(rr.bytes), tools::format_bitrate(rate(rr.bytes, rr.seconds)),
-                                 exact ? "  (byte-exact)" : "")
-                  << "\nndm-send done.\n";
+                  << "[ ID] Interval           Transfer     Bitrate         Retr\n";
+        for (const Flow& f : flows)
+            std::cout << sender_line(id_label(f.index), f.sent_seconds, f.sent_bytes, f.retransmits)
+                      << receiver_line(id_label(f.index), f.recv_seconds, f.recv_bytes, f.exact);
+        if (n > 1)
+            std::cout << sender_line("[SUM]", sum_sent_s, sum_sent, sum_retr)
+                      << receiver_line("[SUM]", sum_recv_s, sum_recv, all_exact);
+        std::cout << "\nndm-send done.\n";
     }
     if (!error.empty()) {
         std::cerr << "ndm-send: " << error << '\n';
@@ -207,16 +410,17 @@ int main(int argc, char** argv) {
     Options o;
     std::string profile_name;
     CLI::App app{
-        "ndm-send: the sending side of an iperf3-style throughput test over ndm (the receiver is ndm-recv).\n"
+        "ndm-send: the client of an iperf3-style throughput test over ndm (the server is ndm-recv).\n"
         "Prints per-interval Transfer/Bitrate/Retr/Cwnd rows and the closing sender and receiver lines; the\n"
-        "receiver's totals and a hash of what it read come back over the connection (byte-exactness check).",
+        "other side's totals and a hash of the data come back over the connection (byte-exactness check).",
         "ndm-send"};
-    app.add_option("-c,--client", o.host, "receiver address (numeric, or localhost)")->required();
-    app.add_option("-p,--port", o.port, "receiver UDP port")->capture_default_str();
+    app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
+    app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
     auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
     auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G suffixes, binary)");
     t->excludes(n);
-    app.add_option("-C,--congestion", o.cc, "congestion controller: reno, cubic, ndm, ndm-lkm or a registered name")
+    app.add_option("-C,--congestion", o.cc,
+                   "congestion controller of the sending side: reno, cubic, ndm, ndm-lkm or a registered name")
         ->capture_default_str();
     app.add_option("-i,--interval", o.interval, "seconds between interval reports")
         ->capture_default_str()
@@ -229,6 +433,10 @@ int main(int argc, char** argv) {
     app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507)")
         ->capture_default_str()
         ->check(CLI::Range(kMinDatagramSize, kMaxDatagramSize));
+    app.add_option("-P,--parallel", o.parallel, "parallel connections (1..128), one test on the server")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, tools::kMaxParallel));
+    app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
     app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");
     app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
     app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
@@ -251,6 +459,7 @@ int main(int argc, char** argv) {
         params.packet_size = o.packet_size;
         params.interval = o.interval;
         params.seed = o.seed;
+        params.reverse = o.reverse;
         if (!o.bytes.empty()) {
             params.bytes = tools::parse_size(o.bytes);
             if (params.bytes == 0) throw std::invalid_argument("-n must be at least 1 byte");

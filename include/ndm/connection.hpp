@@ -129,6 +129,13 @@ public:
     // Bytes the application may still write before the send buffer is full.
     [[nodiscard]] std::size_t stream_send_capacity(StreamId id) const;
 
+    // Replaces the congestion controller by registry name and option string,
+    // e.g. a server adopting the controller its client asked for in the
+    // application params. Meant for right after the handshake (the new
+    // controller starts from its initial window). Throws std::invalid_argument
+    // on an unknown name or bad options, leaving the current one in place.
+    void set_congestion_control(const std::string& name, const std::string& options = {});
+
     // Starts a graceful close with a code and reason; the peer is told.
     void close(std::uint64_t code, std::string reason, Instant now, bool application = true);
 

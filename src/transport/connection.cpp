@@ -1134,6 +1134,21 @@ std::size_t Connection::stream_send_capacity(StreamId id) const {
     return it->second.send.capacity();
 }
 
+void Connection::set_congestion_control(const std::string& name, const std::string& options) {
+    auto& d = *impl_;
+    cc::Params p;
+    p.max_datagram_size = d.mds;
+    p.now = d.last_now;
+    auto fresh = cc::make(name, p, options);  // throws before anything changes
+    d.cfg.cc = name;
+    d.cfg.cc_options = options;
+    if (d.last_now > d.cc_state_since) d.state_bucket(d.cc_state) += d.last_now - d.cc_state_since;
+    d.cc = std::move(fresh);
+    d.cc_state = std::string(d.cc->state());
+    d.cc_state_since = d.last_now;
+    d.update_pacer();
+}
+
 void Connection::close(std::uint64_t code, std::string reason, Instant now, bool application) {
     impl_->start_close(code, std::move(reason), application, now);
 }

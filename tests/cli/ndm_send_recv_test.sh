@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ndm-send → ndm-recv over loopback for 2 s: consistent sender/receiver totals,
-# byte-exact delivery, the -J document's keys; bad input (unknown controller,
+# byte-exact delivery, the -J document's keys; -P (parallel connections, SUM
+# rows) and -R (reverse: the server sends) byte-exact; bad input (unknown controller,
 # refused port) is one clear line and a non-zero exit within seconds.
 set -euo pipefail
 send="$1"
@@ -65,7 +66,28 @@ else
   done
 fi
 
-# 3. Unknown controller: exit code 2, one line.
+# 3. -P 3: three connections served as one test, per-connection rows plus [SUM], all byte-exact.
+start_server ""
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 3 > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -P exit $?"
+wait "$srv_pid" || fail "ndm-recv -P exit code"
+srv_pid=""
+[ "$(grep -c '^\[  [123]\] .*receiver  (byte-exact)' "$out/send.txt")" -eq 3 ] || fail "-P: per-connection byte-exact lines"
+grep -q '^\[SUM\] .*sender' "$out/send.txt" || fail "-P: SUM sender line"
+grep -q '^\[SUM\] .*receiver  (byte-exact)' "$out/send.txt" || fail "-P: SUM receiver line"
+grep -q '^\[SUM\] .* sec ' "$out/recv.txt" || fail "-P: server SUM rows"
+[ "$(grep -c 'receiver$' "$out/recv.txt")" -eq 4 ] || fail "-P: server summary (3 connections + SUM)"
+
+# 4. -R -P 2: the server sends with the client's controller; still byte-exact.
+start_server ""
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -R -P 2 -C reno > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -R exit $?"
+wait "$srv_pid" || fail "ndm-recv -R exit code"
+srv_pid=""
+grep -q "Reverse mode" "$out/send.txt" || fail "-R: no 'Reverse mode' line"
+[ "$(grep -c 'receiver  (byte-exact)' "$out/send.txt")" -eq 3 ] || fail "-R: byte-exact lines"
+grep -q "controller reno.*reverse mode: sending" "$out/recv.txt" || fail "-R: server did not send with reno"
+grep -q '^\[SUM\] .*sender$' "$out/recv.txt" || fail "-R: server sender summary"
+
+# 5. Unknown controller: exit code 2, one line.
 set +e
 err=$("$send" -c 127.0.0.1 -p 9 -C nope 2>&1 >/dev/null); rc=$?
 set -e
@@ -73,7 +95,7 @@ set -e
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "error is not one line: $err"
 echo "$err" | grep -q 'nope' || fail "error does not name the controller: $err"
 
-# 4. Refused port: non-zero within 10 s, one clear line.
+# 6. Refused port: non-zero within 10 s, one clear line.
 port=$(free_port)
 set +e
 t0=$SECONDS

@@ -24,7 +24,8 @@ nlohmann::json from_bytes(std::span<const std::uint8_t> blob, const char* what) 
 
 std::vector<std::uint8_t> encode(const TestParams& p) {
     return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
-                     {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed}});
+                     {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed},
+                     {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse}});
 }
 
 TestParams decode_test_params(std::span<const std::uint8_t> blob) {
@@ -38,7 +39,13 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
         p.bytes = j.at("bytes").get<std::uint64_t>();
         p.interval = j.at("interval").get<double>();
         p.seed = j.at("seed").get<std::uint64_t>();
+        p.streams = j.value("streams", 1u);
+        p.index = j.value("index", 0u);
+        p.test_id = j.value("test_id", std::uint64_t{0});
+        p.reverse = j.value("reverse", false);
         if (!(p.interval > 0)) throw std::invalid_argument("interval must be positive");
+        if (p.streams < 1 || p.streams > kMaxParallel || p.index >= p.streams)
+            throw std::invalid_argument("bad parallel stream count or index");
         return p;
     } catch (const nlohmann::json::exception& e) {
         throw std::invalid_argument(std::string("bad test parameters: ") + e.what());
@@ -55,6 +62,20 @@ ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
         return {j.at("bytes").get<std::uint64_t>(), j.at("seconds").get<double>(), j.at("hash").get<std::uint64_t>()};
     } catch (const nlohmann::json::exception& e) {
         throw std::invalid_argument(std::string("bad receiver report: ") + e.what());
+    }
+}
+
+std::vector<std::uint8_t> encode(const SenderReport& r) {
+    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash}});
+}
+
+SenderReport decode_sender_report(std::span<const std::uint8_t> blob) {
+    auto j = from_bytes(blob, "sender report");
+    try {
+        return {j.at("bytes").get<std::uint64_t>(), j.at("seconds").get<double>(),
+                j.at("retransmits").get<std::uint64_t>(), j.at("hash").get<std::uint64_t>()};
+    } catch (const nlohmann::json::exception& e) {
+        throw std::invalid_argument(std::string("bad sender report: ") + e.what());
     }
 }
 

@@ -23,8 +23,15 @@ struct TestParams {
     double seconds = 10;     // send time; 0 when bytes is set
     std::uint64_t bytes = 0; // byte budget (-n); 0 = timed
     double interval = 1;
-    std::uint64_t seed = 1;
+    std::uint64_t seed = 1;  // payload seed of this connection
+    // -P and -R: the connections of one test share test_id; index is this
+    // connection's place among `streams`. In reverse the server sends.
+    unsigned streams = 1;
+    unsigned index = 0;
+    std::uint64_t test_id = 0;
+    bool reverse = false;
 };
+inline constexpr unsigned kMaxParallel = 128;
 std::vector<std::uint8_t> encode(const TestParams& p);
 // Throws std::invalid_argument when the blob is not a test request.
 TestParams decode_test_params(std::span<const std::uint8_t> blob);
@@ -37,6 +44,17 @@ struct ReceiverReport {
 };
 std::vector<std::uint8_t> encode(const ReceiverReport& r);
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob);
+
+// Reverse mode: what the sending server wrote, sent to the client on a second
+// stream once the peer acknowledged all the data.
+struct SenderReport {
+    std::uint64_t bytes = 0;
+    double seconds = 0;            // the send phase
+    std::uint64_t retransmits = 0; // packets carrying retransmitted data
+    std::uint64_t hash = 0;        // digest of the bytes written
+};
+std::vector<std::uint8_t> encode(const SenderReport& r);
+SenderReport decode_sender_report(std::span<const std::uint8_t> blob);
 
 // Runs the endpoint until the handshake of h completes; throws
 // std::runtime_error("connection failed: <reason>") when it does not.
