@@ -4,6 +4,7 @@
 // CSV, a Markdown report and an SVG plot to --out.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,9 @@
 #include <fmt/format.h>
 
 #include "common/cli.hpp"
+#include "common/cc_entry.hpp"
+#include "common/compete.hpp"
+#include "common/emu_path.hpp"
 #include "common/live_transfer.hpp"
 #include "common/report.hpp"
 #include "common/units.hpp"
@@ -39,6 +43,8 @@ struct Options {
     bool json = false;
     bool quiet = false;
     std::string io = "auto";
+    bool compete = false;
+    double stagger = 0;
 };
 
 // The seed's loopback TCP carried ~64 KB segments; the realistic variant uses
@@ -49,17 +55,39 @@ std::size_t preset_packet_size(const std::string& preset) {
     throw std::invalid_argument(fmt::format("unknown packet preset \"{}\" (known: seed, realistic)", preset));
 }
 
+// The emulator links of one run, kept so that their statistics outlive the driver.
+struct RunLinks {
+    std::shared_ptr<emu::EmulatedLink> up, down;
+    sim::LinkFactory up_factory(const emu::Profile& profile, std::uint64_t seed) {
+        return [this, &profile, seed] {
+            up = emu::make_link(profile, emu::Direction::up, seed);
+            return std::make_unique<tools::EmuLinkRef>(up);
+        };
+    }
+    sim::LinkFactory down_factory(const emu::Profile& profile, std::uint64_t seed) {
+        return [this, &profile, seed] {
+            down = emu::make_link(profile, emu::Direction::down, seed);
+            return std::make_unique<tools::EmuLinkRef>(down);
+        };
+    }
+    // Sender → receiver is "up": the client sends.
+    [[nodiscard]] tools::PathMetrics metrics() const { return up ? tools::path_metrics(up->emu_stats()) : tools::PathMetrics{}; }
+};
+
 tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, const std::string& cc, unsigned repeat,
                              std::uint64_t seed) {
     sim::TransferSpec spec;
-    spec.client.cc = cc;
+    const tools::CcEntry entry = tools::parse_cc_entry(cc);
+    spec.client.cc = entry.name;
+    spec.client.cc_options = entry.options;
     spec.client.max_datagram_size = spec.server.max_datagram_size = o.packet_size;
     spec.client.seed = seed * 2 + 1;
     spec.server.seed = seed * 2 + 2;
     // Common random numbers: every controller of one repeat sees the same
     // impairment streams (the emulator draws each decision type from its own).
-    spec.client_to_server_factory = [&] { return emu::make_link(profile, emu::Direction::up, seed); };
-    spec.server_to_client_factory = [&] { return emu::make_link(profile, emu::Direction::down, seed); };
+    RunLinks links;
+    spec.client_to_server_factory = links.up_factory(profile, seed);
+    spec.server_to_client_factory = links.down_factory(profile, seed);
     spec.send_for = from_seconds(o.seconds);
     spec.interval = from_seconds(o.interval);
     spec.deadline = from_seconds(o.seconds + 60);
@@ -87,6 +115,7 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
     out.packets_lost = r.client_stats.packets_lost;
     out.spurious_losses = r.client_stats.spurious_losses;
     out.byte_exact = r.completed && r.hash_match;
+    out.path = links.metrics();
     if (!r.completed) out.error = r.failure.empty() ? "transfer did not complete" : r.failure;
     else if (!r.hash_match) out.error = "received data differs from what was sent";
     for (const auto& s : r.samples) {
@@ -102,15 +131,18 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
 tools::RunResult run_real(const Options& o, const emu::Profile& profile, const std::string& cc, unsigned repeat,
                           std::uint64_t seed) {
     tools::LiveSpec spec;
-    spec.cc = cc;
+    const tools::CcEntry entry = tools::parse_cc_entry(cc);
+    spec.cc = entry.name;
+    spec.cc_options = entry.options;
     spec.packet_size = o.packet_size;
     spec.seconds = o.seconds;
     spec.interval = o.interval;
     spec.seed = seed;
     spec.backend = parse_io_backend(o.io);
     // As netem on loopback: both directions impaired, here on the sender's socket path.
-    spec.up = [&] { return emu::make_link(profile, emu::Direction::up, seed); };
-    spec.down = [&] { return emu::make_link(profile, emu::Direction::down, seed); };
+    RunLinks links;
+    spec.up = links.up_factory(profile, seed);
+    spec.down = links.down_factory(profile, seed);
     const bool progress = !o.quiet && isatty(STDERR_FILENO);
     if (progress) {
         spec.progress = [&](double t) {
@@ -120,7 +152,9 @@ tools::RunResult run_real(const Options& o, const emu::Profile& profile, const s
     }
     auto r = tools::run_live(spec);
     if (progress) std::cerr << "\r\033[K" << std::flush;
+    r.controller = cc;
     r.repeat = repeat;
+    r.path = links.metrics();
     return r;
 }
 
@@ -129,6 +163,45 @@ void write_file(const fs::path& p, const std::string& content) {
     if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
     f << content;
     if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
+}
+
+int run_compete_mode(const Options& o) {
+    tools::CompeteSpec spec;
+    spec.profile = o.profile;
+    spec.controllers = o.controllers;
+    spec.seconds = o.seconds;
+    spec.stagger_s = o.stagger;
+    spec.interval_s = o.interval;
+    spec.packet_size = o.packet_size;
+    spec.seed = o.seed;
+    if (spec.stagger_s * static_cast<double>(spec.controllers.size() - 1) >= spec.seconds)
+        throw std::invalid_argument(fmt::format("--stagger {} s starts the last flow after the {} s run ends",
+                                                o.stagger, o.seconds));
+    if (!o.json) {
+        std::cout << fmt::format("ndm-compare --compete: {} sharing profile {} ({} byte packets, {:.0f} s, {} run(s), "
+                                 "virtual time)\n\n",
+                                 fmt::join(o.controllers, ", "), o.profile, o.packet_size, o.seconds, o.repeat);
+    }
+    const bool progress = !o.quiet && !o.json && isatty(STDERR_FILENO);
+    std::vector<tools::CompeteRun> runs;
+    for (unsigned rep = 0; rep < o.repeat; ++rep) {
+        if (progress) std::cerr << fmt::format("\r  run {}/{} ", rep + 1, o.repeat) << std::flush;
+        runs.push_back(tools::run_compete(spec, o.seed + rep));
+    }
+    if (progress) std::cerr << "\r\033[K" << std::flush;
+    fs::create_directories(o.out);
+    const std::string json = tools::compete_json(spec, runs);
+    write_file(fs::path(o.out) / "compete.json", json);
+    if (o.json) {
+        std::cout << json;
+    } else {
+        tools::print_compete(std::cout, spec, runs, !o.quiet);
+        std::cout << fmt::format("\nWrote {}/compete.json\n", o.out);
+    }
+    bool failed = false;
+    for (const auto& r : runs)
+        for (const auto& f : r.flows) failed |= !f.error.empty();
+    return failed ? 1 : 0;
 }
 
 }  // namespace
@@ -144,7 +217,8 @@ int main(int argc, char** argv) {
                    "emulator profile: a preset (see --list-profiles), a spec string such as "
                    "\"delay=50ms,jitter=20ms,loss=5%\", or a JSON file")
         ->capture_default_str();
-    app.add_option("--cc", o.controllers, "controllers to compare, comma-separated")
+    app.add_option("--cc", o.controllers,
+                   "controllers to compare, comma-separated; options after colons, e.g. ndm:forgive=4:standing=0.3")
         ->delimiter(',')
         ->capture_default_str();
     app.add_option("-t,--time", o.seconds, "seconds each controller sends")->capture_default_str()->check(CLI::Range(0.5, 3600.0));
@@ -163,6 +237,12 @@ int main(int argc, char** argv) {
     app.add_option("-i,--interval", o.interval, "seconds between interval reports")->capture_default_str()->check(CLI::Range(0.1, 60.0));
     app.add_option("--seed", o.seed, "emulator seed of the first run (run k uses seed + k)")->capture_default_str();
     app.add_option("--out", o.out, "directory for results.json, samples.csv, report.md and plot.svg")->capture_default_str();
+    app.add_flag("--compete", o.compete,
+                 "run the controllers at the same time, one flow each, sharing the profile's bottleneck "
+                 "(virtual time): per-flow goodput, Jain's fairness index over the last half, bottleneck "
+                 "queueing delay and drops");
+    app.add_option("--stagger", o.stagger, "with --compete: flow k starts k·SECONDS after the first")
+        ->check(CLI::Range(0.0, 3600.0));
     app.add_flag("-J,--json", o.json, "print the results as JSON on stdout instead of tables");
     app.add_flag("-q,--quiet", o.quiet, "no per-run interval tables and no progress");
     bool list_profiles = false, list_cc = false;
@@ -191,8 +271,11 @@ int main(int argc, char** argv) {
         for (const auto& c : o.controllers) {
             cc::Params p;
             p.max_datagram_size = o.packet_size;
-            (void)cc::make(c, p);
+            const tools::CcEntry entry = tools::parse_cc_entry(c);
+            (void)cc::make(entry.name, p, entry.options);
         }
+
+        if (o.compete) return run_compete_mode(o);
 
         tools::Experiment e;
         e.profile = o.profile;

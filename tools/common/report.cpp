@@ -46,14 +46,7 @@ Stat make_stat(const std::vector<double>& v) {
     return s;
 }
 
-namespace {
-
 // ---- tables rendered as aligned text or Markdown
-
-struct Table {
-    std::vector<std::string> header;
-    std::vector<std::vector<std::string>> rows;
-};
 
 std::string render_text(const Table& t) {
     std::vector<std::size_t> w(t.header.size(), 0);
@@ -74,6 +67,8 @@ std::string render_text(const Table& t) {
     return out;
 }
 
+namespace {
+
 std::string render_markdown(const Table& t) {
     std::string out = "|";
     for (const auto& h : t.header) out += " " + h + " |";
@@ -92,6 +87,7 @@ std::string render_markdown(const Table& t) {
 
 struct Aggregate {
     Stat sender_bytes, receiver_bytes, sender_bitrate, receiver_bitrate, retransmits, duration, mb_per_retr;
+    Stat queue_delay_p95, path_loss;  // ms; percent of datagrams
     double cwnd_lo = 0, cwnd_hi = 0;  // typical range: mean over runs of each run's min and max
     double interval_cv = 0;           // variability of the interval bitrate (run 0)
     unsigned failed = 0;
@@ -99,7 +95,7 @@ struct Aggregate {
 
 Aggregate aggregate(const std::vector<const RunResult*>& runs) {
     Aggregate a;
-    std::vector<double> sb, rb, sr, rr, re, du, mpr, lo, hi;
+    std::vector<double> sb, rb, sr, rr, re, du, mpr, lo, hi, qd, ls;
     for (const auto* r : runs) {
         if (!r->error.empty()) ++a.failed;
         sb.push_back(static_cast<double>(r->sender_bytes));
@@ -108,6 +104,10 @@ Aggregate aggregate(const std::vector<const RunResult*>& runs) {
         rr.push_back(r->receiver_bitrate());
         re.push_back(static_cast<double>(r->retransmits));
         du.push_back(r->receiver_seconds);
+        if (r->path.measured) {
+            qd.push_back(r->path.queue_delay_p95_ms);
+            ls.push_back(r->path.loss_rate() * 100);
+        }
         if (r->retransmits > 0) mpr.push_back(r->sender_bytes / 1048576.0 / static_cast<double>(r->retransmits));
         if (!r->intervals.empty()) {
             auto [mn, mx] = std::minmax_element(r->intervals.begin(), r->intervals.end(),
@@ -123,6 +123,8 @@ Aggregate aggregate(const std::vector<const RunResult*>& runs) {
     a.retransmits = make_stat(re);
     a.duration = make_stat(du);
     a.mb_per_retr = make_stat(mpr);
+    a.queue_delay_p95 = make_stat(qd);
+    a.path_loss = make_stat(ls);
     a.cwnd_lo = make_stat(lo).mean;
     a.cwnd_hi = make_stat(hi).mean;
     if (!runs.empty() && runs[0]->intervals.size() > 1) {
@@ -153,6 +155,8 @@ std::string count_fmt(double v) { return fmt::format("{:.0f}", v); }
 std::string count1_fmt(double v) { return fmt::format("{:.1f}", v); }
 std::string mb_fmt(double v) { return fmt::format("{:.2f} MB", v); }
 std::string secs_fmt(double v) { return fmt::format("{:.2f} s", v); }
+std::string ms_fmt(double v) { return fmt::format("{:.1f} ms", v); }
+std::string pct_fmt(double v) { return fmt::format("{:.2f} %", v); }
 
 Table overall_table(const Experiment& e) {
     Table t;
@@ -174,6 +178,10 @@ Table overall_table(const Experiment& e) {
     row("bitrate (receiver)", [](const Aggregate& a) { return a.receiver_bitrate; }, format_bitrate);
     row("total retransmissions", [](const Aggregate& a) { return a.retransmits; }, rep ? count1_fmt : count_fmt);
     row("test duration (receiver)", [](const Aggregate& a) { return a.duration; }, secs_fmt);
+    if (std::any_of(ag.begin(), ag.end(), [](const Aggregate& a) { return a.queue_delay_p95.n > 0; })) {
+        row("p95 queueing delay (path)", [](const Aggregate& a) { return a.queue_delay_p95; }, ms_fmt);
+        row("packets dropped by the path", [](const Aggregate& a) { return a.path_loss; }, pct_fmt);
+    }
     return t;
 }
 
@@ -305,7 +313,9 @@ std::string to_json(const Experiment& e) {
                          {"receiver_bitrate_bps", stat(a.receiver_bitrate)},
                          {"retransmits", stat(a.retransmits)},
                          {"megabytes_per_retransmission", stat(a.mb_per_retr)},
-                         {"cwnd_range_bytes", {a.cwnd_lo, a.cwnd_hi}}};
+                         {"cwnd_range_bytes", {a.cwnd_lo, a.cwnd_hi}},
+                         {"queue_delay_p95_ms", stat(a.queue_delay_p95)},
+                         {"path_loss_percent", stat(a.path_loss)}};
         jc["runs"] = json::array();
         for (const auto* r : e.runs_of(c)) {
             json jr{{"repeat", r->repeat},
@@ -317,6 +327,12 @@ std::string to_json(const Experiment& e) {
                     {"packets_lost", r->packets_lost},
                     {"spurious_losses", r->spurious_losses},
                     {"byte_exact", r->byte_exact},
+                    {"path", {{"measured", r->path.measured},
+                              {"queue_delay_p95_ms", r->path.queue_delay_p95_ms},
+                              {"one_way_delay_p95_ms", r->path.one_way_delay_p95_ms},
+                              {"sent", r->path.sent},
+                              {"dropped_queue", r->path.dropped_queue},
+                              {"dropped_other", r->path.dropped_other}}},
                     {"error", r->error},
                     {"intervals", json::array()}};
             for (const auto& iv : r->intervals) {

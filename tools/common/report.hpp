@@ -21,6 +21,19 @@ struct IntervalRow {
     double srtt_ms = 0;
 };
 
+// What the emulator saw on the sender → receiver direction of one run.
+struct PathMetrics {
+    bool measured = false;
+    double queue_delay_p95_ms = 0;  // waiting in the bottleneck queue (0 without a rate limit)
+    double one_way_delay_p95_ms = 0;
+    std::uint64_t sent = 0;            // datagrams the sender put on the path
+    std::uint64_t dropped_queue = 0;   // queue overflow or AQM: congestion
+    std::uint64_t dropped_other = 0;   // random, burst, outage: not congestion
+    [[nodiscard]] double loss_rate() const {
+        return sent ? static_cast<double>(dropped_queue + dropped_other) / static_cast<double>(sent) : 0.0;
+    }
+};
+
 struct RunResult {
     std::string controller;
     unsigned repeat = 0;
@@ -35,6 +48,7 @@ struct RunResult {
     bool byte_exact = false;
     std::string error;  // empty when the run completed
     std::vector<IntervalRow> intervals;
+    PathMetrics path;
 
     [[nodiscard]] double sender_bitrate() const;
     [[nodiscard]] double receiver_bitrate() const;
@@ -61,6 +75,14 @@ struct Stat {
     unsigned n = 0;
 };
 Stat make_stat(const std::vector<double>& values);
+
+// A plain table: header and rows of cells.
+struct Table {
+    std::vector<std::string> header;
+    std::vector<std::vector<std::string>> rows;
+};
+// Columns padded to their widest cell, the first left-aligned, the rest right-aligned.
+std::string render_text(const Table& t);
 
 // iperf3's per-interval rows and closing sender/receiver lines for one run.
 void print_run(std::ostream& os, const RunResult& run);

@@ -1,0 +1,101 @@
+// Several flows over one shared bottleneck in virtual time (run_shared_path)
+// and the fairness index the compete mode reports.
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+#include "common/compete.hpp"
+#include "ndm/sim.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+ndm::sim::SharedPathSpec dumbbell(const std::vector<std::string>& controllers, ndm::Duration stagger) {
+    ndm::sim::SharedPathSpec spec;
+    ndm::sim::SimpleLinkConfig bottleneck;
+    bottleneck.delay = 25ms;
+    bottleneck.rate_bps = 20e6;
+    bottleneck.queue_packets = 86;  // one BDP at 50 ms
+    spec.bottleneck = [bottleneck] { return std::make_unique<ndm::sim::SimpleLink>(bottleneck); };
+    spec.return_path = [] {
+        ndm::sim::SimpleLinkConfig back;
+        back.delay = 25ms;
+        return std::make_unique<ndm::sim::SimpleLink>(back);
+    };
+    for (std::size_t i = 0; i < controllers.size(); ++i) {
+        ndm::sim::FlowSpec f;
+        f.client.cc = controllers[i];
+        f.client.seed = 2 * i + 1;
+        f.server.seed = 2 * i + 2;
+        f.start = stagger * static_cast<int>(i);
+        f.seed = i + 1;
+        spec.flows.push_back(f);
+    }
+    spec.send_until = 20s;
+    return spec;
+}
+
+double goodput_after(const ndm::sim::TransferResult& r, ndm::Duration from, ndm::Duration to) {
+    std::uint64_t bytes = 0;
+    for (const auto& s : r.samples)
+        if (s.begin >= from && s.end <= to) bytes += s.bytes;
+    return static_cast<double>(bytes) * 8 / ndm::to_seconds(to - from);
+}
+
+}  // namespace
+
+TEST_CASE("shared path: two reno flows share a 20 Mbit/s bottleneck fairly, byte-exact") {
+    const auto r = ndm::sim::run_shared_path(dumbbell({"reno", "reno"}, 0s));
+    REQUIRE(r.flows.size() == 2);
+    std::vector<double> rates;
+    for (const auto& f : r.flows) {
+        INFO("failure: ", f.failure);
+        CHECK(f.completed);
+        CHECK(f.hash_match);
+        rates.push_back(goodput_after(f, 10s, 20s));
+    }
+    MESSAGE("goodput over 10-20 s: ", rates[0] / 1e6, " and ", rates[1] / 1e6, " Mbit/s");
+    CHECK(rates[0] + rates[1] > 0.9 * 20e6);
+    CHECK(rates[0] + rates[1] <= 20e6);
+    CHECK(ndm::tools::jain_index(rates) > 0.9);
+    CHECK(r.bottleneck.dropped_queue > 0);  // they did fill the queue
+    CHECK(r.misrouted == 0);
+}
+
+TEST_CASE("shared path: a late flow starts on time and the run is deterministic") {
+    const auto spec = dumbbell({"cubic", "cubic"}, 8s);
+    const auto a = ndm::sim::run_shared_path(spec);
+    const auto b = ndm::sim::run_shared_path(spec);
+    REQUIRE(a.flows.size() == 2);
+    CHECK(a.flows[1].completed);
+    // Nothing delivered for the second flow before it started.
+    for (const auto& s : a.flows[1].samples)
+        if (s.end <= 8s) CHECK(s.bytes == 0);
+    CHECK(goodput_after(a.flows[1], 10s, 20s) > 2e6);
+    CHECK(goodput_after(a.flows[0], 0s, 8s) > 0.8 * 20e6);  // alone at first
+    for (std::size_t i = 0; i < 2; ++i) {
+        REQUIRE(a.flows[i].samples.size() == b.flows[i].samples.size());
+        for (std::size_t k = 0; k < a.flows[i].samples.size(); ++k)
+            CHECK(a.flows[i].samples[k].bytes == b.flows[i].samples[k].bytes);
+        CHECK(a.flows[i].receiver_hash == b.flows[i].receiver_hash);
+    }
+}
+
+TEST_CASE("shared path: bad specs are rejected") {
+    auto spec = dumbbell({}, 0s);
+    CHECK_THROWS_AS(ndm::sim::run_shared_path(spec), std::invalid_argument);
+    spec = dumbbell({"reno"}, 0s);
+    spec.bottleneck = {};
+    CHECK_THROWS_AS(ndm::sim::run_shared_path(spec), std::invalid_argument);
+    spec = dumbbell({"reno"}, 0s);
+    spec.interval = 0s;
+    CHECK_THROWS_AS(ndm::sim::run_shared_path(spec), std::invalid_argument);
+}
+
+TEST_CASE("Jain's fairness index") {
+    CHECK(ndm::tools::jain_index({5, 5, 5}) == doctest::Approx(1.0));
+    CHECK(ndm::tools::jain_index({1, 0}) == doctest::Approx(0.5));
+    CHECK(ndm::tools::jain_index({3, 1}) == doctest::Approx(16.0 / 20.0));
+    CHECK(ndm::tools::jain_index({}) == 1.0);
+}

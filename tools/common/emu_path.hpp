@@ -1,0 +1,43 @@
+// The emulator as the tools use it: a sim::Link that forwards to an emulator
+// link shared with the caller, so the caller can still read the emulator's
+// statistics after the simulator or endpoint that drove it is gone, and the
+// path metrics the reports print from those statistics.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "common/report.hpp"
+#include "ndm/emu.hpp"
+#include "ndm/sim.hpp"
+
+namespace ndm::tools {
+
+class EmuLinkRef final : public sim::Link {
+public:
+    explicit EmuLinkRef(std::shared_ptr<emu::EmulatedLink> link) : link_(std::move(link)) {}
+    void send(std::span<const std::uint8_t> datagram, Instant now) override { link_->send(datagram, now); }
+    [[nodiscard]] Instant next_delivery() const override { return link_->next_delivery(); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return link_->deliver(now, out); }
+    [[nodiscard]] sim::LinkStats stats() const override { return link_->stats(); }
+
+private:
+    std::shared_ptr<emu::EmulatedLink> link_;
+};
+
+// Queue overflow and AQM drops are congestion; random, burst and trace-outage
+// drops are not.
+inline PathMetrics path_metrics(const emu::EmuStats& s) {
+    auto ms = [](Duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    PathMetrics m;
+    m.measured = true;
+    m.queue_delay_p95_ms = ms(s.queue_delay.quantile(0.95));
+    m.one_way_delay_p95_ms = ms(s.one_way_delay.quantile(0.95));
+    m.sent = s.sent;
+    m.dropped_queue = s.drops(emu::DropReason::queue_overflow) + s.drops(emu::DropReason::aqm);
+    m.dropped_other = s.total_dropped() - m.dropped_queue;
+    return m;
+}
+
+}  // namespace ndm::tools
