@@ -71,6 +71,8 @@ inline constexpr std::size_t kMaxGsoSegments = 64;
 // Each send slot holds one datagram or one GSO super-datagram.
 inline constexpr std::size_t kTxSlotSize = 65536;
 
+struct UdpSocket;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -99,6 +101,9 @@ public:
     [[nodiscard]] std::uint64_t send_calls() const { return send_calls_; }
 
 protected:
+    // Takes on a socket from open_udp_socket(): its address and offloads; returns the fd.
+    int adopt(const UdpSocket& s);
+
     Address local_;
     bool gso_ = false;
     bool gro_ = false;
@@ -153,6 +158,13 @@ bool is_gso_refusal(int error);
 // Sends a GSO payload one datagram at a time with plain sendmsg (fallback
 // after a GSO refusal). Returns 0 or the first errno.
 int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to);
+
+inline int Backend::adopt(const UdpSocket& s) {
+    local_ = s.local;
+    gso_ = s.gso;
+    gro_ = s.gro;
+    return s.fd;
+}
 
 std::unique_ptr<Backend> make_uring_backend(const SocketOptions& opt);  // throws EndpointError
 std::unique_ptr<Backend> make_epoll_backend(const SocketOptions& opt);

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "io/backend.hpp"
+#include "io/tx_pool.hpp"
 
 namespace ndm::io {
 
@@ -31,12 +32,8 @@ std::chrono::steady_clock::time_point to_steady(Instant t) {
 
 class EpollBackend final : public Backend {
 public:
-    explicit EpollBackend(const SocketOptions& opt) : io_(1) {
-        UdpSocket s = open_udp_socket(opt);
-        fd_ = s.fd;
-        local_ = s.local;
-        gso_ = s.gso;
-        gro_ = s.gro;
+    explicit EpollBackend(const SocketOptions& opt) : io_(1), tx_(kTxSlots) {
+        fd_ = adopt(open_udp_socket(opt));
         try {
             socket_.assign(local_.family() == AF_INET6 ? asio::ip::udp::v6() : asio::ip::udp::v4(), fd_);
         } catch (const std::exception& e) {
@@ -45,12 +42,6 @@ public:
         }
         rx_mem_ = PageBuffer(kRxBatch * kRxBufSize);
         rx_.resize(kRxBatch);
-        tx_mem_ = PageBuffer(kTxSlots * kTxSlotSize);
-        tx_.resize(kTxSlots);
-        for (unsigned i = 0; i < kTxSlots; ++i) {
-            tx_[i].data = tx_mem_.data() + std::size_t{i} * kTxSlotSize;
-            free_.push_back(i);
-        }
         spdlog::debug("ndm io: epoll backend on {} (gso={}, gro={})", local_.to_string(), gso_, gro_);
     }
 
@@ -63,24 +54,14 @@ public:
     [[nodiscard]] int pollable_fd() const override { return fd_; }
 
     std::uint8_t* tx_slot() override {
-        if (free_.empty()) flush();  // synchronous sends free the slots at once
-        if (free_.empty()) return nullptr;
-        return tx_[free_.back()].data;
+        if (std::uint8_t* p = tx_.peek()) return p;
+        flush();  // synchronous sends free the slots at once
+        return tx_.peek();
     }
 
     void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
-        const unsigned i = free_.back();
-        free_.pop_back();
-        Slot& s = tx_[i];
-        s.len = len;
-        s.segment = (segment > 0 && len > segment) ? segment : 0;
-        s.peer = to;
-        if (s.segment && !gso_) {  // GSO was refused since the batch was built
-            if (int e = send_segments(fd_, s.data, len, s.segment, to); e != 0) report_send_error(s, e);
-            free_.push_back(i);
-            return;
-        }
-        pending_.push_back(i);
+        const unsigned i = tx_.take(len, segment, to);
+        if (!tx_.send_now_if_gso_off(fd_, i, gso_)) pending_.push_back(i);
     }
 
     void flush() override {
@@ -89,19 +70,7 @@ public:
             const std::size_t n = std::min<std::size_t>(pending_.size() - done, kTxSlots);
             mmsghdr msgs[kTxSlots];
             for (std::size_t k = 0; k < n; ++k) {
-                Slot& s = tx_[pending_[done + k]];
-                s.iov = {s.data, s.len};
-                msghdr& m = msgs[k].msg_hdr;
-                m = {};
-                m.msg_name = s.peer.sa();
-                m.msg_namelen = s.peer.length;
-                m.msg_iov = &s.iov;
-                m.msg_iovlen = 1;
-                if (s.segment) {
-                    m.msg_control = s.control;
-                    m.msg_controllen =
-                        write_gso_cmsg(s.control, sizeof s.control, static_cast<std::uint16_t>(s.segment));
-                }
+                tx_[pending_[done + k]].fill(msgs[k].msg_hdr);
                 msgs[k].msg_len = 0;
             }
             const int r = sendmmsg(fd_, msgs, static_cast<unsigned>(n), 0);
@@ -117,25 +86,17 @@ public:
                 break;
             }
             // The first message failed: handle it alone and move on.
-            Slot& s = tx_[pending_[done]];
+            tx_.on_send_error(fd_, pending_[done], e, gso_);
             ++done;
             ++send_calls_;
-            if (s.segment && is_gso_refusal(e)) {
-                spdlog::info("ndm io: UDP GSO refused on the path to {} ({}); sending datagram by datagram",
-                             s.peer.to_string(), std::strerror(e));
-                gso_ = false;
-                if (int e2 = send_segments(fd_, s.data, s.len, s.segment, s.peer); e2 != 0) report_send_error(s, e2);
-            } else {
-                report_send_error(s, e);
-            }
         }
-        for (std::size_t k = 0; k < done; ++k) free_.push_back(pending_[k]);
+        for (std::size_t k = 0; k < done; ++k) tx_.release(pending_[k]);
         pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(done));
     }
 
     void wait(Instant deadline, RxHandler& h) override {
         flush();
-        report_deferred(h);
+        tx_.report(fd_, h);
         if (!drain(h)) {  // budget used up: more is waiting, do not sleep
             return;
         }
@@ -151,7 +112,7 @@ public:
                 io_.run_one_until(to_steady(limit));
                 if (readable_) drain(h);
                 if (writable_) flush();
-                report_deferred(h);
+                tx_.report(fd_, h);
             }
         }
         readable_ = writable_ = false;
@@ -159,14 +120,6 @@ public:
     }
 
 private:
-    struct Slot {
-        std::uint8_t* data = nullptr;
-        std::size_t len = 0;
-        std::size_t segment = 0;
-        Address peer;
-        iovec iov{};
-        alignas(cmsghdr) std::uint8_t control[kControlSize]{};
-    };
     struct RxSlot {
         iovec iov{};
         sockaddr_storage name{};
@@ -233,46 +186,12 @@ private:
         return false;
     }
 
-    // Errors found by a flush outside wait() are reported at the next wait().
-    void report_send_error(const Slot& s, int e) {
-        if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
-            errqueue_pending_ = true;  // the socket error came from ICMP
-            if (e != ECONNREFUSED) {
-                deferred_.push_back({s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e))});
-            }
-        } else if (e == EACCES || e == EPERM || e == EAFNOSUPPORT || e == EADDRNOTAVAIL) {
-            deferred_.push_back({s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e))});
-        } else {
-            spdlog::debug("ndm io: send to {} failed: {}", s.peer.to_string(), std::strerror(e));
-        }
-    }
-
-    void report_deferred(RxHandler& h) {
-        if (errqueue_pending_) {
-            errqueue_pending_ = false;
-            drain_error_queue(fd_, h);
-        }
-        auto errors = std::move(deferred_);
-        deferred_.clear();
-        for (auto& d : errors) h.on_peer_error(d.peer, d.error, d.what);
-    }
-
-    struct PeerError {
-        Address peer;
-        int error;
-        std::string what;
-    };
-    std::vector<PeerError> deferred_;
-    bool errqueue_pending_ = false;
-
     asio::io_context io_;
     asio::ip::udp::socket socket_{io_};
     int fd_ = -1;
     PageBuffer rx_mem_;
     std::vector<RxSlot> rx_;
-    std::vector<Slot> tx_;
-    PageBuffer tx_mem_;
-    std::vector<unsigned> free_;
+    TxPool tx_;
     std::vector<unsigned> pending_;
     bool read_armed_ = false, write_armed_ = false;
     bool readable_ = false, writable_ = false, want_write_ = false;

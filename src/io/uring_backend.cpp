@@ -19,6 +19,7 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "io/tx_pool.hpp"
 
 namespace ndm::io {
 
@@ -40,24 +41,14 @@ __kernel_timespec to_kernel_ts(Instant t) {
 
 class UringBackend final : public Backend {
 public:
-    explicit UringBackend(const SocketOptions& opt) {
-        UdpSocket s = open_udp_socket(opt);
-        fd_ = s.fd;
-        local_ = s.local;
-        gso_ = s.gso;
-        gro_ = s.gro;
+    explicit UringBackend(const SocketOptions& opt) : tx_(kTxSlots) {
+        fd_ = adopt(open_udp_socket(opt));
         try {
             init_ring();
             init_buffers();
         } catch (...) {
             cleanup();
             throw;
-        }
-        tx_.resize(kTxSlots);
-        tx_mem_ = PageBuffer(kTxSlots * kTxSlotSize);
-        for (unsigned i = 0; i < kTxSlots; ++i) {
-            tx_[i].data = tx_mem_.data() + std::size_t{i} * kTxSlotSize;
-            free_.push_back(i);
         }
         arm_recv();
         spdlog::debug("ndm io: io_uring backend on {} (flags {:#x}, {} rx buffers of {} B, gso={}, gro={})",
@@ -70,35 +61,13 @@ public:
     // The ring fd polls readable when completions (or deferred work) wait.
     [[nodiscard]] int pollable_fd() const override { return ring_.ring_fd; }
 
-    std::uint8_t* tx_slot() override {
-        if (free_.empty()) return nullptr;
-        return tx_[free_.back()].data;
-    }
+    std::uint8_t* tx_slot() override { return tx_.peek(); }
 
     void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
-        const unsigned i = free_.back();
-        free_.pop_back();
-        Slot& s = tx_[i];
-        s.len = len;
-        s.segment = (segment > 0 && len > segment) ? segment : 0;
-        s.peer = to;
-        if (s.segment && !gso_) {  // GSO was refused since the batch was built
-            if (int e = send_segments(fd_, s.data, len, s.segment, to); e != 0) {
-                spdlog::debug("ndm io: send to {} failed: {}", to.to_string(), std::strerror(e));
-            }
-            free_.push_back(i);
-            return;
-        }
-        s.iov = {s.data, len};
-        s.msg = {};
-        s.msg.msg_name = s.peer.sa();
-        s.msg.msg_namelen = s.peer.length;
-        s.msg.msg_iov = &s.iov;
-        s.msg.msg_iovlen = 1;
-        if (s.segment) {
-            s.msg.msg_control = s.control;
-            s.msg.msg_controllen = write_gso_cmsg(s.control, sizeof s.control, static_cast<std::uint16_t>(s.segment));
-        }
+        const unsigned i = tx_.take(len, segment, to);
+        if (tx_.send_now_if_gso_off(fd_, i, gso_)) return;
+        TxSlot& s = tx_[i];
+        s.fill(s.msg);
         io_uring_sqe* sqe = get_sqe();
         io_uring_prep_sendmsg(sqe, fd_, &s.msg, 0);
         io_uring_sqe_set_data64(sqe, kTagSend | i);
@@ -159,6 +128,7 @@ public:
         }
         queued_ = 0;
         reap();
+        tx_.report(fd_, h);
         // Completed sends may have freed buffers; the multishot may have ended.
         if (!recv_armed_) {
             arm_recv();
@@ -168,16 +138,6 @@ public:
     }
 
 private:
-    struct Slot {
-        std::uint8_t* data = nullptr;
-        std::size_t len = 0;
-        std::size_t segment = 0;
-        Address peer;
-        iovec iov{};
-        msghdr msg{};
-        alignas(cmsghdr) std::uint8_t control[kControlSize]{};
-    };
-
     void init_ring() {
         io_uring_params p{};
         // Preferred flags first, then fewer: older kernels reject unknown flags.
@@ -355,33 +315,8 @@ private:
     }
 
     void on_send(unsigned i, int res) {
-        Slot& s = tx_[i];
-        if (res < 0) {
-            const int e = -res;
-            if (s.segment && is_gso_refusal(e)) {
-                spdlog::info("ndm io: UDP GSO refused on the path to {} ({}); sending datagram by datagram",
-                             s.peer.to_string(), std::strerror(e));
-                gso_ = false;
-                if (int e2 = send_segments(fd_, s.data, s.len, s.segment, s.peer); e2 != 0) report_send_error(s, e2);
-            } else {
-                report_send_error(s, e);
-            }
-        }
-        free_.push_back(i);
-    }
-
-    void report_send_error(const Slot& s, int e) {
-        if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
-            // The socket error came from an ICMP message; the queue says which peer.
-            drain_error_queue(fd_, *handler_);
-            if (e != ECONNREFUSED) {
-                handler_->on_peer_error(s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e)));
-            }
-        } else if (e == EACCES || e == EPERM || e == EAFNOSUPPORT || e == EADDRNOTAVAIL) {
-            handler_->on_peer_error(s.peer, e, fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e)));
-        } else if (e != EAGAIN && e != ENOBUFS && e != EINTR) {
-            spdlog::debug("ndm io: send to {} failed: {}", s.peer.to_string(), std::strerror(e));
-        }
+        if (res < 0) tx_.on_send_error(fd_, i, -res, gso_);
+        tx_.release(i);
     }
 
     int fd_ = -1;
@@ -401,9 +336,7 @@ private:
     bool recv_armed_ = false;
     bool saw_recv_ = false;
     std::uint64_t enobufs_ = 0;
-    std::vector<Slot> tx_;
-    PageBuffer tx_mem_;
-    std::vector<unsigned> free_;
+    TxPool tx_;
     unsigned queued_ = 0;
     bool timer_armed_ = false;
     Instant timer_at_{};
