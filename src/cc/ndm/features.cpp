@@ -81,7 +81,6 @@ bool FeatureTracker::on_ack(const AckEvent& ev) noexcept {
     if (complete) {
         compute(last_, ev.now);
         standing_ = q_min_ / us(min_rtt());
-        loss_avg_ += (last_[kLossRate] - loss_avg_) / 8;
         const float secs = static_cast<float>(ev.now - round_start_ > Duration::zero()
                                                   ? to_seconds(ev.now - round_start_)
                                                   : 0.0);

@@ -71,7 +71,6 @@ public:
     // The smallest q of the last complete round / min_rtt: a queue that never
     // drained during a whole round trip is a standing queue.
     [[nodiscard]] float standing_queue() const noexcept { return standing_; }
-    [[nodiscard]] float loss_rate_avg() const noexcept { return loss_avg_; }
     [[nodiscard]] std::uint32_t samples() const noexcept { return samples_; }
 
 private:
@@ -89,7 +88,6 @@ private:
     float q_last_ = 0;      // µs
     float q_min_ = 0;       // µs, this round
     float max_rate_ = 0;    // bytes/s, decays by 1/8 per round
-    float loss_avg_ = 0;    // EWMA (1/8) of the per-round loss rate
     float standing_ = 0;
     std::uint64_t bytes_ = 0;  // acked in the round
     std::uint32_t samples_ = 0;

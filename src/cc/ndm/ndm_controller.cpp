@@ -71,9 +71,8 @@ NdmController::NdmController(const Params& params, const Options& options)
       model_(pick_model(options)),
       kernels_(pick_kernels(options)),
       standing_(static_cast<float>(get_double(options, "standing", kDefaultStanding, 0.05, 10, kName))),
-      max_loss_(static_cast<float>(get_double(options, "max_loss", kDefaultMaxLoss, 0.001, 1, kName))),
       forgive_(static_cast<std::uint8_t>(get_uint(options, "forgive", kDefaultForgive, 0, 64, kName))) {
-    reject_unknown(options, {"model", "simd", "forgive", "standing", "max_loss", "beta", "hystart"},
+    reject_unknown(options, {"model", "simd", "forgive", "standing", "beta", "hystart"},
                    kName);
 }
 
@@ -112,9 +111,7 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
     std::array<float, kMaxState> h = h_;  // a look-ahead step, not committed
     const float p = features_.has_min_rtt() ? run_model(features_.at_loss(ev), h.data()) : 1.0F;
     last_p_ = p;
-    const bool forced = forgiven_in_round_ >= forgive_ ||
-                        features_.standing_queue() >= standing_ ||
-                        features_.loss_rate_avg() > max_loss_;
+    const bool forced = forgiven_in_round_ >= forgive_ || features_.standing_queue() >= standing_;
     if (!forced && p < 0.5F) {
         ++forgiven_in_round_;
         bump(counters_.forgiven);

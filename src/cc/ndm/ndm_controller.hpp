@@ -18,8 +18,9 @@
 //   misclassification): at most `forgive` forgiven losses per round trip;
 //   persistent congestion (RTO-like) always congestive and collapses the
 //   window; a standing queue (the round's smallest queueing delay
-//   ≥ standing·min_rtt) or an average loss rate above max_loss makes every
-//   loss congestive (P = 1).
+//   ≥ standing·min_rtt) makes every loss congestive (P = 1). There is
+//   deliberately no loss-rate rule: on a lossy path the loss rate is exactly
+//   what must not decide (issue 7; queueing evidence at the loss does).
 #pragma once
 
 #include <array>
@@ -39,11 +40,10 @@ public:
     static constexpr std::string_view kName = "ndm";
     static constexpr std::string_view kDescription =
         "NDM done properly (ndm-spec.md 5.3): Cubic increase, GRU loss classifier on RTT "
-        "features scales the decrease; options: model, simd, forgive, standing, max_loss, beta, "
+        "features scales the decrease; options: model, simd, forgive, standing, beta, "
         "hystart";
     static constexpr std::uint32_t kDefaultForgive = 3;
     static constexpr double kDefaultStanding = 0.25;
-    static constexpr double kDefaultMaxLoss = 0.05;
     static constexpr std::uint32_t kMaxState = 8;  // GRU units a model may have in total
     // P is quantised to 1/1024 before use, so that the kernels' last-ulp
     // differences cannot change a decision (docs/ndm-controller.md §4).
@@ -51,7 +51,7 @@ public:
 
     // Options: model=PATH (an .ndmm file; "default" = the compiled-in model),
     // simd=auto|scalar|sse42|avx2|avx512|neon, forgive=0..64 losses per round
-    // trip, standing=0.05..10 (× min_rtt), max_loss=0.001..1, beta, hystart
+    // trip, standing=0.05..10 (× min_rtt), beta, hystart
     // (passed to Cubic). Throws std::invalid_argument for an unknown key, a bad
     // value, a model that cannot be loaded or does not have 8 inputs and 1
     // output, or a zero max_datagram_size.
@@ -102,7 +102,6 @@ private:
     std::array<float, kMaxState> h_{};  // the GRU state, committed once per round
     float last_p_ = 0;
     float standing_;
-    float max_loss_;
     std::uint8_t forgive_;
     std::uint8_t forgiven_in_round_ = 0;
     Counters counters_;
