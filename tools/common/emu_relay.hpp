@@ -5,10 +5,11 @@
 // peers), while all clients share one emulated path per direction, as they
 // would share a real bottleneck.
 //
-// I/O at the edges, the model in the middle: recvmmsg/sendmmsg batches of up
-// to kBatch datagrams on the sockets, CLOCK_MONOTONIC timestamps into the
-// same pure EmulatedLink the simulator drives in virtual time. With no
-// impairment configured every datagram still runs the (empty) pipeline.
+// I/O at the edges, the model in the middle: recvmmsg batches of up to kBatch
+// datagrams in, UDP GSO super-datagrams out (sendmmsg where GSO is refused),
+// CLOCK_MONOTONIC timestamps into the same pure EmulatedLink the simulator
+// drives in virtual time. With no impairment configured every datagram still
+// runs the (empty) pipeline.
 #pragma once
 
 #include <sys/socket.h>
@@ -59,6 +60,8 @@ public:
     void set_observer(emu::Direction d, std::function<void(const emu::PacketEvent&)> f);
     [[nodiscard]] std::size_t sessions_total() const { return sessions_.size(); }
     [[nodiscard]] std::uint64_t send_errors() const { return send_errors_; }
+    // Sends that carried several datagrams as one GSO super-datagram.
+    [[nodiscard]] std::uint64_t gso_sends() const { return gso_sends_; }
     // Datagrams the emulator delivered for a client whose session had
     // already expired (counted, not sent).
     [[nodiscard]] std::uint64_t orphaned() const { return orphaned_; }
@@ -91,7 +94,9 @@ private:
     std::unique_ptr<Batch> rx_, tx_;
     std::uint64_t send_errors_ = 0;
     std::uint64_t orphaned_ = 0;
+    std::uint64_t gso_sends_ = 0;
     bool sessions_changed_ = true;
+    bool gso_ = true;  // cleared on the first GSO refusal
 };
 
 }  // namespace ndm::tools
