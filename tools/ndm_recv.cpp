@@ -349,6 +349,7 @@ int main(int argc, char** argv) {
     std::string bind = "::";
     bool one_off = false, json_out = false;
     std::string io = "auto";
+    std::string qlog;
     CLI::App app{
         "ndm-recv: the server of an iperf3-style throughput test over ndm (the client is ndm-send).\n"
         "Serves one test (of one or more parallel connections) at a time; the client's parameters arrive in the\n"
@@ -359,6 +360,7 @@ int main(int argc, char** argv) {
     app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();
     app.add_flag("-1,--one-off", one_off, "exit after one test");
     app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
+    app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
     app.add_option("--io", io, "socket backend: auto, uring or epoll")->capture_default_str();
     try {
         app.parse(argc, argv);
@@ -372,6 +374,7 @@ int main(int argc, char** argv) {
         cfg.port = port;
         cfg.backend = parse_io_backend(io);
         cfg.accept_connections = true;
+        cfg.qlog_dir = qlog;
         // The client's -l decides: the effective size is the smaller of both sides'.
         cfg.connection.max_datagram_size = kMaxDatagramSize;
         cfg.connection.idle_timeout = std::chrono::seconds(5);

@@ -23,6 +23,7 @@
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
+#include "ndm/qlog.hpp"
 #include "sim/stream_hash.hpp"
 
 using namespace ndm;
@@ -42,6 +43,7 @@ struct Options {
     unsigned parallel = 1;
     bool reverse = false;
     bool json = false;
+    std::string qlog;  // directory
     std::uint64_t seed = 1;
     std::string io = "auto";
 };
@@ -93,6 +95,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
     // absent or disappears mid-test.
     cfg.connection.handshake_timeout = std::chrono::seconds(5);
     cfg.connection.idle_timeout = std::chrono::seconds(5);
+    cfg.qlog_dir = o.qlog;
     if (profile) {
         // One link per connection and direction; each connection its own seed.
         auto up = std::make_shared<std::uint64_t>(o.seed), down = std::make_shared<std::uint64_t>(o.seed);
@@ -438,6 +441,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1u, tools::kMaxParallel));
     app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
     app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");
+    app.add_option("--qlog", o.qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
     app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
     app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
     try {
@@ -455,6 +459,7 @@ int main(int argc, char** argv) {
         (void)cc::make(o.cc, cp);
         if (!o.emu.empty()) profile = emu::parse_profile(o.emu);
         if (!profile_name.empty()) profile = emu::parse_profile(profile_name);
+        if (!o.qlog.empty()) (void)qlog::file_observer(o.qlog);  // creates the directory or names the problem
         params.cc = o.cc;
         params.packet_size = o.packet_size;
         params.interval = o.interval;

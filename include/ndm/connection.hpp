@@ -9,10 +9,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -26,6 +29,84 @@ inline constexpr std::size_t kMinDatagramSize = 1200;
 inline constexpr std::size_t kMaxDatagramSize = 65507;  // largest UDP payload over IPv4
 
 using StreamId = std::uint64_t;
+
+// Tracing (qlog and the like): an optional per-connection observer the
+// connection calls where packets are sent, received and declared lost and
+// where congestion state, cwnd or RTT change (the events qlog's QUIC schema
+// names transport:packet_sent/received, recovery:packet_lost,
+// metrics_updated, congestion_state_updated). Plain structs, ngtcp2-style:
+// without an observer the connection skips all of it. ndm/qlog.hpp writes
+// these events as qlog files.
+namespace trace {
+enum class PacketType : std::uint8_t { initial, handshake, one_rtt, version_negotiation };
+
+struct Frame {
+    enum class Type : std::uint8_t {
+        padding, ping, ack, crypto, stream, max_data, max_stream_data, max_streams,
+        data_blocked, stream_data_blocked, connection_close, handshake_done
+    };
+    Type type = Type::padding;
+    StreamId stream_id = 0;   // STREAM, MAX_STREAM_DATA, STREAM_DATA_BLOCKED
+    std::uint64_t offset = 0; // STREAM, CRYPTO
+    std::uint64_t length = 0; // STREAM/CRYPTO data bytes, PADDING bytes
+    bool fin = false;         // STREAM
+    // MAX_* maximum, *_BLOCKED limit, CONNECTION_CLOSE error code.
+    std::uint64_t value = 0;
+    bool application = false;  // CONNECTION_CLOSE: application error space
+    Duration ack_delay{0};
+    // ACK: [smallest, largest] per range, largest first.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> acked_ranges;
+};
+
+struct PacketSent {
+    Instant time;
+    PacketType type;
+    std::uint64_t packet_number;
+    std::size_t size;  // datagram bytes
+    std::span<const Frame> frames;
+};
+struct PacketReceived {
+    Instant time;
+    PacketType type;
+    std::uint64_t packet_number;
+    std::size_t size;
+    std::span<const Frame> frames;
+};
+struct PacketLost {
+    Instant time;
+    std::uint64_t packet_number;
+    std::size_t size;
+};
+// Only the values that changed since the previous event are set.
+struct MetricsUpdated {
+    Instant time;
+    std::optional<std::uint64_t> cwnd, bytes_in_flight, ssthresh;
+    std::optional<Duration> smoothed_rtt, min_rtt, latest_rtt, rtt_variance;
+    std::optional<double> pacing_rate;  // bits per second
+};
+struct CongestionStateUpdated {
+    Instant time;
+    std::string_view old_state, new_state;  // the controller's state() names
+};
+
+class ConnectionObserver {
+public:
+    virtual ~ConnectionObserver() = default;
+    virtual void on_packet_sent(const PacketSent&) {}
+    virtual void on_packet_received(const PacketReceived&) {}
+    virtual void on_packet_lost(const PacketLost&) {}
+    virtual void on_metrics_updated(const MetricsUpdated&) {}
+    virtual void on_congestion_state_updated(const CongestionStateUpdated&) {}
+};
+
+struct ConnectionInfo {
+    bool client;
+    std::span<const std::uint8_t> original_dcid;  // names the connection (qlog's ODCID)
+    Instant reference_time;                        // the connection's creation
+};
+// Called once per connection at its creation; may return nullptr (no tracing).
+using ObserverFactory = std::function<std::unique_ptr<ConnectionObserver>(const ConnectionInfo&)>;
+}  // namespace trace
 
 struct ConnectionConfig {
     // Largest datagram this side sends, 1200..65507 bytes. The effective size is
@@ -48,6 +129,8 @@ struct ConnectionConfig {
     std::vector<std::uint8_t> application_params;
     // Seeds connection IDs; give each connection its own.
     std::uint64_t seed = 1;
+    // Optional tracing (see trace::ConnectionObserver); unset costs nothing.
+    trace::ObserverFactory observer;
 };
 
 enum class ConnectionState { handshaking, established, closing, draining, closed };

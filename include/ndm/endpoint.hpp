@@ -76,6 +76,10 @@ struct EndpointConfig {
     LinkFactory ingress_link;
     // SO_RCVBUF / SO_SNDBUF request (SO_*BUFFORCE when privileged).
     int socket_buffer_bytes = 8 << 20;
+    // When set, every connection without its own ConnectionConfig::observer
+    // writes a qlog file into this directory (ndm/qlog.hpp; created if
+    // missing, the constructor throws EndpointError when it cannot be).
+    std::string qlog_dir;
 };
 
 class EndpointError : public std::runtime_error {

@@ -4,6 +4,7 @@
 // released: the send quantum), runs the optional impairment Links, and turns
 // connection events into callbacks.
 #include "ndm/endpoint.hpp"
+#include "ndm/qlog.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -108,6 +109,7 @@ struct Endpoint::Impl final : io::RxHandler {
     };
 
     EndpointConfig cfg;
+    trace::ObserverFactory qlog;  // from cfg.qlog_dir
     std::unique_ptr<io::Backend> backend;
     EventHandler handler;
     std::unordered_map<ConnectionHandle, std::unique_ptr<Record>> conns;
@@ -129,6 +131,13 @@ struct Endpoint::Impl final : io::RxHandler {
     EndpointStats st;
 
     explicit Impl(EndpointConfig c) : cfg(std::move(c)) {
+        if (!cfg.qlog_dir.empty()) {
+            try {
+                qlog = qlog::file_observer(cfg.qlog_dir);
+            } catch (const std::runtime_error& e) {
+                throw EndpointError(fmt::format("ndm: {}", e.what()));
+            }
+        }
         io::SocketOptions opt;
         opt.bind = io::Address::parse(cfg.bind_address, cfg.port);
         opt.gso = cfg.gso;
@@ -235,6 +244,7 @@ struct Endpoint::Impl final : io::RxHandler {
 
     ConnectionConfig with_seed(ConnectionConfig c) {
         c.seed = splitmix(seed_state);
+        if (!c.observer && qlog) c.observer = qlog;
         return c;
     }
 

@@ -83,6 +83,56 @@ std::size_t state_bucket_index(std::string_view state) {
     return 3;
 }
 
+// ---- tracing: wire structures to the public trace structs (observer only)
+trace::PacketType trace_type(wire::PacketType t) {
+    switch (t) {
+        case wire::PacketType::initial: return trace::PacketType::initial;
+        case wire::PacketType::handshake: return trace::PacketType::handshake;
+        case wire::PacketType::version_negotiation: return trace::PacketType::version_negotiation;
+        default: return trace::PacketType::one_rtt;
+    }
+}
+
+trace::Frame trace_frame(const wire::Frame& frame) {
+    using T = trace::Frame::Type;
+    trace::Frame t;
+    t.type = static_cast<T>(frame.index());  // same order as wire::Frame's alternatives
+    std::visit(
+        [&](const auto& f) {
+            using F = std::decay_t<decltype(f)>;
+            if constexpr (std::is_same_v<F, wire::PaddingFrame>) {
+                t.length = f.length;
+            } else if constexpr (std::is_same_v<F, wire::AckFrame>) {
+                t.ack_delay = f.ack_delay;
+                for (const auto& r : f.ranges) t.acked_ranges.emplace_back(r.smallest, r.largest);
+            } else if constexpr (std::is_same_v<F, wire::CryptoFrame>) {
+                t.offset = f.offset;
+                t.length = f.data.size();
+            } else if constexpr (std::is_same_v<F, wire::StreamFrame>) {
+                t.stream_id = f.stream_id;
+                t.offset = f.offset;
+                t.length = f.data.size();
+                t.fin = f.fin;
+            } else if constexpr (std::is_same_v<F, wire::MaxDataFrame> || std::is_same_v<F, wire::MaxStreamsFrame>) {
+                t.value = f.maximum;
+            } else if constexpr (std::is_same_v<F, wire::MaxStreamDataFrame>) {
+                t.stream_id = f.stream_id;
+                t.value = f.maximum;
+            } else if constexpr (std::is_same_v<F, wire::DataBlockedFrame>) {
+                t.value = f.limit;
+            } else if constexpr (std::is_same_v<F, wire::StreamDataBlockedFrame>) {
+                t.stream_id = f.stream_id;
+                t.value = f.limit;
+            } else if constexpr (std::is_same_v<F, wire::ConnectionCloseFrame>) {
+                t.value = f.error_code;
+                t.application = f.application;
+            }
+        },
+        frame);
+    return t;
+}
+static_assert(static_cast<std::size_t>(trace::Frame::Type::handshake_done) + 1 == std::variant_size_v<wire::Frame>);
+
 struct StreamState {
     StreamState(std::size_t send_buffer, std::uint64_t send_limit, std::uint64_t recv_window)
         : send(send_buffer), credit(send_limit), window(recv_window) {}
@@ -157,6 +207,20 @@ struct Connection::Impl {
     std::string cc_state;
     Instant cc_state_since{};
     Duration in_ss{0}, in_ca{0}, in_rec{0}, in_other{0};
+
+    // ---- tracing: all of it behind `if (obs)`
+    std::unique_ptr<trace::ConnectionObserver> obs;
+    std::vector<trace::Frame> trace_frames;  // of the packet being built or read
+    struct {
+        std::uint64_t cwnd = 0, bytes_in_flight = 0, ssthresh = 0;
+        Duration srtt{-1}, min_rtt{-1}, latest_rtt{-1}, rttvar{-1};
+        double pacing = -1;
+    } traced;  // the values the observer last saw
+    void attach_observer(const trace::ObserverFactory& factory, Instant now);
+    void trace_metrics(Instant now);
+    void trace_state(const std::string& old_state, Instant now) {
+        if (obs && old_state != cc_state) obs->on_congestion_state_updated({now, old_state, cc_state});
+    }
 
     // ---- methods
     void make_controller(std::size_t datagram_size, Instant now);
@@ -250,14 +314,48 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
     p.max_datagram_size = datagram_size;
     p.now = now;
     cc = cc::make(cfg.cc, p, cfg.cc_options);
+    const std::string old = cc_state;
     cc_state = std::string(cc->state());
+    trace_state(old, now);
     update_pacer();
+}
+
+void Connection::Impl::attach_observer(const trace::ObserverFactory& factory, Instant now) {
+    if (!factory) return;
+    obs = factory(trace::ConnectionInfo{client, original_dcid.span(), now});
+    trace_metrics(now);
+}
+
+void Connection::Impl::trace_metrics(Instant now) {
+    if (!obs) return;
+    trace::MetricsUpdated m{};
+    m.time = now;
+    bool any = false;
+    auto diff = [&](auto& last, auto current, auto& field) {
+        if (last == current) return;
+        last = current;
+        field = current;
+        any = true;
+    };
+    const auto& rtt = loss.rtt();
+    diff(traced.cwnd, cc->cwnd(), m.cwnd);
+    diff(traced.bytes_in_flight, loss.bytes_in_flight(), m.bytes_in_flight);
+    if (cc->ssthresh() != UINT64_MAX) diff(traced.ssthresh, cc->ssthresh(), m.ssthresh);
+    if (rtt.has_sample()) {
+        diff(traced.srtt, rtt.smoothed(), m.smoothed_rtt);
+        diff(traced.min_rtt, rtt.min(), m.min_rtt);
+        diff(traced.latest_rtt, rtt.latest(), m.latest_rtt);
+        diff(traced.rttvar, rtt.rttvar(), m.rtt_variance);
+    }
+    if (pacing_rate > 0) diff(traced.pacing, pacing_rate * 8, m.pacing_rate);
+    if (any) obs->on_metrics_updated(m);
 }
 
 std::unique_ptr<Connection> Connection::connect(const ConnectionConfig& config, Instant now) {
     auto impl = std::make_unique<Impl>(config, true, now);
     impl->original_dcid = random_cid(impl->rng);
     impl->peer_cid = impl->original_dcid;
+    impl->attach_observer(config.observer, now);
     spdlog::debug("ndm: client connection created, cc={}", config.cc);
     return std::unique_ptr<Connection>(new Connection(std::move(impl)));
 }
@@ -275,6 +373,7 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
     auto impl = std::make_unique<Impl>(cfg, false, now);
     impl->original_dcid = pkt.header.dcid;
     impl->peer_cid = pkt.header.scid;
+    impl->attach_observer(config.observer, now);
     impl->crypto_pending = false;  // we answer once we have read the client's hello
     if (pkt.header.version != kProtocolVersion) {
         impl->offered_version = pkt.header.version;
@@ -375,6 +474,11 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     }
     ++st.packets_received;
     st.bytes_received += datagram.size();
+    if (obs) {
+        trace_frames.clear();
+        for (const auto& f : frames) trace_frames.push_back(trace_frame(f));
+        obs->on_packet_received({now, trace_type(h.type), h.packet_number, datagram.size(), trace_frames});
+    }
     reset_idle_timer(now);
     sent_eliciting_since_receive = false;
 
@@ -619,6 +723,7 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
     }
     track_cc_state(now);
     update_pacer();
+    trace_metrics(now);
 }
 
 void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persistent, Instant now) {
@@ -627,6 +732,7 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
     Instant largest_sent{};
     for (auto& p : lost) {
         ++st.packets_lost;
+        if (obs) obs->on_packet_lost({now, p.pn, p.bytes});
         if (p.in_flight) {
             lost_bytes += p.bytes;
             ++lost_packets;
@@ -674,6 +780,7 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
         track_cc_state(now);
         update_pacer();
     }
+    trace_metrics(now);
 }
 
 void Connection::Impl::maybe_reap_stream(StreamId id) {
@@ -817,9 +924,11 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     std::vector<SentFrame> sent_frames;
     bool eliciting = false;
     bool retransmission = false;
+    if (obs) trace_frames.clear();
     auto put = [&](const wire::Frame& f) {
         if (!wire::encode_frame(w, f)) return false;
         eliciting |= wire::is_ack_eliciting(f);
+        if (obs) trace_frames.push_back(trace_frame(f));
         return true;
     };
 
@@ -962,6 +1071,10 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     loss.on_packet_sent(std::move(p));
     ++st.packets_sent;
     st.bytes_sent += len;
+    if (obs) {
+        obs->on_packet_sent({now, trace_type(h.type), h.packet_number, len, trace_frames});
+        trace_metrics(now);
+    }
     return len;
 }
 
@@ -1027,6 +1140,7 @@ void Connection::Impl::on_timeout(Instant now) {
             if (state == ConnectionState::handshaking && (client || have_peer_params)) crypto_pending = true;
             spdlog::debug("ndm: PTO #{} ({} in flight)", loss.pto_count(), loss.bytes_in_flight());
         }
+        trace_metrics(now);
     }
 }
 
@@ -1034,8 +1148,10 @@ void Connection::Impl::track_cc_state(Instant now) {
     std::string_view current = cc->state();
     if (current == cc_state) return;
     state_bucket(cc_state) += now - cc_state_since;
+    const std::string old = obs ? cc_state : std::string();
     cc_state = std::string(current);
     cc_state_since = now;
+    trace_state(old, now);
 }
 
 // ============================================================================
@@ -1144,9 +1260,12 @@ void Connection::set_congestion_control(const std::string& name, const std::stri
     d.cfg.cc_options = options;
     if (d.last_now > d.cc_state_since) d.state_bucket(d.cc_state) += d.last_now - d.cc_state_since;
     d.cc = std::move(fresh);
+    const std::string old = d.cc_state;
     d.cc_state = std::string(d.cc->state());
     d.cc_state_since = d.last_now;
+    d.trace_state(old, d.last_now);
     d.update_pacer();
+    d.trace_metrics(d.last_now);
 }
 
 void Connection::close(std::uint64_t code, std::string reason, Instant now, bool application) {

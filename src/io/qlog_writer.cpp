@@ -1,0 +1,173 @@
+// qlog JSON-SEQ writer (draft-ietf-quic-qlog-main-schema-03 and
+// quic-events-03, i.e. qlog_version "0.3", which qvis reads).
+#include "ndm/qlog.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace ndm::qlog {
+
+namespace {
+
+using nlohmann::json;
+
+double ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+const char* packet_type_name(trace::PacketType t) {
+    switch (t) {
+        case trace::PacketType::initial: return "initial";
+        case trace::PacketType::handshake: return "handshake";
+        case trace::PacketType::version_negotiation: return "version_negotiation";
+        case trace::PacketType::one_rtt: break;
+    }
+    return "1RTT";
+}
+
+std::string hex(std::span<const std::uint8_t> bytes) {
+    std::string s;
+    for (auto b : bytes) s += fmt::format("{:02x}", b);
+    return s;
+}
+
+json frame_json(const trace::Frame& f) {
+    using T = trace::Frame::Type;
+    switch (f.type) {
+        case T::padding: return {{"frame_type", "padding"}, {"payload_length", f.length}};
+        case T::ping: return {{"frame_type", "ping"}};
+        case T::ack: {
+            json ranges = json::array();
+            // qlog lists ranges ascending; the wire has them largest first.
+            for (auto it = f.acked_ranges.rbegin(); it != f.acked_ranges.rend(); ++it)
+                ranges.push_back(json::array({it->first, it->second}));
+            return {{"frame_type", "ack"}, {"ack_delay", ms(f.ack_delay)}, {"acked_ranges", ranges}};
+        }
+        case T::crypto: return {{"frame_type", "crypto"}, {"offset", f.offset}, {"length", f.length}};
+        case T::stream:
+            return {{"frame_type", "stream"}, {"stream_id", f.stream_id}, {"offset", f.offset},
+                    {"length", f.length},     {"fin", f.fin}};
+        case T::max_data: return {{"frame_type", "max_data"}, {"maximum", f.value}};
+        case T::max_stream_data:
+            return {{"frame_type", "max_stream_data"}, {"stream_id", f.stream_id}, {"maximum", f.value}};
+        case T::max_streams:
+            return {{"frame_type", "max_streams"}, {"stream_type", "bidirectional"}, {"maximum", f.value}};
+        case T::data_blocked: return {{"frame_type", "data_blocked"}, {"limit", f.value}};
+        case T::stream_data_blocked:
+            return {{"frame_type", "stream_data_blocked"}, {"stream_id", f.stream_id}, {"limit", f.value}};
+        case T::connection_close:
+            return {{"frame_type", "connection_close"},
+                    {"error_space", f.application ? "application" : "transport"},
+                    {"error_code", f.value}};
+        case T::handshake_done: return {{"frame_type", "handshake_done"}};
+    }
+    return {{"frame_type", "unknown"}};
+}
+
+class Writer final : public trace::ConnectionObserver {
+public:
+    Writer(std::ostream& out, const trace::ConnectionInfo& info, std::unique_ptr<std::ostream> owned = nullptr)
+        : owned_(std::move(owned)), out_(out), ref_(info.reference_time) {
+        const std::string odcid = hex(info.original_dcid);
+        const double wall_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+        record({{"qlog_version", "0.3"},
+                {"qlog_format", "JSON-SEQ"},
+                {"title", "ndm"},
+                {"trace",
+                 {{"title", fmt::format("ndm {} {}", info.client ? "client" : "server", odcid)},
+                  {"vantage_point", {{"name", "ndm"}, {"type", info.client ? "client" : "server"}}},
+                  {"common_fields",
+                   {{"ODCID", odcid},
+                    {"group_id", odcid},
+                    {"protocol_type", json::array({"QUIC"})},
+                    {"time_format", "relative"},
+                    {"reference_time", wall_ms}}}}}});
+    }
+    ~Writer() override { out_.flush(); }
+
+    void on_packet_sent(const trace::PacketSent& e) override {
+        if (e.type != trace::PacketType::one_rtt) long_header_[e.packet_number] = e.type;
+        event(e.time, "transport:packet_sent", packet(e.type, e.packet_number, e.size, e.frames));
+    }
+    void on_packet_received(const trace::PacketReceived& e) override {
+        event(e.time, "transport:packet_received", packet(e.type, e.packet_number, e.size, e.frames));
+    }
+    void on_packet_lost(const trace::PacketLost& e) override {
+        // One packet number space: only handshake-time packets are not 1-RTT.
+        auto it = long_header_.find(e.packet_number);
+        const trace::PacketType type = it == long_header_.end() ? trace::PacketType::one_rtt : it->second;
+        event(e.time, "recovery:packet_lost",
+              {{"header", {{"packet_type", packet_type_name(type)}, {"packet_number", e.packet_number}}},
+               {"raw", {{"length", e.size}}}});
+    }
+    void on_metrics_updated(const trace::MetricsUpdated& e) override {
+        json d = json::object();
+        if (e.cwnd) d["cwnd"] = *e.cwnd;
+        if (e.bytes_in_flight) d["bytes_in_flight"] = *e.bytes_in_flight;
+        if (e.ssthresh) d["ssthresh"] = *e.ssthresh;
+        if (e.smoothed_rtt) d["smoothed_rtt"] = ms(*e.smoothed_rtt);
+        if (e.min_rtt) d["min_rtt"] = ms(*e.min_rtt);
+        if (e.latest_rtt) d["latest_rtt"] = ms(*e.latest_rtt);
+        if (e.rtt_variance) d["rtt_variance"] = ms(*e.rtt_variance);
+        if (e.pacing_rate) d["pacing_rate"] = *e.pacing_rate;
+        event(e.time, "recovery:metrics_updated", std::move(d));
+    }
+    void on_congestion_state_updated(const trace::CongestionStateUpdated& e) override {
+        event(e.time, "recovery:congestion_state_updated", {{"old", e.old_state}, {"new", e.new_state}});
+    }
+
+private:
+    static json packet(trace::PacketType type, std::uint64_t pn, std::size_t size, std::span<const trace::Frame> frames) {
+        json fs = json::array();
+        for (const auto& f : frames) fs.push_back(frame_json(f));
+        return {{"header", {{"packet_type", packet_type_name(type)}, {"packet_number", pn}}},
+                {"raw", {{"length", size}}},
+                {"frames", std::move(fs)}};
+    }
+    void event(Instant t, const char* name, json data) {
+        record({{"time", ms(t - ref_)}, {"name", name}, {"data", std::move(data)}});
+    }
+    void record(const json& j) { out_ << '\x1e' << j.dump() << '\n'; }
+
+    std::unique_ptr<std::ostream> owned_;
+    std::ostream& out_;
+    Instant ref_;
+    std::unordered_map<std::uint64_t, trace::PacketType> long_header_;
+};
+
+}  // namespace
+
+std::unique_ptr<trace::ConnectionObserver> make_writer(std::ostream& out, const trace::ConnectionInfo& info) {
+    return std::make_unique<Writer>(out, info);
+}
+
+std::string file_name(const trace::ConnectionInfo& info) {
+    return fmt::format("{}_{}.sqlog", hex(info.original_dcid), info.client ? "client" : "server");
+}
+
+trace::ObserverFactory file_observer(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir))
+        throw std::runtime_error(fmt::format("cannot create qlog directory {}: {}", dir,
+                                             ec ? ec.message() : "not a directory"));
+    return [dir](const trace::ConnectionInfo& info) -> std::unique_ptr<trace::ConnectionObserver> {
+        const auto path = std::filesystem::path(dir) / file_name(info);
+        auto file = std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc);
+        if (!*file) {
+            spdlog::warn("ndm: cannot write qlog file {}; this connection is not traced", path.string());
+            return nullptr;
+        }
+        std::ostream& out = *file;
+        return std::make_unique<Writer>(out, info, std::move(file));
+    };
+}
+
+}  // namespace ndm::qlog

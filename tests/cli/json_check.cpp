@@ -1,0 +1,70 @@
+// ndm_json_check: the CLI tests' JSON checks, so they need no Python.
+//   ndm_json_check seq FILE...        every file is JSON-SEQ (RFC 7464) qlog:
+//                                     0x1E before each record, each record is
+//                                     JSON ending in a newline, the first is a
+//                                     qlog header, the rest are events.
+// Prints one line per problem and exits 1; exits 0 with a summary when all is well.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Returns the number of records; throws std::runtime_error naming the problem.
+std::size_t check_seq(const std::string& path) {
+    const std::string text = slurp(path);
+    if (text.empty() || text.front() != '\x1e') throw std::runtime_error(path + ": does not start with 0x1E");
+    std::size_t pos = 0, n = 0;
+    while (pos < text.size()) {
+        std::size_t end = text.find('\x1e', pos + 1);
+        if (end == std::string::npos) end = text.size();
+        const std::string rec = text.substr(pos + 1, end - pos - 1);
+        if (rec.empty() || rec.back() != '\n')
+            throw std::runtime_error(path + ": record " + std::to_string(n) + " does not end with a newline");
+        json j = json::parse(rec, nullptr, false);
+        if (j.is_discarded() || !j.is_object())
+            throw std::runtime_error(path + ": record " + std::to_string(n) + " is not a JSON object");
+        if (n == 0) {
+            if (j.value("qlog_format", "") != "JSON-SEQ" || j.value("qlog_version", "") != "0.3" ||
+                !j.contains("trace") || !j["trace"].contains("vantage_point") || !j["trace"].contains("common_fields"))
+                throw std::runtime_error(path + ": the first record is not a qlog 0.3 JSON-SEQ header");
+        } else if (!j.contains("time") || !j["time"].is_number() || !j.contains("name") || !j["name"].is_string() ||
+                   !j.contains("data") || !j["data"].is_object()) {
+            throw std::runtime_error(path + ": record " + std::to_string(n) + " is not an event (time, name, data)");
+        }
+        ++n;
+        pos = end;
+    }
+    return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3 || std::string(argv[1]) != "seq") {
+        std::cerr << "usage: ndm_json_check seq FILE...\n";
+        return 2;
+    }
+    try {
+        std::size_t records = 0;
+        for (int i = 2; i < argc; ++i) records += check_seq(argv[i]);
+        std::cout << "ok: " << argc - 2 << " file(s), " << records << " records\n";
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "ndm_json_check: " << e.what() << '\n';
+        return 1;
+    }
+}
