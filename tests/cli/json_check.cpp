@@ -51,11 +51,39 @@ std::size_t check_seq(const std::string& path) {
     return n;
 }
 
+json get(const std::string& path, const std::string& dotted) {
+    json j = json::parse(slurp(path));
+    const json* cur = &j;
+    std::stringstream parts(dotted);
+    for (std::string key; std::getline(parts, key, '.');) {
+        if (cur->is_array() && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
+            std::stoul(key) < cur->size()) {
+            cur = &(*cur)[std::stoul(key)];
+        } else if (cur->is_object() && cur->contains(key)) {
+            cur = &(*cur)[key];
+        } else {
+            throw std::runtime_error(path + ": no " + dotted);
+        }
+    }
+    return *cur;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 3 || std::string(argv[1]) != "seq") {
-        std::cerr << "usage: ndm_json_check seq FILE...\n";
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "get" && argc == 4) {
+        try {
+            const json v = get(argv[2], argv[3]);
+            std::cout << (v.is_string() ? v.get<std::string>() : v.dump()) << '\n';
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "ndm_json_check: " << e.what() << '\n';
+            return 1;
+        }
+    }
+    if (argc < 3 || mode != "seq") {
+        std::cerr << "usage: ndm_json_check seq FILE... | get FILE PATH\n";
         return 2;
     }
     try {
