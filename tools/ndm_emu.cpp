@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
             std::cout << "up:   " << ndm::emu::describe(p.up) << "\ndown: " << ndm::emu::describe(p.down) << "\n";
             return 0;
         }
+    } catch (const std::invalid_argument& e) {  // a bad profile is a bad command line
+        std::cerr << "ndm-emu: " << e.what() << "\n";
+        return 2;
     } catch (const std::exception& e) {
         std::cerr << "ndm-emu: " << e.what() << "\n";
         return 1;

@@ -92,7 +92,7 @@ wait $term_pid; rc=$?
 
 # 5. Bad command lines.
 out=$("$EMU" shell --profile delay=5parsecs -- true 2>&1); rc=$?
-[ $rc = 1 ] && echo "$out" | grep -q "delay" || fail "bad profile: exit $rc: $out"
+[ $rc = 2 ] && echo "$out" | grep -q "delay" || fail "bad profile: exit $rc: $out"
 "$EMU" shell --profile none > /dev/null 2>&1; rc=$?
 [ $rc = 2 ] || fail "no command: exit $rc, expected 2"
 echo "ok"
