@@ -1,117 +1,90 @@
-// Cost of Controller::on_ack over a synthetic, recorded-like ACK stream.
+// Cost of a congestion controller per ACK on the recorded ACK traces of
+// tests/data/ack-traces (real controller-event streams from simulated
+// transfers; format in its README.md). One iteration replays a whole trace
+// (its PacketSent, congestion and spurious events included) into a fresh
+// controller; per_ack is the replay time divided by the trace's ACKs (all
+// its events counted), per_event by its events.
 // Controllers are created by name through ndm::cc::make, so another one is
-// benchmarked by adding a BENCHMARK_CAPTURE line with its name (and options).
+// benchmarked by adding a line to register_all().
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdint>
-#include <random>
+#include <iostream>
+#include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "../tests/ack_trace.hpp"
 #include "ndm/cc.hpp"
 
 namespace {
 
-using namespace std::chrono_literals;
+const char* const kTraces[] = {"urban-lte-ndm", "droptail-20m-cubic", "lte-verizon-reno"};
 
-constexpr std::uint64_t kMds = 1200;
-
-struct Step {
-    bool loss = false;      // a congestion event precedes this ACK
-    bool spurious = false;  // ... and is found spurious right after
-    ndm::cc::CongestionEvent congestion;
-    ndm::cc::AckEvent ack;
-};
-
-// A deterministic stream in the shape of a bulk transfer over a ~20 ms path:
-// ACKs every ~100 us covering 1-2 packets (sometimes an aggregated 3-10),
-// jittered RTT, short app-limited stretches, a congestion event every ~400
-// ACKs (1 in 20 found spurious), rarely persistent congestion. The stream
-// does not react to the controller: a replayed trace, not a simulation.
-const std::vector<Step>& ack_stream() {
-    static const std::vector<Step> steps = [] {
-        std::mt19937_64 rng(0x5eed'cc01);
-        auto chance = [&](std::uint64_t one_in) { return rng() % one_in == 0; };
-        std::vector<Step> out(1 << 16);
-        ndm::Instant now{};
-        ndm::Duration srtt = 20ms;
-        std::uint64_t in_flight = 40 * kMds;
-        int app_limited_left = 0;
-        for (auto& s : out) {
-            now += ndm::Duration(50'000 + rng() % 100'000);  // 50-150 us between ACKs
-            const ndm::Duration rtt = 20ms + ndm::Duration(rng() % 5'000'000);
-            srtt = (7 * srtt + rtt) / 8;
-            if (app_limited_left > 0) {
-                --app_limited_left;
-            } else if (chance(500)) {
-                app_limited_left = 20 + static_cast<int>(rng() % 100);
-            }
-            const std::uint64_t packets = chance(20) ? 3 + rng() % 8 : 1 + rng() % 2;
-
-            auto& a = s.ack;
-            a.now = now;
-            a.bytes_acked = packets * kMds;
-            a.packets_acked = packets;
-            a.has_rtt_sample = true;
-            a.latest_rtt = rtt;
-            a.smoothed_rtt = srtt;
-            a.rttvar = 1ms;
-            a.min_rtt = 20ms;
-            a.prior_bytes_in_flight = in_flight;
-            a.bytes_in_flight = in_flight - a.bytes_acked;
-            a.largest_acked_sent_time = now - rtt;
-            a.app_limited = app_limited_left > 0;
-
-            if (chance(400)) {
-                s.loss = true;
-                s.spurious = chance(20);
-                auto& c = s.congestion;
-                c.now = now;
-                c.packets_lost = 1 + rng() % 3;
-                c.bytes_lost = c.packets_lost * kMds;
-                c.largest_lost_sent_time = now - rtt + ndm::Duration(rng() % 1'000'000);
-                c.bytes_in_flight = in_flight - c.bytes_lost;
-                c.persistent = chance(100);
-            }
-        }
-        return out;
-    }();
-    return steps;
-}
-
-void BM_OnAck(benchmark::State& state, std::string_view name, std::string_view options) {
-    const auto& steps = ack_stream();
+void BM_Replay(benchmark::State& state, const ndm::testing::AckTrace& trace, const std::string& cc,
+               const std::string& options) {
     ndm::cc::Params params;
-    params.max_datagram_size = kMds;
-    auto cc = ndm::cc::make(name, params, options);
-    std::size_t i = 0;
+    params.max_datagram_size = trace.max_datagram_size;
+    std::uint64_t acks = 0;
+    for (const auto& ev : trace.events) acks += std::holds_alternative<ndm::cc::AckEvent>(ev) ? 1 : 0;
+    // Controllers are made ahead in batches (timing paused once per batch:
+    // pausing costs microseconds here, a replay tens of microseconds).
+    std::vector<std::unique_ptr<ndm::cc::Controller>> fresh;
     for (auto _ : state) {
-        const auto& s = steps[i];
-        if (s.loss) {
-            cc->on_congestion_event(s.congestion);
-            if (s.spurious) cc->on_spurious_congestion({s.ack.now});
-        }
-        cc->on_ack(s.ack);
-        benchmark::DoNotOptimize(cc->cwnd());
-        if (++i == steps.size()) {
-            // The trace's clock restarts: so does the controller (once per 64 Ki ACKs).
+        if (fresh.empty()) {
             state.PauseTiming();
-            cc = ndm::cc::make(name, params, options);
-            i = 0;
+            for (int i = 0; i < 64; ++i) fresh.push_back(ndm::cc::make(cc, params, options));
             state.ResumeTiming();
         }
+        auto& c = *fresh.back();
+        for (const auto& ev : trace.events) ndm::testing::apply(c, ev);
+        benchmark::DoNotOptimize(c.cwnd());
+        fresh.pop_back();
     }
-    state.SetItemsProcessed(state.iterations());
+    const auto total = static_cast<double>(acks * state.iterations());
+    state.SetItemsProcessed(static_cast<std::int64_t>(total));
+    // Seconds per ACK and per event, printed with an SI prefix ("12.3n").
+    state.counters["per_ack"] = benchmark::Counter(total, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["per_event"] =
+        benchmark::Counter(static_cast<double>(trace.events.size() * state.iterations()),
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["acks"] = static_cast<double>(acks);
+    state.counters["events"] = static_cast<double>(trace.events.size());
+}
+
+void register_all() {
+    static std::vector<ndm::testing::AckTrace> traces;
+    for (const char* name : kTraces) {
+        traces.push_back(ndm::testing::load_trace(std::string(NDM_SOURCE_DIR) + "/tests/data/ack-traces/" + name +
+                                                  ".ndmt"));
+    }
+    const struct {
+        const char* label;
+        const char* cc;
+        const char* options;
+    } controllers[] = {{"reno", "reno", ""},       {"reno_beta07", "reno", "beta=0.7"}, {"cubic", "cubic", ""},
+                       {"ndm_lkm", "ndm-lkm", ""}, {"ndm", "ndm", ""}};
+    for (const auto& c : controllers) {
+        for (const auto& t : traces) {
+            benchmark::RegisterBenchmark(("BM_Replay/" + std::string(c.label) + "/" + t.name).c_str(),
+                                         [&t, cc = std::string(c.cc), o = std::string(c.options)](
+                                             benchmark::State& s) { BM_Replay(s, t, cc, o); });
+        }
+    }
 }
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_OnAck, reno, "reno", "");
-BENCHMARK_CAPTURE(BM_OnAck, reno_beta07, "reno", "beta=0.7");
-BENCHMARK_CAPTURE(BM_OnAck, cubic, "cubic", "");
-BENCHMARK_CAPTURE(BM_OnAck, ndm_lkm, "ndm-lkm", "");
-BENCHMARK_CAPTURE(BM_OnAck, ndm, "ndm", "");
-
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+    try {
+        register_all();
+    } catch (const std::exception& e) {
+        std::cerr << "bench_cc: " << e.what() << "\n";
+        return 1;
+    }
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
