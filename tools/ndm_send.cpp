@@ -368,14 +368,14 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
         j["intervals"] = intervals;
         json streams = json::array();
         for (const Flow& f : flows) {
-            json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, true);
-            json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, true);
+            json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, !rev);
+            json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, !rev);
             s["socket"] = r["socket"] = f.index + 1;
             streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}});
         }
         j["end"] = {{"streams", streams},
-                    {"sum_sent", sum_json(0, sum_sent_s, sum_sent, sum_retr, true)},
-                    {"sum_received", sum_json(0, sum_recv_s, sum_recv, std::nullopt, true)},
+                    {"sum_sent", sum_json(0, sum_sent_s, sum_sent, sum_retr, !rev)},
+                    {"sum_received", sum_json(0, sum_recv_s, sum_recv, std::nullopt, !rev)},
                     {"sender_congestion", o.cc},
                     {"byte_exact", all_exact}};
         if (!error.empty()) j["error"] = error;

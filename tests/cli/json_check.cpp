@@ -6,8 +6,11 @@
 // Prints one line per problem and exits 1; exits 0 with a summary when all is well.
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -68,10 +71,91 @@ json get(const std::string& path, const std::string& dotted) {
     return *cur;
 }
 
+struct KeySpec {
+    std::string type;
+    bool optional = false;
+};
+using Shape = std::map<std::string, KeySpec>;  // path ("a.b[].c") -> spec
+
+Shape read_shape(const std::string& doc) {
+    Shape shape;
+    std::istringstream in(slurp(doc));
+    const std::regex row(R"(^\|\s*`([^`]+)`\s*\|\s*(object|array|string|integer|number|boolean)(\??)\s*\|)");
+    std::smatch m;
+    for (std::string line; std::getline(in, line);)
+        if (std::regex_search(line, m, row)) shape[m[1]] = {m[2], m[3] == "?"};
+    if (shape.empty()) throw std::runtime_error(doc + ": no key table found");
+    return shape;
+}
+
+bool type_ok(const json& v, const std::string& t) {
+    if (t == "object") return v.is_object();
+    if (t == "array") return v.is_array();
+    if (t == "string") return v.is_string();
+    if (t == "integer") return v.is_number_integer();
+    if (t == "number") return v.is_number();
+    return v.is_boolean();
+}
+
+std::string child(const std::string& parent, const std::string& key) { return parent.empty() ? key : parent + "." + key; }
+
+void walk(const json& v, const std::string& path, const Shape& shape, std::vector<std::string>& errors) {
+    if (v.is_object()) {
+        for (const auto& [key, val] : v.items()) {
+            const std::string p = child(path, key);
+            auto it = shape.find(p);
+            if (it == shape.end()) {
+                errors.push_back("undocumented key " + p);
+                continue;
+            }
+            if (!type_ok(val, it->second.type)) {
+                errors.push_back(p + " is " + val.type_name() + ", documented as " + it->second.type);
+                continue;
+            }
+            walk(val, p, shape, errors);
+        }
+        // Required keys whose parent is this object.
+        const std::string prefix = path.empty() ? "" : path + ".";
+        for (const auto& [p, spec] : shape) {
+            if (spec.optional || p.compare(0, prefix.size(), prefix) != 0) continue;
+            const std::string rest = p.substr(prefix.size());
+            if (rest.find('.') != std::string::npos || rest.find('[') != std::string::npos) continue;
+            if (!v.contains(rest)) errors.push_back("missing key " + p);
+        }
+    } else if (v.is_array()) {
+        const std::string p = path + "[]";
+        auto it = shape.find(p);
+        if (it == shape.end()) {
+            if (!v.empty()) errors.push_back("undocumented array elements " + p);
+            return;
+        }
+        for (const auto& e : v) {
+            if (!type_ok(e, it->second.type)) errors.push_back(p + " element is " + e.type_name());
+            else walk(e, p, shape, errors);
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "shape" && argc == 4) {
+        try {
+            const Shape shape = read_shape(argv[2]);
+            const json doc = json::parse(slurp(argv[3]));
+            if (!doc.is_object()) throw std::runtime_error(std::string(argv[3]) + ": not a JSON object");
+            std::vector<std::string> errors;
+            walk(doc, "", shape, errors);
+            for (const auto& e : errors) std::cerr << "ndm_json_check: " << argv[3] << ": " << e << '\n';
+            if (!errors.empty()) return 1;
+            std::cout << "ok: " << argv[3] << " matches " << shape.size() << " documented keys\n";
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "ndm_json_check: " << e.what() << '\n';
+            return 1;
+        }
+    }
     if (mode == "get" && argc == 4) {
         try {
             const json v = get(argv[2], argv[3]);
@@ -83,7 +167,7 @@ int main(int argc, char** argv) {
         }
     }
     if (argc < 3 || mode != "seq") {
-        std::cerr << "usage: ndm_json_check seq FILE... | get FILE PATH\n";
+        std::cerr << "usage: ndm_json_check seq FILE... | get FILE PATH | shape DOC.md FILE\n";
         return 2;
     }
     try {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# ndm-send beyond the basics: the -J document matches docs/ndm-send-json.md
+# (forward with -P 2 and reverse), -n delivers exactly that many bytes,
+# --emu loss=5% retransmits and stays byte-exact, and a server killed with
+# SIGKILL mid-test gives one clear error line and a non-zero exit within seconds.
+set -euo pipefail
+send="$1"
+recv="$2"
+check="$3"
+doc="$4"
+out=$(mktemp -d)
+srv_pid=""
+cleanup() {
+  [ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$out"/*.txt "$out"/*.json; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 1; }
+
+start_server() {
+  port=$((20000 + RANDOM % 20000))
+  "$recv" -1 -B 127.0.0.1 -p "$port" > "$out/recv.txt" 2> "$out/recv_err.txt" &
+  srv_pid=$!
+  for _ in $(seq 50); do grep -q "listening" "$out/recv.txt" 2>/dev/null && return 0; sleep 0.1; done
+  fail "ndm-recv did not start"
+}
+finish_server() { wait "$srv_pid" || fail "ndm-recv exit code"; srv_pid=""; }
+get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
+
+# 1. The documented JSON shape, forward with two connections and reverse.
+start_server
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 2 -J > "$out/fwd.json" 2> "$out/err.txt" || fail "-J -P 2 exit $?"
+finish_server
+"$check" shape "$doc" "$out/fwd.json" > /dev/null 2> "$out/shape.txt" || fail "forward -J shape: $(cat "$out/shape.txt")"
+[ "$(get fwd.json start.test_start.num_streams)" = 2 ] || fail "num_streams"
+get fwd.json end.streams.1.byte_exact > /dev/null
+start_server
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -R -J > "$out/rev.json" 2> "$out/err.txt" || fail "-J -R exit $?"
+finish_server
+"$check" shape "$doc" "$out/rev.json" > /dev/null 2> "$out/shape.txt" || fail "reverse -J shape: $(cat "$out/shape.txt")"
+[ "$(get rev.json start.test_start.reverse)" = 1 ] || fail "reverse flag"
+[ "$(get rev.json end.byte_exact)" = true ] || fail "reverse not byte-exact"
+
+# 2. -n: exactly that many bytes, both sides agree.
+start_server
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -n 3M -J > "$out/n.json" 2> "$out/err.txt" || fail "-n exit $?"
+finish_server
+[ "$(get n.json end.sum_sent.bytes)" = 3145728 ] || fail "-n 3M: sent $(get n.json end.sum_sent.bytes)"
+[ "$(get n.json end.sum_received.bytes)" = 3145728 ] || fail "-n 3M: received $(get n.json end.sum_received.bytes)"
+[ "$(get n.json end.byte_exact)" = true ] || fail "-n not byte-exact"
+
+# 3. --emu loss=5%: retransmissions, still byte-exact.
+start_server
+timeout 30 "$send" -c 127.0.0.1 -p "$port" -n 2M --emu loss=5% --seed 3 -J > "$out/loss.json" 2> "$out/err.txt" \
+  || fail "--emu exit $?"
+finish_server
+[ "$(get loss.json end.sum_sent.retransmits)" -gt 0 ] || fail "no retransmissions at 5% loss"
+[ "$(get loss.json end.byte_exact)" = true ] || fail "--emu loss not byte-exact"
+[ "$(get loss.json end.sum_received.bytes)" = 2097152 ] || fail "--emu loss: wrong byte count"
+
+# 4. The server disappears (SIGKILL) during a 10 s test.
+start_server
+"$send" -c 127.0.0.1 -p "$port" -t 10 > "$out/kill_send.txt" 2> "$out/kill_err.txt" &
+send_pid=$!
+sleep 1.5
+kill -9 "$srv_pid"
+wait "$srv_pid" 2>/dev/null || true
+srv_pid=""
+t0=$SECONDS
+for _ in $(seq 100); do kill -0 "$send_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$send_pid" 2>/dev/null; then kill -9 "$send_pid"; fail "ndm-send still running 10 s after the server died"; fi
+set +e
+wait "$send_pid"; rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "ndm-send exited 0 after the server died"
+[ $((SECONDS - t0)) -le 7 ] || fail "ndm-send took $((SECONDS - t0)) s to notice"
+[ "$(wc -l < "$out/kill_err.txt")" -eq 1 ] || fail "not one error line: $(cat "$out/kill_err.txt")"
+grep -q "lost" "$out/kill_err.txt" || fail "unclear error: $(cat "$out/kill_err.txt")"
+echo "ok"
