@@ -5,7 +5,7 @@
 # probability 0.9^2 = 0.81, so the round-trip loss 0.19 is checked within a
 # 4-sigma binomial bound for N = 400 (+-0.078). Also: CMD's exit status is the
 # shell's, a bad command is a clear error, and nothing is left behind
-# (ip netns list / ip link) after a normal exit, a failing CMD and SIGTERM.
+# (ip netns list / ip link) after a normal exit, a failing CMD, SIGTERM and SIGINT.
 # Usage: ndm_emu_shell_test.sh NDM_EMU UDP_PROBE     (skips with 77 when it cannot run)
 set -u
 EMU=$1
@@ -90,7 +90,20 @@ wait $term_pid; rc=$?
 [ $rc = 143 ] || fail "SIGTERM: exit $rc, expected 143 (CMD killed by SIGTERM)"
 [ -z "$(leftovers $term_pid)" ] || fail "after SIGTERM, left behind: $(leftovers $term_pid)"
 
-# 5. Bad command lines.
+# 5. SIGINT sent to the shell alone (not from a terminal) is passed on to CMD.
+#    Job control on, so the background job does not start with SIGINT ignored.
+set -m
+"$EMU" shell --quiet --profile none -- sleep 30 &
+int_pid=$!
+set +m
+for i in $(seq 100); do ip netns list | grep -q "ndm-emu-$int_pid" && break; sleep 0.05; done
+sleep 0.2
+kill -INT $int_pid
+wait $int_pid; rc=$?
+[ $rc = 130 ] || fail "SIGINT: exit $rc, expected 130 (CMD ended by SIGINT)"
+[ -z "$(leftovers $int_pid)" ] || fail "after SIGINT, left behind: $(leftovers $int_pid)"
+
+# 6. Bad command lines.
 out=$("$EMU" shell --profile delay=5parsecs -- true 2>&1); rc=$?
 [ $rc = 2 ] && echo "$out" | grep -q "delay" || fail "bad profile: exit $rc: $out"
 "$EMU" shell --profile none > /dev/null 2>&1; rc=$?

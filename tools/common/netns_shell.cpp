@@ -38,9 +38,12 @@ namespace {
 
 std::string errno_text(int e) { return std::strerror(e); }
 
+int g_spawn_error = 0;  // errno of the last failed posix_spawnp of ip
+
 // Runs `ip ARGS...` (iproute2) with an argv, no shell; true on exit status 0.
 // Quiet calls send ip's stderr to /dev/null (optional settings).
 bool run_ip(const std::vector<std::string>& args, bool quiet = false) {
+    g_spawn_error = 0;
     std::vector<std::string> full{"ip"};
     full.insert(full.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -52,7 +55,10 @@ bool run_ip(const std::vector<std::string>& args, bool quiet = false) {
     pid_t pid = -1;
     const int rc = posix_spawnp(&pid, "ip", &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return false;
+    if (rc != 0) {
+        g_spawn_error = rc;
+        return false;
+    }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return false;
@@ -61,6 +67,7 @@ bool run_ip(const std::vector<std::string>& args, bool quiet = false) {
 
 void must_ip(const std::vector<std::string>& args) {
     if (run_ip(args)) return;
+    if (g_spawn_error) die("ndm-emu shell: cannot run ip (iproute2): " + errno_text(g_spawn_error));
     std::string cmd = "ip";
     for (const auto& a : args) cmd += " " + a;
     die("ndm-emu shell: `" + cmd + "` failed");
@@ -113,8 +120,19 @@ std::uint32_t pick_subnet() {
 
 volatile std::sig_atomic_t g_child_exited = 0;
 volatile std::sig_atomic_t g_stop_signal = 0;
+volatile std::sig_atomic_t g_forward_int = 0;
 void on_sigchld(int) { g_child_exited = 1; }
-void on_stop(int sig) { g_stop_signal = sig; }
+// A terminal's Ctrl-C (si_code SI_KERNEL) already reached CMD, which shares
+// our process group: CMD decides (an interactive bash inside ignores it and
+// keeps the session). A SIGINT sent to us alone (kill) is passed on to CMD.
+// SIGTERM and SIGHUP end the session.
+void on_stop(int sig, siginfo_t* info, void*) {
+    if (sig == SIGINT) {
+        if (info && info->si_code != SI_KERNEL) g_forward_int = 1;
+        return;
+    }
+    g_stop_signal = sig;
+}
 
 // Owns what setup created; the destructor undoes it in reverse order.
 struct Resources {
@@ -157,9 +175,14 @@ int run_shell(const ShellOptions& o, std::ostream& err) {
     struct sigaction sa{}, old_sa[4]{};
     const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
     for (int i = 0; i < 4; ++i) {
-        sa.sa_handler = sigs[i] == SIGCHLD ? on_sigchld : on_stop;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = 0;
+        if (sigs[i] == SIGCHLD) {
+            sa.sa_handler = on_sigchld;
+            sa.sa_flags = 0;
+        } else {
+            sa.sa_sigaction = on_stop;
+            sa.sa_flags = SA_SIGINFO;
+        }
         sigaction(sigs[i], &sa, &old_sa[i]);
     }
     struct Restore {
@@ -173,6 +196,7 @@ int run_shell(const ShellOptions& o, std::ostream& err) {
     } restore{&old_mask, old_sa, sigs};
     g_child_exited = 0;
     g_stop_signal = 0;
+    g_forward_int = 0;
 
     Resources r;
     // Setup lock: subnet choice and address assignment of concurrent shells
@@ -290,6 +314,10 @@ int run_shell(const ShellOptions& o, std::ostream& err) {
                 exited = true;
                 break;
             }
+        }
+        if (g_forward_int) {
+            g_forward_int = 0;
+            kill(child, SIGINT);
         }
         if (g_stop_signal && kill_at == kNever) {
             kill(child, SIGTERM);

@@ -31,8 +31,10 @@ struct ShellOptions {
 // not (missing CAP_NET_ADMIN/CAP_SYS_ADMIN, no /dev/net/tun).
 std::string shell_privilege_problem();
 
-// Sets everything up, runs the command, relays until it exits (or a signal
-// arrives: SIGTERM is forwarded, SIGKILL after 3 s), prints statistics to
+// Sets everything up, runs the command, relays until it exits (SIGTERM or
+// SIGHUP to us: SIGTERM to the command, SIGKILL after 3 s; a SIGINT sent to
+// us alone is passed on; a terminal's Ctrl-C reaches the command directly,
+// as it shares our process group), prints statistics to
 // `err` unless quiet, tears down. Returns the command's exit status
 // (128 + signal number if it was killed; 127 if it could not be started).
 // Throws std::runtime_error with one line on setup failures (after cleanup).
