@@ -237,6 +237,8 @@ TEST_CASE("ack traces: record (NDM_WRITE_ACK_TRACES=1 regenerates the fixtures)"
         total += std::filesystem::file_size(path(spec));
         std::size_t kinds[5] = {0, 0, 0, 0, 0};
         for (const auto& ev : t.events) ++kinds[ev.index()];
+        MESSAGE(spec.name, ": ", kinds[0], " sent, ", kinds[1], " ACKs, ", kinds[2], " congestion, ", kinds[3],
+                " spurious, ", kinds[4], " idle restarts");
         CHECK(t.max_datagram_size == spec.mds);
         CHECK(kinds[0] > 1000);  // sent
         CHECK(kinds[1] > 500);   // ack

@@ -10,36 +10,34 @@
 namespace ndm::cc {
 
 Cubic::Cubic(const Params& params, const Options& options)
-    : mds_(params.max_datagram_size),
-      mds_d_(static_cast<double>(params.max_datagram_size)),
+    : mds_(static_cast<std::uint32_t>(params.max_datagram_size)),
+      fast_convergence_(get_bool(options, "fast_convergence", true, kName)),
+      hystart_enabled_(get_bool(options, "hystart", true, kName)),
       beta_(get_double(options, "beta", kDefaultBeta, 0.5, 0.9, kName)),
       c_(get_double(options, "c", kDefaultC, 0.1, 4, kName)),
-      alpha_cubic_(3 * (1 - beta_) / (1 + beta_)),
-      fast_convergence_(get_bool(options, "fast_convergence", true, kName)),
-      hystart_enabled_(get_bool(options, "hystart", true, kName)) {
+      alpha_cubic_(3 * (1 - beta_) / (1 + beta_)) {
     reject_unknown(options, {"beta", "c", "fast_convergence", "hystart"}, kName);
-    if (mds_ == 0) {
+    if (params.max_datagram_size == 0 || params.max_datagram_size > UINT32_MAX) {
         throw std::invalid_argument("congestion controller \"" + std::string(kName) +
-                                    "\": max_datagram_size must be > 0");
+                                    "\": max_datagram_size must be in 1..4294967295");
     }
     s_.cwnd = initial_window(mds_);
-    s_.alpha = alpha_cubic_;
     // Off: a HyStart++ that has already finished leaves plain slow start.
-    if (!hystart_enabled_) s_.hystart.on_congestion();
+    if (!hystart_enabled_) hystart_.on_congestion();
 }
 
 void Cubic::on_ack(const AckEvent& ev) {
     recovery_.on_ack(ev.largest_acked_sent_time);
     last_ack_ = ev.now;
 
-    if (s_.cwnd < s_.ssthresh && !s_.hystart.done()) {
-        s_.hystart.on_ack(ev);
-        if (s_.hystart.done()) {
+    if (s_.cwnd < s_.ssthresh && !hystart_.done()) {
+        hystart_.on_ack(ev);
+        if (hystart_.done()) {
             // CSS_ROUNDS rounds of CSS without loss (RFC 9406 §4.2): congestion
             // avoidance from here, and since W_max is unknown, the curve starts
             // flat at the current window (RFC 9438 §4.10).
             s_.ssthresh = s_.cwnd;
-            s_.cwnd_prior = static_cast<double>(s_.cwnd) / mds_d_;
+            s_.cwnd_prior = static_cast<double>(s_.cwnd) / mds_d();
             s_.w_max_from_epoch = true;
             s_.epoch_started = false;
         }
@@ -64,8 +62,8 @@ void Cubic::on_ack(const AckEvent& ev) {
 
     std::uint64_t bytes = ev.bytes_acked;
     if (s_.cwnd < s_.ssthresh) {
-        if (s_.hystart.phase() == HyStart::Phase::conservative_slow_start) {
-            s_.cwnd += s_.hystart.growth(bytes);  // ssthresh is still unset in CSS
+        if (hystart_.phase() == HyStart::Phase::conservative_slow_start) {
+            s_.cwnd += hystart_.growth(bytes);  // ssthresh is still unset in CSS
             return;
         }
         // Slow start, capped at ssthresh; the rest counts toward congestion
@@ -81,7 +79,7 @@ void Cubic::on_ack(const AckEvent& ev) {
 void Cubic::start_epoch(Instant now) noexcept {
     s_.epoch_started = true;
     s_.epoch_start = now;
-    s_.cwnd_epoch = static_cast<double>(s_.cwnd) / mds_d_;
+    s_.cwnd_epoch = static_cast<double>(s_.cwnd) / mds_d();
     if (s_.w_max_from_epoch || s_.w_max <= s_.cwnd_epoch) {
         // After a timeout (§4.8), a loss-free slow-start exit (§4.10), or when
         // the window already exceeds W_max: the curve's plateau is here and
@@ -95,7 +93,7 @@ void Cubic::start_epoch(Instant now) noexcept {
     // RFC 9438 §4.3: W_est starts at cwnd_epoch, with α_cubic until it
     // reaches cwnd_prior.
     s_.w_est = s_.cwnd_epoch;
-    s_.alpha = s_.w_est >= s_.cwnd_prior ? 1.0 : alpha_cubic_;
+    s_.alpha_one = s_.w_est >= s_.cwnd_prior;
     growth_remainder_ = 0;
 }
 
@@ -110,12 +108,12 @@ void Cubic::congestion_avoidance(const AckEvent& ev, std::uint64_t bytes) noexce
     // Reno-friendly estimate (RFC 9438 §4.3): W_est += α·segments_acked/cwnd,
     // which in bytes is α·bytes/cwnd segments. Kept as a double; the rounding
     // error is ~1e-16 of W_est per ACK.
-    s_.w_est += s_.alpha * static_cast<double>(bytes) / cwnd;
-    if (s_.alpha != 1.0 && s_.w_est >= s_.cwnd_prior) s_.alpha = 1.0;
+    s_.w_est += alpha() * static_cast<double>(bytes) / cwnd;
+    if (!s_.alpha_one && s_.w_est >= s_.cwnd_prior) s_.alpha_one = true;
 
     reno_friendly_ = w_cubic(t) < s_.w_est;
     if (reno_friendly_) {
-        const auto est = static_cast<std::uint64_t>(s_.w_est * mds_d_);
+        const auto est = static_cast<std::uint64_t>(s_.w_est * mds_d());
         if (est > s_.cwnd) s_.cwnd = est;
         return;
     }
@@ -124,7 +122,7 @@ void Cubic::congestion_avoidance(const AckEvent& ev, std::uint64_t bytes) noexce
     // RTT ahead; RTT is the smoothed RTT as the RFC says (Linux uses the
     // minimum RTT, which aims lower while a queue builds): with ACKs arriving
     // over one RTT, cwnd then tracks W_cubic(t) itself rather than lagging it.
-    const double target = w_cubic(t + to_seconds(ev.smoothed_rtt)) * mds_d_;
+    const double target = w_cubic(t + to_seconds(ev.smoothed_rtt)) * mds_d();
     if (!(target > cwnd)) return;  // clamp to cwnd: no growth (NaN-safe)
     const std::uint64_t target_bytes = target >= 1.5 * cwnd
                                            ? s_.cwnd + s_.cwnd / 2
@@ -134,8 +132,16 @@ void Cubic::congestion_avoidance(const AckEvent& ev, std::uint64_t bytes) noexce
     // (target − cwnd)·bytes/cwnd bytes; the division's remainder is carried
     // to the next ACK, so no byte of growth is lost or invented. 128 bits:
     // (cwnd/2)·bytes overflows 64 bits for multi-GB windows.
+    // The 64-bit division is taken whenever the product fits (always, short
+    // of multi-GB windows): a 128-bit one is a slow library call.
     __extension__ using u128 = unsigned __int128;
     const u128 num = static_cast<u128>(target_bytes - s_.cwnd) * bytes + growth_remainder_;
+    if (num >> 64 == 0) {
+        const auto n64 = static_cast<std::uint64_t>(num);
+        growth_remainder_ = n64 % s_.cwnd;
+        s_.cwnd += n64 / s_.cwnd;
+        return;
+    }
     const u128 q = num / s_.cwnd;
     growth_remainder_ = static_cast<std::uint64_t>(num - q * s_.cwnd);
     s_.cwnd += static_cast<std::uint64_t>(q);
@@ -146,10 +152,11 @@ void Cubic::on_congestion_event_scaled(const CongestionEvent& ev, double beta) {
         // RFC 9002 Appendix B.6: one reduction per recovery period.
         can_undo_ = true;
         saved_ = s_;
-        s_.hystart.on_congestion();  // RFC 9406 §4.2: loss ends slow start and CSS
+        saved_hystart_phase_ = hystart_.phase();
+        hystart_.on_congestion();  // RFC 9406 §4.2: loss ends slow start and CSS
 
         // RFC 9438 §4.6 and §4.7.
-        const double cwnd_seg = static_cast<double>(s_.cwnd) / mds_d_;
+        const double cwnd_seg = static_cast<double>(s_.cwnd) / mds_d();
         s_.cwnd_prior = cwnd_seg;
         s_.w_max = fast_convergence_ && cwnd_seg < s_.w_max ? cwnd_seg * (1 + beta) / 2
                                                              : cwnd_seg;
@@ -188,11 +195,10 @@ void Cubic::on_spurious_congestion(const SpuriousEvent&) {
     if (!can_undo_) return;
     can_undo_ = false;
     const auto cwnd_now = s_.cwnd;
-    PacketSent latest;  // packets sent since the loss still mark HyStart++'s rounds
-    latest.time = s_.hystart.last_sent();
     s_ = saved_;
     s_.cwnd = std::max(s_.cwnd, cwnd_now);
-    s_.hystart.on_packet_sent(latest);
+    // Only the phase: the rounds marked by packets sent since the loss stay.
+    hystart_.restore_phase(saved_hystart_phase_);
     growth_remainder_ = 0;
     paused_ = false;
     recovery_.reset();
@@ -209,7 +215,7 @@ void Cubic::on_idle_restart(Instant now) {
 std::string_view Cubic::state() const {
     if (recovery_.active()) return "recovery";
     if (s_.cwnd >= s_.ssthresh) return "congestion_avoidance";
-    return s_.hystart.phase() == HyStart::Phase::conservative_slow_start
+    return hystart_.phase() == HyStart::Phase::conservative_slow_start
                ? "conservative_slow_start"
                : "slow_start";
 }

@@ -31,7 +31,7 @@ public:
     // unknown key, a bad value or a zero max_datagram_size.
     explicit Cubic(const Params& params, const Options& options = {});
 
-    void on_packet_sent(const PacketSent& p) override { s_.hystart.on_packet_sent(p); }
+    void on_packet_sent(const PacketSent& p) override { hystart_.on_packet_sent(p); }
     void on_ack(const AckEvent& ev) override;
     void on_congestion_event(const CongestionEvent& ev) override {
         on_congestion_event_scaled(ev, beta_);
@@ -65,18 +65,20 @@ public:
     [[nodiscard]] double k() const noexcept { return s_.k; }
     [[nodiscard]] double cwnd_prior() const noexcept { return s_.cwnd_prior; }
     [[nodiscard]] double w_est() const noexcept { return s_.w_est; }
-    [[nodiscard]] double alpha() const noexcept { return s_.alpha; }
+    [[nodiscard]] double alpha() const noexcept { return s_.alpha_one ? 1.0 : alpha_cubic_; }
     [[nodiscard]] bool epoch_started() const noexcept { return s_.epoch_started; }
     [[nodiscard]] Instant epoch_start() const noexcept { return s_.epoch_start; }
     [[nodiscard]] double cwnd_epoch() const noexcept { return s_.cwnd_epoch; }
     // Whether the last window update in congestion avoidance used W_est
     // (W_cubic(t) < W_est, RFC 9438 §4.3).
     [[nodiscard]] bool reno_friendly() const noexcept { return reno_friendly_; }
-    [[nodiscard]] const HyStart& hystart() const noexcept { return s_.hystart; }
+    [[nodiscard]] const HyStart& hystart() const noexcept { return hystart_; }
     [[nodiscard]] const RecoveryPeriod& recovery() const noexcept { return recovery_; }
 
 private:
-    // Everything a spurious congestion event restores (RFC 9438 §4.9).
+    // Everything a spurious congestion event restores (RFC 9438 §4.9), with
+    // HyStart++'s phase (saved_hystart_phase_) the only part of HyStart++
+    // that can change between a loss and its undo.
     struct State {
         std::uint64_t cwnd = 0;
         std::uint64_t ssthresh = UINT64_MAX;
@@ -84,39 +86,44 @@ private:
         double k = 0;           // seconds
         double cwnd_prior = 0;  // segments, cwnd before the last reduction
         double w_est = 0;       // segments, Reno-friendly estimate
-        double alpha = 0;       // α_cubic, or 1 once W_est ≥ cwnd_prior
         double cwnd_epoch = 0;  // segments, cwnd when the epoch started
         Instant epoch_start{};
+        bool alpha_one = false;  // α = 1 once W_est ≥ cwnd_prior, else α_cubic
         bool epoch_started = false;
         // The next epoch takes W_max = cwnd_epoch and K = 0: after a
         // timeout-like collapse (§4.8) or a loss-free slow-start exit (§4.10).
         bool w_max_from_epoch = false;
-        HyStart hystart;
     };
 
+    [[nodiscard]] double mds_d() const noexcept { return static_cast<double>(mds_); }
     void start_epoch(Instant now) noexcept;
     void congestion_avoidance(const AckEvent& ev, std::uint64_t bytes) noexcept;
 
-    std::uint64_t mds_;
-    double mds_d_;
+    // Per-connection state is 272 bytes (it was 416; ndm embeds a Cubic):
+    // the datagram size as 32 bits, flags in one byte, α as a flag, and an
+    // undo copy without HyStart++. Same arithmetic, same decisions (pinned by
+    // the recorded-trace digests of tests/test_ack_traces.cpp).
+    std::uint32_t mds_;
+    bool fast_convergence_ : 1;
+    bool hystart_enabled_ : 1;
+    // The curve's clock stops while ACKs say the sender was app-limited
+    // (RFC 9438 §4.2 and §5.8): from the first such ACK until growth resumes.
+    bool paused_ : 1 = false;
+    bool reno_friendly_ : 1 = false;
+    bool can_undo_ : 1 = false;
+    HyStart::Phase saved_hystart_phase_ = HyStart::Phase::slow_start;
     double beta_;
     double c_;
     double alpha_cubic_;  // 3(1 − β)/(1 + β), RFC 9438 §4.3
-    bool fast_convergence_;
-    bool hystart_enabled_;
 
     State s_;
+    HyStart hystart_;
     // Remainder (in bytes × bytes) of the per-ACK cubic growth
     // (target − cwnd)·acked / cwnd not yet added to cwnd.
     std::uint64_t growth_remainder_ = 0;
     RecoveryPeriod recovery_;
-    // The curve's clock stops while ACKs say the sender was app-limited
-    // (RFC 9438 §4.2 and §5.8): from the first such ACK until growth resumes.
-    bool paused_ = false;
     Instant paused_since_{};
     Instant last_ack_ = Instant::min();
-    bool reno_friendly_ = false;
-    bool can_undo_ = false;
     State saved_;
 };
 

@@ -31,7 +31,7 @@ void HyStart::on_ack(const AckEvent& ev) noexcept {
 
     if (!ev.has_rtt_sample) return;
     current_round_min_rtt_ = std::min(current_round_min_rtt_, ev.latest_rtt);
-    ++rtt_sample_count_;
+    if (rtt_sample_count_ < kNRttSample) ++rtt_sample_count_;
     if (rtt_sample_count_ < kNRttSample) return;
 
     if (phase_ == Phase::slow_start) {
@@ -55,7 +55,7 @@ std::uint64_t HyStart::growth(std::uint64_t bytes_acked) noexcept {
     if (phase_ != Phase::conservative_slow_start) return bytes_acked;
     // cwnd += acked / CSS_GROWTH_DIVISOR, with no byte lost to truncation.
     const std::uint64_t total = bytes_acked + css_remainder_;
-    css_remainder_ = total % kCssGrowthDivisor;
+    css_remainder_ = static_cast<std::uint8_t>(total % kCssGrowthDivisor);
     return total / kCssGrowthDivisor;
 }
 

@@ -53,6 +53,10 @@ public:
     // Loss or ECN in slow start or CSS: go to congestion avoidance
     // (RFC 9406 §4.2; the controller reduces ssthresh its own way).
     void on_congestion() noexcept { phase_ = Phase::congestion_avoidance; }
+    // Undo of a spurious loss (RFC 9438 §4.9): the phase before on_congestion().
+    // Nothing else changes while HyStart++ is over (on_ack() returns at once,
+    // growth() is not asked for), so the phase is all an undo has to restore.
+    void restore_phase(Phase p) noexcept { phase_ = p; }
 
     [[nodiscard]] Phase phase() const noexcept { return phase_; }
     [[nodiscard]] bool done() const noexcept { return phase_ == Phase::congestion_avoidance; }
@@ -77,16 +81,19 @@ private:
 
     void start_round() noexcept;
 
-    Phase phase_ = Phase::slow_start;
+    // 48 bytes: the small counters are bytes (each is bounded, see below), so
+    // a controller embedding HyStart (and ndm's embedding of Cubic) stays small.
     Instant last_sent_ = Instant::min();   // send time of the latest packet (SND.NXT)
     Instant window_end_ = Instant::min();  // the round ends when a later packet is acked
     Duration last_round_min_rtt_ = kInfinite;
     Duration current_round_min_rtt_ = kInfinite;
     Duration css_baseline_min_rtt_ = kInfinite;
-    std::uint32_t rtt_sample_count_ = 0;
-    std::uint32_t css_rounds_ = 0;  // CSS rounds completed, the partial first one included
-    std::uint32_t rounds_ = 0;      // rounds completed, for tests
-    std::uint64_t css_remainder_ = 0;  // acked bytes not yet turned into CSS growth
+    std::uint32_t rounds_ = 0;  // rounds completed, for tests
+    Phase phase_ = Phase::slow_start;
+    // Saturates at N_RTT_SAMPLE: only "fewer than N_RTT_SAMPLE" matters.
+    std::uint8_t rtt_sample_count_ = 0;
+    std::uint8_t css_rounds_ = 0;     // CSS rounds completed (≤ CSS_ROUNDS), the partial first one included
+    std::uint8_t css_remainder_ = 0;  // acked bytes (< CSS_GROWTH_DIVISOR) not yet turned into CSS growth
 };
 
 }  // namespace ndm::cc
