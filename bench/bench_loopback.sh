@@ -5,8 +5,10 @@
 #   ndm io_uring and epoll at 64 KB datagrams,
 #   kernel TCP (iperf3), iperf3 UDP at 1400-byte datagrams (unlimited rate),
 # plus CPU seconds per GB for ndm (sender + receiver threads).
-# Each configuration runs ROUNDS times, interleaved so that background load
-# hits all of them alike; the median is reported. Prints a Markdown table.
+# Each configuration runs ROUNDS (>= 3) times, interleaved so that background
+# load hits all of them alike; the median is reported, and the ratios are
+# taken between medians of the same run. Prints the machine load before and
+# after (the machine is shared) and a Markdown table.
 #
 #   bench/bench_loopback.sh [BUILD_DIR]      (env: BYTES, ROUNDS, SECONDS_IPERF)
 set -euo pipefail
@@ -15,6 +17,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build-bench}
 BYTES=${BYTES:-1073741824}      # 1 GiB per ndm run
 ROUNDS=${ROUNDS:-3}
+if [ "$ROUNDS" -lt 3 ]; then echo "bench: ROUNDS must be at least 3 (medians of interleaved runs)" >&2; exit 2; fi
 SECONDS_IPERF=${SECONDS_IPERF:-5}
 PORT=${PORT:-5301}
 
@@ -65,6 +68,7 @@ except Exception:
 EOF
 }
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq "$ROUNDS"); do
   echo "bench: round $round/$ROUNDS" >&2
   ndm_run "ndm-uring-gso"     --io uring --gso on
@@ -76,6 +80,10 @@ for round in $(seq "$ROUNDS"); do
   iperf_run "iperf3-tcp"
   iperf_run "iperf3-udp-1400" -u -b 0 -l 1400
 done
+
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) CPUs, load average (1/5/15 min) before: $load_before, after: $load_after"
+echo
 
 python3 - "$results" "$BYTES" "$ROUNDS" <<'EOF'
 import json, statistics, sys, collections
@@ -112,7 +120,11 @@ for name, label in labels.items():
 u, e = med("ndm-uring-gso", "goodput_gbps"), med("ndm-epoll-gso", "goodput_gbps")
 udp = med("iperf3-udp-1400", "send_gbps")
 print()
+un, en = med("ndm-uring-nogso", "goodput_gbps"), med("ndm-epoll-nogso", "goodput_gbps")
+uc, ec = med("ndm-uring-gso", "cpu_s_per_gb"), med("ndm-epoll-gso", "cpu_s_per_gb")
 print(f"Ratios: io_uring/epoll (GSO on) = {u / e:.2f} (target ≥ 1.3); "
       f"io_uring+GSO / iperf3 UDP send rate = {u / udp:.2f} (target ≥ 1.5); "
-      f"io_uring+GSO ≥ 3 Gbit/s: {'yes' if u >= 3 else 'no'}.")
+      f"io_uring+GSO ≥ 3 Gbit/s: {'yes' if u >= 3 else 'no'}; "
+      f"io_uring/epoll without GSO/GRO = {un / en:.2f}; "
+      f"epoll/io_uring CPU s per GB (GSO on) = {ec / uc:.2f}.")
 EOF
