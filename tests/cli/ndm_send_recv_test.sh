@@ -15,10 +15,16 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$out"/*.txt; do echo "== $f"; cat "$f"; done; exit 1; }
 
-# A UDP port nobody listens on (bound briefly by python3 when present).
+# A UDP port nobody listens on: random in a range few services use, skipping
+# ports in use when `ss` can tell (no Python: its start-up is slow on a loaded machine).
 free_port() {
-  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
-    || echo $((20000 + RANDOM % 20000))
+  local p
+  for _ in $(seq 20); do
+    p=$((20000 + RANDOM % 20000))
+    command -v ss > /dev/null && ss -Hlun "sport = :$p" 2>/dev/null | grep -q . && continue
+    echo "$p"; return
+  done
+  echo "$p"
 }
 
 start_server() {  # $1 = extra flags
