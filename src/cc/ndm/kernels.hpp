@@ -7,6 +7,8 @@
 // only by FMA contraction and by the activation approximations, which keeps
 // them within 1e-5 of the scalar reference.
 //
+// The SIMD kernels share their loops (kernels_simd.hpp, a template over a
+// small vector-traits struct); each ISA file holds only its primitives.
 // The kernel files are compiled at the library's baseline x86-64 flags; each
 // SIMD function carries its own __attribute__((target(...))), and a table is
 // only handed out when the running CPU has the features
