@@ -50,7 +50,9 @@ Instant monotonic_now() {
 
 sockaddr_storage resolve_udp(const std::string& what, const std::string& text, bool passive, socklen_t& len) {
     const auto colon = text.rfind(':');
-    if (colon == std::string::npos || colon + 1 == text.size()) die(what + ": '" + text + "' is not ADDR:PORT");
+    // A malformed or unresolvable address is a bad command line (invalid_argument).
+    if (colon == std::string::npos || colon + 1 == text.size())
+        throw std::invalid_argument(what + ": '" + text + "' is not ADDR:PORT");
     std::string host = text.substr(0, colon);
     const std::string port = text.substr(colon + 1);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
@@ -60,7 +62,7 @@ sockaddr_storage resolve_udp(const std::string& what, const std::string& text, b
     hints.ai_flags = passive ? AI_PASSIVE : 0;
     addrinfo* res = nullptr;
     if (const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res); rc != 0)
-        die(what + ": cannot resolve '" + text + "': " + gai_strerror(rc));
+        throw std::invalid_argument(what + ": cannot resolve '" + text + "': " + gai_strerror(rc));
     sockaddr_storage out{};
     std::memcpy(&out, res->ai_addr, res->ai_addrlen);
     len = res->ai_addrlen;

@@ -32,7 +32,7 @@ namespace ndm::tools {
 Instant monotonic_now();
 
 // "ADDR:PORT", "[v6]:PORT" or ":PORT" (any address). Throws
-// std::runtime_error("<what>: ...") naming the problem.
+// std::invalid_argument("<what>: ...") naming the problem.
 sockaddr_storage resolve_udp(const std::string& what, const std::string& text, bool passive, socklen_t& len);
 
 class EmuRelay {
@@ -42,7 +42,8 @@ public:
     static constexpr Duration kSessionIdle = std::chrono::seconds(60);
 
     // Binds `listen` ("127.0.0.1:0" picks a port) and resolves `to`. Throws
-    // std::runtime_error with one line naming the problem.
+    // std::invalid_argument for a malformed address, std::runtime_error when
+    // the socket cannot be bound; one line naming the problem either way.
     EmuRelay(const std::string& listen, const std::string& to, const emu::Profile& profile, std::uint64_t seed);
     ~EmuRelay();
     EmuRelay(const EmuRelay&) = delete;
