@@ -22,6 +22,10 @@ fi
 [ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
 ip netns list >/dev/null 2>&1 || { echo "SKIP: ip netns does not work here"; exit 77; }
+# Root without the capabilities (e.g. an unprivileged container): the shell says so.
+out=$("$EMU" shell --quiet -- true 2>&1); rc=$?
+if [ $rc != 0 ] && echo "$out" | grep -q "needs root"; then echo "SKIP: $out"; exit 77; fi
+[ $rc = 0 ] || fail "a trivial shell failed (exit $rc): $out"
 
 leftovers() {  # namespaces/devices of shells that are no longer running
     local pid=$1
