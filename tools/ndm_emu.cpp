@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
     auto* relay_cmd = app.add_subcommand(
         "relay",
         "Forward UDP both ways through the emulator: datagrams arriving on --listen go to --to through the\n"
-        "'up' direction; replies from --to go back to the latest sender through 'down'. Ctrl-C prints statistics.");
+        "'up' direction; replies from --to go back through 'down' to the client that caused them (each\n"
+        "client gets its own upstream socket; all share one emulated path). Ctrl-C prints statistics.");
     relay_cmd->add_option("--listen", ro.listen, "local ADDR:PORT that clients send to (e.g. 127.0.0.1:9000)")->required();
     relay_cmd->add_option("--to", ro.to, "server ADDR:PORT to forward to (e.g. 127.0.0.1:9001)")->required();
     relay_cmd->add_option("--profile", ro.profile, "emulator profile (default: none)");
