@@ -1,7 +1,7 @@
 // NEON kernels for arm64: 4 connections per vector, the shared loops of
 // kernels_simd.hpp, compiled only on aarch64 where NEON (with FMA) is
-// baseline; elsewhere the table is absent. The batch tail goes through a
-// zero-padded vector; 1/x is an exact division. Not run on the x86-64
+// baseline; elsewhere the table is absent. The batch tail is loaded lane by
+// lane; 1/x is an exact division. Not run on the x86-64
 // development machines (compile-checked with g++-aarch64-linux-gnu).
 #include "cc/ndm/kernels.hpp"
 
@@ -9,8 +9,6 @@
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
-
-#include <algorithm>
 #endif
 
 namespace ndm::cc::ndm {
@@ -28,15 +26,17 @@ struct Neon {
     static reg zero() { return vdupq_n_f32(0.0F); }
     static reg load(const float* p) { return vld1q_f32(p); }
     static void store(float* p, reg v) { vst1q_f32(p, v); }
+    // rem in 1..3, lane by lane (batch 1 is all tail).
     static reg load_part(const float* p, std::size_t rem) {
-        float t[kLanes] = {};
-        std::copy_n(p, rem, t);
-        return vld1q_f32(t);
+        reg v = vld1q_lane_f32(p, vdupq_n_f32(0.0F), 0);
+        if (rem > 1) v = vld1q_lane_f32(p + 1, v, 1);
+        if (rem > 2) v = vld1q_lane_f32(p + 2, v, 2);
+        return v;
     }
     static void store_part(float* p, std::size_t rem, reg v) {
-        float t[kLanes];
-        vst1q_f32(t, v);
-        std::copy_n(t, rem, p);
+        vst1q_lane_f32(p, v, 0);
+        if (rem > 1) vst1q_lane_f32(p + 1, v, 1);
+        if (rem > 2) vst1q_lane_f32(p + 2, v, 2);
     }
     static reg add(reg a, reg b) { return vaddq_f32(a, b); }
     static reg sub(reg a, reg b) { return vsubq_f32(a, b); }

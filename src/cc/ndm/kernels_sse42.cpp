@@ -1,6 +1,6 @@
 // SSE4.2 kernels: 4 connections per vector, the shared loops of
 // kernels_simd.hpp (SSE4.1 round; no FMA, so mul + add in the scalar order).
-// SSE has no masked loads: the batch tail goes through a zero-padded vector.
+// SSE has no masked loads: the batch tail is loaded lane by lane.
 // Every function carries target("sse4.2"); the table is only used when the
 // CPU has it.
 #include "cc/ndm/kernels.hpp"
@@ -9,8 +9,6 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NDM_KERNELS_SSE42 1
-#include <algorithm>
-
 #include <immintrin.h>
 #endif
 
@@ -29,15 +27,18 @@ struct Sse42 {
     NDM_SIMD_TARGET static reg zero() { return _mm_setzero_ps(); }
     NDM_SIMD_TARGET static reg load(const float* p) { return _mm_loadu_ps(p); }
     NDM_SIMD_TARGET static void store(float* p, reg v) { _mm_storeu_ps(p, v); }
+    // rem in 1..3, without a memcpy call (batch 1 is all tail).
     NDM_SIMD_TARGET static reg load_part(const float* p, std::size_t rem) {
-        alignas(16) float t[kLanes] = {};
-        std::copy_n(p, rem, t);
-        return _mm_load_ps(t);
+        const reg lo = rem == 1 ? _mm_load_ss(p) : _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)));
+        return rem == 3 ? _mm_movelh_ps(lo, _mm_load_ss(p + 2)) : lo;
     }
     NDM_SIMD_TARGET static void store_part(float* p, std::size_t rem, reg v) {
-        alignas(16) float t[kLanes];
-        _mm_store_ps(t, v);
-        std::copy_n(t, rem, p);
+        if (rem == 1) {
+            _mm_store_ss(p, v);
+            return;
+        }
+        _mm_storel_pi(reinterpret_cast<__m64*>(p), v);
+        if (rem == 3) _mm_store_ss(p + 2, _mm_movehl_ps(v, v));
     }
     NDM_SIMD_TARGET static reg add(reg a, reg b) { return _mm_add_ps(a, b); }
     NDM_SIMD_TARGET static reg sub(reg a, reg b) { return _mm_sub_ps(a, b); }
