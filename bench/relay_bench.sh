@@ -95,6 +95,10 @@ wait "$relay_pid" 2>/dev/null || true
 echo "relay statistics:"
 sed -n '/^up/,$p' "$work/relay.log"
 forwarded=$(awk '/^up/ { getline; gsub(",", ""); print $4 }' "$work/relay.log")
+# What the relay itself passed on (into the server's socket, which may then
+# overflow when the server gets too little CPU), averaged over the relayed runs.
+awk -v n="$forwarded" -v s="$((SECONDS_PER_RUN * ROUNDS))" 'BEGIN {
+    printf "relay forwarded: %d datagrams in %d s of relayed runs = %.3f Gbit/s\n", n, s, n * 1400 * 8 / s / 1e9 }'
 awk -v t="$ticks" -v hz="$hz" -v n="$forwarded" 'BEGIN {
     us = t / hz * 1e6 / n
     printf "relay CPU: %.2f s for %d datagrams = %.2f us/datagram = %.2f Gbit/s of 1400-byte datagrams per core\n",
