@@ -1,0 +1,288 @@
+// ndm-train (tools/train, docs/ndm-training.md): the loss ledger's
+// attribution rule, labels from a simulated run, the dataset format, the
+// trainer's forward pass against the engine, gradients against finite
+// differences, and the shipped default model.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cc/ndm/default_model.hpp"
+#include "cc/ndm/engine.hpp"
+#include "cc/ndm/model.hpp"
+#include "sim/rng.hpp"
+#include "train/dataset.hpp"
+#include "train/export.hpp"
+#include "train/generate.hpp"
+#include "train/learn.hpp"
+
+using namespace std::chrono_literals;
+namespace nn = ndm::cc::ndm;
+namespace tr = ndm::train;
+
+namespace {
+
+ndm::Instant at_ms(int ms) { return ndm::Instant{} + std::chrono::milliseconds(ms); }
+
+ndm::emu::PacketEvent emu_event(ndm::emu::PacketEvent::Kind kind, std::uint64_t index,
+                                ndm::emu::DropReason reason = ndm::emu::DropReason::random) {
+    return {kind, index, false, false, reason, ndm::Instant{}, ndm::Instant{}};
+}
+
+tr::Net random_net(std::size_t hidden, std::uint64_t seed, double scale) {
+    tr::Net net;
+    net.hidden = hidden;
+    net.theta.resize(net.size());
+    ndm::sim::Xoshiro256 rng(seed);
+    for (auto& w : net.theta) w = (2 * rng.uniform() - 1) * scale;
+    return net;
+}
+
+std::vector<tr::Vec8> random_steps(std::size_t n, ndm::sim::Xoshiro256& rng) {
+    std::vector<tr::Vec8> s(n);
+    for (auto& v : s)
+        for (auto& x : v) x = 2 * rng.uniform() - 0.5;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("ndm-train ledger: an event's lost packets are the oldest unattributed drops; the rest were late") {
+    tr::LossLedger l;
+    using K = ndm::emu::PacketEvent::Kind;
+    using R = ndm::emu::DropReason;
+    // seq 0..5 in flight at 0..5 ms; an ACK-only datagram between seq 2 and 3.
+    for (int i = 0; i < 6; ++i) {
+        l.on_packet_sent(at_ms(i), 1200);
+        l.on_link_send();
+        if (i == 2) l.on_link_send();  // not announced: emulator index 3 is no in-flight packet
+    }
+    l.on_emulator(emu_event(K::scheduled, 0));
+    l.on_emulator(emu_event(K::dropped, 1, R::queue_overflow));
+    l.on_emulator(emu_event(K::dropped, 2, R::random));
+    l.on_emulator(emu_event(K::dropped, 3, R::burst));  // the ACK-only datagram: ignored
+    l.on_emulator(emu_event(K::scheduled, 4));          // seq 3 delivered (late, it will turn out)
+    l.on_emulator(emu_event(K::dropped, 5, R::aqm));    // seq 4
+    l.on_emulator(emu_event(K::scheduled, 6));          // seq 5
+    CHECK(l.unattributed_drops() == 3);
+
+    // Declared lost: 2 packets, the largest sent at 2 ms → seq 1 (queue) and 2 (random).
+    auto c = l.attribute(2, at_ms(2));
+    CHECK(c[tr::kQueue] == 1);
+    CHECK(c[tr::kRandom] == 1);
+    CHECK(c[tr::kSpurious] == 0);
+    CHECK(tr::label_of(c) == 1);
+    // Declared lost: 2 packets up to 4 ms → seq 4 (aqm) and one late packet (seq 3).
+    c = l.attribute(2, at_ms(4));
+    CHECK(c[tr::kAqm] == 1);
+    CHECK(c[tr::kSpurious] == 1);
+    CHECK(tr::label_of(c) == 1);
+    // Only late packets: label 0.
+    c = l.attribute(1, at_ms(5));
+    CHECK(c[tr::kSpurious] == 1);
+    CHECK(tr::label_of(c) == 0);
+    CHECK(l.unattributed_drops() == 0);
+
+    // A duplicated datagram is lost only when no copy survives.
+    l.on_packet_sent(at_ms(6), 1200);
+    l.on_link_send();  // index 7
+    l.on_emulator(emu_event(K::dropped, 7, R::random));
+    l.on_emulator({K::scheduled, 7, true, false, R::random, ndm::Instant{}, ndm::Instant{}});
+    CHECK(l.unattributed_drops() == 0);
+    CHECK(l.packets()[6].fate == tr::SentPacket::Fate::delivered);
+}
+
+TEST_CASE("ndm-train labels: a droptail bottleneck gives congestive events, random loss without one does not") {
+    tr::ScenarioSpec s;
+    s.info.family = "loss";
+    s.seconds = 3;
+    s.controller = "cubic";
+    SUBCASE("droptail only") {
+        s.profile = "delay=10ms,up.rate=10mbit,up.queue=20pkt";
+        tr::ScenarioOutcome o;
+        const auto r = tr::run_scenario(s, &o);
+        REQUIRE_FALSE(r.empty());
+        CHECK(o.unattributed_drops == 0);
+        for (const auto& e : r) {
+            CHECK(e.label == 1);
+            CHECK(e.causes[tr::kRandom] + e.causes[tr::kBurst] == 0);
+            CHECK(e.causes[tr::kQueue] + e.causes[tr::kSpurious] == e.lost);
+            CHECK(e.rounds.size() <= tr::kMaxRounds);
+        }
+    }
+    SUBCASE("random loss, no bottleneck, no reordering") {
+        s.profile = "delay=10ms,up.loss=3%";
+        s.controller = "ndm";
+        tr::ScenarioOutcome o;
+        const auto r = tr::run_scenario(s, &o);
+        REQUIRE(r.size() > 10);
+        std::uint64_t lost = 0;
+        for (const auto& e : r) {
+            CHECK(e.label == 0);
+            CHECK(e.causes[tr::kRandom] == e.lost);  // in-order path: no late packets
+            lost += e.lost;
+        }
+        CHECK(o.packets_lost >= lost);
+    }
+}
+
+TEST_CASE("ndm-train dataset: write/read round trip and clear errors") {
+    tr::Dataset d;
+    d.scenarios.push_back({3, 42, "codel", tr::Split::test, "codel cc=reno profile=x"});
+    tr::Record r;
+    r.scenario = 3;
+    r.seed = 42;
+    r.controller = "reno";
+    r.family = "codel";
+    r.split = tr::Split::test;
+    r.time_s = 1.25;
+    r.label = 1;
+    r.decision = true;
+    r.lost = 2;
+    r.causes[tr::kAqm] = 2;
+    r.rounds = {tr::FeatureVector{0.1F, 0.2F, 0.3F, -0.4F, 0.5F, 0.0F, 1.0F, 0.125F}, tr::FeatureVector{}};
+    r.at_loss = tr::FeatureVector{1.0F / 3, 2, 3, 4, 5, 6, 7, 8};
+    d.records.push_back(r);
+    std::stringstream ss;
+    tr::write_dataset(ss, d, "test");
+    const auto back = tr::read_dataset(ss);
+    REQUIRE(back.records.size() == 1);
+    REQUIRE(back.scenarios.size() == 1);
+    CHECK(back.scenarios[0].description == "codel cc=reno profile=x");
+    const auto& b = back.records[0];
+    CHECK(b.rounds == r.rounds);
+    CHECK(b.at_loss == r.at_loss);  // floats round-trip exactly
+    CHECK(b.causes == r.causes);
+    CHECK(b.split == tr::Split::test);
+    CHECK(b.label == 1);
+
+    std::stringstream bad1("not a dataset\n");
+    CHECK_THROWS_WITH_AS(tr::read_dataset(bad1), doctest::Contains("not an ndm-train dataset"), std::invalid_argument);
+    std::string text = ss.str();
+    text.insert(text.rfind('\t'), "\t7");  // one field too many
+    std::stringstream bad2(text);
+    CHECK_THROWS_WITH_AS(tr::read_dataset(bad2), doctest::Contains("fields"), std::invalid_argument);
+}
+
+TEST_CASE("ndm-train: the trainer's forward pass equals the engine's on the exported model") {
+    ndm::sim::Xoshiro256 rng(11);
+    for (const std::size_t hidden : {0U, 3U, 8U}) {
+        CAPTURE(hidden);
+        const tr::Net net = random_net(hidden, 5 + hidden, 0.8);
+        // A non-trivial standardisation, folded into the first layer on export.
+        tr::Standardizer st;
+        for (std::size_t f = 0; f < tr::kFeatureCount; ++f) {
+            st.mean[f] = 0.1 * static_cast<double>(f);
+            st.scale[f] = 0.5 + 0.25 * static_cast<double>(f);
+        }
+        const nn::Model m = net.to_model(st, "test");
+        const tr::Net raw = tr::Net::from_model(m);
+        std::vector<tr::Sample> raw_samples, std_samples;
+        for (int i = 0; i < 40; ++i) {
+            tr::Sample s;
+            s.steps = random_steps(1 + rng.below(17), rng);
+            raw_samples.push_back(s);
+        }
+        std_samples = raw_samples;
+        st.apply(std_samples);
+        const auto engine = tr::predict(m, raw_samples);  // the controller's computation, in float
+        for (std::size_t i = 0; i < raw_samples.size(); ++i) {
+            CHECK(std::abs(raw.forward(raw_samples[i].steps) - engine[i]) < 1e-5);
+            CHECK(std::abs(net.forward(std_samples[i].steps) - engine[i]) < 1e-5);
+        }
+        // And through the best SIMD kernel as the controller runs it by default.
+        nn::Engine e;
+        std::vector<float> h(m.state_dim(), 0.0F);
+        float y = 0;
+        for (std::size_t k = 0; k < raw_samples[0].steps.size(); ++k) {
+            std::array<float, tr::kFeatureCount> x{};
+            for (std::size_t f = 0; f < x.size(); ++f) x[f] = static_cast<float>(raw_samples[0].steps[k][f]);
+            e.infer(m, nn::BatchView{1, 1, x.data(), h.data(), &y});
+        }
+        CHECK(std::abs(y - engine[0]) < 1e-5);
+    }
+}
+
+TEST_CASE("ndm-train: gradients pass a finite-difference check") {
+    ndm::sim::Xoshiro256 rng(3);
+    for (const std::size_t hidden : {0U, 2U}) {
+        CAPTURE(hidden);
+        tr::Net net = random_net(hidden, 9, 0.7);
+        const auto steps = random_steps(4, rng);
+        for (const int y : {0, 1}) {
+            std::vector<double> grad(net.size(), 0.0);
+            (void)net.backward(steps, y, grad);
+            auto loss = [&] {
+                const double p = net.forward(steps);
+                return y == 1 ? -std::log(p) : -std::log(1 - p);
+            };
+            for (std::size_t k = 0; k < net.size(); ++k) {
+                const double keep = net.theta[k];
+                constexpr double kH = 1e-6;
+                net.theta[k] = keep + kH;
+                const double up = loss();
+                net.theta[k] = keep - kH;
+                const double down = loss();
+                net.theta[k] = keep;
+                const double numeric = (up - down) / (2 * kH);
+                CAPTURE(k);
+                CHECK(std::abs(numeric - grad[k]) <= 1e-6 + 1e-5 * std::abs(numeric));
+            }
+        }
+    }
+}
+
+TEST_CASE("ndm-train: the compiled-in default is data/models/ndm-default.ndmm, byte for byte") {
+    const std::string path = std::string(NDM_SOURCE_DIR) + "/data/models/ndm-default.ndmm";
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), "missing ", path);
+    const std::vector<std::uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(file == nn::serialize_model(*nn::default_model()));
+    // export-cpp of the file is what default_model.cpp includes.
+    std::ifstream inc(std::string(NDM_SOURCE_DIR) + "/src/cc/ndm/default_model.inc");
+    REQUIRE(inc.good());
+    const std::string text((std::istreambuf_iterator<char>(inc)), std::istreambuf_iterator<char>());
+    CHECK(text == tr::model_to_cpp(nn::load_model(path), "data/models/ndm-default.ndmm"));
+}
+
+namespace {
+
+// The model's recorded check-set AUC (its description, written by
+// `ndm-train ship`) against the check set regenerated now.
+void check_recorded_auc(const std::string& path) {
+    const auto m = nn::load_model(path);
+    auto recorded = [&](const std::string& key) {
+        const auto at = m.description.find(key + "=");
+        REQUIRE_MESSAGE(at != std::string::npos, "no ", key, " in the description: ", m.description);
+        return std::stod(m.description.substr(at + key.size() + 1));
+    };
+    const double heldout = recorded("heldout_auc");
+    const double check = recorded("check_auc");
+    static const tr::Dataset d = tr::generate(tr::check_options());
+    std::vector<tr::Sample> all;
+    for (const auto split : {tr::Split::train, tr::Split::val, tr::Split::test}) {
+        auto s = tr::select(d, split);
+        all.insert(all.end(), s.begin(), s.end());
+    }
+    const auto metrics = tr::evaluate(tr::predict(m, all), tr::labels(all));
+    MESSAGE(path, ": check set: ", tr::format_metrics(metrics, false), "recorded check_auc ", check, ", heldout_auc ",
+            heldout);
+    REQUIRE(metrics.positives > 0);
+    REQUIRE(metrics.positives < metrics.n);
+    CHECK(metrics.auc >= check - 0.02);
+    CHECK(heldout >= 0.75);  // what the description claims is a useful classifier
+}
+
+}  // namespace
+
+TEST_CASE("ndm-train: the shipped learned model reaches its recorded AUC on a regenerated check set") {
+    const std::string dir = std::string(NDM_SOURCE_DIR) + "/data/models/";
+    check_recorded_auc(dir + "ndm-learned.ndmm");
+    // Once `ndm-train ship` has made the learned model the default, the same for it.
+    if (nn::default_model()->description.find("check_auc=") != std::string::npos) check_recorded_auc(dir + "ndm-default.ndmm");
+}

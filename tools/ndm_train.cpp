@@ -1,0 +1,328 @@
+// ndm-train: the training pipeline of the `ndm` controller's loss classifier
+// (issue 7, docs/ndm-training.md). Subcommands:
+//   generate    seeded scenarios in virtual time → labelled dataset
+//   train       dataset → model (.ndmm): logistic regression or the GRU net
+//   evaluate    model + dataset → accuracy, AUC, ECE (reliability bins), confusion
+//   export-cpp  model → the compiled-in default's C++ .inc
+//   ship        the one command that produces the shipped default model
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cc/ndm/default_model.hpp"
+#include "common/cli.hpp"
+#include "train/dataset.hpp"
+#include "train/export.hpp"
+#include "train/generate.hpp"
+#include "train/learn.hpp"
+
+using namespace ndm;
+using namespace ndm::train;
+
+namespace {
+
+constexpr const char* kTrainerVersion = "ndm-train 1";
+
+struct GenArgs {
+    GenerateOptions gen;
+    std::string out = "ndm-dataset.tsv";
+    bool quiet = false;
+    bool verbose = false;
+    bool list = false;
+};
+
+struct TrainArgs {
+    std::string data = "ndm-dataset.tsv";
+    std::string kind = "gru";
+    TrainOptions train;
+    bool no_spurious = false;
+    std::string outage = "congestive";
+    std::size_t max_per_scenario = 300;
+    std::string out = "ndm-model.ndmm";
+    bool quiet = false;
+};
+
+SelectOptions select_options(const TrainArgs& a) {
+    SelectOptions s;
+    s.spurious = !a.no_spurious;
+    s.outage_congestive = a.outage == "congestive";
+    s.max_per_scenario = a.max_per_scenario;
+    return s;
+}
+
+void add_generate_options(CLI::App* c, GenArgs& a) {
+    c->add_option("--seed", a.gen.seed, "scenario seed")->capture_default_str();
+    c->add_option("-n,--scenarios", a.gen.scenarios, "number of scenarios")->capture_default_str()->check(CLI::Range(1, 100000));
+    c->add_option("--seconds", a.gen.seconds, "longest virtual sending time of a scenario")
+        ->capture_default_str()
+        ->check(CLI::Range(1.0, 600.0));
+    c->add_option("--cc", a.gen.controllers, "sender controllers, assigned round-robin to scenarios")
+        ->delimiter(',')
+        ->capture_default_str();
+    c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm sender (e.g. model=x.ndmm)");
+}
+
+void add_train_options(CLI::App* c, TrainArgs& a) {
+    c->add_option("--model", a.kind, "logistic (at-loss features only) or gru")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"logistic", "gru"}));
+    c->add_option("--hidden", a.train.hidden, "GRU units (1..8) for --model gru")->check(CLI::Range(1, 8));
+    c->add_option("--seed", a.train.seed, "initialisation and shuffling seed")->capture_default_str();
+    c->add_option("--lr", a.train.learning_rate, "Adam learning rate")->capture_default_str()->check(CLI::Range(1e-6, 1.0));
+    c->add_option("--l2", a.train.l2, "L2 penalty on the weights")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    c->add_option("--batch", a.train.batch, "minibatch size")->capture_default_str()->check(CLI::Range(1, 1000000));
+    c->add_option("--epochs", a.train.max_epochs, "most epochs")->capture_default_str()->check(CLI::Range(1, 100000));
+    c->add_option("--patience", a.train.patience, "early stopping: epochs without a better validation loss")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    c->add_flag("--no-spurious", a.no_spurious, "drop events whose losses were (partly) late packets instead of labelling them 0");
+    c->add_option("--outage", a.outage, "trace-outage drops: congestive or exclude")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"congestive", "exclude"}));
+    c->add_option("--max-per-scenario", a.max_per_scenario, "training examples kept per scenario (evenly thinned; 0 = all)")
+        ->capture_default_str();
+}
+
+std::size_t hidden_of(const TrainArgs& a) {
+    if (a.kind == "logistic") return 0;
+    return a.train.hidden == 0 ? 8 : a.train.hidden;
+}
+
+Dataset run_generate(const GenArgs& a) {
+    const bool progress = !a.quiet && isatty(STDERR_FILENO);
+    auto d = generate(a.gen, [&](std::size_t i, std::size_t n, const ScenarioSpec& s, const ScenarioOutcome& o) {
+        if (a.verbose) {
+            std::cerr << fmt::format("  {:4} {:<5} {:5.2f} Mbit/s sent {} lost {} unattributed drops {}{}  {}\n", s.info.id,
+                                     split_name(s.info.split), o.goodput_mbit, o.packets_sent, o.packets_lost,
+                                     o.unattributed_drops, o.failure.empty() ? "" : " FAILED: " + o.failure,
+                                     s.info.description);
+        } else if (progress) {
+            std::cerr << fmt::format("\r  scenario {}/{}", i, n) << std::flush;
+        }
+    });
+    if (progress) std::cerr << "\r\033[K" << std::flush;
+    return d;
+}
+
+std::string dataset_comment(const GenArgs& a) {
+    return fmt::format("{} generate --seed {} --scenarios {} --seconds {} --cc {}{}", kTrainerVersion, a.gen.seed,
+                       a.gen.scenarios, a.gen.seconds, fmt::join(a.gen.controllers, ","),
+                       a.gen.ndm_options.empty() ? "" : " --ndm-options " + a.gen.ndm_options);
+}
+
+void print_summary(const Dataset& d) {
+    std::array<std::size_t, 3> events{}, congestive{}, decisions{};
+    std::array<std::uint64_t, kCauseCount> causes{};
+    for (const auto& r : d.records) {
+        const auto s = static_cast<std::size_t>(r.split);
+        ++events[s];
+        congestive[s] += static_cast<std::size_t>(r.label);
+        decisions[s] += r.decision ? 1 : 0;
+        for (std::size_t c = 0; c < kCauseCount; ++c) causes[c] += r.causes[c];
+    }
+    std::cout << fmt::format("{} scenarios, {} congestion events\n", d.scenarios.size(), d.records.size());
+    for (const Split s : {Split::train, Split::val, Split::test}) {
+        const auto i = static_cast<std::size_t>(s);
+        std::cout << fmt::format("  {:<5}: {:6} events, {:6} decisions, {:5.1f} % congestive\n", split_name(s), events[i],
+                                 decisions[i], events[i] ? 100.0 * static_cast<double>(congestive[i]) / static_cast<double>(events[i]) : 0.0);
+    }
+    std::cout << "  lost packets by cause:";
+    for (std::size_t c = 0; c < kCauseCount; ++c) std::cout << fmt::format(" {}={}", cause_name(c), causes[c]);
+    std::cout << '\n';
+}
+
+std::string model_description(const TrainArgs& a, const FitResult& f, const std::string& dataset) {
+    return fmt::format(
+        "{} {}: {} (hidden {}), seed {}, {} training events of {}; held-out (test split: RTT 100-160 ms, "
+        "ATT driving trace) heldout_auc={:.4f} heldout_ece={:.4f} heldout_accuracy={:.4f} n={}; validation auc={:.4f}; "
+        "inputs q_now q_p50 q_p90 slope entropy loss_rate rate_ratio loss_run",
+        kTrainerVersion, a.kind == "gru" ? "GRU + dense sigmoid" : "logistic regression", "P(loss is congestive)",
+        hidden_of(a), a.train.seed, f.n_train, dataset, f.test.auc, f.test.ece, f.test.accuracy, f.test.n, f.val.auc);
+}
+
+FitResult run_fit(const Dataset& d, TrainArgs& a) {
+    a.train.hidden = hidden_of(a);
+    auto log = [&](const std::string& line) {
+        if (!a.quiet) std::cerr << "  " << line << '\n';
+    };
+    auto f = fit(d, a.train, select_options(a), log);
+    std::cout << fmt::format("{} (hidden {}): {} training examples, best epoch {} of {}, validation loss {:.5f}\n",
+                             a.kind, a.train.hidden, f.n_train, f.report.best_epoch, f.report.epochs,
+                             f.report.best_val_loss);
+    std::cout << "validation:\n" << format_metrics(f.val, false);
+    std::cout << "held-out test:\n" << format_metrics(f.test, true) << f.test_breakdown;
+    return f;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error(fmt::format("cannot write \"{}\"", path));
+    out << text;
+    if (!out) throw std::runtime_error(fmt::format("cannot write \"{}\"", path));
+}
+
+cc::ndm::Model load_any(const std::string& path) {
+    if (path == "default") return *cc::ndm::default_model();
+    return cc::ndm::load_model(path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{
+        "ndm-train: generate labelled loss events in virtual time, train the ndm controller's loss classifier and\n"
+        "evaluate it (docs/ndm-training.md).",
+        "ndm-train"};
+    app.require_subcommand(1);
+
+    GenArgs gen;
+    auto* g = app.add_subcommand("generate", "run seeded scenarios in virtual time and write the labelled dataset");
+    add_generate_options(g, gen);
+    g->add_option("-o,--out", gen.out, "dataset file")->capture_default_str();
+    g->add_flag("-q,--quiet", gen.quiet, "no progress");
+    g->add_flag("-v,--verbose", gen.verbose, "one line per scenario: goodput, packets, losses");
+    g->add_flag("--list", gen.list, "print the scenario list and exit");
+
+    TrainArgs tr;
+    auto* t = app.add_subcommand("train", "train a model on a dataset and write it as .ndmm");
+    t->add_option("-d,--data", tr.data, "dataset file (from generate)")->capture_default_str();
+    add_train_options(t, tr);
+    t->add_option("-o,--out", tr.out, "model file")->capture_default_str();
+    t->add_flag("-q,--quiet", tr.quiet, "no per-epoch lines");
+
+    std::string ev_model = "default", ev_data = "ndm-dataset.tsv", ev_split = "test";
+    TrainArgs ev_sel;
+    auto* e = app.add_subcommand("evaluate", "evaluate a model (run as the controller runs it) on a dataset split");
+    e->add_option("-m,--model", ev_model, "model file, or \"default\" for the compiled-in model")->capture_default_str();
+    e->add_option("-d,--data", ev_data, "dataset file")->capture_default_str();
+    e->add_option("--split", ev_split, "train, val, test or all")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"train", "val", "test", "all"}));
+    e->add_flag("--no-spurious", ev_sel.no_spurious, "drop events whose losses were (partly) late packets");
+    e->add_option("--outage", ev_sel.outage, "trace-outage drops: congestive or exclude")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"congestive", "exclude"}));
+
+    std::string cpp_model, cpp_out = "default_model.inc";
+    auto* x = app.add_subcommand("export-cpp", "write a model as the compiled-in default's C++ include file");
+    x->add_option("-m,--model", cpp_model, "model file")->required();
+    x->add_option("-o,--out", cpp_out, "output .inc file")->capture_default_str();
+
+    GenArgs ship_gen;
+    TrainArgs ship_tr;
+    std::string ship_dir = ".";
+    std::string ship_name = "ndm-default";
+    auto* s = app.add_subcommand(
+        "ship", "the shipped default model in one command: generate (fixed seed) → train GRU → write the model, its "
+                "C++ include and the dataset");
+    add_generate_options(s, ship_gen);
+    s->add_option("--hidden", ship_tr.train.hidden, "GRU units")->capture_default_str()->check(CLI::Range(1, 8));
+    s->add_option("--train-seed", ship_tr.train.seed, "initialisation and shuffling seed")->capture_default_str();
+    s->add_option("--root", ship_dir, "source tree root: writes data/models/ndm-default.ndmm, "
+                                      "src/cc/ndm/default_model.inc, and the dataset to /tmp")
+        ->capture_default_str();
+    s->add_option("--name", ship_name,
+                  "model name: ndm-default writes data/models/ndm-default.ndmm and src/cc/ndm/default_model.inc (the "
+                  "compiled-in default); any other name writes only data/models/NAME.ndmm")
+        ->capture_default_str();
+    s->add_flag("-q,--quiet", ship_tr.quiet, "no progress");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& err) {
+        return ndm::tools::exit_on_parse_error(app, err, "ndm-train");
+    }
+
+    try {
+        if (g->parsed() && gen.list) {
+            for (const auto& sc : make_scenarios(gen.gen))
+                std::cout << fmt::format("{:4} {:<5} {}\n", sc.info.id, split_name(sc.info.split), sc.info.description);
+        } else if (g->parsed()) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto d = run_generate(gen);
+            save_dataset(gen.out, d, dataset_comment(gen));
+            print_summary(d);
+            std::cout << fmt::format("wrote {} in {:.1f} s\n", gen.out,
+                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        } else if (t->parsed()) {
+            const auto d = load_dataset(tr.data);
+            const auto f = run_fit(d, tr);
+            const auto m = f.net.to_model(f.standardizer, model_description(tr, f, tr.data));
+            cc::ndm::save_model(m, tr.out);
+            std::cout << fmt::format("wrote {}\n", tr.out);
+        } else if (e->parsed()) {
+            const auto m = load_any(ev_model);
+            const auto d = load_dataset(ev_data);
+            const auto sel = select_options(ev_sel);
+            std::vector<Sample> samples;
+            for (const Split sp : {Split::train, Split::val, Split::test}) {
+                if (ev_split != "all" && ev_split != split_name(sp)) continue;
+                auto part = select(d, sp, sel);
+                samples.insert(samples.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+            }
+            std::cout << fmt::format("model: {}\n", m.description);
+            const auto p = predict(m, samples);
+            std::cout << fmt::format("split {} of {}:\n", ev_split, ev_data)
+                      << format_metrics(evaluate(p, labels(samples)), true) << format_breakdown(p, samples);
+        } else if (x->parsed()) {
+            const auto m = cc::ndm::load_model(cpp_model);
+            write_text(cpp_out, model_to_cpp(m, cpp_model));
+            std::cout << fmt::format("wrote {}\n", cpp_out);
+        } else if (s->parsed()) {
+            if (ship_name.empty() || ship_name.find_first_of("/\\") != std::string::npos)
+                throw std::invalid_argument("--name must be a plain file name, got \"" + ship_name + "\"");
+            const auto t0 = std::chrono::steady_clock::now();
+            ship_gen.quiet = ship_tr.quiet;
+            const auto d = run_generate(ship_gen);
+            const std::string data_path = "/tmp/ndm-default-dataset.tsv";
+            save_dataset(data_path, d, dataset_comment(ship_gen));
+            print_summary(d);
+            const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            ship_tr.kind = "logistic";
+            std::cout << "baseline:\n";
+            (void)run_fit(d, ship_tr);
+            ship_tr.kind = "gru";
+            const auto f = run_fit(d, ship_tr);
+            const std::string dataset = fmt::format("generate --seed {} --scenarios {} --seconds {} ({} events)",
+                                                    ship_gen.gen.seed, ship_gen.gen.scenarios, ship_gen.gen.seconds,
+                                                    d.records.size());
+            // The check set's AUC, recorded for tests/test_ndm_train.cpp.
+            auto m = f.net.to_model(f.standardizer, "");
+            const auto check = generate(check_options());
+            std::vector<Sample> all;
+            for (const Split sp : {Split::train, Split::val, Split::test}) {
+                auto part = select(check, sp);
+                all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+            }
+            const auto cm = evaluate(predict(m, all), labels(all));
+            std::cout << "check set (generate --seed 1001 --scenarios 12 --seconds 4, all splits):\n" << format_metrics(cm, false);
+            const bool is_default = ship_name == "ndm-default";
+            if (ship_name.empty() || ship_name.find_first_of("/\\") != std::string::npos)
+                throw std::invalid_argument("--name must be a plain file name, got \"" + ship_name + "\"");
+            m.description = fmt::format("{}: {}; check_auc={:.4f} (check set: generate --seed 1001 --scenarios 12 "
+                                        "--seconds 4)",
+                                        is_default ? "ndm-default v2" : ship_name, model_description(ship_tr, f, dataset),
+                                        cm.auc);
+            const auto root = std::filesystem::path(ship_dir);
+            const auto model_path = root / "data/models" / (ship_name + ".ndmm");
+            cc::ndm::save_model(m, model_path);
+            std::cout << fmt::format("wrote {}", model_path.string());
+            if (is_default) {
+                const auto inc = root / "src/cc/ndm/default_model.inc";
+                write_text(inc.string(), model_to_cpp(m, "data/models/ndm-default.ndmm"));
+                std::cout << fmt::format(", {}", inc.string());
+            }
+            std::cout << fmt::format(" and {} in {:.1f} s (generation {:.1f} s)\n", data_path,
+                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), gen_s);
+        }
+        return 0;
+    } catch (const std::exception& ex) {
+        std::cerr << "ndm-train: " << ex.what() << '\n';
+        return 2;
+    }
+}

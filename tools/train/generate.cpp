@@ -1,0 +1,371 @@
+#include "train/generate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cc/cubic.hpp"
+#include "cc/ndm/ndm_controller.hpp"
+#include "cc/reno.hpp"
+#include "cc/window.hpp"
+#include "ndm/cc.hpp"
+#include "ndm/sim.hpp"
+#include "sim/rng.hpp"
+
+namespace ndm::train {
+
+// ---------------------------------------------------------------- labelling
+
+void LossLedger::on_packet_sent(Instant time, std::uint64_t bytes) {
+    sent_.push_back({time, bytes});
+    announced_ = true;
+}
+
+void LossLedger::on_link_send() {
+    index_to_seq_.push_back(announced_ ? static_cast<std::int64_t>(sent_.size() - 1) : -1);
+    announced_ = false;
+}
+
+void LossLedger::on_emulator(const emu::PacketEvent& ev) {
+    if (ev.index >= index_to_seq_.size() || index_to_seq_[ev.index] < 0) return;
+    const auto seq = static_cast<std::uint64_t>(index_to_seq_[ev.index]);
+    SentPacket& p = sent_[seq];
+    switch (ev.kind) {
+        case emu::PacketEvent::Kind::scheduled:
+        case emu::PacketEvent::Kind::delivered:
+            // One surviving copy (of a duplicated datagram) delivers it.
+            if (p.fate == SentPacket::Fate::dropped) pending_.erase(seq);
+            p.fate = SentPacket::Fate::delivered;
+            break;
+        case emu::PacketEvent::Kind::dropped:
+            if (p.fate == SentPacket::Fate::delivered) break;
+            if (p.fate == SentPacket::Fate::dropped) break;  // the duplicate dropped too: keep the first reason
+            p.fate = SentPacket::Fate::dropped;
+            p.reason = ev.reason;
+            pending_.insert(seq);
+            break;
+    }
+}
+
+std::array<std::uint32_t, kCauseCount> LossLedger::attribute(std::uint64_t packets_lost,
+                                                             Instant largest_lost_sent_time) {
+    std::array<std::uint32_t, kCauseCount> c{};
+    std::uint64_t taken = 0;
+    for (auto it = pending_.begin(); it != pending_.end() && taken < packets_lost;) {
+        const SentPacket& p = sent_[*it];
+        if (p.time > largest_lost_sent_time) break;  // seq order is send order
+        switch (p.reason) {
+            case emu::DropReason::random: ++c[kRandom]; break;
+            case emu::DropReason::burst: ++c[kBurst]; break;
+            case emu::DropReason::queue_overflow: ++c[kQueue]; break;
+            case emu::DropReason::aqm: ++c[kAqm]; break;
+            case emu::DropReason::trace_outage: ++c[kOutage]; break;
+        }
+        ++taken;
+        it = pending_.erase(it);
+    }
+    c[kSpurious] = static_cast<std::uint32_t>(packets_lost - taken);
+    return c;
+}
+
+int label_of(const std::array<std::uint32_t, kCauseCount>& c) {
+    return c[kQueue] + c[kAqm] + c[kOutage] > 0 ? 1 : 0;
+}
+
+namespace {
+
+constexpr const char* kTapName = "ndm-train-tap";
+
+// The per-run state the tap controller and the link wrapper report to.
+struct Recorder {
+    const ScenarioSpec* spec = nullptr;
+    LossLedger ledger;
+    std::vector<Record> records;
+};
+
+thread_local Recorder* tl_recorder = nullptr;
+
+// A controller decorator: forwards every call to the real controller
+// (cubic, reno or ndm) unchanged and, mirroring NdmController's calls into
+// its FeatureTracker exactly (on_ack per ACK; on_loss then at_loss per
+// congestion event), records the features of each event.
+class Tap final : public cc::Controller {
+public:
+    Tap(std::unique_ptr<cc::Controller> inner, Recorder& rec) : inner_(std::move(inner)), rec_(rec) {
+        if (const auto* c = dynamic_cast<const cc::Cubic*>(inner_.get())) recovery_ = &c->recovery();
+        else if (const auto* r = dynamic_cast<const cc::Reno*>(inner_.get())) recovery_ = &r->recovery();
+        else if (const auto* n = dynamic_cast<const cc::ndm::NdmController*>(inner_.get())) recovery_ = &n->cubic().recovery();
+    }
+
+    void on_packet_sent(const cc::PacketSent& p) override {
+        rec_.ledger.on_packet_sent(p.time, p.bytes);
+        inner_->on_packet_sent(p);
+    }
+    void on_ack(const cc::AckEvent& ev) override {
+        if (features_.on_ack(ev)) {
+            rounds_.push_back(features_.round());
+            if (rounds_.size() > kMaxRounds) rounds_.pop_front();
+        }
+        inner_->on_ack(ev);
+    }
+    void on_congestion_event(const cc::CongestionEvent& ev) override {
+        features_.on_loss(ev);
+        // Before the inner controller reacts: a decision is an event outside
+        // the recovery period as it stood when the loss was declared.
+        const bool decision = !ev.persistent && (recovery_ == nullptr || !recovery_->in_recovery(ev.largest_lost_sent_time));
+        const auto causes = rec_.ledger.attribute(ev.packets_lost, ev.largest_lost_sent_time);
+        if (features_.has_min_rtt()) {
+            Record r;
+            r.scenario = rec_.spec->info.id;
+            r.seed = rec_.spec->info.seed;
+            r.controller = rec_.spec->controller;
+            r.family = rec_.spec->info.family;
+            r.split = rec_.spec->info.split;
+            r.time_s = to_seconds(ev.now - Instant{});
+            r.causes = causes;
+            r.label = label_of(causes);
+            r.decision = decision;
+            r.persistent = ev.persistent;
+            r.lost = static_cast<std::uint32_t>(ev.packets_lost);
+            r.rounds.assign(rounds_.begin(), rounds_.end());
+            r.at_loss = features_.at_loss(ev);
+            rec_.records.push_back(std::move(r));
+        }
+        inner_->on_congestion_event(ev);
+    }
+    void on_spurious_congestion(const cc::SpuriousEvent& ev) override { inner_->on_spurious_congestion(ev); }
+    void on_idle_restart(Instant now) override { inner_->on_idle_restart(now); }
+    [[nodiscard]] std::uint64_t cwnd() const override { return inner_->cwnd(); }
+    [[nodiscard]] std::uint64_t ssthresh() const override { return inner_->ssthresh(); }
+    [[nodiscard]] std::optional<double> pacing_rate() const override { return inner_->pacing_rate(); }
+    [[nodiscard]] std::string_view state() const override { return inner_->state(); }
+    [[nodiscard]] std::string_view name() const override { return inner_->name(); }
+
+private:
+    std::unique_ptr<cc::Controller> inner_;
+    Recorder& rec_;
+    const cc::RecoveryPeriod* recovery_ = nullptr;
+    cc::ndm::FeatureTracker features_;
+    std::deque<FeatureVector> rounds_;
+};
+
+void register_tap() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        cc::register_controller(
+            {kTapName, "ndm-train's recording decorator (only inside ndm-train generate)",
+             [](const cc::Params& p, const cc::Options& o) -> std::unique_ptr<cc::Controller> {
+                 if (!o.empty()) throw std::invalid_argument("congestion controller \"ndm-train-tap\" takes no options");
+                 if (tl_recorder == nullptr)
+                     throw std::invalid_argument("congestion controller \"ndm-train-tap\" only runs inside ndm-train generate");
+                 return std::make_unique<Tap>(cc::make(tl_recorder->spec->controller, p, tl_recorder->spec->cc_options),
+                                              *tl_recorder);
+             }});
+    });
+}
+
+// The client → server link, reporting each datagram to the ledger.
+class TapLink final : public sim::Link {
+public:
+    TapLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : inner_(std::move(inner)), ledger_(ledger) {
+        inner_->set_observer([this](const emu::PacketEvent& ev) { ledger_.on_emulator(ev); });
+    }
+    void send(std::span<const std::uint8_t> datagram, Instant now) override {
+        ledger_.on_link_send();
+        inner_->send(datagram, now);
+    }
+    [[nodiscard]] Instant next_delivery() const override { return inner_->next_delivery(); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_->deliver(now, out); }
+    [[nodiscard]] sim::LinkStats stats() const override { return inner_->stats(); }
+
+private:
+    std::unique_ptr<emu::EmulatedLink> inner_;
+    LossLedger& ledger_;
+};
+
+// ---------------------------------------------------------------- sampling
+
+struct Sampler {
+    sim::Xoshiro256 rng;
+    double uniform(double a, double b) { return a + (b - a) * rng.uniform(); }
+    double log_uniform(double a, double b) { return a * std::exp(std::log(b / a) * rng.uniform()); }
+    bool chance(double p) { return rng.uniform() < p; }
+    std::size_t pick(std::size_t n) { return static_cast<std::size_t>(rng.below(n)); }
+};
+
+std::string pct(double p) { return fmt::format("{:.4g}%", 100 * p); }
+std::string us(double ms) { return fmt::format("{}us", std::llround(ms * 1000)); }
+
+// Jitter as the seed experiment and LTE bearers have it: none, uniform
+// order-preserving, or uniform i.i.d. (netem's reordering tfifo).
+std::string jitter(Sampler& s, double one_way_ms) {
+    const auto kind = s.pick(3);
+    if (kind == 0) return "";
+    const double j = one_way_ms * s.uniform(0.05, 0.5);
+    return fmt::format(",jitter={},distribution=uniform,order={}", us(j), kind == 1 ? "inorder" : "iid");
+}
+
+std::string random_loss(Sampler& s, double lo, double hi, const char* prefix) {
+    return fmt::format(",{}loss={}", prefix, pct(s.log_uniform(lo, hi)));
+}
+
+std::string burst_loss(Sampler& s, const char* prefix) {
+    // gemodel p/r/1-h: P(Good→Bad), P(Bad→Good), loss in Bad.
+    return fmt::format(",{}gemodel={}/{}/{}", prefix, pct(s.log_uniform(0.001, 0.03)), pct(s.uniform(0.1, 0.6)),
+                       pct(s.uniform(0.5, 1.0)));
+}
+
+}  // namespace
+
+GenerateOptions check_options() {
+    GenerateOptions o;
+    o.seed = 1001;
+    o.scenarios = 12;
+    o.seconds = 4;
+    return o;
+}
+
+std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
+    if (o.controllers.empty()) throw std::invalid_argument("generate: no sender controllers given");
+    if (!(o.seconds >= 1 && o.seconds <= 600)) throw std::invalid_argument("generate: seconds must be in [1, 600]");
+    std::vector<ScenarioSpec> out;
+    out.reserve(o.scenarios);
+    for (std::size_t i = 0; i < o.scenarios; ++i) {
+        ScenarioSpec sc;
+        sc.info.id = static_cast<std::uint32_t>(i);
+        sc.info.seed = sim::splitmix64(o.seed * 0x100000001b3ULL + i);
+        Sampler s{sim::Xoshiro256(sc.info.seed)};
+        sc.controller = o.controllers[i % o.controllers.size()];
+        if (sc.controller == "ndm") sc.cc_options = o.ndm_options;
+
+        const double rtt_ms = s.log_uniform(5, 300);
+        const double one_way = rtt_ms / 2;
+        double rate_mbit = s.log_uniform(1, 200);
+        const double u = s.rng.uniform();
+        std::string spec = "delay=" + us(one_way);
+        bool trace_att = false;
+        // Packets a second at the bottleneck, to bound the run's cost.
+        double pps = 0;
+        if (u < 0.50) {
+            // A rate-limited bottleneck with droptail (or CoDel) and random or bursty loss.
+            const bool codel = u >= 0.36;
+            const bool burst = !codel && u >= 0.26;
+            sc.info.family = codel ? "codel" : burst ? "burst" : "loss";
+            const double bdp_pkts = rate_mbit * 1e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
+            const double buffer = codel ? std::max(4 * bdp_pkts, 100.0) : bdp_pkts * s.log_uniform(0.25, 4);
+            spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit,
+                                std::max<long long>(2, std::llround(buffer)));
+            if (codel) spec += ",up.aqm=codel";
+            if (burst) spec += burst_loss(s, "up.");
+            else if (s.chance(codel ? 0.5 : 0.6)) spec += random_loss(s, 0.001, 0.10, "up.");
+            spec += jitter(s, one_way);
+            pps = rate_mbit * 1e6 / 8 / static_cast<double>(sc.packet_size);
+        } else if (u < 0.68) {
+            // "Wireless": no bottleneck, only random or bursty loss and jitter
+            // (the seed's urban-lte), with both packet sizes of the seed experiment.
+            // The link rate is capped (10–500 Mbit/s, a deep 4–8 BDP buffer)
+            // so that a window that never meets a bottleneck cannot make a
+            // run arbitrarily expensive; drops at that buffer are labelled
+            // congestive like any other.
+            sc.info.family = "wireless";
+            if (s.chance(0.4)) sc.packet_size = kMaxDatagramSize;
+            rate_mbit = s.log_uniform(10, 500);
+            const double bdp_pkts = rate_mbit * 1e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
+            spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit,
+                                std::max<long long>(8, std::llround(bdp_pkts * s.uniform(4, 8))));
+            spec += s.chance(0.6) ? random_loss(s, 0.005, 0.10, "") : burst_loss(s, "");
+            spec += jitter(s, one_way);
+            pps = rate_mbit * 1e6 / 8 / static_cast<double>(sc.packet_size);
+        } else {
+            // The LTE trace presets at this RTT, and the synthetic traces
+            // of data/traces (a 12/3 Mbit/s square wave, 500 ms outages)
+            // with a 0.25–4 BDP buffer; sometimes with extra random loss.
+            static constexpr const char* kTraces[] = {"lte-verizon", "lte-tmobile", "lte-att-driving",
+                                                      "trace=square-12-3mbit.trace", "trace=outage-500ms.trace"};
+            const std::size_t t = s.pick(5);
+            sc.info.family = "trace";
+            trace_att = t == 2;
+            spec = std::string(kTraces[t]) + ",delay=" + us(one_way);
+            if (t >= 3) {
+                const double bdp_pkts = 12e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
+                spec += fmt::format(",queue={}pkt", std::max<long long>(4, std::llround(bdp_pkts * s.log_uniform(0.25, 4))));
+            }
+            if (s.chance(0.4)) spec += random_loss(s, 0.001, 0.03, "up.");
+            spec += jitter(s, one_way);
+            pps = 20e6 / 8 / static_cast<double>(sc.packet_size);
+        }
+        sc.profile = spec;
+        // Long enough for ~40 000 bottleneck packets or 200 RTTs, within the bound.
+        double secs = o.seconds;
+        if (pps > 0) secs = std::min(secs, std::max(40000 / pps, 200 * rtt_ms / 1000));
+        sc.seconds = std::clamp(secs, 3.0, o.seconds);
+        // Held-out scenarios differ from the training ones: RTTs in
+        // [100, 160) ms and the ATT driving trace are never trained on.
+        if ((rtt_ms >= 100 && rtt_ms < 160) || trace_att) sc.info.split = Split::test;
+        else if (sim::splitmix64(sc.info.seed ^ 0x5bd1e995ULL) % 100 < 15) sc.info.split = Split::val;
+        else sc.info.split = Split::train;
+        sc.info.description = fmt::format("{} cc={} rtt={:.1f}ms packet={} secs={:.1f} profile={}", sc.info.family,
+                                          sc.controller, rtt_ms, sc.packet_size, sc.seconds, spec);
+        out.push_back(std::move(sc));
+    }
+    return out;
+}
+
+std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome) {
+    register_tap();
+    const emu::Profile profile = emu::parse_profile(s.profile);
+    Recorder rec;
+    rec.spec = &s;
+    struct Guard {
+        explicit Guard(Recorder* r) { tl_recorder = r; }
+        ~Guard() { tl_recorder = nullptr; }
+        Guard(const Guard&) = delete;
+        Guard& operator=(const Guard&) = delete;
+    } guard(&rec);
+
+    sim::TransferSpec spec;
+    spec.client.cc = kTapName;
+    spec.client.max_datagram_size = spec.server.max_datagram_size = s.packet_size;
+    spec.client.seed = s.info.seed * 2 + 1;
+    spec.server.seed = s.info.seed * 2 + 2;
+    spec.client_to_server_factory = [&]() -> std::unique_ptr<sim::Link> {
+        return std::make_unique<TapLink>(emu::make_link(profile, emu::Direction::up, s.info.seed), rec.ledger);
+    };
+    spec.server_to_client_factory = [&]() -> std::unique_ptr<sim::Link> {
+        return emu::make_link(profile, emu::Direction::down, s.info.seed);
+    };
+    spec.send_for = from_seconds(s.seconds);
+    spec.interval = from_seconds(s.seconds + 1);
+    spec.deadline = from_seconds(s.seconds + 30);
+    spec.seed = s.info.seed;
+    const auto r = sim::run_transfer(spec);
+    if (outcome) {
+        outcome->goodput_mbit = static_cast<double>(r.bytes_delivered) * 8 / 1e6 / s.seconds;
+        outcome->packets_sent = r.client_stats.packets_sent;
+        outcome->packets_lost = r.client_stats.packets_lost;
+        outcome->unattributed_drops = rec.ledger.unattributed_drops();
+        outcome->failure = r.completed ? "" : r.failure;
+    }
+    return std::move(rec.records);
+}
+
+Dataset generate(const GenerateOptions& o,
+                 const std::function<void(std::size_t, std::size_t, const ScenarioSpec&, const ScenarioOutcome&)>& progress) {
+    Dataset d;
+    const auto list = make_scenarios(o);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        d.scenarios.push_back(list[i].info);
+        ScenarioOutcome outcome;
+        auto r = run_scenario(list[i], &outcome);
+        d.records.insert(d.records.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+        if (progress) progress(i + 1, list.size(), list[i], outcome);
+    }
+    return d;
+}
+
+}  // namespace ndm::train
