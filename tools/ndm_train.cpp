@@ -258,7 +258,8 @@ int main(int argc, char** argv) {
         } else if (e->parsed()) {
             const auto m = load_any(ev_model);
             const auto d = load_dataset(ev_data);
-            const auto sel = select_options(ev_sel);
+            auto sel = select_options(ev_sel);
+            sel.max_per_scenario = 0;  // evaluation sees every event
             std::vector<Sample> samples;
             for (const Split sp : {Split::train, Split::val, Split::test}) {
                 if (ev_split != "all" && ev_split != split_name(sp)) continue;
