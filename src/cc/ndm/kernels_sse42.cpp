@@ -29,7 +29,9 @@ struct Sse42 {
     NDM_SIMD_TARGET static void store(float* p, reg v) { _mm_storeu_ps(p, v); }
     // rem in 1..3, without a memcpy call (batch 1 is all tail).
     NDM_SIMD_TARGET static reg load_part(const float* p, std::size_t rem) {
-        const reg lo = rem == 1 ? _mm_load_ss(p) : _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p)));
+        // movlps, not movsd: _mm_load_sd dereferences a double*, which p
+        // (4-byte aligned) is not.
+        const reg lo = rem == 1 ? _mm_load_ss(p) : _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(p));
         return rem == 3 ? _mm_movelh_ps(lo, _mm_load_ss(p + 2)) : lo;
     }
     NDM_SIMD_TARGET static void store_part(float* p, std::size_t rem, reg v) {
