@@ -4,6 +4,7 @@
 // starting value, and matches a bit-at-a-time reference.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <random>
 #include <string_view>
 #include <vector>
@@ -115,4 +116,38 @@ TEST_CASE("crc32c: buffers longer than one 3-way block, and chaining across impl
                 INFO(first.name << " then " << second.name << " split " << split);
                 CHECK(second.fn(all.subspan(split, 5000 - split), first.fn(all.first(split), 0)) == one_shot);
             }
+}
+
+TEST_CASE("crc32c: RFC 3720 Appendix B.4 vectors") {
+    std::array<std::uint8_t, 32> zeros{}, ones{}, inc{}, dec{};
+    ones.fill(0xff);
+    for (std::size_t i = 0; i < 32; ++i) {
+        inc[i] = static_cast<std::uint8_t>(i);
+        dec[i] = static_cast<std::uint8_t>(31 - i);
+    }
+    for (const auto& impl : crc32c_implementations()) {
+        INFO(impl.name);
+        CHECK(impl.fn(zeros, 0) == 0x8A9136AAu);
+        CHECK(impl.fn(ones, 0) == 0x62A8AB43u);
+        CHECK(impl.fn(inc, 0) == 0x46DD794Eu);
+        CHECK(impl.fn(dec, 0) == 0x113FDB5Cu);
+    }
+}
+
+TEST_CASE("crc32c: chaining equals one shot") {
+    std::mt19937_64 rng(0x5eed'0003);
+    std::vector<std::uint8_t> data(200);
+    for (auto& b : data) b = static_cast<std::uint8_t>(rng());
+    const std::span<const std::uint8_t> all(data);
+    const std::uint32_t one_shot = crc32c(all);
+    for (std::size_t split = 0; split <= data.size(); ++split) {
+        const auto a = all.first(split), b = all.subspan(split);
+        REQUIRE(crc32c(b, crc32c(a)) == one_shot);
+        REQUIRE(crc32c_portable(b, crc32c_portable(a)) == one_shot);
+        REQUIRE(crc32c_portable(b, crc32c(a)) == one_shot);
+    }
+    // Three pieces.
+    CHECK(crc32c(all.subspan(150), crc32c(all.subspan(20, 130), crc32c(all.first(20)))) == one_shot);
+    // "1234" + "56789" == "123456789"
+    CHECK(crc32c(bytes_of("56789"), crc32c(bytes_of("1234"))) == 0xE3069283u);
 }

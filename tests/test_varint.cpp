@@ -4,10 +4,8 @@
 #include <array>
 #include <cstdint>
 #include <random>
-#include <string_view>
 #include <vector>
 
-#include "transport/crc32c.hpp"
 #include "transport/varint.hpp"
 
 using namespace ndm::wire;
@@ -19,10 +17,6 @@ std::vector<std::uint8_t> encode_varint(std::uint64_t v) {
     Writer w(buf);
     REQUIRE(w.varint(v));
     return {w.written().begin(), w.written().end()};
-}
-
-std::span<const std::uint8_t> as_bytes(std::string_view s) {
-    return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
 
 }  // namespace
@@ -184,61 +178,4 @@ TEST_CASE("varint: randomized round trip") {
     Reader r(w.written());
     for (auto v : values) CHECK(r.varint() == v);
     CHECK(r.empty());
-}
-
-TEST_CASE("crc32c: standard check value, both implementations") {
-    CHECK(crc32c(as_bytes("123456789")) == 0xE3069283u);
-    CHECK(crc32c_portable(as_bytes("123456789")) == 0xE3069283u);
-    CHECK(crc32c({}) == 0u);
-    CHECK(crc32c_portable({}) == 0u);
-}
-
-TEST_CASE("crc32c: RFC 3720 Appendix B.4 vectors") {
-    std::array<std::uint8_t, 32> zeros{}, ones{}, inc{}, dec{};
-    ones.fill(0xff);
-    for (std::size_t i = 0; i < 32; ++i) {
-        inc[i] = static_cast<std::uint8_t>(i);
-        dec[i] = static_cast<std::uint8_t>(31 - i);
-    }
-    for (auto f : {&crc32c, &crc32c_portable}) {
-        CHECK(f(zeros, 0) == 0x8A9136AAu);
-        CHECK(f(ones, 0) == 0x62A8AB43u);
-        CHECK(f(inc, 0) == 0x46DD794Eu);
-        CHECK(f(dec, 0) == 0x113FDB5Cu);
-    }
-}
-
-TEST_CASE("crc32c: dispatching and portable implementations agree") {
-    std::mt19937_64 rng(0x5eed'0002);
-    std::vector<std::uint8_t> data(1100);
-    for (auto& b : data) b = static_cast<std::uint8_t>(rng());
-    // Every offset mod 8 and lengths around the 8-byte stride.
-    for (std::size_t off = 0; off < 8; ++off)
-        for (std::size_t len = 0; len < 80; ++len) {
-            auto s = std::span<const std::uint8_t>(data).subspan(off, len);
-            REQUIRE(crc32c(s) == crc32c_portable(s));
-        }
-    for (std::size_t len : {255u, 1024u, 1091u}) {
-        auto s = std::span<const std::uint8_t>(data).first(len);
-        CHECK(crc32c(s) == crc32c_portable(s));
-        CHECK(crc32c(s, 0x12345678) == crc32c_portable(s, 0x12345678));
-    }
-}
-
-TEST_CASE("crc32c: chaining equals one shot") {
-    std::mt19937_64 rng(0x5eed'0003);
-    std::vector<std::uint8_t> data(200);
-    for (auto& b : data) b = static_cast<std::uint8_t>(rng());
-    const std::span<const std::uint8_t> all(data);
-    const std::uint32_t one_shot = crc32c(all);
-    for (std::size_t split = 0; split <= data.size(); ++split) {
-        const auto a = all.first(split), b = all.subspan(split);
-        REQUIRE(crc32c(b, crc32c(a)) == one_shot);
-        REQUIRE(crc32c_portable(b, crc32c_portable(a)) == one_shot);
-        REQUIRE(crc32c_portable(b, crc32c(a)) == one_shot);
-    }
-    // Three pieces.
-    CHECK(crc32c(all.subspan(150), crc32c(all.subspan(20, 130), crc32c(all.first(20)))) == one_shot);
-    // "1234" + "56789" == "123456789"
-    CHECK(crc32c(as_bytes("56789"), crc32c(as_bytes("1234"))) == 0xE3069283u);
 }
