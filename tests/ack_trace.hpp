@@ -312,8 +312,12 @@ inline std::vector<TraceEvent> decode_events(std::string_view data, std::uint64_
     Reader r(data, where);
     Context c;
     std::vector<TraceEvent> out;
+    // Sums wrap (unsigned) rather than overflow on a crafted file.
+    auto add = [](std::int64_t a, std::int64_t b) {
+        return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+    };
     auto time = [&] {
-        c.time += r.svarint();
+        c.time = add(c.time, r.svarint());
         return Instant{} + Duration(c.time);
     };
     while (!r.done()) {
@@ -342,10 +346,10 @@ inline std::vector<TraceEvent> decode_events(std::string_view data, std::uint64_
                 a.bytes_in_flight = (tag & 0x80) != 0 ? a.prior_bytes_in_flight - a.bytes_acked : r.varint();
                 Duration* rtt[4] = {&a.latest_rtt, &a.smoothed_rtt, &a.rttvar, &a.min_rtt};
                 for (int i = 0; i < 4; ++i) {
-                    c.rtt[i] += r.svarint();
+                    c.rtt[i] = add(c.rtt[i], r.svarint());
                     *rtt[i] = Duration(c.rtt[i]);
                 }
-                a.largest_acked_sent_time = a.now - Duration(r.svarint());
+                a.largest_acked_sent_time = Instant{} + Duration(add(c.time, -r.svarint()));
                 c.in_flight = a.bytes_in_flight;
                 out.emplace_back(a);
                 break;
@@ -357,7 +361,7 @@ inline std::vector<TraceEvent> decode_events(std::string_view data, std::uint64_
                 l.packets_lost = r.varint();
                 l.bytes_lost = (tag & 0x20) != 0 ? l.packets_lost * mds : r.varint();
                 l.bytes_in_flight = (tag & 0x40) != 0 ? c.in_flight - l.bytes_lost : r.varint();
-                l.largest_lost_sent_time = l.now - Duration(r.svarint());
+                l.largest_lost_sent_time = Instant{} + Duration(add(c.time, -r.svarint()));
                 c.in_flight = l.bytes_in_flight;
                 out.emplace_back(l);
                 break;

@@ -199,6 +199,15 @@ TEST_CASE("ack traces: corrupt files are clear errors") {
     expect(bad, "checksum");
     expect("hello\n", "ndm-ack-trace");
     expect("", "truncated header");
+    // A consistent header around bad data: the decoder names the problem.
+    auto with_data = [](const std::string& data) {
+        return "ndm-ack-trace 1\nname x\ndescription y\nmds 1200\nevents 1\nfnv1a " +
+               std::to_string(ndm::testing::trace_detail::fnv(data)) + "\ndata " + std::to_string(data.size()) +
+               "\n" + data;
+    };
+    expect(with_data("\x07"), "unknown event kind 7");
+    expect(with_data("\x01\x80"), "truncated data");
+    expect(with_data("\x03\x02\x03\x02"), "2 events, header says 1");
     CHECK_THROWS_WITH_AS(ndm::testing::load_trace("/nonexistent.ndmt"), doctest::Contains("cannot open"),
                          std::runtime_error);
 }
