@@ -80,6 +80,9 @@ void add_train_options(CLI::App* c, TrainArgs& a) {
     c->add_option("--patience", a.train.patience, "early stopping: epochs without a better validation loss")
         ->capture_default_str()
         ->check(CLI::Range(1, 100000));
+    c->add_option("--pos-weight", a.train.pos_weight, "weight of congestive examples in the loss (> 1: more recall, less calibration)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.01, 100.0));
     c->add_flag("--no-spurious", a.no_spurious, "drop events whose losses were (partly) late packets instead of labelling them 0");
     c->add_option("--outage", a.outage, "trace-outage drops: congestive or exclude")
         ->capture_default_str()

@@ -269,19 +269,19 @@ double Net::forward(const std::vector<Vec8>& steps) const {
     return sigmoid(logit(*this, steps, nullptr, nullptr));
 }
 
-double Net::backward(const std::vector<Vec8>& steps, int y, std::vector<double>& grad) const {
+double Net::backward(const std::vector<Vec8>& steps, int y, std::vector<double>& grad, double weight) const {
     const std::size_t H = hidden;
     const Offsets o(H);
     std::vector<StepCache> caches;
     std::vector<double> hT;
     const double s = logit(*this, steps, H ? &caches : nullptr, &hT);
-    const double ds = sigmoid(s) - y;
+    const double ds = weight * (sigmoid(s) - y);
     double* g = grad.data();
     const double* t = theta.data();
     g[o.c] += ds;
     if (H == 0) {
         for (std::size_t f = 0; f < kF; ++f) g[o.v + f] += ds * steps.back()[f];
-        return bce(s, y);
+        return weight * bce(s, y);
     }
     std::vector<double> dh(H), dprev(H);
     for (std::size_t j = 0; j < H; ++j) {
@@ -316,7 +316,7 @@ double Net::backward(const std::vector<Vec8>& steps, int y, std::vector<double>&
         }
         dh.swap(dprev);
     }
-    return bce(s, y);
+    return weight * bce(s, y);
 }
 
 nn::Model Net::to_model(const Standardizer& st, const std::string& description) const {
@@ -393,9 +393,9 @@ Net Net::from_model(const nn::Model& m) {
 
 namespace {
 
-double mean_loss(const Net& net, const std::vector<Sample>& s) {
+double mean_loss(const Net& net, const std::vector<Sample>& s, double pos_weight) {
     double sum = 0;
-    for (const auto& x : s) sum += bce(logit(net, x.steps, nullptr, nullptr), x.y);
+    for (const auto& x : s) sum += (x.y == 1 ? pos_weight : 1.0) * bce(logit(net, x.steps, nullptr, nullptr), x.y);
     return s.empty() ? 0 : sum / static_cast<double>(s.size());
 }
 
@@ -433,7 +433,7 @@ Net train_net(const std::vector<Sample>& train, const std::vector<Sample>& val, 
     std::vector<std::size_t> order(train.size());
     std::iota(order.begin(), order.end(), 0);
     Net best = net;
-    report.best_val_loss = val.empty() ? mean_loss(net, train) : mean_loss(net, val);
+    report.best_val_loss = val.empty() ? mean_loss(net, train, opt.pos_weight) : mean_loss(net, val, opt.pos_weight);
     report.best_epoch = 0;
     std::size_t since_best = 0;
     for (std::size_t epoch = 1; epoch <= opt.max_epochs; ++epoch) {
@@ -442,7 +442,10 @@ Net train_net(const std::vector<Sample>& train, const std::vector<Sample>& val, 
         for (std::size_t b = 0; b < order.size(); b += opt.batch) {
             const std::size_t e = std::min(order.size(), b + opt.batch);
             std::fill(grad.begin(), grad.end(), 0.0);
-            for (std::size_t i = b; i < e; ++i) train_loss += net.backward(train[order[i]].steps, train[order[i]].y, grad);
+            for (std::size_t i = b; i < e; ++i) {
+                const auto& ex = train[order[i]];
+                train_loss += net.backward(ex.steps, ex.y, grad, ex.y == 1 ? opt.pos_weight : 1.0);
+            }
             const double scale = 1.0 / static_cast<double>(e - b);
             ++step;
             const double c1 = 1 - std::pow(kB1, static_cast<double>(step));
@@ -455,7 +458,7 @@ Net train_net(const std::vector<Sample>& train, const std::vector<Sample>& val, 
             }
         }
         train_loss /= static_cast<double>(order.size());
-        const double vl = val.empty() ? mean_loss(net, train) : mean_loss(net, val);
+        const double vl = val.empty() ? mean_loss(net, train, opt.pos_weight) : mean_loss(net, val, opt.pos_weight);
         report.epochs = epoch;
         const bool better = vl < report.best_val_loss - 1e-6;
         if (better) {

@@ -83,8 +83,8 @@ struct Net {
     [[nodiscard]] std::size_t size() const;
     // P(congestive) for one sequence (h0 = 0; the output after the last step).
     [[nodiscard]] double forward(const std::vector<Vec8>& steps) const;
-    // Adds d(BCE)/dθ for one example to grad; returns the example's BCE.
-    double backward(const std::vector<Vec8>& steps, int y, std::vector<double>& grad) const;
+    // Adds weight·d(BCE)/dθ for one example to grad; returns weight·BCE.
+    double backward(const std::vector<Vec8>& steps, int y, std::vector<double>& grad, double weight = 1.0) const;
 
     // The engine's model; input standardisation folded into the first layer.
     [[nodiscard]] cc::ndm::Model to_model(const Standardizer& st, const std::string& description) const;
@@ -100,6 +100,9 @@ struct TrainOptions {
     std::size_t batch = 256;
     std::size_t max_epochs = 60;
     std::size_t patience = 8;  // epochs without a better validation loss
+    // Weight of congestive examples in the loss (> 1 trades calibration and
+    // false positives for recall of congestion); 1 = plain BCE.
+    double pos_weight = 1.0;
 };
 
 struct TrainReport {
