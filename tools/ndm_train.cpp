@@ -18,6 +18,7 @@
 #include "common/cli.hpp"
 #include "train/dataset.hpp"
 #include "train/export.hpp"
+#include "train/handset.hpp"
 #include "train/generate.hpp"
 #include "train/learn.hpp"
 
@@ -216,13 +217,19 @@ int main(int argc, char** argv) {
     x->add_option("-m,--model", cpp_model, "model file")->required();
     x->add_option("-o,--out", cpp_out, "output .inc file")->capture_default_str();
 
+    std::string hs_dir = ".";
+    auto* h = app.add_subcommand("handset",
+                                 "write the compiled-in default model (hand-set ndm-default v2): "
+                                 "data/models/ndm-default.ndmm and src/cc/ndm/default_model.inc under --root");
+    h->add_option("--root", hs_dir, "source tree root")->capture_default_str();
+
     GenArgs ship_gen;
     TrainArgs ship_tr;
     std::string ship_dir = ".";
-    std::string ship_name = "ndm-default";
+    std::string ship_name = "ndm-learned";
     auto* s = app.add_subcommand(
-        "ship", "the shipped default model in one command: generate (fixed seed) → train GRU → write the model, its "
-                "C++ include and the dataset");
+        "ship", "the shipped learned model in one command: generate (fixed seed) → train GRU → write the model "
+                "(and, with --name ndm-default, the compiled-in default's C++ include) and the dataset");
     add_generate_options(s, ship_gen);
     s->add_option("--hidden", ship_tr.train.hidden, "GRU units")->capture_default_str()->check(CLI::Range(1, 8));
     s->add_option("--train-seed", ship_tr.train.seed, "initialisation and shuffling seed")->capture_default_str();
@@ -273,6 +280,14 @@ int main(int argc, char** argv) {
             const auto p = predict(m, samples);
             std::cout << fmt::format("split {} of {}:\n", ev_split, ev_data)
                       << format_metrics(evaluate(p, labels(samples)), true) << format_breakdown(p, samples);
+        } else if (h->parsed()) {
+            const auto m = make_handset_model();
+            const auto root = std::filesystem::path(hs_dir);
+            const auto model_path = root / "data/models/ndm-default.ndmm";
+            const auto inc = root / "src/cc/ndm/default_model.inc";
+            cc::ndm::save_model(m, model_path);
+            write_text(inc.string(), model_to_cpp(m, "data/models/ndm-default.ndmm"));
+            std::cout << fmt::format("wrote {} and {}\n", model_path.string(), inc.string());
         } else if (x->parsed()) {
             const auto m = cc::ndm::load_model(cpp_model);
             write_text(cpp_out, model_to_cpp(m, cpp_model));
@@ -310,7 +325,7 @@ int main(int argc, char** argv) {
                 throw std::invalid_argument("--name must be a plain file name, got \"" + ship_name + "\"");
             m.description = fmt::format("{}: {}; check_auc={:.4f} (check set: generate --seed 1001 --scenarios 12 "
                                         "--seconds 4)",
-                                        is_default ? "ndm-default v2" : ship_name, model_description(ship_tr, f, dataset),
+                                        is_default ? "ndm-default (learned)" : ship_name, model_description(ship_tr, f, dataset),
                                         cm.auc);
             const auto root = std::filesystem::path(ship_dir);
             const auto model_path = root / "data/models" / (ship_name + ".ndmm");

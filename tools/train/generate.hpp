@@ -30,7 +30,10 @@ struct GenerateOptions {
     std::size_t scenarios = 600;
     double seconds = 12;  // upper bound on a scenario's virtual sending time
     std::vector<std::string> controllers{"cubic", "reno", "ndm"};
-    std::string ndm_options;  // for the ndm sender, e.g. "model=path.ndmm"
+    // For the ndm sender. The default pins the model the dataset's ndm flows
+    // run (the hand-set v1 the shipped learned model was trained with), so a
+    // dataset does not change when the compiled-in default does.
+    std::string ndm_options = "model=" NDM_TRAIN_MODELS_DIR "/ndm-handset-v1.ndmm";
 };
 
 // The small fixed "check set" whose AUC `ndm-train ship` records in the
