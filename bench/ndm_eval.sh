@@ -53,12 +53,16 @@ echo "### 2. Pure congestion: 20 Mbit/s, 50 ms RTT, droptail of 1 BDP (86 packet
 echo
 echo "| buffer | controller | goodput Mbit/s | p95 queueing delay ms | path loss % |"
 echo "|---|---|---:|---:|---:|"
-for q in 86 22 344; do
+# The jittered variant (2 ms, order-preserving) gives the seeds something to vary.
+for q in 86 22 344 86j; do
   f="$OUT/cg.json"
-  "$CMP" --virtual -q -J --repeat "$SEEDS" -t "$SECS" --profile "delay=25ms,rate=20mbit,queue=${q}pkt" \
+  prof="delay=25ms,rate=20mbit,queue=${q%j}pkt"
+  [ "$q" = 86j ] && prof="$prof,jitter=2ms,order=inorder"
+  "$CMP" --virtual -q -J --repeat "$SEEDS" -t "$SECS" --profile "$prof" \
     --packets realistic --cc "$NDM,cubic,reno" --out "$OUT/o" >"$f" || true
   for cc in "$NDM" cubic reno; do
-    echo "| ${q} pkt | $cc | $(stat "$f" "$cc" receiver_bitrate_bps 1e-6 x) | $(stat "$f" "$cc" queue_delay_p95_ms 1 x) | $(stat "$f" "$cc" path_loss_percent 1 x) |"
+    label="${q%j} pkt"; [ "$q" = 86j ] && label="86 pkt + 2 ms in-order jitter"
+    echo "| $label | $cc | $(stat "$f" "$cc" receiver_bitrate_bps 1e-6 x) | $(stat "$f" "$cc" queue_delay_p95_ms 1 x) | $(stat "$f" "$cc" path_loss_percent 1 x) |"
   done
 done
 echo
@@ -66,16 +70,18 @@ echo "### 3. Fairness on a shared bottleneck (20 Mbit/s, 1 BDP droptail, ${FAIR_
 echo
 echo "| flows | Jain's index, last half | goodput of each flow, last half, Mbit/s | bottleneck p95 queueing delay ms |"
 echo "|---|---:|---|---:|"
-for pair in "$NDM,cubic:0" "$NDM,$NDM:10" "cubic,cubic:0"; do
-  ccs=${pair%:*}; stag=${pair##*:}
+for pair in "$NDM,cubic|0|" "$NDM,$NDM|10|" "cubic,cubic|0|" "$NDM,cubic|0|j" "$NDM,$NDM|10|j"; do
+  IFS='|' read -r ccs stag jit <<<"$pair"
+  prof="delay=25ms,rate=20mbit,queue=86pkt"
+  [ "$jit" = j ] && prof="$prof,jitter=2ms,order=inorder"
   f="$OUT/fair.json"
   "$CMP" --compete -q -J --repeat "$SEEDS" -t "$FAIR_SECS" --stagger "$stag" \
-    --profile "delay=25ms,rate=20mbit,queue=86pkt" --packets realistic --cc "$ccs" --out "$OUT/o" >"$f" || true
+    --profile "$prof" --packets realistic --cc "$ccs" --out "$OUT/o" >"$f" || true
   jain=$(jq -r '[.runs[].jain_last_half] | "\(add / length * 1000 | round / 1000) (min \(min * 1000 | round / 1000))"' "$f")
   each=$(jq -r '[.runs[0].flows | length] as $n | [range(0; .runs[0].flows | length) as $i
                  | ([.runs[].flows[$i].last_half_bps] | add / length / 1e6 * 100 | round / 100)] | map(tostring) | join(" / ")' "$f")
   qd=$(jq -r '[.runs[].bottleneck.queue_delay_p95_ms] | add / length * 10 | round / 10' "$f")
-  echo "| $ccs (stagger ${stag} s) | $jain | $each | $qd |"
+  echo "| $ccs (stagger ${stag} s${jit:+, 2 ms jitter}) | $jain | $each | $qd |"
 done
 echo
 echo "### 4. LTE traces (Mahimahi, droptail)"
