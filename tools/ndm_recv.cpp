@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
@@ -30,16 +31,10 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-double secs(Instant a, Instant b) { return to_seconds(b - a); }
-double rate(std::uint64_t bytes, double s) { return s > 0 ? bytes * 8.0 / s : 0; }
-std::string id_label(unsigned index) { return fmt::format("[{:>3}]", index + 1); }
-
-json sum_json(double b, double e, std::uint64_t bytes, std::optional<std::uint64_t> retr, bool sender) {
-    json j = {{"start", b}, {"end", e}, {"seconds", e - b}, {"bytes", bytes}, {"bits_per_second", rate(bytes, e - b)}};
-    if (retr) j["retransmits"] = *retr;
-    j["sender"] = sender;
-    return j;
-}
+using tools::id_label;
+using tools::rate;
+using tools::secs;
+using tools::sum_json;
 
 // One connection of a test.
 struct Flow {

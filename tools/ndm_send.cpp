@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
@@ -53,16 +54,10 @@ struct Options {
 constexpr StreamId kReverseData = 1;
 constexpr StreamId kReverseReport = 5;
 
-double secs(Instant a, Instant b) { return to_seconds(b - a); }
-double rate(std::uint64_t bytes, double s) { return s > 0 ? bytes * 8.0 / s : 0; }
-std::string id_label(unsigned index) { return fmt::format("[{:>3}]", index + 1); }
-
-json sum_json(double b, double e, std::uint64_t bytes, std::optional<std::uint64_t> retr, bool sender) {
-    json j = {{"start", b}, {"end", e}, {"seconds", e - b}, {"bytes", bytes}, {"bits_per_second", rate(bytes, e - b)}};
-    if (retr) j["retransmits"] = *retr;
-    j["sender"] = sender;
-    return j;
-}
+using tools::id_label;
+using tools::rate;
+using tools::secs;
+using tools::sum_json;
 
 // One connection of the test.
 struct Flow {
