@@ -72,6 +72,9 @@ public:
     // drained during a whole round trip is a standing queue.
     [[nodiscard]] float standing_queue() const noexcept { return standing_; }
     [[nodiscard]] std::uint32_t samples() const noexcept { return samples_; }
+    // Delivery rate of the last complete round, bytes/s (rate_ratio was
+    // computed as rate / max_rate at that round's end).
+    [[nodiscard]] float round_rate() const noexcept { return last_[kRateRatio] * max_rate_; }
 
 private:
     void compute(FeatureVector& out, Instant now) const noexcept;

@@ -86,12 +86,25 @@ float NdmController::run_model(const FeatureVector& f, float* h) const noexcept 
     return std::min(1.0F, std::round(p / kPQuantum) * kPQuantum);
 }
 
+bool NdmController::rate_follows_window() const noexcept {
+    const float cwnd = static_cast<float>(cubic_.cwnd());
+    const float rate = features_.round_rate();
+    if (snap_rate_ <= 0 || snap_cwnd_ <= 0 || cwnd < 1.1F * snap_cwnd_) return false;
+    // Elasticity of rate to window: ~1 without a bottleneck, ~0 at one.
+    return std::log(rate / snap_rate_) >= 0.5F * std::log(cwnd / snap_cwnd_);
+}
+
 void NdmController::on_ack(const AckEvent& ev) {
     if (features_.on_ack(ev)) {
         // One GRU step per round trip: the recurrent state sees the sequence
         // of rounds, and the per-ACK cost stays at the feature updates.
         last_p_ = run_model(features_.round(), h_.data());
         forgiven_in_round_ = 0;
+        if (++rounds_since_snapshot_ >= kSnapshotRounds || snap_rate_ <= 0) {
+            snap_rate_ = features_.round_rate();
+            snap_cwnd_ = static_cast<float>(cubic_.cwnd());
+            rounds_since_snapshot_ = 0;
+        }
     }
     cubic_.on_ack(ev);
 }
@@ -111,7 +124,8 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
     std::array<float, kMaxState> h = h_;  // a look-ahead step, not committed
     const float p = features_.has_min_rtt() ? run_model(features_.at_loss(ev), h.data()) : 1.0F;
     last_p_ = p;
-    const bool forced = forgiven_in_round_ >= forgive_ || features_.standing_queue() >= standing_;
+    const bool standing = features_.standing_queue() >= standing_ && !rate_follows_window();
+    const bool forced = forgiven_in_round_ >= forgive_ || standing;
     if (!forced && p < 0.5F) {
         ++forgiven_in_round_;
         bump(counters_.forgiven);

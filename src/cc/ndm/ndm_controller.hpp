@@ -44,7 +44,8 @@ public:
         "hystart";
     static constexpr std::uint32_t kDefaultForgive = 3;
     static constexpr double kDefaultStanding = 0.25;
-    static constexpr std::uint32_t kMaxState = 8;  // GRU units a model may have in total
+    static constexpr std::uint32_t kMaxState = 8;
+    static constexpr std::uint8_t kSnapshotRounds = 4;  // GRU units a model may have in total
     // P is quantised to 1/1024 before use, so that the kernels' last-ulp
     // differences cannot change a decision (docs/ndm-controller.md §4).
     static constexpr float kPQuantum = 1.0F / 1024.0F;
@@ -92,6 +93,11 @@ public:
 private:
     // Runs the model on f from state h (batch of one); returns the quantised P.
     float run_model(const FeatureVector& f, float* h) const noexcept;
+    // True when, over the last few rounds, the window grew by a tenth or more
+    // and the delivery rate grew along with it: the path absorbed the larger
+    // window as rate, not as queue, so an elevated RTT floor is not a
+    // standing bottleneck queue (an order-preserving jittery link).
+    [[nodiscard]] bool rate_follows_window() const noexcept;
 
     Cubic cubic_;
     FeatureTracker features_;
@@ -104,7 +110,12 @@ private:
     float standing_;
     std::uint8_t forgive_;
     std::uint8_t forgiven_in_round_ = 0;
+    std::uint8_t rounds_since_snapshot_ = 0;
     Counters counters_;
+    // Delivery rate and cwnd a few rounds ago: whether the rate follows the
+    // window (no bottleneck) or not (a standing queue at a bottleneck).
+    float snap_rate_ = 0;
+    float snap_cwnd_ = 0;
 };
 
 }  // namespace ndm::cc::ndm
