@@ -321,8 +321,6 @@ int main(int argc, char** argv) {
             const auto cm = evaluate(predict(m, all), labels(all));
             std::cout << "check set (generate --seed 1001 --scenarios 12 --seconds 4, all splits):\n" << format_metrics(cm, false);
             const bool is_default = ship_name == "ndm-default";
-            if (ship_name.empty() || ship_name.find_first_of("/\\") != std::string::npos)
-                throw std::invalid_argument("--name must be a plain file name, got \"" + ship_name + "\"");
             m.description = fmt::format("{}: {}; check_auc={:.4f} (check set: generate --seed 1001 --scenarios 12 "
                                         "--seconds 4)",
                                         is_default ? "ndm-default (learned)" : ship_name, model_description(ship_tr, f, dataset),

@@ -76,6 +76,19 @@ Simd active_simd() noexcept;
 // when s is not supported here.
 void set_active_simd(Simd s);
 
+// Unit j's rows of the GRU gate pre-activations (gates r, z, n in PyTorch
+// order, rows of stride s; gi from the input, gh from the state) and of the
+// state itself (stride hs): what every kernel's GRU step walks.
+struct GruUnitRows {
+    const float *ir, *iz, *in, *hr, *hz, *hn;
+    float* h;
+};
+inline GruUnitRows gru_unit_rows(const float* gi, const float* gh, std::size_t s, std::size_t hidden, float* h,
+                                 std::size_t hs, std::size_t j) noexcept {
+    return {gi + j * s,      gi + (hidden + j) * s, gi + (2 * hidden + j) * s, gh + j * s,
+            gh + (hidden + j) * s, gh + (2 * hidden + j) * s, h + j * hs};
+}
+
 // The table for s; throws std::invalid_argument when s is not supported.
 const Kernels& kernels_for(Simd s);
 

@@ -36,13 +36,7 @@ void dense(const float* w, const float* b, std::size_t in, std::size_t out, Act 
 void gru(const float* gi, const float* gh, std::size_t s, std::size_t hidden, float* h,
          std::size_t hs, std::size_t n) {
     for (std::size_t j = 0; j < hidden; ++j) {
-        const float* ir = gi + j * s;
-        const float* iz = gi + (hidden + j) * s;
-        const float* in = gi + (2 * hidden + j) * s;
-        const float* hr = gh + j * s;
-        const float* hz = gh + (hidden + j) * s;
-        const float* hn = gh + (2 * hidden + j) * s;
-        float* hj = h + j * hs;
+        const auto [ir, iz, in, hr, hz, hn, hj] = gru_unit_rows(gi, gh, s, hidden, h, hs, j);
         for (std::size_t i = 0; i < n; ++i) {
             const float r = activate(Act::sigmoid, ir[i] + hr[i]);
             const float z = activate(Act::sigmoid, iz[i] + hz[i]);

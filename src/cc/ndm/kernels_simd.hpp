@@ -160,13 +160,7 @@ struct SimdKernels {
     NDM_SIMD_TARGET static void gru(const float* gi, const float* gh, std::size_t s, std::size_t hidden, float* h,
                                     std::size_t hs, std::size_t n) {
         for (std::size_t j = 0; j < hidden; ++j) {
-            const float* ir = gi + j * s;
-            const float* iz = gi + (hidden + j) * s;
-            const float* in = gi + (2 * hidden + j) * s;
-            const float* hr = gh + j * s;
-            const float* hz = gh + (hidden + j) * s;
-            const float* hn = gh + (2 * hidden + j) * s;
-            float* hj = h + j * hs;
+            const auto [ir, iz, in, hr, hz, hn, hj] = gru_unit_rows(gi, gh, s, hidden, h, hs, j);
             std::size_t i = 0;
             for (; i + L <= n; i += L) {
                 V::store(hj + i, gru_lanes(V::load(ir + i), V::load(hr + i), V::load(iz + i), V::load(hz + i),
