@@ -12,6 +12,7 @@
 
 #include "cc/cubic.hpp"
 #include "cc/window.hpp"
+#include "cc_test_util.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
 
@@ -22,48 +23,21 @@ using ndm::cc::AckEvent;
 using ndm::cc::CongestionEvent;
 using ndm::cc::Cubic;
 using ndm::cc::Options;
-using ndm::cc::Params;
 
 namespace {
 
-constexpr std::uint64_t kMds = 1200;
-
-Instant at(Duration d) { return Instant{} + d; }
-
-Params params(std::uint64_t mds = kMds) {
-    Params p;
-    p.max_datagram_size = mds;
-    p.now = Instant{};
-    return p;
-}
+using ndm::test::at;
+using ndm::test::cc_params;
+using ndm::test::kMds;
+using ndm::test::loss_event;
 
 double seconds(Duration d) { return ndm::to_seconds(d); }
 
 double segments(std::uint64_t bytes) { return static_cast<double>(bytes) / kMds; }
 
-AckEvent ack(Instant now, std::uint64_t bytes, Instant sent, Duration rtt = 100ms,
-             bool app_limited = false) {
-    AckEvent ev;
-    ev.now = now;
-    ev.bytes_acked = bytes;
-    ev.packets_acked = (bytes + kMds - 1) / kMds;
-    ev.has_rtt_sample = true;
-    ev.latest_rtt = rtt;
-    ev.smoothed_rtt = rtt;
-    ev.min_rtt = rtt;
-    ev.largest_acked_sent_time = sent;
-    ev.app_limited = app_limited;
-    return ev;
-}
-
-CongestionEvent loss(Instant now, Instant largest_lost_sent, bool persistent = false) {
-    CongestionEvent ev;
-    ev.now = now;
-    ev.bytes_lost = kMds;
-    ev.packets_lost = 1;
-    ev.largest_lost_sent_time = largest_lost_sent;
-    ev.persistent = persistent;
-    return ev;
+// Every synthetic ACK here carries an RTT sample, 100 ms unless given.
+AckEvent ack(Instant now, std::uint64_t bytes, Instant sent, Duration rtt = 100ms, bool app_limited = false) {
+    return ndm::test::ack_event(now, bytes, sent, rtt, app_limited);
 }
 
 // HyStart++ off so that slow start is plain and a cubic can be built at an
@@ -98,9 +72,9 @@ void run(Cubic& cc, Instant& now, Duration rtt, Instant until,
 // A cubic that had a loss at `w_max` segments at 1 s and whose epoch starts
 // at the first ACK of a packet sent after that (returned in `now`).
 Cubic after_loss(std::uint64_t w_max, Duration rtt, Instant& now, const Options& o = no_hystart()) {
-    Cubic cc(params(), o);
+    Cubic cc(cc_params(), o);
     grow_to(cc, w_max, at(500ms));
-    cc.on_congestion_event(loss(at(1s), at(900ms)));
+    cc.on_congestion_event(loss_event(at(1s), at(900ms)));
     now = at(1s) + rtt;
     // Recovery ends with the ACK of a packet sent 1 ns after it began.
     cc.on_ack(ack(now + 1ns, kMds, at(1s) + 1ns, rtt));
@@ -113,7 +87,7 @@ Cubic after_loss(std::uint64_t w_max, Duration rtt, Instant& now, const Options&
 }  // namespace
 
 TEST_CASE("cubic: initial state, name and registry") {
-    Cubic cc(params());
+    Cubic cc(cc_params());
     CHECK(cc.cwnd() == ndm::cc::initial_window(kMds));
     CHECK(cc.ssthresh() == UINT64_MAX);
     CHECK(cc.state() == "slow_start");
@@ -125,7 +99,7 @@ TEST_CASE("cubic: initial state, name and registry") {
     CHECK(cc.fast_convergence());
     CHECK(cc.hystart_enabled());
 
-    auto made = ndm::cc::make("cubic", params());
+    auto made = ndm::cc::make("cubic", cc_params());
     REQUIRE(made != nullptr);
     CHECK(made->name() == "cubic");
     bool listed = false;
@@ -134,35 +108,35 @@ TEST_CASE("cubic: initial state, name and registry") {
 }
 
 TEST_CASE("cubic: options are validated with clear messages") {
-    Cubic cc(params(), {{"beta", "0.5"}, {"c", "4"}, {"fast_convergence", "off"}, {"hystart", "OFF"}});
+    Cubic cc(cc_params(), {{"beta", "0.5"}, {"c", "4"}, {"fast_convergence", "off"}, {"hystart", "OFF"}});
     CHECK(cc.beta() == 0.5);
     CHECK(cc.c() == 4);
     CHECK(cc.alpha_cubic() == doctest::Approx(1.0));  // 3·0.5/1.5
     CHECK_FALSE(cc.fast_convergence());
     CHECK_FALSE(cc.hystart_enabled());
-    CHECK(Cubic(params(), {{"beta", "0.9"}, {"c", "0.1"}}).beta() == 0.9);
+    CHECK(Cubic(cc_params(), {{"beta", "0.9"}, {"c", "0.1"}}).beta() == 0.9);
 
-    CHECK_THROWS_WITH_AS(ndm::cc::make("cubic", params(), "beta=0.95"),
+    CHECK_THROWS_WITH_AS(ndm::cc::make("cubic", cc_params(), "beta=0.95"),
                          "congestion controller \"cubic\": option \"beta\" must be a number in "
                          "[0.5, 0.9], got \"0.95\"",
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(Cubic(params(), {{"c", "0"}}),
+    CHECK_THROWS_WITH_AS(Cubic(cc_params(), {{"c", "0"}}),
                          "congestion controller \"cubic\": option \"c\" must be a number in "
                          "[0.1, 4], got \"0\"",
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(Cubic(params(), {{"hystart", "maybe"}}),
+    CHECK_THROWS_WITH_AS(Cubic(cc_params(), {{"hystart", "maybe"}}),
                          "congestion controller \"cubic\": option \"hystart\" must be one of on, "
                          "off, true, false, 1, 0, got \"maybe\"",
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(Cubic(params(), {{"fast_convergence", ""}}),
+    CHECK_THROWS_WITH_AS(Cubic(cc_params(), {{"fast_convergence", ""}}),
                          "congestion controller \"cubic\": option \"fast_convergence\" must be one "
                          "of on, off, true, false, 1, 0, got \"\"",
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(ndm::cc::make("cubic", params(), "beta=0.7,bata=0.7"),
+    CHECK_THROWS_WITH_AS(ndm::cc::make("cubic", cc_params(), "beta=0.7,bata=0.7"),
                          "congestion controller \"cubic\": unknown option \"bata\" (known: beta, "
                          "c, fast_convergence, hystart)",
                          std::invalid_argument);
-    CHECK_THROWS_AS(Cubic(params(0)), std::invalid_argument);
+    CHECK_THROWS_AS(Cubic(cc_params(0)), std::invalid_argument);
 }
 
 TEST_CASE("cubic: reduction by beta, K from W_max and beta (RFC 9438 §4.2, §4.6)") {
@@ -188,8 +162,8 @@ TEST_CASE("cubic: reduction by beta, K from W_max and beta (RFC 9438 §4.2, §4.
         CHECK(cc.w_cubic(cc.k()) == doctest::Approx(1000));
     }
     // 12000 · 0.7 rounds to 8400, not 8399.
-    Cubic small(params());
-    small.on_congestion_event(loss(at(100ms), at(50ms)));
+    Cubic small(cc_params());
+    small.on_congestion_event(loss_event(at(100ms), at(50ms)));
     CHECK(small.ssthresh() == 8400);
     CHECK(small.cwnd() == 8400);
     CHECK(small.state() == "recovery");
@@ -288,13 +262,13 @@ TEST_CASE("cubic: Reno-friendly region (RFC 9438 §4.3)") {
 TEST_CASE("cubic: fast convergence (RFC 9438 §4.7)") {
     for (const bool fc : {true, false}) {
         CAPTURE(fc);
-        Cubic cc(params(), no_hystart({{"fast_convergence", fc ? "on" : "off"}}));
+        Cubic cc(cc_params(), no_hystart({{"fast_convergence", fc ? "on" : "off"}}));
         grow_to(cc, 100, at(500ms));
-        cc.on_congestion_event(loss(at(1s), at(900ms)));
+        cc.on_congestion_event(loss_event(at(1s), at(900ms)));
         CHECK(cc.w_max() == 100);
         REQUIRE(cc.cwnd() == 70 * kMds);
         // The next loss (a new period) arrives at 70 < W_max = 100 segments.
-        cc.on_congestion_event(loss(at(2s), at(1500ms)));
+        cc.on_congestion_event(loss_event(at(2s), at(1500ms)));
         CHECK(cc.cwnd_prior() == 70);
         if (fc) {
             CHECK(cc.w_max() == doctest::Approx(70 * 1.7 / 2));  // released bandwidth
@@ -308,7 +282,7 @@ TEST_CASE("cubic: fast convergence (RFC 9438 §4.7)") {
         run(up, now, 10ms, up.epoch_start() + 5s);  // K ≈ 3.35 s: past W_max
         const double w = segments(up.cwnd());
         REQUIRE(w > 55);
-        up.on_congestion_event(loss(now + 1ms, now - 1ms));
+        up.on_congestion_event(loss_event(now + 1ms, now - 1ms));
         CHECK(up.w_max() == w);
         CHECK(up.cwnd_prior() == w);
     }
@@ -351,7 +325,7 @@ TEST_CASE("cubic: no growth while app-limited, and the epoch shifts (RFC 9438 §
 }
 
 TEST_CASE("cubic: no growth while app-limited in slow start") {
-    Cubic s(params());
+    Cubic s(cc_params());
     s.on_ack(ack(at(100ms), 12000, at(0ms), 100ms, true));
     CHECK(s.cwnd() == 12000);
     s.on_ack(ack(at(100ms), 1200, at(0ms)));
@@ -375,14 +349,14 @@ TEST_CASE("cubic: idle restart shifts the epoch by the idle time") {
 }
 
 TEST_CASE("cubic: one reduction per recovery period") {
-    Cubic cc(params(), no_hystart());
+    Cubic cc(cc_params(), no_hystart());
     grow_to(cc, 100, at(500ms));
-    cc.on_congestion_event(loss(at(1s), at(900ms)));
+    cc.on_congestion_event(loss_event(at(1s), at(900ms)));
     CHECK(cc.cwnd() == 70 * kMds);
     CHECK(cc.state() == "recovery");
     // Losses of packets sent before the period began: same period.
-    cc.on_congestion_event(loss(at(1010ms), at(950ms)));
-    cc.on_congestion_event(loss(at(1020ms), at(1s)));
+    cc.on_congestion_event(loss_event(at(1010ms), at(950ms)));
+    cc.on_congestion_event(loss_event(at(1020ms), at(1s)));
     CHECK(cc.cwnd() == 70 * kMds);
     CHECK(cc.w_max() == 100);
     // ACKs of packets sent before the period: no growth, recovery continues.
@@ -395,20 +369,20 @@ TEST_CASE("cubic: one reduction per recovery period") {
     CHECK(cc.state() == "congestion_avoidance");
     CHECK(cc.epoch_started());
     // A late loss of an old packet still belongs to the old period.
-    cc.on_congestion_event(loss(at(1150ms), at(999ms)));
+    cc.on_congestion_event(loss_event(at(1150ms), at(999ms)));
     CHECK(cc.w_max() == 100);
     CHECK(cc.state() == "congestion_avoidance");
     // A loss of a packet sent after it: a new reduction.
-    cc.on_congestion_event(loss(at(1200ms), at(1101ms)));
+    cc.on_congestion_event(loss_event(at(1200ms), at(1101ms)));
     CHECK(cc.state() == "recovery");
     CHECK(cc.cwnd() < 70 * kMds);
 }
 
 TEST_CASE("cubic: the minimum window is respected") {
-    Cubic cc(params(), no_hystart());
+    Cubic cc(cc_params(), no_hystart());
     for (int i = 1; i <= 8; ++i) {
         const auto now = at(std::chrono::milliseconds(100 * i));
-        cc.on_congestion_event(loss(now, now - 1ms));
+        cc.on_congestion_event(loss_event(now, now - 1ms));
         CHECK(cc.cwnd() >= 2 * kMds);
         CHECK(cc.ssthresh() >= 2 * kMds);
     }
@@ -421,7 +395,7 @@ TEST_CASE("cubic: persistent congestion collapses the window and resets the epoc
     run(cc, now, 100ms, now + 2s);
     REQUIRE(cc.epoch_started());
     const auto w = cc.cwnd();
-    cc.on_congestion_event(loss(now + 1s, now + 500ms, true));
+    cc.on_congestion_event(loss_event(now + 1s, now + 500ms, true));
     CHECK(cc.cwnd() == 2 * kMds);
     CHECK(cc.ssthresh() == static_cast<std::uint64_t>(std::round(static_cast<double>(w) * 0.7)));
     CHECK(cc.state() == "slow_start");
@@ -441,9 +415,9 @@ TEST_CASE("cubic: persistent congestion collapses the window and resets the epoc
 
     // Persistent congestion inside an existing period: no second ssthresh
     // reduction, but the collapse.
-    Cubic r(params(), no_hystart());
-    r.on_congestion_event(loss(at(100ms), at(50ms)));
-    r.on_congestion_event(loss(at(110ms), at(60ms), true));
+    Cubic r(cc_params(), no_hystart());
+    r.on_congestion_event(loss_event(at(100ms), at(50ms)));
+    r.on_congestion_event(loss_event(at(110ms), at(60ms), true));
     CHECK(r.cwnd() == 2 * kMds);
     CHECK(r.ssthresh() == 8400);
 }
@@ -461,7 +435,7 @@ TEST_CASE("cubic: spurious congestion undo restores everything (RFC 9438 §4.9)"
         const double w_est = cc.w_est();
         const Instant epoch = cc.epoch_start();
 
-        cc.on_congestion_event(loss(now + 10ms, now - 50ms));
+        cc.on_congestion_event(loss_event(now + 10ms, now - 50ms));
         REQUIRE(cc.cwnd() < cwnd);
         REQUIRE(cc.w_max() != w_max);
         REQUIRE_FALSE(cc.epoch_started());
@@ -485,8 +459,8 @@ TEST_CASE("cubic: spurious congestion undo restores everything (RFC 9438 §4.9)"
         CHECK(cc.cwnd() == after);
     }
     SUBCASE("in slow start, HyStart++ included") {
-        Cubic cc(params());
-        cc.on_congestion_event(loss(at(100ms), at(50ms)));
+        Cubic cc(cc_params());
+        cc.on_congestion_event(loss_event(at(100ms), at(50ms)));
         REQUIRE(cc.hystart().done());
         REQUIRE(cc.cwnd() == 8400);
         cc.on_spurious_congestion({at(120ms)});
@@ -499,7 +473,7 @@ TEST_CASE("cubic: spurious congestion undo restores everything (RFC 9438 §4.9)"
         CHECK(cc.cwnd() == 13200);
     }
     SUBCASE("without a reduction it does nothing") {
-        Cubic cc(params());
+        Cubic cc(cc_params());
         cc.on_spurious_congestion({at(10ms)});
         CHECK(cc.cwnd() == 12000);
         CHECK(cc.ssthresh() == UINT64_MAX);
@@ -507,22 +481,11 @@ TEST_CASE("cubic: spurious congestion undo restores everything (RFC 9438 §4.9)"
 }
 
 TEST_CASE("cubic: bulk transfer in virtual time, 50 Mbit/s, 20 ms, 1% loss") {
-    ndm::sim::TransferSpec spec;
-    spec.client.cc = "cubic";
-    spec.client.seed = 41;
-    spec.server.cc = "cubic";
-    spec.server.seed = 42;
     ndm::sim::SimpleLinkConfig link;
     link.delay = 20ms;
     link.rate_bps = 50e6;
     link.loss = 0.01;
-    spec.client_to_server = link;
-    spec.client_to_server.seed = 43;
-    spec.server_to_client = link;
-    spec.server_to_client.seed = 44;
-    spec.bytes = 8u << 20;
-    spec.deadline = 600s;
-    spec.seed = 45;
+    const auto spec = ndm::test::lossy_transfer("cubic", "cubic", link, 8u << 20, 41);
     const auto r = ndm::sim::run_transfer(spec);
     INFO("failure: ", r.failure, "; delivered ", r.bytes_delivered);
     CHECK(r.completed);

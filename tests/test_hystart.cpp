@@ -14,6 +14,7 @@
 
 #include "cc/cubic.hpp"
 #include "cc/hystart.hpp"
+#include "cc_test_util.hpp"
 #include "ndm/cc.hpp"
 
 using namespace std::chrono_literals;
@@ -28,15 +29,9 @@ using Phase = ndm::cc::HyStart::Phase;
 
 namespace {
 
-constexpr std::uint64_t kMds = 1200;
-
-Instant at(Duration d) { return Instant{} + d; }
-
-ndm::cc::Params params() {
-    ndm::cc::Params p;
-    p.max_datagram_size = kMds;
-    return p;
-}
+using ndm::test::at;
+using ndm::test::cc_params;
+using ndm::test::kMds;
 
 // Hand-made rounds for the bare component: round r sends its packets at
 // 100 ms·r, and each ACK acknowledges one of them after the given RTT.
@@ -53,15 +48,8 @@ struct Rounds {
         h.on_packet_sent(p);
     }
     void ack(Duration rtt, bool sample = true) {
-        AckEvent ev;
-        ev.now = sent_at + rtt;
-        ev.bytes_acked = kMds;
-        ev.packets_acked = 1;
+        auto ev = ndm::test::ack_event(sent_at + rtt, kMds, sent_at, rtt);
         ev.has_rtt_sample = sample;
-        ev.latest_rtt = rtt;
-        ev.smoothed_rtt = rtt;
-        ev.min_rtt = rtt;
-        ev.largest_acked_sent_time = sent_at;
         h.on_ack(ev);
     }
     // One round: send, then one ACK per RTT given.
@@ -285,7 +273,7 @@ TEST_CASE("hystart: cubic leaves slow start on an RTT increase before any loss")
     auto step_rtt = [](Instant sent) { return sent < at(160400us) ? 40ms : 52ms; };
     for (const bool on : {true, false}) {
         CAPTURE(on);
-        Cubic cc(params(), {{"hystart", on ? "on" : "off"}});
+        Cubic cc(cc_params(), {{"hystart", on ? "on" : "off"}});
         Path path{cc, 9600ns, step_rtt};
         std::vector<std::string> states;
         std::uint64_t cwnd_at_css = 0;
@@ -345,7 +333,7 @@ TEST_CASE("hystart: cubic leaves slow start near the BDP when a queue builds") {
     const std::uint64_t bdp = 625'000;
     for (const bool on : {true, false}) {
         CAPTURE(on);
-        Cubic cc(params(), {{"hystart", on ? "on" : "off"}});
+        Cubic cc(cc_params(), {{"hystart", on ? "on" : "off"}});
         Path path{cc, 96us, [](Instant) { return Duration(50ms); }};
         std::uint64_t exit_cwnd = 0;
         path.run(at(1500ms), [&] {

@@ -17,13 +17,13 @@
 #include "cc/ndm/lkm_controller.hpp"
 #include "cc/ndm/lkm_host.hpp"
 #include "cc/ndm/lkm_module.hpp"
+#include "cc_test_util.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
 
 using namespace std::chrono_literals;
 using ndm::Instant;
 using ndm::cc::AckEvent;
-using ndm::cc::CongestionEvent;
 using ndm::cc::Params;
 using ndm::cc::lkm::ForwardTrace;
 using ndm::cc::lkm::kInfiniteSsthresh;
@@ -34,14 +34,9 @@ using ndm::cc::lkm::State;
 
 namespace {
 
-constexpr std::uint64_t kMds = 1200;
+using ndm::test::cc_params;
+using ndm::test::kMds;
 using Hist = std::array<std::uint16_t, 16>;
-
-Params params() {
-    Params p;
-    p.max_datagram_size = kMds;
-    return p;
-}
 
 // Drives a controller with one ACK per call; time advances 1 ms per ACK and
 // each acked packet was sent one RTT earlier.
@@ -49,7 +44,7 @@ struct Driver {
     LkmController cc;
     Instant now = Instant{} + 1s;
 
-    explicit Driver(std::string_view options = {}) : cc(params(), ndm::cc::parse_options(options)) {}
+    explicit Driver(std::string_view options = {}) : cc(cc_params(), ndm::cc::parse_options(options)) {}
 
     [[nodiscard]] std::uint32_t cwnd_packets() const { return static_cast<std::uint32_t>(cc.cwnd() / kMds); }
     [[nodiscard]] const State& module() const { return cc.host().module().state(); }
@@ -59,27 +54,12 @@ struct Driver {
     }
     void ack_sent(std::uint64_t packets, ndm::Duration rtt, Instant sent, bool app_limited = false) {
         now += 1ms;
-        AckEvent ev;
-        ev.now = now;
-        ev.packets_acked = packets;
-        ev.bytes_acked = packets * kMds;
-        ev.has_rtt_sample = true;
-        ev.latest_rtt = rtt;
-        ev.smoothed_rtt = rtt;
-        ev.min_rtt = rtt;
-        ev.largest_acked_sent_time = sent;
-        ev.app_limited = app_limited;
-        cc.on_ack(ev);
+        cc.on_ack(ndm::test::ack_event(now, packets * kMds, sent, rtt, app_limited));
     }
     void loss(Instant largest_lost_sent, bool persistent = false, std::uint64_t in_flight_bytes = 0) {
         now += 1ms;
-        CongestionEvent ev;
-        ev.now = now;
-        ev.packets_lost = 1;
-        ev.bytes_lost = kMds;
-        ev.largest_lost_sent_time = largest_lost_sent;
+        auto ev = ndm::test::loss_event(now, largest_lost_sent, persistent);
         ev.bytes_in_flight = in_flight_bytes;
-        ev.persistent = persistent;
         cc.on_congestion_event(ev);
     }
 };
@@ -727,16 +707,16 @@ TEST_CASE("ndm-lkm: the hook ignores app-limited ACKs' cwnd limit (§1.6 c); no 
 }
 
 TEST_CASE("ndm-lkm: options and registration") {
-    CHECK(LkmController(params(), {{"initial_window", "4"}}).cwnd() == 4 * kMds);
-    CHECK(LkmController(params()).cwnd() == 10 * kMds);
-    CHECK_THROWS_AS(LkmController(params(), {{"initial_window", "0"}}), std::invalid_argument);
-    CHECK_THROWS_AS(LkmController(params(), {{"noise_cut", "half"}}), std::invalid_argument);
-    CHECK_THROWS_AS(LkmController(params(), {{"beta", "0.7"}}), std::invalid_argument);
+    CHECK(LkmController(cc_params(), {{"initial_window", "4"}}).cwnd() == 4 * kMds);
+    CHECK(LkmController(cc_params()).cwnd() == 10 * kMds);
+    CHECK_THROWS_AS(LkmController(cc_params(), {{"initial_window", "0"}}), std::invalid_argument);
+    CHECK_THROWS_AS(LkmController(cc_params(), {{"noise_cut", "half"}}), std::invalid_argument);
+    CHECK_THROWS_AS(LkmController(cc_params(), {{"beta", "0.7"}}), std::invalid_argument);
     Params zero;
     zero.max_datagram_size = 0;
     CHECK_THROWS_AS(LkmController{zero}, std::invalid_argument);
 
-    auto cc = ndm::cc::make("ndm-lkm", params(), "noise_cut=two_thirds,initial_window=20");
+    auto cc = ndm::cc::make("ndm-lkm", cc_params(), "noise_cut=two_thirds,initial_window=20");
     REQUIRE(cc != nullptr);
     CHECK(cc->name() == "ndm-lkm");
     CHECK(cc->cwnd() == 20 * kMds);
@@ -749,23 +729,12 @@ TEST_CASE("ndm-lkm: options and registration") {
 // ---- end to end -----------------------------------------------------------------------
 
 TEST_CASE("ndm-lkm: 4 MB over 50 Mbit/s, 25 ms one way, 1 % loss completes byte-exact") {
-    ndm::sim::TransferSpec spec;
-    spec.client.cc = "ndm-lkm";
-    spec.client.seed = 11;
-    spec.server.cc = "reno";
-    spec.server.seed = 12;
     ndm::sim::SimpleLinkConfig link;
     link.delay = 25ms;
     link.rate_bps = 50e6;
     link.loss = 0.01;
     link.queue_packets = 300;
-    spec.client_to_server = link;
-    spec.client_to_server.seed = 41;
-    spec.server_to_client = link;
-    spec.server_to_client.seed = 42;
-    spec.bytes = 4u << 20;
-    spec.deadline = 600s;
-    spec.seed = 43;
+    const auto spec = ndm::test::lossy_transfer("ndm-lkm", "reno", link, 4u << 20, 11);
     const auto r = ndm::sim::run_transfer(spec);
     INFO("failure: ", r.failure);
     CHECK(r.completed);

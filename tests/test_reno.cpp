@@ -9,46 +9,25 @@
 
 #include "cc/reno.hpp"
 #include "cc/window.hpp"
+#include "cc_test_util.hpp"
 #include "ndm/cc.hpp"
 
 using namespace std::chrono_literals;
 using ndm::Instant;
 using ndm::cc::AckEvent;
 using ndm::cc::CongestionEvent;
-using ndm::cc::Params;
 using ndm::cc::Reno;
 
 namespace {
 
-constexpr std::uint64_t kMds = 1200;
+using ndm::test::at;
+using ndm::test::cc_params;
+using ndm::test::kMds;
+using ndm::test::loss_event;
 
-Instant at(std::chrono::milliseconds ms) { return Instant{} + ms; }
-
-Params params(std::uint64_t mds = kMds) {
-    Params p;
-    p.max_datagram_size = mds;
-    p.now = Instant{};
-    return p;
-}
-
+// Reno ignores RTT samples: these ACKs carry none.
 AckEvent ack(Instant now, std::uint64_t bytes, Instant sent, bool app_limited = false) {
-    AckEvent ev;
-    ev.now = now;
-    ev.bytes_acked = bytes;
-    ev.packets_acked = (bytes + kMds - 1) / kMds;
-    ev.largest_acked_sent_time = sent;
-    ev.app_limited = app_limited;
-    return ev;
-}
-
-CongestionEvent loss(Instant now, Instant largest_lost_sent, bool persistent = false) {
-    CongestionEvent ev;
-    ev.now = now;
-    ev.bytes_lost = kMds;
-    ev.packets_lost = 1;
-    ev.largest_lost_sent_time = largest_lost_sent;
-    ev.persistent = persistent;
-    return ev;
+    return ndm::test::ack_event(now, bytes, sent, std::nullopt, app_limited);
 }
 
 // Acknowledges `bytes` in MDS-sized ACKs of packets sent at `sent`.
@@ -64,8 +43,8 @@ void ack_bytes(Reno& cc, std::uint64_t bytes, Instant now, Instant sent) {
 // 100 ms, recovery left by the ACK of a packet sent at 101 ms that carries
 // no bytes).
 Reno reno_in_ca() {
-    Reno cc(params());
-    cc.on_congestion_event(loss(at(100ms), at(50ms)));
+    Reno cc(cc_params());
+    cc.on_congestion_event(loss_event(at(100ms), at(50ms)));
     cc.on_ack(ack(at(150ms), 0, at(101ms)));
     return cc;
 }
@@ -80,7 +59,7 @@ TEST_CASE("reno: initial and minimum window (RFC 9002 §7.2)") {
     CHECK(ndm::cc::minimum_window(1200) == 2400);
     for (std::uint64_t mds : {1200u, 1452u, 65507u}) {
         CAPTURE(mds);
-        Reno cc(params(mds));
+        Reno cc(cc_params(mds));
         CHECK(cc.cwnd() == ndm::cc::initial_window(mds));
         CHECK(cc.ssthresh() == UINT64_MAX);
         CHECK(cc.state() == "slow_start");
@@ -90,7 +69,7 @@ TEST_CASE("reno: initial and minimum window (RFC 9002 §7.2)") {
 }
 
 TEST_CASE("reno: slow start doubles per RTT of ACKs") {
-    Reno cc(params());
+    Reno cc(cc_params());
     auto now = at(0ms);
     for (int rtt = 0; rtt < 5; ++rtt) {
         const auto before = cc.cwnd();
@@ -106,7 +85,7 @@ TEST_CASE("reno: slow start stops at ssthresh, the rest counts toward CA") {
     Reno cc = reno_in_ca();
     // A new period (6000 -> ssthresh 3000) with persistent congestion: cwnd
     // collapses to 2400, below ssthresh -> slow start.
-    cc.on_congestion_event(loss(at(200ms), at(160ms), true));
+    cc.on_congestion_event(loss_event(at(200ms), at(160ms), true));
     REQUIRE(cc.cwnd() == 2400);
     REQUIRE(cc.ssthresh() == 3000);
     REQUIRE(cc.state() == "slow_start");
@@ -157,16 +136,16 @@ TEST_CASE("reno: congestion avoidance grows one MDS per window acked, byte-exact
 }
 
 TEST_CASE("reno: one reduction per recovery period") {
-    Reno cc(params());
-    cc.on_congestion_event(loss(at(100ms), at(50ms)));
+    Reno cc(cc_params());
+    cc.on_congestion_event(loss_event(at(100ms), at(50ms)));
     CHECK(cc.cwnd() == 6000);
     CHECK(cc.ssthresh() == 6000);
     CHECK(cc.state() == "recovery");
     CHECK(cc.recovery().start() == at(100ms));
 
     // Another loss of a packet sent before the recovery started: same period.
-    cc.on_congestion_event(loss(at(110ms), at(99ms)));
-    cc.on_congestion_event(loss(at(120ms), at(100ms)));
+    cc.on_congestion_event(loss_event(at(110ms), at(99ms)));
+    cc.on_congestion_event(loss_event(at(120ms), at(100ms)));
     CHECK(cc.cwnd() == 6000);
     CHECK(cc.ssthresh() == 6000);
 
@@ -181,12 +160,12 @@ TEST_CASE("reno: one reduction per recovery period") {
     CHECK(cc.cwnd() == 6000);
 
     // A late loss of an old packet still belongs to the old period.
-    cc.on_congestion_event(loss(at(170ms), at(95ms)));
+    cc.on_congestion_event(loss_event(at(170ms), at(95ms)));
     CHECK(cc.cwnd() == 6000);
     CHECK(cc.state() == "congestion_avoidance");
 
     // A loss of a packet sent after the period started reduces again.
-    cc.on_congestion_event(loss(at(200ms), at(150ms)));
+    cc.on_congestion_event(loss_event(at(200ms), at(150ms)));
     CHECK(cc.ssthresh() == 3000);
     CHECK(cc.cwnd() == 3000);
     CHECK(cc.state() == "recovery");
@@ -195,17 +174,17 @@ TEST_CASE("reno: one reduction per recovery period") {
 
 TEST_CASE("reno: a loss in the same period without an intervening ACK does not reduce") {
     // The period starts at the loss detection time, not at the ACK that ends it.
-    Reno cc(params());
-    cc.on_congestion_event(loss(at(100ms), at(80ms)));
-    cc.on_congestion_event(loss(at(140ms), at(100ms)));
+    Reno cc(cc_params());
+    cc.on_congestion_event(loss_event(at(100ms), at(80ms)));
+    cc.on_congestion_event(loss_event(at(140ms), at(100ms)));
     CHECK(cc.cwnd() == 6000);
-    cc.on_congestion_event(loss(at(150ms), at(101ms)));
+    cc.on_congestion_event(loss_event(at(150ms), at(101ms)));
     CHECK(cc.cwnd() == 3000);
 }
 
 TEST_CASE("reno: no growth while app-limited (RFC 9002 §7.8)") {
     SUBCASE("slow start") {
-        Reno cc(params());
+        Reno cc(cc_params());
         cc.on_ack(ack(at(20ms), 12000, at(0ms), true));
         CHECK(cc.cwnd() == 12000);
         cc.on_ack(ack(at(20ms), 1200, at(0ms)));
@@ -223,10 +202,10 @@ TEST_CASE("reno: no growth while app-limited (RFC 9002 §7.8)") {
 }
 
 TEST_CASE("reno: persistent congestion collapses to the minimum window") {
-    Reno cc(params());
+    Reno cc(cc_params());
     ack_bytes(cc, 12000, at(20ms), at(0ms));
     REQUIRE(cc.cwnd() == 24000);
-    cc.on_congestion_event(loss(at(1000ms), at(500ms), true));
+    cc.on_congestion_event(loss_event(at(1000ms), at(500ms), true));
     CHECK(cc.cwnd() == 2 * kMds);
     CHECK(cc.ssthresh() == 12000);  // the reduction of the same event
     CHECK(cc.state() == "slow_start");
@@ -237,17 +216,17 @@ TEST_CASE("reno: persistent congestion collapses to the minimum window") {
 
     // Persistent congestion during an existing recovery period: no second
     // reduction of ssthresh, but still the collapse.
-    Reno r(params());
-    r.on_congestion_event(loss(at(100ms), at(50ms)));
-    r.on_congestion_event(loss(at(110ms), at(60ms), true));
+    Reno r(cc_params());
+    r.on_congestion_event(loss_event(at(100ms), at(50ms)));
+    r.on_congestion_event(loss_event(at(110ms), at(60ms), true));
     CHECK(r.cwnd() == 2 * kMds);
     CHECK(r.ssthresh() == 6000);
 }
 
 TEST_CASE("reno: spurious congestion undoes the last reduction") {
     SUBCASE("in slow start") {
-        Reno cc(params());
-        cc.on_congestion_event(loss(at(100ms), at(50ms)));
+        Reno cc(cc_params());
+        cc.on_congestion_event(loss_event(at(100ms), at(50ms)));
         REQUIRE(cc.cwnd() == 6000);
         cc.on_spurious_congestion({at(120ms)});
         CHECK(cc.cwnd() == 12000);
@@ -265,7 +244,7 @@ TEST_CASE("reno: spurious congestion undoes the last reduction") {
         Reno cc = reno_in_ca();  // 12000 -> 6000
         cc.on_ack(ack(at(250ms), 6000, at(200ms)));
         REQUIRE(cc.cwnd() == 7200);
-        cc.on_congestion_event(loss(at(300ms), at(260ms)));
+        cc.on_congestion_event(loss_event(at(300ms), at(260ms)));
         REQUIRE(cc.cwnd() == 3600);
         REQUIRE(cc.ssthresh() == 3600);
         cc.on_spurious_congestion({at(320ms)});
@@ -274,7 +253,7 @@ TEST_CASE("reno: spurious congestion undoes the last reduction") {
         CHECK(cc.state() == "congestion_avoidance");
     }
     SUBCASE("without a reduction it does nothing") {
-        Reno cc(params());
+        Reno cc(cc_params());
         cc.on_spurious_congestion({at(10ms)});
         CHECK(cc.cwnd() == 12000);
         CHECK(cc.ssthresh() == UINT64_MAX);
@@ -283,11 +262,11 @@ TEST_CASE("reno: spurious congestion undoes the last reduction") {
 
 TEST_CASE("reno: the minimum window is respected") {
     // 12000 -> 6000 -> 3000 -> 2400 (ssthresh 1500) -> 2400 (ssthresh 1200) ...
-    Reno cc(params());
+    Reno cc(cc_params());
     for (int i = 1; i <= 6; ++i) {
         const auto now = at(std::chrono::milliseconds(100 * i));
         const auto before = cc.cwnd();
-        cc.on_congestion_event(loss(now, now - 1ms));  // sent after the previous start
+        cc.on_congestion_event(loss_event(now, now - 1ms));  // sent after the previous start
         CHECK(cc.ssthresh() == before / 2);
         CHECK(cc.cwnd() == std::max<std::uint64_t>(before / 2, 2 * kMds));
     }
@@ -296,30 +275,30 @@ TEST_CASE("reno: the minimum window is respected") {
 }
 
 TEST_CASE("reno: option beta") {
-    auto cc = ndm::cc::make("reno", params(), "beta=0.7");
+    auto cc = ndm::cc::make("reno", cc_params(), "beta=0.7");
     auto* reno = dynamic_cast<Reno*>(cc.get());
     REQUIRE(reno != nullptr);
     CHECK(reno->beta() == doctest::Approx(0.7));
-    cc->on_congestion_event(loss(at(100ms), at(50ms)));
+    cc->on_congestion_event(loss_event(at(100ms), at(50ms)));
     CHECK(cc->ssthresh() == 8400);
     CHECK(cc->cwnd() == 8400);
 
-    CHECK(Reno(params()).beta() == 0.5);
-    CHECK(Reno(params(), {{"beta", "0.95"}}).beta() == 0.95);
-    CHECK(Reno(params(), {{"beta", "0.1"}}).beta() == 0.1);
+    CHECK(Reno(cc_params()).beta() == 0.5);
+    CHECK(Reno(cc_params(), {{"beta", "0.95"}}).beta() == 0.95);
+    CHECK(Reno(cc_params(), {{"beta", "0.1"}}).beta() == 0.1);
 
-    CHECK_THROWS_WITH_AS(Reno(params(), {{"beta", "0.05"}}),
+    CHECK_THROWS_WITH_AS(Reno(cc_params(), {{"beta", "0.05"}}),
                          "congestion controller \"reno\": option \"beta\" must be a number in "
                          "[0.1, 0.95], got \"0.05\"",
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(ndm::cc::make("reno", params(), "beta=half"),
+    CHECK_THROWS_WITH_AS(ndm::cc::make("reno", cc_params(), "beta=half"),
                          "congestion controller \"reno\": option \"beta\" must be a number in "
                          "[0.1, 0.95], got \"half\"",
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(ndm::cc::make("reno", params(), "beta=0.5,gamma=1"),
+    CHECK_THROWS_WITH_AS(ndm::cc::make("reno", cc_params(), "beta=0.5,gamma=1"),
                          "congestion controller \"reno\": unknown option \"gamma\" (known: beta)",
                          std::invalid_argument);
-    CHECK_THROWS_AS(Reno(params(0)), std::invalid_argument);
+    CHECK_THROWS_AS(Reno(cc_params(0)), std::invalid_argument);
 }
 
 TEST_CASE("reno: idle restart keeps the window") {

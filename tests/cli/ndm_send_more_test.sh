@@ -8,23 +8,8 @@ send="$1"
 recv="$2"
 check="$3"
 doc="$4"
-out=$(mktemp -d)
-srv_pid=""
-cleanup() {
-  [ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
-  rm -rf "$out"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$out"/*.txt "$out"/*.json; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 1; }
-
-start_server() {
-  port=$((20000 + RANDOM % 20000))
-  "$recv" -1 -B 127.0.0.1 -p "$port" > "$out/recv.txt" 2> "$out/recv_err.txt" &
-  srv_pid=$!
-  for _ in $(seq 50); do grep -q "listening" "$out/recv.txt" 2>/dev/null && return 0; sleep 0.1; done
-  fail "ndm-recv did not start"
-}
-finish_server() { wait "$srv_pid" || fail "ndm-recv exit code"; srv_pid=""; }
+# shellcheck source=send_recv_lib.sh
+source "$(dirname "$0")/send_recv_lib.sh"
 get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
 
 # 1. The documented JSON shape, forward with two connections and reverse.

@@ -7,24 +7,13 @@ set -euo pipefail
 send="$1"
 recv="$2"
 check="$3"
-out=$(mktemp -d)
-srv_pid=""
-cleanup() {
-  [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
-  rm -rf "$out"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$out"/*.txt; do echo "== $f"; cat "$f"; done; exit 1; }
+# shellcheck source=send_recv_lib.sh
+source "$(dirname "$0")/send_recv_lib.sh"
 
-port=$((20000 + RANDOM % 20000))
-timeout 30 "$recv" -1 -B 127.0.0.1 -p "$port" --qlog "$out/srv" > "$out/recv.txt" 2> "$out/recv_err.txt" &
-srv_pid=$!
-for _ in $(seq 50); do grep -q "listening" "$out/recv.txt" 2>/dev/null && break; sleep 0.1; done
-grep -q "listening" "$out/recv.txt" || fail "ndm-recv did not start"
+start_server --qlog "$out/srv"
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -n 1M -P 2 --emu loss=2% --qlog "$out/cli" > "$out/send.txt" 2> "$out/send_err.txt" \
   || fail "ndm-send exit $?"
-wait "$srv_pid" || fail "ndm-recv exit code"
-srv_pid=""
+finish_server
 grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "not byte-exact with --qlog"
 
 ls "$out/cli" > "$out/cli_files.txt"

@@ -6,42 +6,13 @@
 set -euo pipefail
 send="$1"
 recv="$2"
-out=$(mktemp -d)
-srv_pid=""
-cleanup() {
-  [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
-  rm -rf "$out"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$out"/*.txt; do echo "== $f"; cat "$f"; done; exit 1; }
-
-# A UDP port nobody listens on: random in a range few services use, skipping
-# ports in use when `ss` can tell (no Python: its start-up is slow on a loaded machine).
-free_port() {
-  local p
-  for _ in $(seq 20); do
-    p=$((20000 + RANDOM % 20000))
-    command -v ss > /dev/null && ss -Hlun "sport = :$p" 2>/dev/null | grep -q . && continue
-    echo "$p"; return
-  done
-  echo "$p"
-}
-
-start_server() {  # $1 = extra flags
-  port=$(free_port)
-  # shellcheck disable=SC2086
-  timeout 30 "$recv" -1 -B 127.0.0.1 -p "$port" $1 > "$out/recv.txt" 2> "$out/recv_err.txt" &
-  srv_pid=$!
-  [ "$1" = "-J" ] && { sleep 0.5; return 0; }  # -J prints nothing until the test ends
-  for _ in $(seq 50); do grep -q "listening" "$out/recv.txt" 2>/dev/null && return 0; sleep 0.1; done
-  fail "ndm-recv did not start"
-}
+# shellcheck source=send_recv_lib.sh
+source "$(dirname "$0")/send_recv_lib.sh"
 
 # 1. Text output: the sender line equals the receiver line's byte count, byte-exact.
-start_server ""
+start_server
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 2 -C cubic > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send exit $?"
-wait "$srv_pid" || fail "ndm-recv exit code"
-srv_pid=""
+finish_server
 grep -q "controller cubic, profile none, packet size 1452 bytes" "$out/send.txt" || fail "header line"
 grep -q "Retr  Cwnd" "$out/send.txt" || fail "interval header"
 [ "$(grep -c ' sec .*Bytes' "$out/send.txt")" -ge 4 ] || fail "interval rows"
@@ -49,10 +20,9 @@ grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "not byte-exact"
 grep -q " receiver" "$out/recv.txt" || fail "receiver summary line"
 
 # 2. -J on both sides: exact byte totals agree (sum_sent == sum_received == the receiver's own count).
-start_server "-J"
+start_server -J
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 2 -C reno -J > "$out/send.json" 2> "$out/send_err.txt" || fail "ndm-send -J exit $?"
-wait "$srv_pid" || fail "ndm-recv -J exit code"
-srv_pid=""
+finish_server
 if command -v python3 > /dev/null; then
   python3 - "$out/send.json" "$out/recv.txt" <<'PY' || fail "JSON checks"
 import json, sys
@@ -73,10 +43,9 @@ else
 fi
 
 # 3. -P 3: three connections served as one test, per-connection rows plus [SUM], all byte-exact.
-start_server ""
+start_server
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 3 > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -P exit $?"
-wait "$srv_pid" || fail "ndm-recv -P exit code"
-srv_pid=""
+finish_server
 [ "$(grep -c '^\[  [123]\] .*receiver  (byte-exact)' "$out/send.txt")" -eq 3 ] || fail "-P: per-connection byte-exact lines"
 grep -q '^\[SUM\] .*sender' "$out/send.txt" || fail "-P: SUM sender line"
 grep -q '^\[SUM\] .*receiver  (byte-exact)' "$out/send.txt" || fail "-P: SUM receiver line"
@@ -84,10 +53,9 @@ grep -q '^\[SUM\] .* sec ' "$out/recv.txt" || fail "-P: server SUM rows"
 [ "$(grep -c 'receiver$' "$out/recv.txt")" -eq 4 ] || fail "-P: server summary (3 connections + SUM)"
 
 # 4. -R -P 2: the server sends with the client's controller; still byte-exact.
-start_server ""
+start_server
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -R -P 2 -C reno > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -R exit $?"
-wait "$srv_pid" || fail "ndm-recv -R exit code"
-srv_pid=""
+finish_server
 grep -q "Reverse mode" "$out/send.txt" || fail "-R: no 'Reverse mode' line"
 [ "$(grep -c 'receiver  (byte-exact)' "$out/send.txt")" -eq 3 ] || fail "-R: byte-exact lines"
 grep -q "controller reno.*reverse mode: sending" "$out/recv.txt" || fail "-R: server did not send with reno"

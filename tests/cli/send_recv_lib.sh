@@ -1,0 +1,42 @@
+# Shared by the ndm-send/ndm-recv loopback tests; sourced after "$recv" is set.
+# Provides $out (a temporary directory, removed on exit, whose *.txt/*.json
+# files `fail` prints), fail MSG, free_port, start_server [FLAGS...] (an
+# `ndm-recv -1` on 127.0.0.1:$port, ready when it returns) and finish_server
+# (waits for that server and checks its exit status). CTest's TIMEOUT bounds
+# every wait.
+out=$(mktemp -d)
+srv_pid=""
+cleanup() {
+  [ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  for f in "$out"/*.txt "$out"/*.json; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
+  exit 1
+}
+
+# A UDP port nobody listens on: random in a range few services use, skipping
+# ports in use when `ss` can tell (no Python: its start-up is slow on a loaded machine).
+free_port() {
+  local p
+  for _ in $(seq 20); do
+    p=$((20000 + RANDOM % 20000))
+    command -v ss > /dev/null && ss -Hlun "sport = :$p" 2>/dev/null | grep -q . && continue
+    echo "$p"; return
+  done
+  echo "$p"
+}
+
+start_server() {
+  port=$(free_port)
+  "$recv" -1 -B 127.0.0.1 -p "$port" "$@" > "$out/recv.txt" 2> "$out/recv_err.txt" &
+  srv_pid=$!
+  local a
+  for a in "$@"; do [ "$a" = -J ] && { sleep 0.5; return 0; }; done  # -J prints nothing until the end
+  for _ in $(seq 50); do grep -q "listening" "$out/recv.txt" 2>/dev/null && return 0; sleep 0.1; done
+  fail "ndm-recv did not start"
+}
+
+finish_server() { wait "$srv_pid" || fail "ndm-recv exit code"; srv_pid=""; }
