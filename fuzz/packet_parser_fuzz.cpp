@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "../tests/frame_equal.hpp"
 #include "transport/frame.hpp"
 #include "transport/packet.hpp"
 #include "transport/transport_params.hpp"
@@ -27,36 +28,7 @@ namespace {
         if (!(cond)) __builtin_trap();   \
     } while (0)
 
-bool same(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
-}
-
-bool eq(const PaddingFrame& a, const PaddingFrame& b) { return a.length == b.length; }
-bool eq(const PingFrame&, const PingFrame&) { return true; }
-bool eq(const HandshakeDoneFrame&, const HandshakeDoneFrame&) { return true; }
-bool eq(const AckFrame& a, const AckFrame& b) { return a.ranges == b.ranges && a.ack_delay == b.ack_delay; }
-bool eq(const CryptoFrame& a, const CryptoFrame& b) { return a.offset == b.offset && same(a.data, b.data); }
-bool eq(const StreamFrame& a, const StreamFrame& b) {
-    return a.stream_id == b.stream_id && a.offset == b.offset && a.fin == b.fin && same(a.data, b.data);
-}
-bool eq(const MaxDataFrame& a, const MaxDataFrame& b) { return a.maximum == b.maximum; }
-bool eq(const MaxStreamDataFrame& a, const MaxStreamDataFrame& b) {
-    return a.stream_id == b.stream_id && a.maximum == b.maximum;
-}
-bool eq(const MaxStreamsFrame& a, const MaxStreamsFrame& b) { return a.maximum == b.maximum; }
-bool eq(const DataBlockedFrame& a, const DataBlockedFrame& b) { return a.limit == b.limit; }
-bool eq(const StreamDataBlockedFrame& a, const StreamDataBlockedFrame& b) {
-    return a.stream_id == b.stream_id && a.limit == b.limit;
-}
-bool eq(const ConnectionCloseFrame& a, const ConnectionCloseFrame& b) {
-    return a.error_code == b.error_code && a.application == b.application && a.reason == b.reason &&
-           a.frame_type == b.frame_type;
-}
-
-bool frames_equal(const Frame& a, const Frame& b) {
-    if (a.index() != b.index()) return false;
-    return std::visit([&](const auto& x) { return eq(x, std::get<std::decay_t<decltype(x)>>(b)); }, a);
-}
+using ndm::test::frames_equal;
 
 void check_frame_round_trip(const Frame& f) {
     if (const auto* a = std::get_if<AckFrame>(&f)) FUZZ_CHECK(!a->ranges.empty() && a->ranges.size() <= kMaxAckRanges);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "frame_equal.hpp"
 #include "transport/frame.hpp"
 
 using namespace ndm::wire;
@@ -16,36 +17,8 @@ using Bytes = std::vector<std::uint8_t>;
 
 namespace {
 
-bool same(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
-}
-
-bool eq(const PaddingFrame& a, const PaddingFrame& b) { return a.length == b.length; }
-bool eq(const PingFrame&, const PingFrame&) { return true; }
-bool eq(const HandshakeDoneFrame&, const HandshakeDoneFrame&) { return true; }
-bool eq(const AckFrame& a, const AckFrame& b) { return a.ranges == b.ranges && a.ack_delay == b.ack_delay; }
-bool eq(const CryptoFrame& a, const CryptoFrame& b) { return a.offset == b.offset && same(a.data, b.data); }
-bool eq(const StreamFrame& a, const StreamFrame& b) {
-    return a.stream_id == b.stream_id && a.offset == b.offset && a.fin == b.fin && same(a.data, b.data);
-}
-bool eq(const MaxDataFrame& a, const MaxDataFrame& b) { return a.maximum == b.maximum; }
-bool eq(const MaxStreamDataFrame& a, const MaxStreamDataFrame& b) {
-    return a.stream_id == b.stream_id && a.maximum == b.maximum;
-}
-bool eq(const MaxStreamsFrame& a, const MaxStreamsFrame& b) { return a.maximum == b.maximum; }
-bool eq(const DataBlockedFrame& a, const DataBlockedFrame& b) { return a.limit == b.limit; }
-bool eq(const StreamDataBlockedFrame& a, const StreamDataBlockedFrame& b) {
-    return a.stream_id == b.stream_id && a.limit == b.limit;
-}
-bool eq(const ConnectionCloseFrame& a, const ConnectionCloseFrame& b) {
-    return a.error_code == b.error_code && a.application == b.application && a.reason == b.reason &&
-           (a.application || a.frame_type == b.frame_type);
-}
-
-bool frames_equal(const Frame& a, const Frame& b) {
-    if (a.index() != b.index()) return false;
-    return std::visit([&](const auto& x) { return eq(x, std::get<std::decay_t<decltype(x)>>(b)); }, a);
-}
+using ndm::test::frames_equal;
+using ndm::test::same_bytes;
 
 Bytes encode(const Frame& f) {
     Bytes buf(encoded_size(f) + 16);
@@ -370,7 +343,7 @@ TEST_CASE("frame: STREAM decodes all eight type variants") {
         CHECK(s.stream_id == 4);
         CHECK(s.offset == ((type & 0x04) ? 0x10u : 0u));
         CHECK(s.fin == bool(type & 0x01));
-        CHECK(same(s.data, sv_bytes("abc")));
+        CHECK(same_bytes(s.data, sv_bytes("abc")));
     }
     {  // no LEN bit: data runs to the end of the packet, swallowing what follows
         const Bytes b = with(Bytes{0x08, 0x00}, "xy\x01\x01");
