@@ -158,14 +158,20 @@ std::string secs_fmt(double v) { return fmt::format("{:.2f} s", v); }
 std::string ms_fmt(double v) { return fmt::format("{:.1f} ms", v); }
 std::string pct_fmt(double v) { return fmt::format("{:.2f} %", v); }
 
-Table overall_table(const Experiment& e) {
-    Table t;
+// A table with one column per controller: its header, and each controller's aggregate in column order.
+std::vector<Aggregate> metric_columns(const Experiment& e, Table& t) {
     t.header = {"metric"};
     std::vector<Aggregate> ag;
     for (const auto& c : e.controllers) {
         t.header.push_back(c);
         ag.push_back(aggregate(e.runs_of(c)));
     }
+    return ag;
+}
+
+Table overall_table(const Experiment& e) {
+    Table t;
+    const auto ag = metric_columns(e, t);
     bool rep = e.repeats > 1;
     auto row = [&](std::string name, auto&& get, auto&& f) {
         std::vector<std::string> r{std::move(name)};
@@ -187,12 +193,7 @@ Table overall_table(const Experiment& e) {
 
 Table summary_table(const Experiment& e) {
     Table t;
-    t.header = {"metric"};
-    std::vector<Aggregate> ag;
-    for (const auto& c : e.controllers) {
-        t.header.push_back(c);
-        ag.push_back(aggregate(e.runs_of(c)));
-    }
+    const auto ag = metric_columns(e, t);
     bool rep = e.repeats > 1;
     std::vector<std::string> bitrate{"average bitrate (sender)"}, retr{"total retransmissions"},
         mpr{"megabytes per retransmission"}, cwnd{"typical cwnd range"};
