@@ -2,18 +2,69 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace ndm::transport {
 
 // ---- OffsetBuffer -----------------------------------------------------------
 
+namespace {
+constexpr std::size_t kMinRing = 64u << 10;
+// Rings from this size on are mapped separately, aligned for huge pages.
+constexpr std::size_t kHugePage = 2u << 20;
+}  // namespace
+
+OffsetBuffer::Memory::Memory(std::size_t n) : size(n) {
+    if (n < kHugePage) {
+        // Uninitialised on purpose: pages are committed only when first written.
+        ptr = new std::uint8_t[n];
+        return;
+    }
+    // Over-map by one huge page and trim, so that the ring starts on a
+    // huge-page boundary; MADV_HUGEPAGE is advice (THP may be off).
+    void* p = ::mmap(nullptr, n + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    auto base = reinterpret_cast<std::uintptr_t>(p);
+    std::uintptr_t aligned = (base + kHugePage - 1) & ~(std::uintptr_t{kHugePage} - 1);
+    if (aligned > base) ::munmap(p, aligned - base);
+    if (std::size_t tail = base + n + kHugePage - (aligned + n); tail > 0)
+        ::munmap(reinterpret_cast<void*>(aligned + n), tail);
+    ptr = reinterpret_cast<std::uint8_t*>(aligned);
+    mapped = true;
+#ifdef MADV_HUGEPAGE
+    ::madvise(ptr, n, MADV_HUGEPAGE);
+#endif
+}
+
+OffsetBuffer::Memory& OffsetBuffer::Memory::operator=(Memory&& o) noexcept {
+    if (this != &o) {
+        release();
+        ptr = o.ptr;
+        size = o.size;
+        mapped = o.mapped;
+        o.ptr = nullptr;
+    }
+    return *this;
+}
+
+void OffsetBuffer::Memory::release() {
+    if (!ptr) return;
+    if (mapped) {
+        ::munmap(ptr, size);
+    } else {
+        delete[] ptr;
+    }
+    ptr = nullptr;
+}
+
 void OffsetBuffer::reserve(std::size_t n) {
     if (n <= cap_) return;
-    std::size_t cap = std::max<std::size_t>(cap_ ? cap_ : 1, 64u << 10);
+    std::size_t cap = std::max<std::size_t>(cap_ ? cap_ : 1, kMinRing);
     while (cap < n) cap *= 2;
-    // Uninitialised on purpose: pages are committed only when first written.
-    std::unique_ptr<std::uint8_t[]> ring(new std::uint8_t[cap]);
-    if (size_ > 0) read_at(begin_, {ring.get(), size_});
+    Memory ring(cap);
+    if (size_ > 0) read_at(begin_, {ring.ptr, size_});
     ring_ = std::move(ring);
     cap_ = cap;
     head_ = 0;
@@ -22,21 +73,21 @@ void OffsetBuffer::reserve(std::size_t n) {
 std::span<const std::uint8_t> OffsetBuffer::contiguous(std::uint64_t off, std::size_t max_len) const {
     std::size_t i = index(off);
     std::size_t n = std::min<std::size_t>({max_len, static_cast<std::size_t>(end() - off), cap_ - i});
-    return {ring_.get() + i, n};
+    return {ring_.ptr + i, n};
 }
 
 void OffsetBuffer::write_at(std::uint64_t off, std::span<const std::uint8_t> bytes) {
     std::size_t i = index(off);
     std::size_t first = std::min(bytes.size(), cap_ - i);
-    std::memcpy(ring_.get() + i, bytes.data(), first);
-    std::memcpy(ring_.get(), bytes.data() + first, bytes.size() - first);
+    std::memcpy(ring_.ptr + i, bytes.data(), first);
+    std::memcpy(ring_.ptr, bytes.data() + first, bytes.size() - first);
 }
 
 void OffsetBuffer::read_at(std::uint64_t off, std::span<std::uint8_t> out) const {
     std::size_t i = index(off);
     std::size_t first = std::min(out.size(), cap_ - i);
-    std::memcpy(out.data(), ring_.get() + i, first);
-    std::memcpy(out.data() + first, ring_.get(), out.size() - first);
+    std::memcpy(out.data(), ring_.ptr + i, first);
+    std::memcpy(out.data() + first, ring_.ptr, out.size() - first);
 }
 
 void OffsetBuffer::append(std::span<const std::uint8_t> bytes) {

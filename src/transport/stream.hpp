@@ -16,6 +16,10 @@ namespace ndm::transport {
 // Bytes indexed by absolute stream offset, holding [begin, end), in a ring
 // that doubles when full and never shrinks: no per-byte compaction and no
 // repeated page faults once the buffer has reached the flow's working size.
+// The ring's geometry (capacity, where it wraps) decides where STREAM frames
+// are split, so it is part of the protocol's observable behaviour: it must
+// evolve exactly as it always has (simulation results are compared byte for
+// byte across versions).
 class OffsetBuffer {
 public:
     [[nodiscard]] std::uint64_t begin() const { return begin_; }
@@ -36,7 +40,22 @@ private:
     void reserve(std::size_t n);
     [[nodiscard]] std::size_t index(std::uint64_t off) const { return (head_ + (off - begin_)) & (cap_ - 1); }
 
-    std::unique_ptr<std::uint8_t[]> ring_;
+    // Small rings come from the heap; bulk rings are mapped on their own and
+    // backed by transparent huge pages where the kernel allows (first-touch
+    // page faults dominated the ring's cost in a loopback profile).
+    struct Memory {
+        std::uint8_t* ptr = nullptr;
+        std::size_t size = 0;
+        bool mapped = false;
+        Memory() = default;
+        explicit Memory(std::size_t n);
+        Memory(Memory&& o) noexcept : ptr(o.ptr), size(o.size), mapped(o.mapped) { o.ptr = nullptr; }
+        Memory& operator=(Memory&& o) noexcept;
+        ~Memory() { release(); }
+        void release();
+    };
+
+    Memory ring_;
     std::size_t cap_ = 0;   // a power of two, or 0
     std::size_t head_ = 0;  // ring index of begin_
     std::size_t size_ = 0;
