@@ -508,3 +508,48 @@ TEST_CASE("LossDetector: a spurious loss widens the reordering thresholds") {
     out = ld.on_ack_received(ack({{12, 20}, {1, 10}}), t0 + 202ms, true);
     CHECK(out.lost.empty());
 }
+
+TEST_CASE("SentFrames keeps frames in order inline and after spilling to the heap") {
+    ndm::transport::SentFrames f;
+    CHECK(f.empty());
+    for (std::uint64_t i = 0; i < 10; ++i) {
+        f.push_back(sent::MaxData{i});
+        REQUIRE(f.size() == i + 1);
+        std::uint64_t expect = 0;
+        for (const auto& sf : f) CHECK(std::get<sent::MaxData>(sf).maximum == expect++);
+        CHECK(expect == i + 1);
+    }
+    // Copies and moves keep the frames (lost packets are copied out of their slot).
+    auto copy = f;
+    auto moved = std::move(f);
+    REQUIRE(copy.size() == 10);
+    REQUIRE(moved.size() == 10);
+    CHECK(std::get<sent::MaxData>(copy[9]).maximum == 9);
+    CHECK(std::get<sent::MaxData>(moved[0]).maximum == 0);
+    ndm::transport::SentFrames small;
+    small.push_back(sent::Ping{});
+    auto small_copy = small;
+    CHECK(small_copy.size() == 1);
+    CHECK(std::holds_alternative<sent::Ping>(small_copy[0]));
+}
+
+TEST_CASE("LossDetector: a reused AckOutcome is reset by every ACK") {
+    LossDetector ld({});
+    for (std::uint64_t pn = 0; pn < 10; ++pn) ld.on_packet_sent(packet(pn, t0 + std::chrono::milliseconds(pn)));
+    AckOutcome out;
+    ld.on_ack_received(ack({{5, 5}}), t0 + 100ms, true, out);
+    CHECK(pns(out.acked) == Pns{5});
+    CHECK(pns(out.lost) == Pns{0, 1, 2});
+    CHECK(out.rtt_sample);
+    ld.on_ack_received(ack({{5, 6}}), t0 + 101ms, true, out);
+    CHECK(pns(out.acked) == Pns{6});
+    CHECK(pns(out.lost) == Pns{3});
+    ld.on_ack_received(ack({{20, 20}}), t0 + 102ms, true, out);  // never sent
+    CHECK(out.invalid);
+    CHECK(out.acked.empty());
+    CHECK(out.lost.empty());
+    ld.on_ack_received(ack({{5, 6}}), t0 + 103ms, true, out);  // nothing new
+    CHECK_FALSE(out.invalid);
+    CHECK_FALSE(out.rtt_sample);
+    CHECK(out.acked.empty());
+}

@@ -167,6 +167,7 @@ struct Connection::Impl {
 
     // ---- recovery and congestion control
     LossDetector loss;
+    AckOutcome ack_out;  // reused by every ACK frame (keeps its vectors' storage)
     AckTracker acks;
     Pacer pacer;
     std::unique_ptr<cc::Controller> cc;
@@ -657,7 +658,8 @@ void Connection::Impl::push_readable(StreamId id, StreamState& s) {
 }
 
 void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
-    auto out = loss.on_ack_received(ack, now, handshake_confirmed);
+    AckOutcome& out = ack_out;
+    loss.on_ack_received(ack, now, handshake_confirmed, out);
     if (out.invalid) {
         close_with_error(CloseCode::protocol_violation,
                          fmt::format("ACK of packet {} which was never sent", ack.largest()), now);
@@ -921,7 +923,7 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     if (!wire::write_header(w, h)) throw std::logic_error("packet header does not fit");
     std::size_t header_end = w.position();
 
-    std::vector<SentFrame> sent_frames;
+    SentFrames sent_frames;
     bool eliciting = false;
     bool retransmission = false;
     if (obs) trace_frames.clear();

@@ -74,17 +74,30 @@ void LossDetector::late_ack(Slot& s, AckOutcome& out) {
 AckOutcome LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now,
                                          bool handshake_confirmed) {
     AckOutcome out;
+    on_ack_received(ack, now, handshake_confirmed, out);
+    return out;
+}
+
+void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed,
+                                   AckOutcome& out) {
+    out.acked.clear();
+    out.lost.clear();
+    out.late_acked.clear();
+    out.invalid = out.rtt_sample = out.persistent_congestion = out.spurious_congestion = false;
+    out.largest_acked_app_limited = false;
+    out.prior_bytes_in_flight = 0;
+    out.largest_acked_time_sent = out.largest_lost_time_sent = Instant{};
     // Validate everything before changing any state. RFC 9000 §13.1: an ACK
     // of a packet never sent MAY be treated as PROTOCOL_VIOLATION.
     if (ack.ranges.empty() || ack.largest() >= next_pn_) {
         out.invalid = true;
-        return out;
+        return;
     }
     for (std::size_t i = 0; i < ack.ranges.size(); ++i) {
         const auto& r = ack.ranges[i];
         if (r.smallest > r.largest || (i > 0 && r.largest >= ack.ranges[i - 1].smallest)) {
             out.invalid = true;
-            return out;
+            return;
         }
     }
 
@@ -122,7 +135,7 @@ AckOutcome LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now,
     if (out.acked.empty()) {
         // RFC 9002 §A.7: nothing newly acknowledged, nothing more to do.
         cleanup(now);
-        return out;
+        return;
     }
 
     const SentPacket& largest = out.acked.back();
@@ -142,8 +155,7 @@ AckOutcome LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now,
         }
     }
 
-    LossBatch batch = detect_lost(now);
-    out.lost = std::move(batch.lost);
+    LossBatch batch = detect_lost(now, out.lost);
     out.persistent_congestion = batch.persistent;
     out.largest_lost_time_sent = batch.largest_lost_time_sent;
 
@@ -151,7 +163,7 @@ AckOutcome LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now,
     // exception: a single packet-number space).
     pto_count_ = 0;
     cleanup(now);
-    return out;
+    return;
 }
 
 Duration LossDetector::loss_delay() const {
@@ -160,7 +172,7 @@ Duration LossDetector::loss_delay() const {
     return std::max(rtt * time_threshold_num_ / kTimeThresholdDen, kGranularity);
 }
 
-LossDetector::LossBatch LossDetector::detect_lost(Instant now) {
+LossDetector::LossBatch LossDetector::detect_lost(Instant now, std::vector<SentPacket>& lost) {
     LossBatch batch;
     loss_time_ = kNever;
     if (!has_largest_acked_ || sent_.empty()) return batch;
@@ -169,6 +181,7 @@ LossDetector::LossBatch LossDetector::detect_lost(Instant now) {
     const Instant lost_send_time = now - delay;
     const std::uint64_t end = std::min(largest_acked_ + 1, base_ + sent_.size());
     const std::uint64_t event = event_counter_ + 1;  // taken if in-flight packets are lost
+    const std::size_t lost_before = lost.size();
     std::size_t in_flight_lost = 0;
     std::size_t first_idx = 0, last_idx = 0;
 
@@ -185,9 +198,9 @@ LossDetector::LossBatch LossDetector::detect_lost(Instant now) {
                 ++in_flight_lost;
                 batch.largest_lost_time_sent = std::max(batch.largest_lost_time_sent, s.p.time_sent);
             }
-            if (batch.lost.empty()) first_idx = pn - base_;
+            if (lost.size() == lost_before) first_idx = pn - base_;
             last_idx = pn - base_;
-            batch.lost.push_back(s.p);  // a copy: the slot keeps its frames for late_acked
+            lost.push_back(s.p);  // a copy: the slot keeps its frames for late_acked
         } else {
             loss_time_ = std::min(loss_time_, add_saturating(s.p.time_sent, delay));
         }
@@ -283,8 +296,7 @@ TimeoutOutcome LossDetector::on_timeout(Instant now) {
 
     if (loss_time_ != kNever) {
         // RFC 9002 §A.9: time-threshold loss detection; not a PTO.
-        LossBatch batch = detect_lost(now);
-        out.lost = std::move(batch.lost);
+        LossBatch batch = detect_lost(now, out.lost);
         out.persistent_congestion = batch.persistent;
         out.largest_lost_time_sent = batch.largest_lost_time_sent;
         cleanup(now);

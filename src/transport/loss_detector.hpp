@@ -37,7 +37,7 @@ struct SentPacket {
     bool ack_eliciting = false;
     bool in_flight = false;    // RFC 9002 §2: ack-eliciting or PADDING
     bool app_limited = false;  // RFC 9002 §7.8, for the controller
-    std::vector<SentFrame> frames;
+    SentFrames frames;
 };
 
 struct AckOutcome {
@@ -86,6 +86,9 @@ public:
 
     // RFC 9002 §A.7 OnAckReceived.
     AckOutcome on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed);
+    // The same into `out`, which is reset first; reusing one AckOutcome keeps
+    // its vectors' storage from ACK to ACK.
+    void on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed, AckOutcome& out);
 
     // When on_timeout() wants to run: the loss time if a time-threshold loss
     // is pending, else the PTO deadline while ack-eliciting packets are in
@@ -124,15 +127,15 @@ private:
     };
 
     struct LossBatch {
-        std::vector<SentPacket> lost;
         bool persistent = false;
         Instant largest_lost_time_sent{};
     };
 
     Slot& slot(std::uint64_t pn) { return sent_[pn - base_]; }
     [[nodiscard]] Duration loss_delay() const;
-    // RFC 9002 §A.10 DetectAndRemoveLostPackets + §B.8 OnPacketsLost.
-    LossBatch detect_lost(Instant now);
+    // RFC 9002 §A.10 DetectAndRemoveLostPackets + §B.8 OnPacketsLost; the
+    // lost packets are appended to `lost`.
+    LossBatch detect_lost(Instant now, std::vector<SentPacket>& lost);
     [[nodiscard]] bool in_persistent_congestion(std::size_t first, std::size_t last,
                                                 std::uint64_t event) const;
     void late_ack(Slot& s, AckOutcome& out);
