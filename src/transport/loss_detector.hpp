@@ -5,10 +5,10 @@
 // results are plain structs the connection turns into cc:: events.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <vector>
 
@@ -131,6 +131,42 @@ private:
         Instant largest_lost_time_sent{};
     };
 
+    // A FIFO of slots in one circular array that doubles when full. (A
+    // std::deque allocates a node for every two ~200-byte slots.) Popped
+    // slots keep their contents until overwritten.
+    class SlotRing {
+    public:
+        [[nodiscard]] bool empty() const { return n_ == 0; }
+        [[nodiscard]] std::size_t size() const { return n_; }
+        Slot& front() { return v_[head_]; }
+        Slot& operator[](std::size_t i) { return v_[(head_ + i) & (v_.size() - 1)]; }
+        const Slot& operator[](std::size_t i) const { return v_[(head_ + i) & (v_.size() - 1)]; }
+        void push_back(Slot s) {
+            if (n_ == v_.size()) grow();
+            (*this)[n_] = std::move(s);
+            ++n_;
+        }
+        void pop_front() {
+            head_ = (head_ + 1) & (v_.size() - 1);
+            --n_;
+        }
+        void clear() {
+            v_.clear();
+            head_ = n_ = 0;
+        }
+
+    private:
+        void grow() {
+            std::vector<Slot> v(std::max<std::size_t>(16, 2 * v_.size()));
+            for (std::size_t i = 0; i < n_; ++i) v[i] = std::move((*this)[i]);
+            v_.swap(v);
+            head_ = 0;
+        }
+        std::vector<Slot> v_;  // size: a power of two, or 0
+        std::size_t head_ = 0;
+        std::size_t n_ = 0;
+    };
+
     Slot& slot(std::uint64_t pn) { return sent_[pn - base_]; }
     [[nodiscard]] Duration loss_delay() const;
     // RFC 9002 §A.10 DetectAndRemoveLostPackets + §B.8 OnPacketsLost; the
@@ -148,7 +184,7 @@ private:
     std::uint64_t next_pn_ = 0;
     // Contiguous packet numbers: sent_[i] holds pn base_ + i. Acked slots are
     // removed lazily from the front; lost ones move to lost_ when they reach it.
-    std::deque<Slot> sent_;
+    SlotRing sent_;
     std::uint64_t base_ = 0;
     // Declared lost and no longer in sent_, remembered for a while so that a
     // late acknowledgement reveals a spurious loss. Keyed by pn.
