@@ -14,6 +14,23 @@ namespace {
 constexpr std::size_t kMinRing = 64u << 10;
 // Rings from this size on are mapped separately, aligned for huge pages.
 constexpr std::size_t kHugePage = 2u << 20;
+
+// An anonymous mapping of n bytes starting on a huge-page boundary (over-map
+// by one huge page and trim), with MADV_HUGEPAGE: advice, THP may be off.
+std::uint8_t* map_aligned(std::size_t n) {
+    void* p = ::mmap(nullptr, n + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    auto base = reinterpret_cast<std::uintptr_t>(p);
+    std::uintptr_t aligned = (base + kHugePage - 1) & ~(std::uintptr_t{kHugePage} - 1);
+    if (aligned > base) ::munmap(p, aligned - base);
+    if (std::size_t tail = base + n + kHugePage - (aligned + n); tail > 0)
+        ::munmap(reinterpret_cast<void*>(aligned + n), tail);
+    auto* ptr = reinterpret_cast<std::uint8_t*>(aligned);
+#ifdef MADV_HUGEPAGE
+    ::madvise(ptr, n, MADV_HUGEPAGE);
+#endif
+    return ptr;
+}
 }  // namespace
 
 OffsetBuffer::Memory::Memory(std::size_t n) : size(n) {
@@ -22,20 +39,23 @@ OffsetBuffer::Memory::Memory(std::size_t n) : size(n) {
         ptr = new std::uint8_t[n];
         return;
     }
-    // Over-map by one huge page and trim, so that the ring starts on a
-    // huge-page boundary; MADV_HUGEPAGE is advice (THP may be off).
-    void* p = ::mmap(nullptr, n + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    auto base = reinterpret_cast<std::uintptr_t>(p);
-    std::uintptr_t aligned = (base + kHugePage - 1) & ~(std::uintptr_t{kHugePage} - 1);
-    if (aligned > base) ::munmap(p, aligned - base);
-    if (std::size_t tail = base + n + kHugePage - (aligned + n); tail > 0)
-        ::munmap(reinterpret_cast<void*>(aligned + n), tail);
-    ptr = reinterpret_cast<std::uint8_t*>(aligned);
+    ptr = map_aligned(n);
     mapped = true;
-#ifdef MADV_HUGEPAGE
-    ::madvise(ptr, n, MADV_HUGEPAGE);
-#endif
+}
+
+bool OffsetBuffer::Memory::grow_mapped(std::size_t n) {
+    if (!mapped || n <= size) return false;
+    std::uint8_t* fresh = map_aligned(n);
+    // Move the old pages (already faulted in and zeroed: fresh memory is
+    // what a first touch is slow on) to the front of the new mapping.
+    void* moved = ::mremap(ptr, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, fresh);
+    if (moved == MAP_FAILED) {
+        ::munmap(fresh, n);
+        return false;
+    }
+    ptr = fresh;
+    size = n;
+    return true;
 }
 
 OffsetBuffer::Memory& OffsetBuffer::Memory::operator=(Memory&& o) noexcept {
@@ -63,6 +83,19 @@ void OffsetBuffer::reserve(std::size_t n) {
     if (n <= cap_) return;
     std::size_t cap = std::max<std::size_t>(cap_ ? cap_ : 1, kMinRing);
     while (cap < n) cap *= 2;
+    const std::size_t old_cap = cap_;
+    if (ring_.grow_mapped(cap)) {
+        // Same data, same ring indices, in a larger mapping: re-base it so
+        // that begin_ sits at index 0, as in a fresh ring. A wrapped tail
+        // [0, head_ + size_ - old_cap) goes after the old end first, which
+        // makes the data one run [head_, head_ + size_).
+        std::uint8_t* r = ring_.ptr;
+        if (head_ + size_ > old_cap) std::memcpy(r + old_cap, r, head_ + size_ - old_cap);
+        if (head_ > 0) std::memmove(r, r + head_, size_);
+        cap_ = cap;
+        head_ = 0;
+        return;
+    }
     Memory ring(cap);
     if (size_ > 0) read_at(begin_, {ring.ptr, size_});
     ring_ = std::move(ring);

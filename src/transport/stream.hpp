@@ -53,6 +53,9 @@ private:
         Memory& operator=(Memory&& o) noexcept;
         ~Memory() { release(); }
         void release();
+        // A mapped block grows to n bytes keeping its pages and contents;
+        // false (nothing changed) for heap blocks or when the kernel refuses.
+        bool grow_mapped(std::size_t n);
     };
 
     Memory ring_;
