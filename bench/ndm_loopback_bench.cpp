@@ -1,6 +1,7 @@
 // ndm_loopback_bench: single-connection bulk goodput over real UDP sockets on
 // loopback, sender and receiver endpoints on two threads of one process.
-// Prints one JSON line: goodput, CPU seconds per GB (both threads), counters.
+// Prints one JSON line: goodput, CPU seconds per GB (the whole process: both
+// threads and any io_uring kernel workers), counters.
 //   ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds 1452]
 // NDM_BENCH_TRACE=1 prints cwnd/RTT/pacing samples to stderr while it runs.
 #include <sys/resource.h>
@@ -22,12 +23,16 @@ using namespace std::chrono_literals;
 
 namespace {
 
-double thread_cpu_seconds() {
+double cpu_seconds(int who) {
     rusage ru{};
-    getrusage(RUSAGE_THREAD, &ru);
+    getrusage(who, &ru);
     return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
+double thread_cpu_seconds() { return cpu_seconds(RUSAGE_THREAD); }
+// The whole process: both endpoint threads plus any kernel-side io_uring
+// threads (io-wq workers, SQPOLL), which belong to the process's thread group.
+double process_cpu_seconds() { return cpu_seconds(RUSAGE_SELF); }
 
 [[noreturn]] void usage() {
     std::fprintf(stderr, "usage: ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds N] [--cc NAME]\n");
@@ -72,6 +77,7 @@ int main(int argc, char** argv) {
     std::atomic<double> recv_cpu{0};
     std::atomic<std::uint16_t> port{0};
     std::atomic<int> server_ready{0};
+    std::atomic<std::uint64_t> recv_loops{0}, recv_datagrams_sent{0}, recv_send_calls{0};
 
     std::thread receiver([&] {
         Endpoint server(scfg);
@@ -88,8 +94,12 @@ int main(int argc, char** argv) {
             if (c->stream_finished(r->id)) done = true;
         });
         const double c0 = thread_cpu_seconds();
-        while (!stop) server.run_once(steady_now() + 10ms);
+        std::uint64_t loops = 0;
+        for (; !stop; ++loops) server.run_once(steady_now() + 10ms);
         recv_cpu = thread_cpu_seconds() - c0;
+        recv_loops = loops;
+        recv_datagrams_sent = server.stats().datagrams_sent;
+        recv_send_calls = server.stats().send_calls;
     });
     while (!server_ready) std::this_thread::sleep_for(1ms);
 
@@ -97,6 +107,7 @@ int main(int argc, char** argv) {
     std::vector<std::uint8_t> chunk(1 << 20);
     for (std::size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<std::uint8_t>(i * 131 + 7);
     const double c0 = thread_cpu_seconds();
+    const double p0 = process_cpu_seconds();
     auto h = client.connect("127.0.0.1", port);
     if (!client.run_until([&] { return client.find(h) && client.find(h)->is_established(); }, 5s)) {
         std::fprintf(stderr, "handshake failed\n");
@@ -112,6 +123,7 @@ int main(int argc, char** argv) {
     const Instant deadline = t0 + 120s;
     const bool trace = std::getenv("NDM_BENCH_TRACE") != nullptr;
     Instant next_trace = t0;
+    std::uint64_t send_loops = 0;
     while (!done && steady_now() < deadline) {
         c = client.connection(h);
         if (!c) break;
@@ -133,9 +145,11 @@ int main(int argc, char** argv) {
                          st.cc_state.c_str());
         }
         client.run_once(steady_now() + 5ms);
+        ++send_loops;
     }
     const double secs = to_seconds(steady_now() - t0);
     const double send_cpu = thread_cpu_seconds() - c0;
+    const double process_cpu = process_cpu_seconds() - p0;
     const auto cst = client.connection(h) ? client.connection(h)->stats(steady_now()) : ConnectionStats{};
     const auto est = client.stats();
     stop = true;
@@ -143,12 +157,15 @@ int main(int argc, char** argv) {
     const double gb = static_cast<double>(received.load()) / 1e9;
     std::printf(
         "{\"io\":\"%s\",\"gso_gro\":%s,\"gso\":%s,\"gro\":%s,\"mds\":%zu,\"bytes\":%llu,\"seconds\":%.3f,"
-        "\"goodput_gbps\":%.3f,\"sender_cpu_s\":%.3f,\"receiver_cpu_s\":%.3f,\"cpu_s_per_gb\":%.3f,"
-        "\"datagrams_sent\":%llu,\"send_calls\":%llu,\"packets_lost\":%llu,\"complete\":%s}\n",
+        "\"goodput_gbps\":%.3f,\"sender_cpu_s\":%.3f,\"receiver_cpu_s\":%.3f,\"process_cpu_s\":%.3f,\"cpu_s_per_gb\":%.3f,"
+        "\"datagrams_sent\":%llu,\"send_calls\":%llu,\"packets_lost\":%llu,\"sender_loops\":%llu,"
+        "\"receiver_loops\":%llu,\"receiver_datagrams_sent\":%llu,\"receiver_send_calls\":%llu,\"complete\":%s}\n",
         to_string(client.backend()), offload ? "true" : "false", client.gso_enabled() ? "true" : "false",
         client.gro_enabled() ? "true" : "false", mds, static_cast<unsigned long long>(received.load()), secs,
-        gb * 8 / secs, send_cpu, recv_cpu.load(), gb > 0 ? (send_cpu + recv_cpu.load()) / gb : 0.0,
+        gb * 8 / secs, send_cpu, recv_cpu.load(), process_cpu, gb > 0 ? process_cpu / gb : 0.0,
         static_cast<unsigned long long>(est.datagrams_sent), static_cast<unsigned long long>(est.send_calls),
-        static_cast<unsigned long long>(cst.packets_lost), done ? "true" : "false");
+        static_cast<unsigned long long>(cst.packets_lost), static_cast<unsigned long long>(send_loops),
+        static_cast<unsigned long long>(recv_loops.load()), static_cast<unsigned long long>(recv_datagrams_sent.load()),
+        static_cast<unsigned long long>(recv_send_calls.load()), done ? "true" : "false");
     return done ? 0 : 1;
 }

@@ -4,6 +4,15 @@
 // UDP_SEGMENT cmsg per submit, and the wait timer as a TIMEOUT SQE in the same
 // ring. SINGLE_ISSUER|DEFER_TASKRUN when the kernel takes them: completions
 // then run only when we enter the ring, so nothing interrupts the loop.
+//
+// Sends run asynchronously (IOSQE_ASYNC) on the ring's io-wq worker rather
+// than inline in io_uring_enter: on loopback a send carries the whole kernel
+// path (copy, UDP/IP, loopback delivery to the receiving socket), and the
+// worker does it on another core while this thread assembles the next
+// packets. One worker (IORING_REGISTER_IOWQ_MAX_WORKERS) keeps the sends in
+// submission order. Measured in bench/RESULTS.md ("io_uring-specific work").
+// Each loop turn enters the ring once: the sends and the timer go in with the
+// wait, and completions are reaped in one pass.
 #include <liburing.h>
 #include <netinet/udp.h>
 #include <sys/mman.h>
@@ -11,6 +20,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -70,6 +80,7 @@ public:
         s.fill(s.msg);
         io_uring_sqe* sqe = get_sqe();
         io_uring_prep_sendmsg(sqe, fd_, &s.msg, 0);
+        if (async_send_) sqe->flags |= IOSQE_ASYNC;
         io_uring_sqe_set_data64(sqe, kTagSend | i);
         ++send_calls_;
         ++queued_;
@@ -91,6 +102,7 @@ public:
                 }
             }
             enabled_ = true;
+            init_async_send();
         }
         const auto now = Instant(std::chrono::steady_clock::now().time_since_epoch());
         if (deadline > now) {
@@ -129,7 +141,9 @@ public:
         queued_ = 0;
         reap();
         tx_.report(fd_, h);
-        // Completed sends may have freed buffers; the multishot may have ended.
+        // The multishot may have ended (out of buffers, error). Re-armed now, not
+        // with the next turn's submit: the ring fd must poll readable for a
+        // foreign event loop when data arrives.
         if (!recv_armed_) {
             arm_recv();
             io_uring_submit(&ring_);
@@ -234,24 +248,41 @@ private:
         recv_armed_ = true;
     }
 
+    // One pass over what the enter above completed. What completes meanwhile
+    // waits for the next turn's enter (with DEFER_TASKRUN it is not even run
+    // before that): entering again here to fetch it would cost a syscall per
+    // turn and keep the loop from sending while completions trickle in.
     void reap() {
-        // Bounded: a flood of completions must not starve the connections.
-        for (int round = 0; round < 8; ++round) {
-            unsigned head, seen = 0, returned = 0;
-            io_uring_cqe* cqe;
-            io_uring_for_each_cqe(&ring_, head, cqe) {
-                ++seen;
-                returned += on_cqe(*cqe);
-            }
-            if (seen == 0) break;
-            // Buffers go back to the kernel in one batch with the CQ advance.
-            if (returned) io_uring_buf_ring_advance(br_, static_cast<int>(returned));
-            recycled_pending_ = 0;
-            io_uring_cq_advance(&ring_, seen);
-            if (!defer_taskrun_ || round == 7) break;
-            io_uring_get_events(&ring_);
-            if (io_uring_cq_ready(&ring_) == 0) break;
+        unsigned head, seen = 0, returned = 0;
+        io_uring_cqe* cqe;
+        io_uring_for_each_cqe(&ring_, head, cqe) {
+            ++seen;
+            returned += on_cqe(*cqe);
         }
+        // Buffers go back to the kernel in one batch with the CQ advance.
+        if (returned) io_uring_buf_ring_advance(br_, static_cast<int>(returned));
+        recycled_pending_ = 0;
+        if (seen) io_uring_cq_advance(&ring_, seen);
+    }
+
+    // On the thread that drives the ring (the io-wq belongs to it): one
+    // unbounded worker, so asynchronous sends leave in submission order. io-wq
+    // limits are per thread, so this also caps other rings' unbounded workers
+    // on this thread. Without the register op (kernel < 5.15) sends stay
+    // inline: several workers would reorder them. NDM_IO_URING_SEND=inline
+    // keeps them inline too (for comparison).
+    void init_async_send() {
+        if (const char* v = std::getenv("NDM_IO_URING_SEND"); v && std::strcmp(v, "inline") == 0) {
+            spdlog::info("ndm io: io_uring sends inline (NDM_IO_URING_SEND=inline)");
+            return;
+        }
+        unsigned limits[2] = {0, 1};  // bounded: unchanged; unbounded (sockets): 1
+        if (int rc = io_uring_register_iowq_max_workers(&ring_, limits); rc < 0) {
+            spdlog::info("ndm io: io_uring sends inline: cannot limit io-wq workers ({})", std::strerror(-rc));
+            return;
+        }
+        async_send_ = true;
+        spdlog::debug("ndm io: io_uring sends asynchronous on one io-wq worker");
     }
 
     // Returns 1 when a provided buffer was recycled.
@@ -324,6 +355,7 @@ private:
     bool ring_ok_ = false;
     unsigned ring_flags_ = 0;
     bool defer_taskrun_ = false;
+    bool async_send_ = false;
     io_uring_buf_ring* br_ = nullptr;
     std::size_t ring_bytes_ = 0;
     bool buf_registered_ = false;
