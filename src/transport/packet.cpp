@@ -216,9 +216,20 @@ bool parse_contents(std::span<const std::uint8_t> body, std::uint64_t largest_re
 
 }  // namespace
 
+namespace {
+// out = ParsedPacket{} without building and moving a temporary (a rep stos of
+// the whole struct, ~2 % of a loopback receive profile) and keeping the
+// versions vector's storage.
+void reset(ParsedPacket& out) {
+    out.header = PacketHeader{};
+    out.payload = {};
+    out.supported_versions.clear();
+}
+}  // namespace
+
 bool parse_packet(std::span<const std::uint8_t> datagram, std::uint64_t largest_received,
                   bool has_received, ParsedPacket& out, Error& err) {
-    out = ParsedPacket{};
+    reset(out);
     if (datagram.size() < 1 + kIntegrityTagSize)
         return fail(err, ErrorKind::truncated,
                     "packet: " + std::to_string(datagram.size()) +
@@ -234,7 +245,7 @@ bool parse_packet(std::span<const std::uint8_t> datagram, std::uint64_t largest_
     const bool header_ok = parse_contents(body, largest_received, has_received, out, err);
     const std::uint32_t mix = header_ok ? untransmitted_pn_mix(out.header) : 0;
     if ((crc32c(body) ^ mix) != load_be32(datagram.data() + body_len)) {
-        out = ParsedPacket{};
+        reset(out);
         return fail(err, ErrorKind::integrity, "packet: CRC32C integrity tag mismatch");
     }
     return header_ok;
