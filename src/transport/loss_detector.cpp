@@ -30,10 +30,10 @@ void LossDetector::on_packet_sent(SentPacket p) {
     if (p.pn < next_pn_) return;  // contract violation: cannot be tracked
     if (sent_.empty()) base_ = next_pn_;
     while (next_pn_ < p.pn) {  // contract violation: track the skipped numbers as done
-        Slot gap;
+        Slot& gap = sent_.push_back();
+        gap = Slot{};
         gap.p.pn = next_pn_++;
         gap.state = State::acked;
-        sent_.push_back(std::move(gap));
     }
     // RFC 9002 §A.5 OnPacketSent.
     if (p.in_flight) {
@@ -44,7 +44,10 @@ void LossDetector::on_packet_sent(SentPacket p) {
         }
     }
     next_pn_ = p.pn + 1;
-    sent_.push_back(Slot{std::move(p), State::outstanding, 0});
+    Slot& s = sent_.push_back();
+    s.p = std::move(p);
+    s.state = State::outstanding;
+    s.event = 0;
 }
 
 void LossDetector::remove_from_flight(const SentPacket& p) {

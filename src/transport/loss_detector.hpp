@@ -141,10 +141,10 @@ private:
         Slot& front() { return v_[head_]; }
         Slot& operator[](std::size_t i) { return v_[(head_ + i) & (v_.size() - 1)]; }
         const Slot& operator[](std::size_t i) const { return v_[(head_ + i) & (v_.size() - 1)]; }
-        void push_back(Slot s) {
+        // The slot after the last, to be filled in by the caller.
+        Slot& push_back() {
             if (n_ == v_.size()) grow();
-            (*this)[n_] = std::move(s);
-            ++n_;
+            return (*this)[n_++];
         }
         void pop_front() {
             head_ = (head_ + 1) & (v_.size() - 1);
