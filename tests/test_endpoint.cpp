@@ -578,6 +578,42 @@ TEST_CASE("endpoint: blocking facade echoes a message") {
     CHECK(echoed == msg);
 }
 
+TEST_CASE("endpoint: destroying an endpoint closes its connections at the peer") {
+    // The destructor's CONNECTION_CLOSE must leave before the socket goes,
+    // also when sends are asynchronous (io_uring's io-wq worker).
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    SinkServer server(cfg);
+    {
+        Endpoint client(cfg);
+        const ConnectionHandle h = client.connect("127.0.0.1", server.port());
+        std::vector<std::uint8_t> data(64 * 1024, 7);
+        bool wrote = false;
+        const auto end = steady_now() + 5s;
+        while (steady_now() < end && server.results().empty()) {
+            Connection* c = client.connection(h);
+            if (c && c->is_established() && !wrote) {
+                const auto s = c->open_stream();
+                REQUIRE(s);
+                c->write(*s, data);
+                wrote = true;
+            }
+            client.run_once(steady_now() + 5ms);
+        }
+        // The server publishes a stream only when it ends: nothing yet.
+        CHECK(server.results().empty());
+        // Let the data arrive, then go away without finishing the stream.
+        for (int i = 0; i < 20; ++i) client.run_once(steady_now() + 1ms);
+    }
+    const auto end = steady_now() + 5s;  // far below the 30 s idle timeout
+    while (steady_now() < end && server.results().empty()) std::this_thread::sleep_for(5ms);
+    auto results = server.results();
+    REQUIRE(results.size() == 1);
+    CHECK_FALSE(results.begin()->second.finished);
+    CHECK(results.begin()->second.close_reason == "endpoint closed");
+}
+
 TEST_CASE("endpoint: a foreign loop can poll fd() and next_deadline()") {
     EndpointConfig cfg;
     cfg.bind_address = "127.0.0.1";

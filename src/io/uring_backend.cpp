@@ -65,7 +65,10 @@ public:
                       local_.to_string(), ring_flags_, nbufs_, buf_size_, gso_, gro_);
     }
 
-    ~UringBackend() override { cleanup(); }
+    ~UringBackend() override {
+        drain_sends();
+        cleanup();
+    }
 
     [[nodiscard]] IoBackend kind() const override { return IoBackend::uring; }
     // The ring fd polls readable when completions (or deferred work) wait.
@@ -84,6 +87,7 @@ public:
         io_uring_sqe_set_data64(sqe, kTagSend | i);
         ++send_calls_;
         ++queued_;
+        ++sends_in_flight_;
     }
 
     void flush() override {
@@ -345,7 +349,30 @@ private:
         deliver_split({payload, plen}, segment, from, *handler_);
     }
 
+    // Closing the ring cancels sends still queued for the io-wq worker, so
+    // the last datagrams (an Endpoint's CONNECTION_CLOSEs) would never leave.
+    // Waits for them briefly; only the driving thread can reap them.
+    void drain_sends() {
+        if (!ring_ok_ || !enabled_) return;
+        io_uring_submit(&ring_);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        while (sends_in_flight_ > 0 && std::chrono::steady_clock::now() < give_up) {
+            __kernel_timespec ts{0, 10'000'000};
+            io_uring_cqe* first = nullptr;
+            const int rc = io_uring_wait_cqes(&ring_, &first, 1, &ts, nullptr);
+            if (rc < 0 && rc != -ETIME && rc != -EINTR) break;  // e.g. -EEXIST: not the ring's thread
+            unsigned head, seen = 0;
+            io_uring_cqe* cqe;
+            io_uring_for_each_cqe(&ring_, head, cqe) {
+                ++seen;
+                if ((cqe->user_data & kTagMask) == kTagSend) --sends_in_flight_;
+            }
+            io_uring_cq_advance(&ring_, seen);
+        }
+    }
+
     void on_send(unsigned i, int res) {
+        --sends_in_flight_;
         if (res < 0) tx_.on_send_error(fd_, i, -res, gso_);
         tx_.release(i);
     }
@@ -370,6 +397,7 @@ private:
     std::uint64_t enobufs_ = 0;
     TxPool tx_;
     unsigned queued_ = 0;
+    unsigned sends_in_flight_ = 0;
     bool timer_armed_ = false;
     Instant timer_at_{};
     __kernel_timespec timer_ts_{};
