@@ -70,6 +70,12 @@ TEST_CASE("OffsetBuffer stays byte-exact while sliding and growing past the mapp
     auto run = b.contiguous(b.begin(), 1 << 30);
     REQUIRE(!run.empty());
     CHECK(run[0] == byte_at(b.begin()));
+    // Cache hints anywhere, in range or not, change nothing.
+    b.prefetch(0, 1 << 20);
+    b.prefetch(b.begin(), b.size());
+    b.prefetch(b.end() - 10, 1 << 20);
+    b.prefetch(b.end(), 100);
+    CHECK(holds_pattern(b));
     // extend_to leaves new bytes unspecified until written.
     b.extend_to(end + 5000);
     b.write_at(end, bytes_from(end, 5000));

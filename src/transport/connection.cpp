@@ -1012,6 +1012,9 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
                         std::uint64_t prev_end = s.send.sent_end();
                         if (!put(wire::StreamFrame{id, chunk->offset, chunk->data, chunk->fin})) break;
                         s.send.on_sent(*chunk);
+                        // The next packets' bytes were written long ago (a bulk send buffer
+                        // is megabytes deep): start loading them while this one is finished.
+                        if (!chunk->retransmission) s.send.prefetch(s.send.sent_end() + 2 * chunk->data.size(), chunk->data.size());
                         std::uint64_t fresh = s.send.sent_end() - prev_end;
                         conn_credit.consume(fresh);
                         st.stream_bytes_sent += fresh;

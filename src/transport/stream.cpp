@@ -123,6 +123,17 @@ void OffsetBuffer::read_at(std::uint64_t off, std::span<std::uint8_t> out) const
     std::memcpy(out.data() + first, ring_.ptr, out.size() - first);
 }
 
+void OffsetBuffer::prefetch(std::uint64_t off, std::size_t n) const {
+    if (off < begin_ || off >= end() || n == 0) return;
+    n = std::min<std::size_t>(n, static_cast<std::size_t>(end() - off));
+    for (std::size_t done = 0; done < n;) {
+        auto run = contiguous(off + done, n - done);
+        for (std::size_t i = 0; i < run.size(); i += 64) __builtin_prefetch(run.data() + i);
+        __builtin_prefetch(run.data() + run.size() - 1);
+        done += run.size();
+    }
+}
+
 void OffsetBuffer::append(std::span<const std::uint8_t> bytes) {
     if (bytes.empty()) return;
     reserve(size_ + bytes.size());

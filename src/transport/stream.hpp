@@ -35,6 +35,8 @@ public:
     void write_at(std::uint64_t off, std::span<const std::uint8_t> bytes);
     void read_at(std::uint64_t off, std::span<std::uint8_t> out) const;
     void drop_front_to(std::uint64_t off);
+    // Hints the CPU to load the stored bytes of [off, off + n) into the cache.
+    void prefetch(std::uint64_t off, std::size_t n) const;
 
 private:
     void reserve(std::size_t n);
@@ -86,6 +88,8 @@ public:
     };
     std::optional<Chunk> next_chunk(std::size_t max_len, std::uint64_t new_data_limit) const;
     void on_sent(const Chunk& c);
+    // Cache hint for data about to be sent (any range; bytes not buffered are skipped).
+    void prefetch(std::uint64_t offset, std::size_t length) const { buffer_.prefetch(offset, length); }
     // Returns how many bytes were newly acknowledged.
     std::uint64_t on_acked(std::uint64_t offset, std::uint64_t length, bool fin);
     void on_lost(std::uint64_t offset, std::uint64_t length, bool fin);
