@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -17,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cc/cubic.hpp"
 #include "cc/ndm/default_model.hpp"
@@ -277,6 +280,58 @@ TEST_CASE("ndm controller: the same queue is forced congestive by the standing-q
     CHECK(ndm.cwnd() == cubic.cwnd());
 }
 
+namespace {
+
+// A model that forgives every loss (P = σ(−20)), saved where the controller
+// can load it by path: the tests below see the safety rules alone.
+std::string forgive_all_model() {
+    nn::Model m;
+    m.input_dim = nn::kFeatureCount;
+    nn::Layer head;
+    head.kind = nn::LayerKind::dense;
+    head.act = nn::Act::sigmoid;
+    head.in = nn::kFeatureCount;
+    head.out = 1;
+    head.params.assign(nn::kFeatureCount + 1, 0.0F);
+    head.params.back() = -20.0F;
+    m.layers.push_back(head);
+    m.validate();
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("ndm-test-forgive-all-" + std::to_string(::getpid()) + ".ndmm");
+    nn::save_model(m, path);
+    return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("ndm controller: a raised RTT floor is a standing queue only at a steady delivery rate") {
+    // Both streams: 300 ms at the 50 ms base RTT, then every sample at 90 ms
+    // (a floor 0.8·min_rtt up, no spread). At a bottleneck the rate is steady
+    // (one packet per ms); on an order-preserving jittery link it swings
+    // from round to round (here 1, 3, 1, 3 … packets per ms, alternating
+    // every 90 ms round trip), and the raised floor is no standing queue.
+    const std::string model = forgive_all_model();
+    auto run = [&](bool swinging) {
+        nn::NdmController cc(params(), opts({{"hystart", "off"}, {"model", model}}));
+        for (Duration t = 0ms; t < 1200ms; t += 1ms) {
+            const Duration rtt = t < 300ms ? 50ms : 90ms;
+            const std::uint64_t packets = swinging && (t / 90ms) % 2 == 1 ? 3 : 1;
+            cc.on_ack(ack(at(t), rtt, packets));
+        }
+        REQUIRE(cc.features().standing_queue() == doctest::Approx(0.8).epsilon(0.01));
+        cc.on_congestion_event(loss(at(1200ms), at(1115ms)));
+        CHECK(cc.last_p() < 0.01F);
+        return cc.counters();
+    };
+    const auto steady = run(false);
+    CHECK(steady.forced == 1);
+    CHECK(steady.forgiven == 0);
+    const auto swinging = run(true);
+    CHECK(swinging.forced == 0);
+    CHECK(swinging.forgiven == 1);
+    std::filesystem::remove(model);
+}
+
 TEST_CASE("ndm controller: persistent congestion always reduces to the minimum window") {
     nn::NdmController cc(params(), opts({{"hystart", "off"}}));
     drive(cc, 0ms, 300ms, 1ms, flat50);
@@ -446,14 +501,13 @@ TEST_CASE("ndm: bulk transfer in virtual time, 50 Mbit/s, 25 ms, 2% loss, beats 
 }
 
 TEST_CASE("ndm: an in-order jittery link's raised RTT floor is not taken for a standing queue") {
-    // urban-lte-inorder at 1 % loss: an order-preserving link holds packets
-    // behind their predecessors, so sending faster raises the round's RTT
-    // floor like a standing queue would. The delivery rate follows the
-    // window there (no bottleneck), which lifts the standing-queue rule;
-    // at a real bottleneck it does not (covered by the droptail cases above
-    // and bench/ndm_eval.sh).
-    const auto profile = ndm::emu::parse_profile("urban-lte-inorder,loss=1%");
-    auto goodput = [&](const std::string& cc, std::uint64_t seed) {
+    // urban-lte-inorder (5 % loss) and at 1 % loss: an order-preserving link
+    // holds packets behind their predecessors, so sending faster raises the
+    // round's RTT floor like a standing queue would. But its delivery rate
+    // swings from round to round, where a saturated bottleneck's is steady,
+    // so the standing-queue rule stays out of the way (the droptail cases
+    // above and bench/ndm_eval.sh check that it still fires at a bottleneck).
+    auto goodput = [&](const ndm::emu::Profile& profile, const std::string& cc, std::uint64_t seed) {
         ndm::sim::TransferSpec spec;
         spec.client.cc = cc;
         spec.client.max_datagram_size = spec.server.max_datagram_size = 1452;
@@ -469,12 +523,22 @@ TEST_CASE("ndm: an in-order jittery link's raised RTT floor is not taken for a s
         CHECK(r.hash_match);
         return static_cast<double>(r.bytes_delivered) * 8 / ndm::to_seconds(r.duration);
     };
-    double n = 0, c = 0;
-    for (const std::uint64_t seed : {1, 2, 3}) {
-        n += goodput("ndm", seed);
-        c += goodput("cubic", seed);
+    struct Case {
+        std::string profile;
+        double min_ratio;
+    };
+    // Measured: 3.2× at 5 %, 4.8× at 1 % (before the steady-rate condition
+    // ~1.9× and 3.1×; before the rate-follows-window rule 2.2× at 1 %).
+    for (const Case& k : {Case{"urban-lte-inorder", 2.7}, Case{"urban-lte-inorder,loss=1%", 4.0}}) {
+        const std::string& name = k.profile;
+        CAPTURE(name);
+        const auto profile = ndm::emu::parse_profile(name);
+        double n = 0, c = 0;
+        for (const std::uint64_t seed : {1, 2, 3}) {
+            n += goodput(profile, "ndm", seed);
+            c += goodput(profile, "cubic", seed);
+        }
+        MESSAGE(name, ", 3 seeds: ndm ", n / 3e6, " Mbit/s, cubic ", c / 3e6, " Mbit/s");
+        CHECK(n > k.min_ratio * c);
     }
-    MESSAGE("urban-lte-inorder, 1 % loss, 3 seeds: ndm ", n / 3e6, " Mbit/s, cubic ", c / 3e6, " Mbit/s");
-    // 3.1× here; 2.2× when the standing-queue rule ignores the rate (before).
-    CHECK(n > 2.7 * c);
 }

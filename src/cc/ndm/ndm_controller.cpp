@@ -1,5 +1,6 @@
 #include "cc/ndm/ndm_controller.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -100,6 +101,10 @@ void NdmController::on_ack(const AckEvent& ev) {
         // of rounds, and the per-ACK cost stays at the feature updates.
         last_p_ = run_model(features_.round(), h_.data());
         forgiven_in_round_ = 0;
+        const float rate = features_.round_rate();
+        const bool steady = prev_rate_ > 0 && rate > 0 && std::fabs(std::log(rate / prev_rate_)) <= kSteadyRate;
+        steady_rounds_ = steady ? static_cast<std::uint8_t>(std::min(steady_rounds_ + 1, 255)) : 0;
+        prev_rate_ = rate;
         if (++rounds_since_snapshot_ >= kSnapshotRounds || snap_rate_ <= 0) {
             snap_rate_ = features_.round_rate();
             snap_cwnd_ = static_cast<float>(cubic_.cwnd());
@@ -124,14 +129,28 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
     std::array<float, kMaxState> h = h_;  // a look-ahead step, not committed
     const float p = features_.has_min_rtt() ? run_model(features_.at_loss(ev), h.data()) : 1.0F;
     last_p_ = p;
-    const bool standing = features_.standing_queue() >= standing_ && !rate_follows_window();
+    // A standing queue is a queue at a saturated bottleneck: it never drained
+    // for a round trip (the round's smallest q) *and* the bottleneck serves
+    // at its constant rate. An order-preserving jittery link raises the
+    // round's RTT floor too — each packet waits behind its predecessors —
+    // but its delivery rate swings from round to round and follows the
+    // window instead of staying flat.
+    const float q_floor = features_.standing_queue();
+    const bool saturated = steady_rate();
+    const bool standing = q_floor >= standing_ && saturated && !rate_follows_window();
     const bool forced = forgiven_in_round_ >= forgive_ || standing;
     if (!forced && p < 0.5F) {
         ++forgiven_in_round_;
         bump(counters_.forgiven);
         return;
     }
-    const float weight = forced ? 1.0F : p;
+    // A congestive verdict takes Cubic's full reduction when the evidence is
+    // of a bottleneck anyway (a steady rate over a queue) and in slow start,
+    // whose doubling overshoots the bottleneck by up to a window: a reduction
+    // scaled down by P would leave the queue overflowing (more loss than Cubic).
+    const bool full = forced || (saturated && q_floor >= kSteadyQueue) ||
+                      cubic_.cwnd() < cubic_.ssthresh();
+    const float weight = full ? 1.0F : p;
     bump(forced ? counters_.forced : counters_.congestive);
     cubic_.on_congestion_event_scaled(ev, 1.0 - (1.0 - cubic_.beta()) * weight);
 }

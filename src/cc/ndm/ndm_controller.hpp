@@ -18,7 +18,8 @@
 //   misclassification): at most `forgive` forgiven losses per round trip;
 //   persistent congestion (RTO-like) always congestive and collapses the
 //   window; a standing queue (the round's smallest queueing delay
-//   ≥ standing·min_rtt) makes every loss congestive (P = 1). There is
+//   ≥ standing·min_rtt) at a saturated bottleneck (a steady delivery rate)
+//   makes every loss congestive (P = 1). There is
 //   deliberately no loss-rate rule: on a lossy path the loss rate is exactly
 //   what must not decide (issue 7; queueing evidence at the loss does).
 #pragma once
@@ -44,8 +45,18 @@ public:
         "hystart";
     static constexpr std::uint32_t kDefaultForgive = 3;
     static constexpr double kDefaultStanding = 0.25;
-    static constexpr std::uint32_t kMaxState = 8;
-    static constexpr std::uint8_t kSnapshotRounds = 4;  // GRU units a model may have in total
+    static constexpr std::uint32_t kMaxState = 8;  // GRU units a model may have in total
+    static constexpr std::uint8_t kSnapshotRounds = 4;
+    // A round's delivery rate is "steady" when it is within e^±0.06 (~6 %) of
+    // the previous round's; two steady rounds in a row are the signature of
+    // a saturated bottleneck (its service rate is constant while its queue
+    // never drains). An order-preserving jittery link's rounds swing by
+    // tens of percent (docs/ndm-controller.md §3.3, rule 3).
+    static constexpr float kSteadyRate = 0.06F;
+    static constexpr std::uint8_t kSteadyRounds = 2;
+    // With a steady rate, a queue this large (× min_rtt) makes a congestive
+    // verdict take Cubic's full reduction.
+    static constexpr float kSteadyQueue = 0.1F;
     // P is quantised to 1/1024 before use, so that the kernels' last-ulp
     // differences cannot change a decision (docs/ndm-controller.md §4).
     static constexpr float kPQuantum = 1.0F / 1024.0F;
@@ -98,6 +109,10 @@ private:
     // window as rate, not as queue, so an elevated RTT floor is not a
     // standing bottleneck queue (an order-preserving jittery link).
     [[nodiscard]] bool rate_follows_window() const noexcept;
+    // True when the last kSteadyRounds rounds each delivered within
+    // kSteadyRate of the round before: a bottleneck is serving at its
+    // constant rate.
+    [[nodiscard]] bool steady_rate() const noexcept { return steady_rounds_ >= kSteadyRounds; }
 
     Cubic cubic_;
     FeatureTracker features_;
@@ -111,11 +126,13 @@ private:
     std::uint8_t forgive_;
     std::uint8_t forgiven_in_round_ = 0;
     std::uint8_t rounds_since_snapshot_ = 0;
+    std::uint8_t steady_rounds_ = 0;  // consecutive rounds with a steady delivery rate (saturating)
     Counters counters_;
     // Delivery rate and cwnd a few rounds ago: whether the rate follows the
     // window (no bottleneck) or not (a standing queue at a bottleneck).
     float snap_rate_ = 0;
     float snap_cwnd_ = 0;
+    float prev_rate_ = 0;  // the previous round's delivery rate, bytes/s
 };
 
 }  // namespace ndm::cc::ndm
