@@ -5,12 +5,16 @@
 // ring. SINGLE_ISSUER|DEFER_TASKRUN when the kernel takes them: completions
 // then run only when we enter the ring, so nothing interrupts the loop.
 //
-// Sends run asynchronously (IOSQE_ASYNC) on the ring's io-wq worker rather
-// than inline in io_uring_enter: on loopback a send carries the whole kernel
-// path (copy, UDP/IP, loopback delivery to the receiving socket), and the
-// worker does it on another core while this thread assembles the next
-// packets. One worker (IORING_REGISTER_IOWQ_MAX_WORKERS) keeps the sends in
-// submission order. Measured in bench/RESULTS.md ("io_uring-specific work").
+// Large sends (GSO super-datagrams, 64 KB datagrams) run asynchronously
+// (IOSQE_ASYNC) on the ring's io-wq worker rather than inline in
+// io_uring_enter: on loopback a send carries the whole kernel path (copy,
+// UDP/IP, loopback delivery to the receiving socket), and the worker does it
+// on another core while this thread assembles the next packets. One worker
+// (IORING_REGISTER_IOWQ_MAX_WORKERS) keeps the sends in submission order, and
+// a small send goes inline only when no asynchronous one is still queued, so
+// it cannot overtake. Small sends stay inline because the hand-off costs more
+// than they do (about 2.5 µs of CPU per send measured with 1452-byte
+// datagrams). Measured in bench/RESULTS.md ("io_uring-specific work").
 // Each loop turn enters the ring once: the sends and the timer go in with the
 // wait, and completions are reaped in one pass.
 #include <liburing.h>
@@ -40,6 +44,9 @@ constexpr std::uint64_t kTagSend = 2ull << 60;
 constexpr std::uint64_t kTagTimer = 3ull << 60;
 constexpr std::uint64_t kTagTimerUpdate = 4ull << 60;
 constexpr std::uint64_t kTagMask = 0xfull << 60;
+constexpr std::uint64_t kSendAsync = 1ull << 59;  // with kTagSend: went to the io-wq worker
+// Sends at least this large go to the io-wq worker (about 11 datagrams of 1452 B).
+constexpr std::size_t kAsyncSendMin = 16 * 1024;
 constexpr unsigned kBufGroup = 7;
 constexpr unsigned kTxSlots = 128;
 constexpr std::size_t kControlSize = 64;
@@ -83,8 +90,13 @@ public:
         s.fill(s.msg);
         io_uring_sqe* sqe = get_sqe();
         io_uring_prep_sendmsg(sqe, fd_, &s.msg, 0);
-        if (async_send_) sqe->flags |= IOSQE_ASYNC;
-        io_uring_sqe_set_data64(sqe, kTagSend | i);
+        std::uint64_t tag = kTagSend | i;
+        if (async_send_ && (s.len >= kAsyncSendMin || async_in_flight_ > 0)) {
+            sqe->flags |= IOSQE_ASYNC;
+            tag |= kSendAsync;
+            ++async_in_flight_;
+        }
+        io_uring_sqe_set_data64(sqe, tag);
         ++send_calls_;
         ++queued_;
         ++sends_in_flight_;
@@ -286,7 +298,7 @@ private:
             return;
         }
         async_send_ = true;
-        spdlog::debug("ndm io: io_uring sends asynchronous on one io-wq worker");
+        spdlog::debug("ndm io: io_uring large sends asynchronous on one io-wq worker");
     }
 
     // Returns 1 when a provided buffer was recycled.
@@ -294,7 +306,8 @@ private:
         const std::uint64_t tag = cqe.user_data & kTagMask;
         if (tag == kTagRecv) return on_recv(cqe);
         if (tag == kTagSend) {
-            on_send(static_cast<unsigned>(cqe.user_data & ~kTagMask), cqe.res);
+            if (cqe.user_data & kSendAsync) --async_in_flight_;
+            on_send(static_cast<unsigned>(cqe.user_data & ~(kTagMask | kSendAsync)), cqe.res);
         } else if (tag == kTagTimer) {
             // -ETIME when it fired; anything else (e.g. -ECANCELED) also ends it.
             if (!(cqe.flags & IORING_CQE_F_MORE)) timer_armed_ = false;
@@ -398,6 +411,7 @@ private:
     TxPool tx_;
     unsigned queued_ = 0;
     unsigned sends_in_flight_ = 0;
+    unsigned async_in_flight_ = 0;  // of those, on the io-wq worker
     bool timer_armed_ = false;
     Instant timer_at_{};
     __kernel_timespec timer_ts_{};
