@@ -2,9 +2,12 @@
 # Loopback goodput, one run on one machine (issue 5): single-connection bulk
 # transfer with no impairment for
 #   ndm io_uring (GSO/GRO on, off), ndm epoll fallback (GSO/GRO on, off),
+#   ndm io_uring with GSO/GRO but every send inline (NDM_IO_URING_SEND=inline:
+#   no io-wq offload of large sends, to show what that offload brings),
 #   ndm io_uring and epoll at 64 KB datagrams,
 #   kernel TCP (iperf3), iperf3 UDP at 1400-byte datagrams (unlimited rate),
-# plus CPU seconds per GB for ndm (sender + receiver threads).
+# plus CPU seconds per GB for ndm (the whole process: sender and receiver
+# threads and io_uring's io-wq worker).
 # Each configuration runs ROUNDS (>= 3) times, interleaved so that background
 # load hits all of them alike; the median is reported, and the ratios are
 # taken between medians of the same run. Prints the machine load before and
@@ -36,10 +39,12 @@ BENCH="$BUILD_DIR/bench/ndm_loopback_bench"
 results=$(mktemp)
 trap 'rm -f "$results"; [ -n "${IPERF_PID:-}" ] && kill "$IPERF_PID" 2>/dev/null || true' EXIT
 
-ndm_run() {  # name, args...
+ndm_run() {  # name, [ENV=value ...] args...
   local name=$1; shift
+  local env=()
+  while [[ ${1:-} == *=* ]]; do env+=("$1"); shift; done
   local line
-  if line=$("$BENCH" "$@" --bytes "$BYTES" 2>/dev/null); then
+  if line=$(env "${env[@]}" "$BENCH" "$@" --bytes "$BYTES" 2>/dev/null); then
     echo "$name $line" >>"$results"
   else
     echo "$name FAILED" >>"$results"
@@ -73,6 +78,7 @@ for round in $(seq "$ROUNDS"); do
   echo "bench: round $round/$ROUNDS" >&2
   ndm_run "ndm-uring-gso"     --io uring --gso on
   ndm_run "ndm-epoll-gso"     --io epoll --gso on
+  ndm_run "ndm-uring-gso-inline" NDM_IO_URING_SEND=inline --io uring --gso on
   ndm_run "ndm-uring-nogso"   --io uring --gso off
   ndm_run "ndm-epoll-nogso"   --io epoll --gso off
   ndm_run "ndm-uring-64k"     --io uring --gso on --mds 65507
@@ -99,6 +105,7 @@ def med(name, key):
     return statistics.median(vals) if vals else float("nan")
 labels = {
     "ndm-uring-gso": "ndm io_uring, GSO/GRO on, 1452 B",
+    "ndm-uring-gso-inline": "ndm io_uring, GSO/GRO on, 1452 B, sends inline",
     "ndm-uring-nogso": "ndm io_uring, GSO/GRO off, 1452 B",
     "ndm-epoll-gso": "ndm epoll fallback, GSO/GRO on, 1452 B",
     "ndm-epoll-nogso": "ndm epoll fallback, GSO/GRO off, 1452 B",
@@ -107,7 +114,7 @@ labels = {
     "iperf3-tcp": "kernel TCP (iperf3)",
     "iperf3-udp-1400": "iperf3 UDP, 1400 B, -b 0",
 }
-print(f"| configuration | goodput Gbit/s (median of {rounds}) | all runs | CPU s/GB (ndm: both threads) |")
+print(f"| configuration | goodput Gbit/s (median of {rounds}) | all runs | CPU s/GB (ndm: process) |")
 print("|---|---|---|---|")
 for name, label in labels.items():
     rs = runs.get(name, [])
@@ -122,9 +129,13 @@ udp = med("iperf3-udp-1400", "send_gbps")
 print()
 un, en = med("ndm-uring-nogso", "goodput_gbps"), med("ndm-epoll-nogso", "goodput_gbps")
 uc, ec = med("ndm-uring-gso", "cpu_s_per_gb"), med("ndm-epoll-gso", "cpu_s_per_gb")
+ui = med("ndm-uring-gso-inline", "goodput_gbps")
+u64, e64 = med("ndm-uring-64k", "goodput_gbps"), med("ndm-epoll-64k", "goodput_gbps")
 print(f"Ratios: io_uring/epoll (GSO on) = {u / e:.2f} (target ≥ 1.3); "
       f"io_uring+GSO / iperf3 UDP send rate = {u / udp:.2f} (target ≥ 1.5); "
       f"io_uring+GSO ≥ 3 Gbit/s: {'yes' if u >= 3 else 'no'}; "
       f"io_uring/epoll without GSO/GRO = {un / en:.2f}; "
-      f"epoll/io_uring CPU s per GB (GSO on) = {ec / uc:.2f}.")
+      f"epoll/io_uring CPU s per GB (GSO on) = {ec / uc:.2f}; "
+      f"io_uring inline sends / epoll (GSO on) = {ui / e:.2f}; "
+      f"64 KB datagrams: io_uring {u64:.2f} Gbit/s, io_uring/epoll = {u64 / e64:.2f}.")
 EOF
