@@ -184,8 +184,15 @@ TEST_CASE("ndm features: synthetic RTT streams") {
     }
 }
 
-TEST_CASE("ndm default model: P follows the queueing evidence and its consistency") {
-    const auto& m = *nn::default_model();
+// The controller's rule tests pin the hand-set v2 model (data/models/
+// ndm-handset-v2.ndmm, `ndm-train handset`), whose verdicts are known in
+// closed form, so they do not move when `ndm-train ship` retrains the default.
+namespace {
+std::string handset_v2() { return std::string(NDM_SOURCE_DIR) + "/data/models/ndm-handset-v2.ndmm"; }
+}  // namespace
+
+TEST_CASE("ndm hand-set v2 model: P follows the queueing evidence and its consistency") {
+    const auto m = nn::load_model(handset_v2());
     nn::Engine e(nn::Simd::scalar);
     auto p_of = [&](float q_now, float p50, float p90, float slope, float entropy) {
         nn::FeatureVector x{};
@@ -250,7 +257,7 @@ TEST_CASE("ndm controller: loss with a grown, consistent queue is congestive, li
     // The model's verdict alone (standing=10 turns the standing-queue rule
     // off): the RTT climbs steadily from 300 ms, so by the loss the queue is
     // ~0.9·min_rtt and every sample of the round sits in one or two bins.
-    nn::NdmController ndm(params(), opts({{"hystart", "off"}, {"standing", "10"}}));
+    nn::NdmController ndm(params(), opts({{"hystart", "off"}, {"standing", "10"}, {"model", handset_v2()}}));
     ndm::cc::Cubic cubic(params(), opts({{"hystart", "off"}}));
     auto rtt = [](Duration t) { return t < 300ms ? 50ms : 50ms + (t - 300ms) / 10; };
     drive(ndm, 0ms, 750ms, 1ms, rtt);
@@ -411,7 +418,7 @@ std::vector<TraceStep> synthetic_trace() {
 }
 
 std::vector<std::uint64_t> replay(const std::vector<TraceStep>& trace, nn::NdmController::Counters* counters) {
-    nn::NdmController cc(params());  // simd=auto: the process-wide choice
+    nn::NdmController cc(params(), opts({{"model", handset_v2()}}));  // simd=auto: the process-wide choice
     std::vector<std::uint64_t> cwnd;
     cwnd.reserve(trace.size());
     for (const auto& s : trace) {
@@ -455,18 +462,23 @@ TEST_CASE("ndm controller: decisions are identical across kernels on a recorded 
     nn::set_active_simd(before);
 }
 
-TEST_CASE("ndm default model: the shipped file is the generator's output") {
-    // `ndm-train handset --root .` writes both the file and default_model.inc.
+TEST_CASE("ndm default model: the shipped files are the generators' output") {
+    // `ndm-train ship --root . --name ndm-default` writes the trained default
+    // and default_model.inc; `ndm-train handset --root .` the hand-set v2.
     const std::string path = std::string(NDM_SOURCE_DIR) + "/data/models/ndm-default.ndmm";
     std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "missing ", path, " (ndm-train handset --root . regenerates it)");
+    REQUIRE_MESSAGE(in.good(), "missing ", path, " (ndm-train ship --root . --name ndm-default regenerates it)");
     const std::vector<std::uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK(file == nn::serialize_model(nn::make_default_model()));
-    CHECK(file == nn::serialize_model(ndm::train::make_handset_model()));
     const auto m = nn::load_model(path);
-    CHECK(m.description.rfind("ndm-default v2", 0) == 0);
-    // And the controller accepts it through model=PATH.
+    CHECK(m.description.rfind("ndm-default (learned)", 0) == 0);
+    std::ifstream v2(handset_v2(), std::ios::binary);
+    REQUIRE(v2.good());
+    const std::vector<std::uint8_t> hand((std::istreambuf_iterator<char>(v2)), std::istreambuf_iterator<char>());
+    CHECK(hand == nn::serialize_model(ndm::train::make_handset_model()));
+    // And the controller accepts both through model=PATH.
     CHECK_NOTHROW(nn::NdmController(params(), opts({{"model", path}})));
+    CHECK_NOTHROW(nn::NdmController(params(), opts({{"model", handset_v2()}})));
 }
 
 TEST_CASE("ndm: bulk transfer in virtual time, 50 Mbit/s, 25 ms, 2% loss, beats cubic") {

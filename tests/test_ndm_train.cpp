@@ -1,7 +1,8 @@
 // ndm-train (tools/train, docs/ndm-training.md): the loss ledger's
 // attribution rule, labels from a simulated run, the dataset format, the
 // trainer's forward pass against the engine, gradients against finite
-// differences, and the shipped default model.
+// differences, input masks, model selection by controller outcome, and the
+// shipped default model.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "train/export.hpp"
 #include "train/generate.hpp"
 #include "train/learn.hpp"
+#include "train/outcome.hpp"
 
 using namespace std::chrono_literals;
 namespace nn = ndm::cc::ndm;
@@ -255,7 +257,7 @@ namespace {
 
 // The model's recorded check-set AUC (its description, written by
 // `ndm-train ship`) against the check set regenerated now.
-void check_recorded_auc(const std::string& path) {
+void check_recorded_auc(const std::string& path, double min_heldout_auc) {
     const auto m = nn::load_model(path);
     auto recorded = [&](const std::string& key) {
         const auto at = m.description.find(key + "=");
@@ -276,14 +278,133 @@ void check_recorded_auc(const std::string& path) {
     REQUIRE(metrics.positives > 0);
     REQUIRE(metrics.positives < metrics.n);
     CHECK(metrics.auc >= check - 0.02);
-    CHECK(heldout >= 0.75);  // what the description claims is a useful classifier
+    CHECK(heldout >= min_heldout_auc);  // what the description claims is a useful classifier
 }
 
 }  // namespace
 
-TEST_CASE("ndm-train: the shipped learned model reaches its recorded AUC on a regenerated check set") {
+TEST_CASE("ndm-train: the shipped models reach their recorded AUC on a regenerated check set") {
     const std::string dir = std::string(NDM_SOURCE_DIR) + "/data/models/";
-    check_recorded_auc(dir + "ndm-learned.ndmm");
-    // Once `ndm-train ship` has made the learned model the default, the same for it.
-    if (nn::default_model()->description.find("check_auc=") != std::string::npos) check_recorded_auc(dir + "ndm-default.ndmm");
+    check_recorded_auc(dir + "ndm-learned.ndmm", 0.75);
+    // The default is trained too (`ndm-train ship --name ndm-default`), but
+    // chosen by its outcome in the controller, not by AUC: a logistic model
+    // on the at-loss features, weaker as a classifier than the GRU
+    // (docs/ndm-training.md §6), yet clearly better than chance.
+    REQUIRE_MESSAGE(nn::default_model()->description.find("check_auc=") != std::string::npos,
+                    "the compiled-in default is not a model written by ndm-train ship");
+    check_recorded_auc(dir + "ndm-default.ndmm", 0.65);
+}
+
+TEST_CASE("ndm-train: sharpen and shift_bias give P = sigmoid(k s + shift)") {
+    const tr::Net net = random_net(0, 11, 0.8);
+    tr::Standardizer st;
+    st.mean.fill(0);
+    st.scale.fill(1);
+    const auto m = net.to_model(st, "");
+    ndm::sim::Xoshiro256 rng(12);
+    std::vector<tr::Sample> samples(20);
+    for (auto& x : samples) x.steps = random_steps(1, rng);
+    const auto base = tr::predict(m, samples);
+    const auto moved = tr::predict(tr::shift_bias(tr::sharpen(m, 3.0F), -0.5F), samples);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const double s = std::log(base[i] / (1 - base[i]));
+        CHECK(moved[i] == doctest::Approx(1 / (1 + std::exp(-(3 * s - 0.5)))).epsilon(1e-4));
+    }
+    // Only a dense head with one output can be shifted.
+    nn::Model bad = m;
+    bad.layers.back().out = 2;
+    CHECK_THROWS_AS(tr::shift_bias(bad, 1.0F), std::invalid_argument);
+}
+
+TEST_CASE("ndm-train: input masks pin the left-out features' weights at 0") {
+    CHECK(tr::parse_input_mask("all") == 0xFFU);
+    CHECK(tr::parse_input_mask("q_now,entropy") == ((1U << nn::kQueueNow) | (1U << nn::kEntropy)));
+    CHECK(tr::format_input_mask(tr::parse_input_mask("q_p50,loss_run")) == "q_p50,loss_run");
+    CHECK_THROWS_WITH_AS(tr::parse_input_mask("q_now,rtt"), doctest::Contains("unknown feature \"rtt\""),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(tr::parse_input_mask(""), std::invalid_argument);
+
+    static const tr::Dataset d = tr::generate(tr::check_options());
+    auto train = tr::select(d, tr::Split::train);
+    REQUIRE(train.size() > 20);
+    const auto st = tr::Standardizer::fit(train);
+    st.apply(train);
+    for (const std::size_t hidden : {0U, 2U}) {
+        CAPTURE(hidden);
+        tr::TrainOptions o;
+        o.hidden = hidden;
+        o.max_epochs = 3;
+        o.input_mask = tr::parse_input_mask("q_now,q_p50,q_p90,slope,entropy,loss_run");
+        tr::TrainReport report;
+        const auto net = tr::train_net(train, {}, o, report);
+        const std::size_t rows = hidden == 0 ? 1 : 3 * hidden;
+        for (std::size_t row = 0; row < rows; ++row) {
+            for (std::size_t f = 0; f < nn::kFeatureCount; ++f) {
+                const double w = net.theta[row * nn::kFeatureCount + f];
+                if (f == nn::kLossRate || f == nn::kRateRatio) CHECK(w == 0.0);
+                else if (hidden == 0) CHECK(w != 0.0);
+            }
+        }
+    }
+}
+
+TEST_CASE("ndm-train: selection scenarios are pure congestion and random loss from the training split") {
+    tr::OutcomeOptions o;
+    const auto sc = tr::outcome_scenarios(o);
+    REQUIRE(sc.congestion.size() == o.congestion);
+    REQUIRE(sc.random.size() == o.random);
+    for (const auto& s : sc.congestion) {
+        CAPTURE(s.info.description);
+        CHECK(s.info.split == tr::Split::train);
+        CHECK(s.info.family == "loss");
+        CHECK(s.profile.find("loss=") == std::string::npos);
+        CHECK(s.profile.find("gemodel=") == std::string::npos);
+        CHECK(s.profile.find("jitter=") == std::string::npos);
+        CHECK(s.buffer_bdp >= o.min_buffer_bdp);
+        CHECK(s.buffer_packets >= o.min_buffer_packets);
+    }
+    for (const auto& s : sc.random) {
+        CAPTURE(s.info.description);
+        CHECK(s.info.split == tr::Split::train);
+        CHECK(s.info.family != "trace");
+        CHECK((s.profile.find("loss=") != std::string::npos || s.profile.find("gemodel=") != std::string::npos));
+    }
+    const auto again = tr::outcome_scenarios(o);
+    CHECK(again.congestion.front().profile == sc.congestion.front().profile);
+    CHECK(again.random.back().profile == sc.random.back().profile);
+}
+
+TEST_CASE("ndm-train: selection by outcome rejects a model that forgives a filling queue's losses") {
+    // Two constant classifiers: "every loss is congestive" (Cubic's
+    // reaction) and "no loss is": the second gains goodput on random loss but
+    // loses more packets than Cubic at a droptail bottleneck, so it is not
+    // admissible whatever its goodput.
+    auto constant = [](float bias) {
+        nn::Model m;
+        m.input_dim = nn::kFeatureCount;
+        nn::Layer head;
+        head.kind = nn::LayerKind::dense;
+        head.act = nn::Act::sigmoid;
+        head.in = nn::kFeatureCount;
+        head.out = 1;
+        head.params.assign(nn::kFeatureCount + 1, 0.0F);
+        head.params.back() = bias;
+        m.layers.push_back(head);
+        m.validate();
+        return m;
+    };
+    tr::OutcomeOptions o;
+    o.congestion = 2;
+    o.random = 2;
+    o.seconds = 3;
+    o.loss_tolerance = 0.005;
+    const auto r = tr::select_by_outcome({{"forgive all", constant(-20)}, {"congestive", constant(20)}}, o);
+    REQUIRE(r.scores.size() == 2);
+    MESSAGE("forgive all: drop rate x", r.scores[0].loss_ratio, ", goodput x", r.scores[0].goodput_ratio,
+            "; congestive: drop rate x", r.scores[1].loss_ratio, ", goodput x", r.scores[1].goodput_ratio);
+    CHECK_FALSE(r.scores[0].admissible);
+    CHECK(r.scores[0].goodput_ratio > r.scores[1].goodput_ratio);
+    CHECK(r.scores[1].admissible);
+    CHECK(r.scores[1].loss_ratio == doctest::Approx(1.0).epsilon(1e-9));  // Cubic's reaction at every loss
+    CHECK(r.chosen == 1);
 }

@@ -6,6 +6,7 @@
 //   export-cpp  model → the compiled-in default's C++ .inc
 //   ship        the one command that produces the shipped default model
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +22,7 @@
 #include "train/handset.hpp"
 #include "train/generate.hpp"
 #include "train/learn.hpp"
+#include "train/outcome.hpp"
 
 using namespace ndm;
 using namespace ndm::train;
@@ -45,6 +47,7 @@ struct TrainArgs {
     std::string outage = "congestive";
     std::size_t max_per_scenario = 300;
     std::string out = "ndm-model.ndmm";
+    std::string inputs = "all";
     bool quiet = false;
 };
 
@@ -84,6 +87,9 @@ void add_train_options(CLI::App* c, TrainArgs& a) {
     c->add_option("--pos-weight", a.train.pos_weight, "weight of congestive examples in the loss (> 1: more recall, less calibration)")
         ->capture_default_str()
         ->check(CLI::Range(0.01, 100.0));
+    c->add_option("--inputs", a.inputs, "features the model may use: all, or a comma list of q_now q_p50 q_p90 slope "
+                                        "entropy loss_rate rate_ratio loss_run (the others get weight 0)")
+        ->capture_default_str();
     c->add_flag("--no-spurious", a.no_spurious, "drop events whose losses were (partly) late packets instead of labelling them 0");
     c->add_option("--outage", a.outage, "trace-outage drops: congestive or exclude")
         ->capture_default_str()
@@ -151,6 +157,7 @@ std::string model_description(const TrainArgs& a, const FitResult& f, const std:
 
 FitResult run_fit(const Dataset& d, TrainArgs& a) {
     a.train.hidden = hidden_of(a);
+    a.train.input_mask = parse_input_mask(a.inputs);
     auto log = [&](const std::string& line) {
         if (!a.quiet) std::cerr << "  " << line << '\n';
     };
@@ -173,6 +180,58 @@ void write_text(const std::string& path, const std::string& text) {
 cc::ndm::Model load_any(const std::string& path) {
     if (path == "default") return *cc::ndm::default_model();
     return cc::ndm::load_model(path);
+}
+
+void add_outcome_options(CLI::App* c, OutcomeOptions& o) {
+    c->add_option("--select-seed", o.seed, "seed of the selection scenarios (generate's distribution, train split)")
+        ->capture_default_str();
+    c->add_option("--select-congestion", o.congestion, "congestion-only selection scenarios")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    c->add_option("--select-random", o.random, "random-loss selection scenarios")->capture_default_str()->check(CLI::Range(1, 1000));
+    c->add_option("--select-seconds", o.seconds, "virtual sending time bound of a selection run")
+        ->capture_default_str()
+        ->check(CLI::Range(3.0, 600.0));
+    c->add_option("--loss-tolerance", o.loss_tolerance, "admissible: drop rate at most (1 + this) x cubic's on congestion")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 10.0));
+    c->add_option("--goodput-slack", o.goodput_slack,
+                  "among admissible candidates within this fraction of the best goodput, the lowest drop rate wins")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+    c->add_option("--min-buffer-bdp", o.min_buffer_bdp, "congestion scenarios: smallest buffer, in BDPs")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 100.0));
+    c->add_option("--min-buffer-packets", o.min_buffer_packets, "congestion scenarios: smallest buffer, in packets")
+        ->capture_default_str()
+        ->check(CLI::Range(2, 1000000));
+    c->add_flag("--per-scenario", o.per_scenario, "a line per selection run");
+}
+
+std::vector<float> parse_floats(const std::string& list, const char* what) {
+    std::vector<float> v;
+    std::size_t at = 0;
+    while (at <= list.size()) {
+        const std::size_t end = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, end - at);
+        std::size_t used = 0;
+        float x = 0;
+        try {
+            x = std::stof(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != item.size() || !std::isfinite(x))
+            throw std::invalid_argument(fmt::format("{}: \"{}\" is not a number", what, item));
+        v.push_back(x);
+        at = end + 1;
+    }
+    return v;
+}
+
+std::string selection_line(const CandidateScore& s) {
+    return fmt::format("drop rate vs cubic {:.3f} (worst {:.2f}), random-loss goodput vs cubic {:.3f}", s.loss_ratio,
+                       s.worst_loss_ratio, s.goodput_ratio);
 }
 
 }  // namespace
@@ -198,6 +257,12 @@ int main(int argc, char** argv) {
     add_train_options(t, tr);
     t->add_option("-o,--out", tr.out, "model file")->capture_default_str();
     t->add_flag("-q,--quiet", tr.quiet, "no per-epoch lines");
+    float tr_shift = 0, tr_sharpen = 1;
+    t->add_option("--sharpen", tr_sharpen, "scale the output's pre-activation by this (before --bias-shift)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.01, 100.0));
+    t->add_option("--bias-shift", tr_shift, "add this to the output's pre-activation bias (a shifted threshold)")
+        ->capture_default_str();
 
     std::string ev_model = "default", ev_data = "ndm-dataset.tsv", ev_split = "test";
     TrainArgs ev_sel;
@@ -219,17 +284,34 @@ int main(int argc, char** argv) {
 
     std::string hs_dir = ".";
     auto* h = app.add_subcommand("handset",
-                                 "write the compiled-in default model (hand-set ndm-default v2): "
-                                 "data/models/ndm-default.ndmm and src/cc/ndm/default_model.inc under --root");
+                                 "write the hand-set model ndm-default v2 (the default before the trained one, kept as "
+                                 "a reference and for the controller's rule tests): data/models/ndm-handset-v2.ndmm "
+                                 "under --root");
     h->add_option("--root", hs_dir, "source tree root")->capture_default_str();
+
+    std::vector<std::string> sel_models;
+    std::string sel_shifts = "0";
+    OutcomeOptions sel_opts;
+    auto* sl = app.add_subcommand("select",
+                                  "score models in the ndm controller against cubic on seeded training-distribution "
+                                  "scenarios (virtual time): drop rate on congestion, goodput on random loss");
+    sl->add_option("-m,--model", sel_models, "model files (or \"default\"), one per -m")->required();
+    sl->add_option("--shifts", sel_shifts, "bias shifts to try on each model, comma-separated")->capture_default_str();
+    add_outcome_options(sl, sel_opts);
 
     GenArgs ship_gen;
     TrainArgs ship_tr;
+    OutcomeOptions ship_sel;
+    std::string ship_recipe;
+    std::string ship_weights = "1,4";
+    std::string ship_sharpen = "1,3,5,8";
+    std::string ship_shifts = "0,1";
+    std::vector<std::string> ship_inputs{"all", "q_now,q_p50,q_p90,slope,entropy,loss_run"};
     std::string ship_dir = ".";
     std::string ship_name = "ndm-learned";
     auto* s = app.add_subcommand(
-        "ship", "the shipped learned model in one command: generate (fixed seed) → train GRU → write the model "
-                "(and, with --name ndm-default, the compiled-in default's C++ include) and the dataset");
+        "ship", "a shipped model in one command: generate (fixed seed) → train → (select by controller outcome) → "
+                "write the model (and, with --name ndm-default, the compiled-in default's C++ include) and the dataset");
     add_generate_options(s, ship_gen);
     s->add_option("--hidden", ship_tr.train.hidden, "GRU units")->capture_default_str()->check(CLI::Range(1, 8));
     s->add_option("--train-seed", ship_tr.train.seed, "initialisation and shuffling seed")->capture_default_str();
@@ -241,6 +323,17 @@ int main(int argc, char** argv) {
                   "compiled-in default); any other name writes only data/models/NAME.ndmm")
         ->capture_default_str();
     s->add_flag("-q,--quiet", ship_tr.quiet, "no progress");
+    s->add_option("--recipe", ship_recipe,
+                  "selected: logistic candidates (--pos-weights x --inputs x --shifts) chosen by controller outcome "
+                  "(the default for --name ndm-default); gru: the GRU with plain BCE (the default otherwise)")
+        ->check(CLI::IsMember({"selected", "gru"}));
+    s->add_option("--pos-weights", ship_weights, "selected: pos-weights of the logistic candidates")->capture_default_str();
+    s->add_option("--inputs", ship_inputs, "selected: input sets of the logistic candidates, one per --inputs")
+        ->capture_default_str();
+    s->add_option("--sharpen", ship_sharpen, "selected: output scales of each candidate (P = sigmoid(k s + shift))")
+        ->capture_default_str();
+    s->add_option("--shifts", ship_shifts, "selected: bias shifts of each candidate")->capture_default_str();
+    add_outcome_options(s, ship_sel);
 
     try {
         app.parse(argc, argv);
@@ -262,7 +355,10 @@ int main(int argc, char** argv) {
         } else if (t->parsed()) {
             const auto d = load_dataset(tr.data);
             const auto f = run_fit(d, tr);
-            const auto m = f.net.to_model(f.standardizer, model_description(tr, f, tr.data));
+            auto m = shift_bias(sharpen(f.net.to_model(f.standardizer, model_description(tr, f, tr.data)), tr_sharpen),
+                                tr_shift);
+            if (tr_sharpen != 1) m.description += fmt::format("; sharpened x{:g}", tr_sharpen);
+            if (tr_shift != 0) m.description += fmt::format("; bias shift {:+g}", tr_shift);
             cc::ndm::save_model(m, tr.out);
             std::cout << fmt::format("wrote {}\n", tr.out);
         } else if (e->parsed()) {
@@ -282,19 +378,35 @@ int main(int argc, char** argv) {
                       << format_metrics(evaluate(p, labels(samples)), true) << format_breakdown(p, samples);
         } else if (h->parsed()) {
             const auto m = make_handset_model();
-            const auto root = std::filesystem::path(hs_dir);
-            const auto model_path = root / "data/models/ndm-default.ndmm";
-            const auto inc = root / "src/cc/ndm/default_model.inc";
+            const auto model_path = std::filesystem::path(hs_dir) / "data/models/ndm-handset-v2.ndmm";
             cc::ndm::save_model(m, model_path);
-            write_text(inc.string(), model_to_cpp(m, "data/models/ndm-default.ndmm"));
-            std::cout << fmt::format("wrote {} and {}\n", model_path.string(), inc.string());
+            std::cout << fmt::format("wrote {}\n", model_path.string());
         } else if (x->parsed()) {
             const auto m = cc::ndm::load_model(cpp_model);
             write_text(cpp_out, model_to_cpp(m, cpp_model));
             std::cout << fmt::format("wrote {}\n", cpp_out);
+        } else if (sl->parsed()) {
+            const auto shifts = parse_floats(sel_shifts, "--shifts");
+            std::vector<Candidate> cands;
+            for (const auto& path : sel_models) {
+                const auto m = load_any(path);
+                for (const float d : shifts) cands.push_back({fmt::format("{} {:+g}", path, d), shift_bias(m, d)});
+            }
+            const auto r = select_by_outcome(cands, sel_opts, [](const std::string& l) { std::cout << "  " << l << '\n'; });
+            std::cout << fmt::format("chosen: {}: {}\n", cands[r.chosen].name, selection_line(r.scores[r.chosen]));
         } else if (s->parsed()) {
             if (ship_name.empty() || ship_name.find_first_of("/\\") != std::string::npos)
                 throw std::invalid_argument("--name must be a plain file name, got \"" + ship_name + "\"");
+            const bool is_default = ship_name == "ndm-default";
+            if (ship_recipe.empty()) ship_recipe = is_default ? "selected" : "gru";
+            const auto weights = parse_floats(ship_weights, "--pos-weights");
+            const auto shifts = parse_floats(ship_shifts, "--shifts");
+            const auto scales = parse_floats(ship_sharpen, "--sharpen");
+            for (const float k : scales)
+                if (!(k >= 0.01F && k <= 100)) throw std::invalid_argument("--sharpen: each must be in [0.01, 100]");
+            for (const auto& in : ship_inputs) (void)parse_input_mask(in);
+            for (const float w : weights)
+                if (!(w >= 0.01F && w <= 100)) throw std::invalid_argument("--pos-weights: each must be in [0.01, 100]");
             const auto t0 = std::chrono::steady_clock::now();
             ship_gen.quiet = ship_tr.quiet;
             const auto d = run_generate(ship_gen);
@@ -302,16 +414,82 @@ int main(int argc, char** argv) {
             save_dataset(data_path, d, dataset_comment(ship_gen));
             print_summary(d);
             const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            ship_tr.kind = "logistic";
-            std::cout << "baseline:\n";
-            (void)run_fit(d, ship_tr);
-            ship_tr.kind = "gru";
-            const auto f = run_fit(d, ship_tr);
             const std::string dataset = fmt::format("generate --seed {} --scenarios {} --seconds {} ({} events)",
                                                     ship_gen.gen.seed, ship_gen.gen.scenarios, ship_gen.gen.seconds,
                                                     d.records.size());
+            cc::ndm::Model m;
+            std::string what;
+            if (ship_recipe == "gru") {
+                ship_tr.kind = "logistic";
+                std::cout << "baseline:\n";
+                (void)run_fit(d, ship_tr);
+                ship_tr.kind = "gru";
+                const auto f = run_fit(d, ship_tr);
+                m = f.net.to_model(f.standardizer, "");
+                what = model_description(ship_tr, f, dataset);
+            } else {
+                // Logistic candidates (pos-weight x input set x bias shift), then
+                // the one with the best controller outcome (tools/train/outcome.hpp).
+                struct Base {
+                    std::string name;
+                    TrainArgs args;
+                    FitResult fit;
+                };
+                std::vector<Base> bases;
+                std::vector<Candidate> cands;
+                struct Of {
+                    std::size_t base;
+                    float k, shift;
+                };
+                std::vector<Of> of;  // candidate → base, sharpening, shift
+                for (const auto& in : ship_inputs) {
+                    for (const float w : weights) {
+                        TrainArgs a = ship_tr;
+                        a.kind = "logistic";
+                        a.inputs = in;
+                        a.train.pos_weight = w;
+                        a.quiet = true;
+                        std::cout << fmt::format("candidate: logistic, inputs {}, pos-weight {:g}\n", in, w);
+                        auto f = run_fit(d, a);
+                        const auto base = f.net.to_model(f.standardizer, "");
+                        for (const float k : scales) {
+                            for (const float sh : shifts) {
+                                of.push_back({bases.size(), k, sh});
+                                cands.push_back({fmt::format("w={:g} k={:g} shift={:+g} inputs={}", w, k, sh,
+                                                             format_input_mask(parse_input_mask(in))),
+                                                 shift_bias(sharpen(base, k), sh)});
+                            }
+                        }
+                        bases.push_back({in, a, std::move(f)});
+                    }
+                }
+                std::cout << fmt::format("selection by controller outcome ({} pure-congestion and {} random-loss "
+                                         "scenarios, generate --seed {} --seconds {}, train split):\n",
+                                         ship_sel.congestion, ship_sel.random, ship_sel.seed, ship_sel.seconds);
+                const auto r = select_by_outcome(cands, ship_sel, [&](const std::string& l) {
+                    if (!ship_tr.quiet) std::cout << "  " << l << '\n';
+                });
+                const auto [bi, k, shift] = of[r.chosen];
+                const auto& b = bases[bi];
+                m = cands[r.chosen].model;
+                // Held-out metrics of the chosen model as the engine runs it
+                // (the shift moves calibration and accuracy, not the AUC).
+                const auto test = select(d, Split::test, select_options(b.args));
+                const auto tm = evaluate(predict(m, test), labels(test));
+                std::cout << fmt::format("chosen: {}: {}\nheld-out test:\n{}", cands[r.chosen].name,
+                                         selection_line(r.scores[r.chosen]), format_metrics(tm, true));
+                what = fmt::format(
+                    "{} logistic regression: P(loss is congestive) = sigmoid(k s + shift), inputs {}, pos-weight {:g}, k {:g}, "
+                    "shift {:+g}, seed {}, {} training events of {}; chosen among {} candidates (pos-weights {}, k {}, "
+                    "shifts {}) by controller outcome on {} pure-congestion (buffer >= {:g} BDP, >= {} packets) and {} random-loss "
+                    "scenarios (generate --seed {} --seconds {}, train split): {}; held-out (test split: RTT 100-160 ms, ATT driving trace) heldout_auc={:.4f} "
+                    "heldout_ece={:.4f} heldout_accuracy={:.4f} n={}; validation auc={:.4f}",
+                    kTrainerVersion, format_input_mask(b.args.train.input_mask), b.args.train.pos_weight, k, shift,
+                    b.args.train.seed, b.fit.n_train, dataset, cands.size(), ship_weights, ship_sharpen, ship_shifts,
+                    ship_sel.congestion, ship_sel.min_buffer_bdp, ship_sel.min_buffer_packets, ship_sel.random, ship_sel.seed, ship_sel.seconds,
+                    selection_line(r.scores[r.chosen]), tm.auc, tm.ece, tm.accuracy, tm.n, b.fit.val.auc);
+            }
             // The check set's AUC, recorded for tests/test_ndm_train.cpp.
-            auto m = f.net.to_model(f.standardizer, "");
             const auto check = generate(check_options());
             std::vector<Sample> all;
             for (const Split sp : {Split::train, Split::val, Split::test}) {
@@ -320,11 +498,9 @@ int main(int argc, char** argv) {
             }
             const auto cm = evaluate(predict(m, all), labels(all));
             std::cout << "check set (generate --seed 1001 --scenarios 12 --seconds 4, all splits):\n" << format_metrics(cm, false);
-            const bool is_default = ship_name == "ndm-default";
             m.description = fmt::format("{}: {}; check_auc={:.4f} (check set: generate --seed 1001 --scenarios 12 "
                                         "--seconds 4)",
-                                        is_default ? "ndm-default (learned)" : ship_name, model_description(ship_tr, f, dataset),
-                                        cm.auc);
+                                        is_default ? "ndm-default (learned)" : ship_name, what, cm.auc);
             const auto root = std::filesystem::path(ship_dir);
             const auto model_path = root / "data/models" / (ship_name + ".ndmm");
             cc::ndm::save_model(m, model_path);

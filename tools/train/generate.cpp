@@ -258,8 +258,9 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
             sc.info.family = codel ? "codel" : burst ? "burst" : "loss";
             const double bdp_pkts = rate_mbit * 1e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
             const double buffer = codel ? std::max(4 * bdp_pkts, 100.0) : bdp_pkts * s.log_uniform(0.25, 4);
-            spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit,
-                                std::max<long long>(2, std::llround(buffer)));
+            sc.buffer_packets = std::max<long long>(2, std::llround(buffer));
+            sc.buffer_bdp = static_cast<double>(sc.buffer_packets) / bdp_pkts;
+            spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit, sc.buffer_packets);
             if (codel) spec += ",up.aqm=codel";
             if (burst) spec += burst_loss(s, "up.");
             else if (s.chance(codel ? 0.5 : 0.6)) spec += random_loss(s, 0.001, 0.10, "up.");
@@ -349,6 +350,7 @@ std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome
         outcome->packets_sent = r.client_stats.packets_sent;
         outcome->packets_lost = r.client_stats.packets_lost;
         outcome->unattributed_drops = rec.ledger.unattributed_drops();
+        outcome->path = r.client_to_server;
         outcome->failure = r.completed ? "" : r.failure;
     }
     return std::move(rec.records);

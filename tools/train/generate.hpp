@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ndm/emu.hpp"
+#include "ndm/sim.hpp"
 #include "train/dataset.hpp"
 
 namespace ndm::train {
@@ -23,6 +24,8 @@ struct ScenarioSpec {
     std::string profile;       // emulator profile spec (emu::parse_profile)
     std::size_t packet_size = 1452;
     double seconds = 10;       // virtual sending time
+    double buffer_bdp = 0;     // the bottleneck buffer in BDPs (loss, burst, codel families; 0 otherwise)
+    long long buffer_packets = 0;  // and in packets
 };
 
 struct GenerateOptions {
@@ -50,6 +53,7 @@ struct ScenarioOutcome {
     std::uint64_t packets_sent = 0;
     std::uint64_t packets_lost = 0;  // declared lost by the sender
     std::uint64_t unattributed_drops = 0;  // dropped packets no event claimed (e.g. still pending at the end)
+    sim::LinkStats path;        // the client → server link's counters (datagrams sent, dropped by cause)
     std::string failure;        // why the transfer did not complete, if it did not
 };
 std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome = nullptr);

@@ -392,6 +392,38 @@ Net Net::from_model(const nn::Model& m) {
 // ---------------------------------------------------------------- training
 
 namespace {
+constexpr const char* kFeatureNames[kF] = {"q_now", "q_p50", "q_p90", "slope", "entropy", "loss_rate", "rate_ratio", "loss_run"};
+}  // namespace
+
+const char* feature_name(std::size_t f) { return f < kF ? kFeatureNames[f] : "?"; }
+
+std::uint32_t parse_input_mask(const std::string& names) {
+    if (names == "all") return (1U << kF) - 1;
+    std::uint32_t mask = 0;
+    std::size_t at = 0;
+    while (at <= names.size()) {
+        const std::size_t end = std::min(names.find(',', at), names.size());
+        const std::string name = names.substr(at, end - at);
+        std::size_t f = 0;
+        while (f < kF && name != kFeatureNames[f]) ++f;
+        if (f == kF)
+            throw std::invalid_argument(fmt::format("unknown feature \"{}\" (q_now, q_p50, q_p90, slope, entropy, "
+                                                    "loss_rate, rate_ratio, loss_run or all)", name));
+        mask |= 1U << f;
+        at = end + 1;
+    }
+    return mask;
+}
+
+std::string format_input_mask(std::uint32_t mask) {
+    if (mask == (1U << kF) - 1) return "all";
+    std::string s;
+    for (std::size_t f = 0; f < kF; ++f)
+        if (mask & (1U << f)) s += (s.empty() ? "" : ",") + std::string(kFeatureNames[f]);
+    return s;
+}
+
+namespace {
 
 double mean_loss(const Net& net, const std::vector<Sample>& s, double pos_weight) {
     double sum = 0;
@@ -417,6 +449,16 @@ Net train_net(const std::vector<Sample>& train, const std::vector<Sample>& val, 
         for (auto& w : net.theta) w = (2 * rng.uniform() - 1) * k;
         net.theta[o.c] = 0;
     }
+    // Masked features: their input weights start and stay at 0.
+    std::vector<char> pinned(net.size(), 0);
+    for (std::size_t f = 0; f < kF; ++f) {
+        if (opt.input_mask & (1U << f)) continue;
+        if (opt.hidden == 0) pinned[o.v + f] = 1;
+        else
+            for (std::size_t row = 0; row < 3 * opt.hidden; ++row) pinned[o.wih + row * kF + f] = 1;
+    }
+    for (std::size_t k = 0; k < net.size(); ++k)
+        if (pinned[k]) net.theta[k] = 0;
     // L2 applies to weights, not biases.
     std::vector<char> decay(net.size(), 0);
     if (opt.hidden > 0) {
@@ -451,6 +493,7 @@ Net train_net(const std::vector<Sample>& train, const std::vector<Sample>& val, 
             const double c1 = 1 - std::pow(kB1, static_cast<double>(step));
             const double c2 = 1 - std::pow(kB2, static_cast<double>(step));
             for (std::size_t k = 0; k < net.size(); ++k) {
+                if (pinned[k]) continue;
                 const double gk = grad[k] * scale + (decay[k] ? opt.l2 * net.theta[k] : 0.0);
                 m1[k] = kB1 * m1[k] + (1 - kB1) * gk;
                 m2[k] = kB2 * m2[k] + (1 - kB2) * gk * gk;

@@ -103,7 +103,15 @@ struct TrainOptions {
     // Weight of congestive examples in the loss (> 1 trades calibration and
     // false positives for recall of congestion); 1 = plain BCE.
     double pos_weight = 1.0;
+    // Bit f set: feature f is an input. A cleared bit pins that feature's
+    // input weights at 0 (e.g. to keep the loss rate out of the decision).
+    std::uint32_t input_mask = (1U << kFeatureCount) - 1;
 };
+
+// "q_now,q_p50,slope" → the mask of those features; throws naming an unknown one.
+std::uint32_t parse_input_mask(const std::string& names);
+std::string format_input_mask(std::uint32_t mask);
+const char* feature_name(std::size_t f);
 
 struct TrainReport {
     std::size_t epochs = 0;
