@@ -168,6 +168,7 @@ struct Connection::Impl {
     // ---- recovery and congestion control
     LossDetector loss;
     AckOutcome ack_out;  // reused by every ACK frame (keeps its vectors' storage)
+    std::vector<wire::Frame> rx_frames;  // of the packet being read, reused likewise
     AckTracker acks;
     Pacer pacer;
     std::unique_ptr<cc::Controller> cc;
@@ -446,7 +447,8 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
 
     // Decode every frame before acting on any, so that a malformed packet is
     // rejected whole.
-    std::vector<wire::Frame> frames;
+    std::vector<wire::Frame>& frames = rx_frames;
+    frames.clear();
     wire::Reader r(pkt.payload);
     bool ack_eliciting = false;
     while (!r.empty()) {
