@@ -289,12 +289,12 @@ private:
     // keeps them inline too (for comparison).
     void init_async_send() {
         if (const char* v = std::getenv("NDM_IO_URING_SEND"); v && std::strcmp(v, "inline") == 0) {
-            spdlog::info("ndm io: io_uring sends inline (NDM_IO_URING_SEND=inline)");
+            spdlog::debug("ndm io: io_uring sends inline (NDM_IO_URING_SEND=inline)");
             return;
         }
         unsigned limits[2] = {0, 1};  // bounded: unchanged; unbounded (sockets): 1
         if (int rc = io_uring_register_iowq_max_workers(&ring_, limits); rc < 0) {
-            spdlog::info("ndm io: io_uring sends inline: cannot limit io-wq workers ({})", std::strerror(-rc));
+            spdlog::debug("ndm io: io_uring sends inline: cannot limit io-wq workers ({})", std::strerror(-rc));
             return;
         }
         async_send_ = true;
