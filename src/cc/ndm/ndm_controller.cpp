@@ -135,22 +135,31 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
     // round's RTT floor too — each packet waits behind its predecessors —
     // but its delivery rate swings from round to round and follows the
     // window instead of staying flat.
+    // After kLongSteadyRounds steady rounds 0.4 of the threshold will do:
+    // when a queue never drains (a 4-BDP buffer), the 10 s min_rtt window
+    // forgets the base RTT and the queue looks smaller than it is.
     const float q_floor = features_.standing_queue();
     const bool saturated = steady_rate();
-    const bool standing = q_floor >= standing_ && saturated && !rate_follows_window();
+    const float threshold = steady_rounds_ >= kLongSteadyRounds ? kLongSteadyFraction * standing_ : standing_;
+    const bool standing = saturated && !rate_follows_window() && q_floor >= threshold;
     const bool forced = forgiven_in_round_ >= forgive_ || standing;
     if (!forced && p < 0.5F) {
         ++forgiven_in_round_;
         bump(counters_.forgiven);
         return;
     }
-    // A congestive verdict takes Cubic's full reduction when the evidence is
-    // of a bottleneck anyway (a steady rate over a queue) and in slow start,
-    // whose doubling overshoots the bottleneck by up to a window: a reduction
-    // scaled down by P would leave the queue overflowing (more loss than Cubic).
+    // The reduction grows with the confidence beyond the threshold, weight
+    // 2P − 1: none at P = 0.5, where a forgiven loss (P just below) has none
+    // either, Cubic's at P = 1. A verdict the model is unsure of costs little
+    // on a lossy path (order-preserving jitter makes q look consistent and
+    // fools a queue-evidence model at times). It is Cubic's full reduction
+    // when the evidence is of a bottleneck anyway (a steady rate over a
+    // queue) and in slow start, whose doubling overshoots the bottleneck by
+    // up to a window: a scaled-down reduction there leaves the queue
+    // overflowing (more loss than Cubic).
     const bool full = forced || (saturated && q_floor >= kSteadyQueue) ||
                       cubic_.cwnd() < cubic_.ssthresh();
-    const float weight = full ? 1.0F : p;
+    const float weight = full ? 1.0F : 2.0F * p - 1.0F;
     bump(forced ? counters_.forced : counters_.congestive);
     cubic_.on_congestion_event_scaled(ev, 1.0 - (1.0 - cubic_.beta()) * weight);
 }

@@ -10,8 +10,9 @@
 // - Classifier: a small GRU network run through the SIMD engine outputs
 //   P = P(loss is congestive); stepped once per round trip, and once more
 //   (without committing its state) at each loss.
-// - Decrease scaled by P: β_eff = 1 − (1 − β_cubic)·P for a loss treated as
-//   congestive. A loss with P < 0.5 is forgiven: no reduction and no
+// - Decrease scaled by the confidence: β_eff = 1 − (1 − β_cubic)·(2P − 1)
+//   for a loss treated as congestive (Cubic's β with bottleneck evidence
+//   or in slow start). A loss with P < 0.5 is forgiven: no reduction and no
 //   recovery period (one recovery period per RTT would stall Cubic's growth
 //   for good at a few % random loss).
 // - Safety rules (ndm-spec.md §5.3; El Khayat et al.'s bounded
@@ -57,6 +58,10 @@ public:
     // With a steady rate, a queue this large (× min_rtt) makes a congestive
     // verdict take Cubic's full reduction.
     static constexpr float kSteadyQueue = 0.1F;
+    // After this many steady rounds the standing-queue threshold is
+    // kLongSteadyFraction·standing (0.1·min_rtt by default).
+    static constexpr std::uint8_t kLongSteadyRounds = 4;
+    static constexpr float kLongSteadyFraction = 0.4F;
     // P is quantised to 1/1024 before use, so that the kernels' last-ulp
     // differences cannot change a decision (docs/ndm-controller.md §4).
     static constexpr float kPQuantum = 1.0F / 1024.0F;
