@@ -526,6 +526,13 @@ TEST_CASE("SentFrames keeps frames in order inline and after spilling to the hea
     REQUIRE(moved.size() == 10);
     CHECK(std::get<sent::MaxData>(copy[9]).maximum == 9);
     CHECK(std::get<sent::MaxData>(moved[0]).maximum == 0);
+    CHECK(f.empty());  // NOLINT(bugprone-use-after-move): moved-from is specified empty
+    CHECK(f.begin() == f.end());
+    f.push_back(sent::Ping{});
+    CHECK(f.size() == 1);
+    moved = std::move(copy);
+    CHECK(copy.empty());  // NOLINT(bugprone-use-after-move)
+    CHECK(moved.size() == 10);
     ndm::transport::SentFrames small;
     small.push_back(sent::Ping{});
     auto small_copy = small;

@@ -36,6 +36,22 @@ class SentFrames {
 public:
     static constexpr std::size_t kInline = 3;
 
+    SentFrames() = default;
+    SentFrames(const SentFrames&) = default;
+    SentFrames& operator=(const SentFrames&) = default;
+    // A moved-from SentFrames is empty (its count must not outlive its frames).
+    SentFrames(SentFrames&& o) noexcept : inline_(o.inline_), n_(o.n_), heap_(std::move(o.heap_)) { o.reset(); }
+    SentFrames& operator=(SentFrames&& o) noexcept {
+        if (this != &o) {
+            inline_ = o.inline_;
+            n_ = o.n_;
+            heap_ = std::move(o.heap_);
+            o.reset();
+        }
+        return *this;
+    }
+    ~SentFrames() = default;
+
     void push_back(const SentFrame& f) {
         if (heap_.empty() && n_ < kInline) {
             inline_[n_++] = f;
@@ -52,6 +68,11 @@ public:
     [[nodiscard]] const SentFrame& operator[](std::size_t i) const { return begin()[i]; }
 
 private:
+    void reset() {
+        n_ = 0;
+        heap_.clear();
+    }
+
     std::array<SentFrame, kInline> inline_{};
     std::size_t n_ = 0;
     std::vector<SentFrame> heap_;  // all n_ frames once there are more than kInline
