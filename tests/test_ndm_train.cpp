@@ -133,6 +133,66 @@ TEST_CASE("ndm-train labels: a droptail bottleneck gives congestive events, rand
     }
 }
 
+TEST_CASE("ndm-train labels with competing flows on the bottleneck: only the recorded flow's drops count") {
+    tr::ScenarioSpec s;
+    s.info.family = "loss";
+    s.seconds = 3;
+    s.controller = "cubic";
+    s.competitors = {"cubic", "reno"};
+    s.competitor_start = 0.5;
+    SUBCASE("droptail only") {
+        s.profile = "delay=10ms,up.rate=10mbit,up.queue=20pkt";
+        tr::ScenarioOutcome o;
+        const auto r = tr::run_scenario(s, &o);
+        REQUIRE_FALSE(r.empty());
+        CHECK(o.unattributed_drops == 0);
+        // The shared link carried the competitors' datagrams too.
+        CHECK(o.path.sent > o.packets_sent + 500);
+        std::uint64_t attributed = 0;
+        for (const auto& e : r) {
+            CHECK(e.label == 1);
+            CHECK(e.causes[tr::kRandom] + e.causes[tr::kBurst] == 0);
+            attributed += e.causes[tr::kQueue];
+        }
+        // The bottleneck dropped more than the recorded flow lost: the rest were the competitors'.
+        CHECK(o.path.dropped_queue > attributed);
+    }
+    SUBCASE("random loss, no rate limit") {
+        s.profile = "delay=10ms,up.loss=3%";
+        tr::ScenarioOutcome o;
+        const auto r = tr::run_scenario(s, &o);
+        REQUIRE(r.size() > 10);
+        CHECK(o.unattributed_drops == 0);
+        for (const auto& e : r) {
+            CHECK(e.label == 0);
+            CHECK(e.causes[tr::kRandom] == e.lost);
+        }
+    }
+}
+
+TEST_CASE("ndm-train scenarios: --compete adds competitors and changes nothing else") {
+    tr::GenerateOptions o;
+    o.scenarios = 200;
+    const auto plain = tr::make_scenarios(o);
+    o.compete = 0.5;
+    const auto shared = tr::make_scenarios(o);
+    REQUIRE(plain.size() == shared.size());
+    std::size_t with = 0;
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+        CAPTURE(shared[i].info.description);
+        CHECK(plain[i].competitors.empty());
+        CHECK(plain[i].profile == shared[i].profile);
+        CHECK(plain[i].controller == shared[i].controller);
+        CHECK(plain[i].seconds == shared[i].seconds);
+        CHECK(plain[i].info.split == shared[i].info.split);
+        if (shared[i].competitors.empty()) continue;
+        ++with;
+        CHECK(shared[i].competitors.size() <= 3);
+        CHECK((shared[i].info.family == "loss" || shared[i].info.family == "burst" || shared[i].info.family == "codel"));
+    }
+    CHECK(with > 10);
+}
+
 TEST_CASE("ndm-train dataset: write/read round trip and clear errors") {
     tr::Dataset d;
     d.scenarios.push_back({3, 42, "codel", tr::Split::test, "codel cc=reno profile=x"});

@@ -69,6 +69,11 @@ void add_generate_options(CLI::App* c, GenArgs& a) {
         ->delimiter(',')
         ->capture_default_str();
     c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm sender (e.g. model=x.ndmm)");
+    c->add_option("--compete", a.gen.compete,
+                  "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm flows (0: none, as the shipped "
+                  "models were trained)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
 }
 
 void add_train_options(CLI::App* c, TrainArgs& a) {
@@ -120,9 +125,10 @@ Dataset run_generate(const GenArgs& a) {
 }
 
 std::string dataset_comment(const GenArgs& a) {
-    return fmt::format("{} generate --seed {} --scenarios {} --seconds {} --cc {}{}", kTrainerVersion, a.gen.seed,
+    return fmt::format("{} generate --seed {} --scenarios {} --seconds {} --cc {}{}{}", kTrainerVersion, a.gen.seed,
                        a.gen.scenarios, a.gen.seconds, fmt::join(a.gen.controllers, ","),
-                       a.gen.ndm_options.empty() ? "" : " --ndm-options " + a.gen.ndm_options);
+                       a.gen.ndm_options.empty() ? "" : " --ndm-options " + a.gen.ndm_options,
+                       a.gen.compete > 0 ? fmt::format(" --compete {}", a.gen.compete) : "");
 }
 
 void print_summary(const Dataset& d) {
@@ -414,8 +420,9 @@ int main(int argc, char** argv) {
             save_dataset(data_path, d, dataset_comment(ship_gen));
             print_summary(d);
             const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            const std::string dataset = fmt::format("generate --seed {} --scenarios {} --seconds {} ({} events)",
+            const std::string dataset = fmt::format("generate --seed {} --scenarios {} --seconds {}{} ({} events)",
                                                     ship_gen.gen.seed, ship_gen.gen.scenarios, ship_gen.gen.seconds,
+                                                    ship_gen.gen.compete > 0 ? fmt::format(" --compete {}", ship_gen.gen.compete) : "",
                                                     d.records.size());
             cc::ndm::Model m;
             std::string what;

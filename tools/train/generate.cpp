@@ -188,6 +188,40 @@ private:
     LossLedger& ledger_;
 };
 
+// The shared bottleneck of a scenario with competing flows: every datagram
+// starts with its flow's byte (sim::run_shared_path); only flow 0's
+// datagrams go to the ledger, and the emulator's events are renumbered from
+// the shared link's send index to flow 0's own.
+class TapSharedLink final : public sim::Link {
+public:
+    TapSharedLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : inner_(std::move(inner)), ledger_(ledger) {
+        inner_->set_observer([this](const emu::PacketEvent& ev) {
+            if (ev.index >= local_.size() || local_[ev.index] < 0) return;
+            emu::PacketEvent mine = ev;
+            mine.index = static_cast<std::uint64_t>(local_[ev.index]);
+            ledger_.on_emulator(mine);
+        });
+    }
+    void send(std::span<const std::uint8_t> datagram, Instant now) override {
+        if (!datagram.empty() && datagram[0] == 0) {
+            local_.push_back(static_cast<std::int64_t>(sent_++));
+            ledger_.on_link_send();
+        } else {
+            local_.push_back(-1);
+        }
+        inner_->send(datagram, now);
+    }
+    [[nodiscard]] Instant next_delivery() const override { return inner_->next_delivery(); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_->deliver(now, out); }
+    [[nodiscard]] sim::LinkStats stats() const override { return inner_->stats(); }
+
+private:
+    std::unique_ptr<emu::EmulatedLink> inner_;
+    LossLedger& ledger_;
+    std::vector<std::int64_t> local_;  // shared send index → flow 0's send index, −1 for other flows
+    std::uint64_t sent_ = 0;
+};
+
 // ---------------------------------------------------------------- sampling
 
 struct Sampler {
@@ -301,6 +335,16 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
             pps = 20e6 / 8 / static_cast<double>(sc.packet_size);
         }
         sc.profile = spec;
+        if (o.compete > 0 && (sc.info.family == "loss" || sc.info.family == "burst" || sc.info.family == "codel")) {
+            Sampler c{sim::Xoshiro256(sim::splitmix64(sc.info.seed ^ 0xc0ffee5eedULL))};
+            if (c.chance(o.compete)) {
+                static constexpr const char* kCompetitors[] = {"cubic", "reno", "ndm"};
+                const std::size_t n = 1 + c.pick(3);
+                for (std::size_t k = 0; k < n; ++k) sc.competitors.emplace_back(kCompetitors[c.pick(3)]);
+                sc.competitor_start = c.uniform(0, 2);
+                sc.competitor_ndm_options = o.ndm_options;
+            }
+        }
         // Long enough for ~40 000 bottleneck packets or 200 RTTs, within the bound.
         double secs = o.seconds;
         if (pps > 0) secs = std::min(secs, std::max(40000 / pps, 200 * rtt_ms / 1000));
@@ -312,6 +356,8 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
         else sc.info.split = Split::train;
         sc.info.description = fmt::format("{} cc={} rtt={:.1f}ms packet={} secs={:.1f} profile={}", sc.info.family,
                                           sc.controller, rtt_ms, sc.packet_size, sc.seconds, spec);
+        if (!sc.competitors.empty())
+            sc.info.description += fmt::format(" compete={}@{:.2f}s", fmt::join(sc.competitors, "+"), sc.competitor_start);
         out.push_back(std::move(sc));
     }
     return out;
@@ -328,6 +374,47 @@ std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome
         Guard(const Guard&) = delete;
         Guard& operator=(const Guard&) = delete;
     } guard(&rec);
+
+    if (!s.competitors.empty()) {
+        sim::SharedPathSpec sp;
+        std::uint64_t flow_seed = s.info.seed * 2 + 1;
+        auto flow = [&](const std::string& cc, const std::string& options, Duration start) {
+            sim::FlowSpec f;
+            f.client.cc = cc;
+            f.client.cc_options = options;
+            f.client.max_datagram_size = f.server.max_datagram_size = s.packet_size;
+            f.client.seed = flow_seed++;
+            f.server.seed = flow_seed++;
+            f.start = start;
+            f.seed = flow_seed;
+            sp.flows.push_back(std::move(f));
+        };
+        flow(kTapName, "", Duration::zero());
+        for (const auto& c : s.competitors)
+            flow(c, c == "ndm" ? s.competitor_ndm_options : "", std::chrono::duration_cast<Duration>(
+                                                                   std::chrono::duration<double>(s.competitor_start)));
+        sp.bottleneck = [&]() -> std::unique_ptr<sim::Link> {
+            return std::make_unique<TapSharedLink>(emu::make_link(profile, emu::Direction::up, s.info.seed), rec.ledger);
+        };
+        std::uint64_t back = 0;
+        sp.return_path = [&]() -> std::unique_ptr<sim::Link> {
+            return emu::make_link(profile, emu::Direction::down, s.info.seed + 7919 * back++);
+        };
+        sp.send_until = from_seconds(s.seconds);
+        sp.interval = from_seconds(s.seconds + 1);
+        sp.deadline = from_seconds(s.seconds + 30);
+        const auto r = sim::run_shared_path(sp);
+        if (outcome) {
+            const auto& f0 = r.flows.front();
+            outcome->goodput_mbit = static_cast<double>(f0.bytes_delivered) * 8 / 1e6 / s.seconds;
+            outcome->packets_sent = f0.client_stats.packets_sent;
+            outcome->packets_lost = f0.client_stats.packets_lost;
+            outcome->unattributed_drops = rec.ledger.unattributed_drops();
+            outcome->path = r.bottleneck;
+            outcome->failure = f0.completed ? "" : f0.failure;
+        }
+        return std::move(rec.records);
+    }
 
     sim::TransferSpec spec;
     spec.client.cc = kTapName;

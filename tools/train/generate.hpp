@@ -26,6 +26,11 @@ struct ScenarioSpec {
     double seconds = 10;       // virtual sending time
     double buffer_bdp = 0;     // the bottleneck buffer in BDPs (loss, burst, codel families; 0 otherwise)
     long long buffer_packets = 0;  // and in packets
+    // Competing flows sharing the bottleneck (sim::run_shared_path), by
+    // controller name, each starting competitor_start after the recorded flow.
+    std::vector<std::string> competitors;
+    double competitor_start = 0;  // seconds
+    std::string competitor_ndm_options;  // options of competing ndm flows
 };
 
 struct GenerateOptions {
@@ -37,6 +42,11 @@ struct GenerateOptions {
     // run (the hand-set v1 the shipped learned model was trained with), so a
     // dataset does not change when the compiled-in default does.
     std::string ndm_options = "model=" NDM_TRAIN_MODELS_DIR "/ndm-handset-v1.ndmm";
+    // Fraction of bottleneck scenarios (loss, burst, codel families) given
+    // 1–3 competing cubic/reno/ndm flows on the bottleneck. Drawn from a
+    // separate random stream: every other parameter of every scenario is the
+    // same as with 0 (the default, which the shipped models were trained with).
+    double compete = 0;
 };
 
 // The small fixed "check set" whose AUC `ndm-train ship` records in the
