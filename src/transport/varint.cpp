@@ -5,22 +5,6 @@
 
 namespace ndm::wire {
 
-std::optional<std::uint64_t> Reader::varint() {
-    if (empty()) return std::nullopt;
-    // The two high bits of the first byte give the length: 1 << prefix bytes.
-    const std::size_t len = std::size_t{1} << (data_[pos_] >> 6);
-    if (remaining() < len) return std::nullopt;
-    std::uint64_t v = data_[pos_] & 0x3f;
-    for (std::size_t i = 1; i < len; ++i) v = (v << 8) | data_[pos_ + i];
-    pos_ += len;
-    return v;
-}
-
-std::optional<std::uint8_t> Reader::u8() {
-    if (empty()) return std::nullopt;
-    return data_[pos_++];
-}
-
 std::optional<std::uint32_t> Reader::u32() {
     auto v = uint(4);
     if (!v) return std::nullopt;
@@ -40,38 +24,6 @@ std::optional<std::span<const std::uint8_t>> Reader::bytes(std::size_t n) {
     auto s = data_.subspan(pos_, n);
     pos_ += n;
     return s;
-}
-
-bool Writer::varint(std::uint64_t v) {
-    if (v > kVarintMax) return false;
-    return varint_fixed(v, varint_size(v));
-}
-
-bool Writer::varint_fixed(std::uint64_t v, std::size_t nbytes) {
-    std::uint8_t prefix = 0;
-    switch (nbytes) {
-        case 1: prefix = 0x00; break;
-        case 2: prefix = 0x40; break;
-        case 4: prefix = 0x80; break;
-        case 8: prefix = 0xc0; break;
-        default: return false;
-    }
-    // nbytes bytes hold 8*nbytes-2 value bits.
-    if (v > kVarintMax || (nbytes < 8 && v >= (std::uint64_t{1} << (8 * nbytes - 2)))) return false;
-    if (remaining() < nbytes) return false;
-    for (std::size_t i = nbytes; i-- > 0;) {
-        out_[pos_ + i] = static_cast<std::uint8_t>(v);
-        v >>= 8;
-    }
-    out_[pos_] |= prefix;
-    pos_ += nbytes;
-    return true;
-}
-
-bool Writer::u8(std::uint8_t v) {
-    if (remaining() < 1) return false;
-    out_[pos_++] = v;
-    return true;
 }
 
 bool Writer::u32(std::uint32_t v) { return uint(v, 4); }

@@ -58,4 +58,71 @@ private:
     std::size_t pos_ = 0;
 };
 
+// The per-field codec is inline: it runs for every header and frame field of
+// every packet, and a call per field showed in profiles of the core.
+namespace detail {
+// Fixed-width big-endian loads and stores written byte by byte: compilers
+// merge them into one byte-swapped access (and, unlike memcpy, they do not
+// trip -Wstringop-overflow on buffers shorter than the dead wider cases).
+template <class T>
+T load_big_endian(const std::uint8_t* p) {
+    T v = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>((v << 8) | p[i]);
+    return v;
+}
+template <class T>
+void store_big_endian(std::uint8_t* p, T v) {
+    for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * (sizeof(T) - 1 - i)));
+}
+}  // namespace detail
+
+inline std::optional<std::uint64_t> Reader::varint() {
+    if (empty()) return std::nullopt;
+    const std::uint8_t* p = data_.data() + pos_;
+    // The two high bits of the first byte give the length: 1 << prefix bytes.
+    const std::size_t len = std::size_t{1} << (p[0] >> 6);
+    if (remaining() < len) return std::nullopt;
+    std::uint64_t v;
+    switch (len) {
+        case 1: v = p[0]; break;
+        case 2: v = detail::load_big_endian<std::uint16_t>(p) & 0x3fffu; break;
+        case 4: v = detail::load_big_endian<std::uint32_t>(p) & 0x3fffffffu; break;
+        default: v = detail::load_big_endian<std::uint64_t>(p) & kVarintMax; break;
+    }
+    pos_ += len;
+    return v;
+}
+
+inline std::optional<std::uint8_t> Reader::u8() {
+    if (empty()) return std::nullopt;
+    return data_[pos_++];
+}
+
+inline bool Writer::varint_fixed(std::uint64_t v, std::size_t nbytes) {
+    if (nbytes != 1 && nbytes != 2 && nbytes != 4 && nbytes != 8) return false;
+    // nbytes bytes hold 8*nbytes-2 value bits.
+    if (v > kVarintMax || (nbytes < 8 && v >= (std::uint64_t{1} << (8 * nbytes - 2)))) return false;
+    if (remaining() < nbytes) return false;
+    std::uint8_t* p = out_.data() + pos_;
+    switch (nbytes) {
+        case 1: p[0] = static_cast<std::uint8_t>(v); break;
+        case 2: detail::store_big_endian(p, static_cast<std::uint16_t>(v | 0x4000u)); break;
+        case 4: detail::store_big_endian(p, static_cast<std::uint32_t>(v | 0x80000000u)); break;
+        default: detail::store_big_endian(p, v | 0xc000000000000000u); break;
+    }
+    pos_ += nbytes;
+    return true;
+}
+
+inline bool Writer::varint(std::uint64_t v) {
+    if (v > kVarintMax) return false;
+    return varint_fixed(v, varint_size(v));
+}
+
+inline bool Writer::u8(std::uint8_t v) {
+    if (remaining() < 1) return false;
+    out_[pos_++] = v;
+    return true;
+}
+
 }  // namespace ndm::wire
