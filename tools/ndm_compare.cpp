@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/cli.hpp"
+#include "common/logging.hpp"
 #include "common/cc_entry.hpp"
 #include "common/compete.hpp"
 #include "common/emu_path.hpp"
@@ -207,6 +208,7 @@ int run_compete_mode(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ndm::tools::log_to_stderr();
     Options o;
     CLI::App app{
         "ndm-compare: run congestion controllers in turn under one emulated network profile and print the seed\n"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/logging.hpp"
 #include "common/emu_relay.hpp"
 #include "common/netns_shell.hpp"
 #include "ndm/emu.hpp"
@@ -44,6 +45,7 @@ int relay(const RelayOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ndm::tools::log_to_stderr();
     CLI::App app{
         "ndm-emu: the ndm network emulator (delay, jitter, loss, rate, queues, Mahimahi traces).\n"
         "Profiles: a preset name (see `ndm-emu presets`), optionally with overrides\n"

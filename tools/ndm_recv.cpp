@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/units.hpp"
@@ -340,6 +341,7 @@ struct Server {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ndm::tools::log_to_stderr();
     std::uint16_t port = 5201;
     std::string bind = "::";
     bool one_off = false, json_out = false;

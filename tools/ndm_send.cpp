@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/units.hpp"
@@ -405,6 +406,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
 }  // namespace
 
 int main(int argc, char** argv) {
+    ndm::tools::log_to_stderr();
     Options o;
     std::string profile_name;
     CLI::App app{

@@ -16,6 +16,7 @@
 
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
+#include "common/logging.hpp"
 
 namespace {
 
@@ -109,6 +110,7 @@ int fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ndm::tools::log_to_stderr();
     CLI::App app{"ndm-sim: a bulk transfer between two ndm connections over a simulated path, in virtual time"};
     std::string bytes_arg = "32M";
     double time_s = 0, delay_ms = 25, loss_pct = 0, rate_mbps = 50, interval_s = 1, deadline_s = 3600;

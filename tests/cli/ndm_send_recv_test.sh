@@ -42,6 +42,18 @@ else
   done
 fi
 
+# 2b. io_uring unavailable: the fallback's log line goes to stderr, and -J stays one JSON document.
+export NDM_IO_FORCE_PROBE_FAIL=1
+start_server -J
+timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -J > "$out/fallback.json" 2> "$out/fallback_err.txt" || fail "ndm-send (fallback) exit $?"
+finish_server
+unset NDM_IO_FORCE_PROBE_FAIL
+grep -q "using the epoll fallback" "$out/fallback_err.txt" || fail "no fallback log line on stderr"
+for f in fallback.json recv.txt; do
+  [ "$(head -c 1 "$out/$f")" = "{" ] && [ "$(tail -c 2 "$out/$f" | head -c 1)" = "}" ] || fail "$f is not one JSON document"
+  if command -v python3 > /dev/null; then python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/$f" || fail "$f does not parse"; fi
+done
+
 # 3. -P 3: three connections served as one test, per-connection rows plus [SUM], all byte-exact.
 start_server
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 3 > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -P exit $?"
