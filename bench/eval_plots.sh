@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The plots of issue 7's evaluation (bench/RESULTS.md "ndm evaluation"): bitrate
+# and cwnd over time of ndm, cubic, reno and ndm-lkm, one seed, virtual time,
+# written as SVG to bench/plots/ by ndm-compare (its plot.svg).
+#
+#   bench/eval_plots.sh [BUILD_DIR]      (env: SECS=30, SEED=1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+SECS=${SECS:-30}
+SEED=${SEED:-1}
+CMP="$BUILD_DIR/tools/ndm-compare"
+[ -x "$CMP" ] || { echo "eval_plots: $CMP not found; build first (scripts/build.sh)" >&2; exit 1; }
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+mkdir -p bench/plots
+
+plot() {  # NAME PROFILE PACKETS CONTROLLERS
+  "$CMP" --virtual -q -t "$SECS" --seed "$SEED" --profile "$2" --packets "$3" --cc "$4" --out "$OUT/$1" > /dev/null
+  cp "$OUT/$1/plot.svg" "bench/plots/$1.svg"
+  echo "bench/plots/$1.svg: $2, $3 packets, $4"
+}
+
+plot urban-lte-1452 urban-lte realistic ndm,cubic,reno,ndm-lkm
+plot urban-lte-65507 urban-lte seed ndm,cubic,reno,ndm-lkm
+plot urban-lte-inorder-1452 urban-lte-inorder realistic ndm,cubic,reno,ndm-lkm
+plot droptail-1bdp "delay=25ms,rate=20mbit,queue=86pkt" realistic ndm,cubic,reno
+plot droptail-quarter-bdp "delay=25ms,rate=20mbit,queue=22pkt" realistic ndm,cubic,reno
