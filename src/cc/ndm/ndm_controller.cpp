@@ -65,6 +65,10 @@ const Kernels* pick_kernels(const Options& o) {
     return &kernels_for(*s);
 }
 
+// A window this many times what the path delivers per round trip, at a
+// steady delivery rate, marks a saturated bottleneck (rule 3b).
+constexpr float kUndelivered = 1.25F;
+
 }  // namespace
 
 NdmController::NdmController(const Params& params, const Options& options)
@@ -142,7 +146,20 @@ void NdmController::on_congestion_event(const CongestionEvent& ev) {
     const bool saturated = steady_rate();
     const float threshold = steady_rounds_ >= kLongSteadyRounds ? kLongSteadyFraction * standing_ : standing_;
     const bool standing = saturated && !rate_follows_window() && q_floor >= threshold;
-    const bool forced = forgiven_in_round_ >= forgive_ || standing;
+    // A saturated bottleneck that does not deliver the window: a steady
+    // delivery rate, and a window more than kUndelivered times what the
+    // path delivers per round trip (rate × min_rtt × (1 + q_p90), BBR's
+    // inflight-versus-BDP). A tiny buffer (a few packets) overflows with
+    // almost no queueing delay, so queue evidence reads its drops as random
+    // and the forgive budget of 3 per round is most of a few-packet window
+    // (ndm lost 30 % of its packets at a 3-packet buffer, Cubic 5 %). Without
+    // a bottleneck a random-loss path delivers about the window; a jittery
+    // one has no steady rate.
+    const float delivered = features_.round_rate() * static_cast<float>(to_seconds(features_.min_rtt())) *
+                            (1.0F + features_.round()[kQueueP90]);
+    const bool undelivered =
+        saturated && delivered > 0 && static_cast<float>(cubic_.cwnd()) > kUndelivered * delivered;
+    const bool forced = forgiven_in_round_ >= forgive_ || standing || undelivered;
     if (!forced && p < 0.5F) {
         ++forgiven_in_round_;
         bump(counters_.forgiven);
