@@ -20,7 +20,9 @@
 //   persistent congestion (RTO-like) always congestive and collapses the
 //   window; a standing queue (the round's smallest queueing delay
 //   ≥ standing·min_rtt) at a saturated bottleneck (a steady delivery rate)
-//   makes every loss congestive (P = 1). There is
+//   makes every loss congestive (P = 1), and so does a steady delivery
+//   rate with a window above 1.25× what the path delivers per round trip
+//   (a tiny buffer overflows with almost no queue). There is
 //   deliberately no loss-rate rule: on a lossy path the loss rate is exactly
 //   what must not decide (issue 7; queueing evidence at the loss does).
 #pragma once
