@@ -33,6 +33,7 @@
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/sim.hpp"
+#include "ndm_test_util.hpp"
 
 using namespace std::chrono_literals;
 namespace nn = ndm::cc::ndm;
@@ -303,17 +304,7 @@ namespace {
 // A model that forgives every loss (P = σ(−20)), saved where the controller
 // can load it by path: the tests below see the safety rules alone.
 std::string forgive_all_model() {
-    nn::Model m;
-    m.input_dim = nn::kFeatureCount;
-    nn::Layer head;
-    head.kind = nn::LayerKind::dense;
-    head.act = nn::Act::sigmoid;
-    head.in = nn::kFeatureCount;
-    head.out = 1;
-    head.params.assign(nn::kFeatureCount + 1, 0.0F);
-    head.params.back() = -20.0F;
-    m.layers.push_back(head);
-    m.validate();
+    const nn::Model m = ndm::test::constant_model(-20.0F);
     const auto path = std::filesystem::temp_directory_path() /
                       ("ndm-test-forgive-all-" + std::to_string(::getpid()) + ".ndmm");
     nn::save_model(m, path);
@@ -531,16 +522,7 @@ TEST_CASE("ndm: an in-order jittery link's raised RTT floor is not taken for a s
     // so the standing-queue rule stays out of the way (the droptail cases
     // above and bench/ndm_eval.sh check that it still fires at a bottleneck).
     auto goodput = [&](const ndm::emu::Profile& profile, const std::string& cc, std::uint64_t seed) {
-        ndm::sim::TransferSpec spec;
-        spec.client.cc = cc;
-        spec.client.max_datagram_size = spec.server.max_datagram_size = 1452;
-        spec.client.seed = seed * 2 + 1;
-        spec.server.seed = seed * 2 + 2;
-        spec.client_to_server_factory = [&] { return ndm::emu::make_link(profile, ndm::emu::Direction::up, seed); };
-        spec.server_to_client_factory = [&] { return ndm::emu::make_link(profile, ndm::emu::Direction::down, seed); };
-        spec.send_for = 20s;
-        spec.deadline = 120s;
-        spec.seed = seed;
+        const auto spec = ndm::test::emulated_transfer(profile, cc, seed, 20s);
         const auto r = ndm::sim::run_transfer(spec);
         REQUIRE_MESSAGE(r.completed, r.failure);
         CHECK(r.hash_match);
@@ -577,16 +559,7 @@ TEST_CASE("ndm: a tiny bottleneck buffer's drops are congestive though its queue
     // rule ndm lost 30 % of its packets against Cubic's 5.1 %, after it 11 %.
     auto loss_rate = [](const std::string& cc, std::uint64_t seed) {
         const auto profile = ndm::emu::parse_profile("delay=6ms,rate=2.7mbit,queue=3pkt");
-        ndm::sim::TransferSpec spec;
-        spec.client.cc = cc;
-        spec.client.max_datagram_size = spec.server.max_datagram_size = 1452;
-        spec.client.seed = seed * 2 + 1;
-        spec.server.seed = seed * 2 + 2;
-        spec.client_to_server_factory = [&] { return ndm::emu::make_link(profile, ndm::emu::Direction::up, seed); };
-        spec.server_to_client_factory = [&] { return ndm::emu::make_link(profile, ndm::emu::Direction::down, seed); };
-        spec.send_for = 10s;
-        spec.deadline = 120s;
-        spec.seed = seed;
+        const auto spec = ndm::test::emulated_transfer(profile, cc, seed, 10s);
         const auto r = ndm::sim::run_transfer(spec);
         REQUIRE_MESSAGE(r.completed, r.failure);
         CHECK(r.hash_match);

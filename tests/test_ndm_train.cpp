@@ -22,6 +22,7 @@
 #include "train/generate.hpp"
 #include "train/learn.hpp"
 #include "train/outcome.hpp"
+#include "ndm_test_util.hpp"
 
 using namespace std::chrono_literals;
 namespace nn = ndm::cc::ndm;
@@ -439,20 +440,7 @@ TEST_CASE("ndm-train: selection by outcome rejects a model that forgives a filli
     // reaction) and "no loss is": the second gains goodput on random loss but
     // loses more packets than Cubic at a droptail bottleneck, so it is not
     // admissible whatever its goodput.
-    auto constant = [](float bias) {
-        nn::Model m;
-        m.input_dim = nn::kFeatureCount;
-        nn::Layer head;
-        head.kind = nn::LayerKind::dense;
-        head.act = nn::Act::sigmoid;
-        head.in = nn::kFeatureCount;
-        head.out = 1;
-        head.params.assign(nn::kFeatureCount + 1, 0.0F);
-        head.params.back() = bias;
-        m.layers.push_back(head);
-        m.validate();
-        return m;
-    };
+    auto constant = [](float bias) { return ndm::test::constant_model(bias); };
     tr::OutcomeOptions o;
     o.congestion = 2;
     o.random = 2;
