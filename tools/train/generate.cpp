@@ -169,32 +169,40 @@ void register_tap() {
     });
 }
 
-// The client → server link, reporting each datagram to the ledger.
-class TapLink final : public sim::Link {
+// The client → server link, reporting datagrams to the ledger; the two taps
+// below differ in which datagrams are the recorded flow's.
+class LedgerLink : public sim::Link {
 public:
-    TapLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : inner_(std::move(inner)), ledger_(ledger) {
+    [[nodiscard]] Instant next_delivery() const override { return inner_->next_delivery(); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_->deliver(now, out); }
+    [[nodiscard]] sim::LinkStats stats() const override { return inner_->stats(); }
+
+protected:
+    LedgerLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : inner_(std::move(inner)), ledger_(ledger) {}
+
+    std::unique_ptr<emu::EmulatedLink> inner_;
+    LossLedger& ledger_;
+};
+
+// A path of its own: every datagram is the recorded flow's.
+class TapLink final : public LedgerLink {
+public:
+    TapLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : LedgerLink(std::move(inner), ledger) {
         inner_->set_observer([this](const emu::PacketEvent& ev) { ledger_.on_emulator(ev); });
     }
     void send(std::span<const std::uint8_t> datagram, Instant now) override {
         ledger_.on_link_send();
         inner_->send(datagram, now);
     }
-    [[nodiscard]] Instant next_delivery() const override { return inner_->next_delivery(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_->deliver(now, out); }
-    [[nodiscard]] sim::LinkStats stats() const override { return inner_->stats(); }
-
-private:
-    std::unique_ptr<emu::EmulatedLink> inner_;
-    LossLedger& ledger_;
 };
 
 // The shared bottleneck of a scenario with competing flows: every datagram
 // starts with its flow's byte (sim::run_shared_path); only flow 0's
 // datagrams go to the ledger, and the emulator's events are renumbered from
 // the shared link's send index to flow 0's own.
-class TapSharedLink final : public sim::Link {
+class TapSharedLink final : public LedgerLink {
 public:
-    TapSharedLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : inner_(std::move(inner)), ledger_(ledger) {
+    TapSharedLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : LedgerLink(std::move(inner), ledger) {
         inner_->set_observer([this](const emu::PacketEvent& ev) {
             if (ev.index >= local_.size() || local_[ev.index] < 0) return;
             emu::PacketEvent mine = ev;
@@ -211,13 +219,8 @@ public:
         }
         inner_->send(datagram, now);
     }
-    [[nodiscard]] Instant next_delivery() const override { return inner_->next_delivery(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_->deliver(now, out); }
-    [[nodiscard]] sim::LinkStats stats() const override { return inner_->stats(); }
 
 private:
-    std::unique_ptr<emu::EmulatedLink> inner_;
-    LossLedger& ledger_;
     std::vector<std::int64_t> local_;  // shared send index → flow 0's send index, −1 for other flows
     std::uint64_t sent_ = 0;
 };
