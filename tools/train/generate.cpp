@@ -257,6 +257,18 @@ std::string burst_loss(Sampler& s, const char* prefix) {
                        pct(s.uniform(0.5, 1.0)));
 }
 
+// The recorded flow's outcome; `path` is the link it was labelled on (its own,
+// or the bottleneck it shared).
+void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const sim::LinkStats& path,
+                  const LossLedger& ledger, double seconds) {
+    out.goodput_mbit = static_cast<double>(flow.bytes_delivered) * 8 / 1e6 / seconds;
+    out.packets_sent = flow.client_stats.packets_sent;
+    out.packets_lost = flow.client_stats.packets_lost;
+    out.unattributed_drops = ledger.unattributed_drops();
+    out.path = path;
+    out.failure = flow.completed ? "" : flow.failure;
+}
+
 }  // namespace
 
 GenerateOptions check_options() {
@@ -407,15 +419,7 @@ std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome
         sp.interval = from_seconds(s.seconds + 1);
         sp.deadline = from_seconds(s.seconds + 30);
         const auto r = sim::run_shared_path(sp);
-        if (outcome) {
-            const auto& f0 = r.flows.front();
-            outcome->goodput_mbit = static_cast<double>(f0.bytes_delivered) * 8 / 1e6 / s.seconds;
-            outcome->packets_sent = f0.client_stats.packets_sent;
-            outcome->packets_lost = f0.client_stats.packets_lost;
-            outcome->unattributed_drops = rec.ledger.unattributed_drops();
-            outcome->path = r.bottleneck;
-            outcome->failure = f0.completed ? "" : f0.failure;
-        }
+        if (outcome) fill_outcome(*outcome, r.flows.front(), r.bottleneck, rec.ledger, s.seconds);
         return std::move(rec.records);
     }
 
@@ -435,14 +439,7 @@ std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome
     spec.deadline = from_seconds(s.seconds + 30);
     spec.seed = s.info.seed;
     const auto r = sim::run_transfer(spec);
-    if (outcome) {
-        outcome->goodput_mbit = static_cast<double>(r.bytes_delivered) * 8 / 1e6 / s.seconds;
-        outcome->packets_sent = r.client_stats.packets_sent;
-        outcome->packets_lost = r.client_stats.packets_lost;
-        outcome->unattributed_drops = rec.ledger.unattributed_drops();
-        outcome->path = r.client_to_server;
-        outcome->failure = r.completed ? "" : r.failure;
-    }
+    if (outcome) fill_outcome(*outcome, r, r.client_to_server, rec.ledger, s.seconds);
     return std::move(rec.records);
 }
 
