@@ -110,7 +110,7 @@ void NdmController::on_ack(const AckEvent& ev) {
         steady_rounds_ = steady ? static_cast<std::uint8_t>(std::min(steady_rounds_ + 1, 255)) : 0;
         prev_rate_ = rate;
         if (++rounds_since_snapshot_ >= kSnapshotRounds || snap_rate_ <= 0) {
-            snap_rate_ = features_.round_rate();
+            snap_rate_ = rate;
             snap_cwnd_ = static_cast<float>(cubic_.cwnd());
             rounds_since_snapshot_ = 0;
         }
