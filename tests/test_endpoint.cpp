@@ -96,6 +96,25 @@ private:
     std::uint64_t s_;
 };
 
+// Sets an environment variable for one scope (the backends read theirs when created).
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        setenv(name, value, 1);
+    }
+    ~ScopedEnv() {
+        if (old_) setenv(name_, old_->c_str(), 1);
+        else unsetenv(name_);
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
 // Picks the backend for this SUBCASE; false (with a MESSAGE) if the machine lacks it.
 bool pick_backend(IoBackend b, EndpointConfig& cfg) {
     if (b == IoBackend::uring && !io::probe_uring().available) {
@@ -427,10 +446,10 @@ TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so
     const auto level = logger->level();
     logger->sinks().push_back(sink);
     logger->set_level(spdlog::level::info);
-    setenv("NDM_IO_FORCE_PROBE_FAIL", "1", 1);
     EndpointConfig cfg;
     cfg.bind_address = "127.0.0.1";
     {
+        ScopedEnv force("NDM_IO_FORCE_PROBE_FAIL", "1");
         Endpoint ep(cfg);
         CHECK(ep.backend() == IoBackend::epoll);
         cfg.backend = IoBackend::uring;
@@ -442,7 +461,6 @@ TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so
         CHECK(run.completed);
         CHECK(server.backend() == IoBackend::epoll);
     }
-    unsetenv("NDM_IO_FORCE_PROBE_FAIL");
     logger->sinks().pop_back();
     logger->set_level(level);
     CHECK(log.str().find("io_uring unavailable (forced by NDM_IO_FORCE_PROBE_FAIL=1); using the epoll fallback") !=
@@ -584,6 +602,12 @@ TEST_CASE("endpoint: destroying an endpoint closes its connections at the peer")
     EndpointConfig cfg;
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
+    const char* send_mode = "inline";
+    SUBCASE("sends inline") {}
+    SUBCASE("sends async") { send_mode = "async"; }
+    if (backend_under_test != IoBackend::uring && std::strcmp(send_mode, "async") == 0) return;  // io_uring only
+    ScopedEnv sends("NDM_IO_URING_SEND", send_mode);
+    CAPTURE(send_mode);
     SinkServer server(cfg);
     {
         Endpoint client(cfg);
@@ -643,8 +667,8 @@ struct NoRx final : io::RxHandler {
 };
 }  // namespace
 
-// The io_uring backend hands large sends to an io-wq worker (IOSQE_ASYNC) and
-// keeps small ones inline; more than one worker, or a small send issued while
+// With NDM_IO_URING_SEND=async the io_uring backend hands large sends to an
+// io-wq worker (IOSQE_ASYNC) and keeps small ones inline; more than one worker, or a small send issued while
 // a large one still waits for the worker, would let later datagrams overtake
 // earlier ones. Datagrams carry a sequence number and go out in many submits:
 // GSO batches of up to 29 KB alternating with single datagrams; a plain
@@ -654,6 +678,7 @@ TEST_CASE("io_uring backend: asynchronous sends leave in submission order") {
         MESSAGE("io_uring unavailable here (" << io::probe_uring().reason << "): skipped");
         return;
     }
+    ScopedEnv sends("NDM_IO_URING_SEND", "async");
     std::ostringstream log;
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
     auto logger = spdlog::default_logger();

@@ -10,10 +10,11 @@
 // run_once()/run_until() (it may be constructed elsewhere). The io_uring
 // backend binds its ring to that thread (SINGLE_ISSUER); driving the endpoint
 // from another thread later throws EndpointError. There are no internal locks
-// and no threads of ndm's own; the io_uring backend hands sends of 16 KB or more
-// (GSO batches) to the kernel's io-wq worker, limited to one per driving thread
-// so that datagrams leave in order (that limit is per thread, so it also caps
-// other io_uring rings driven from the same thread). Callbacks run inside
+// and no threads of ndm's own. With NDM_IO_URING_SEND=async in the environment
+// the io_uring backend hands sends of 16 KB or more (GSO batches) to the
+// kernel's io-wq worker, limited to one per driving thread so that datagrams
+// leave in order (that limit is per thread, so it also caps other io_uring
+// rings driven from the same thread); by default sends run inline. Callbacks run inside
 // run_once() on the calling thread and may call back into
 // the Endpoint (write, read, close, connect). Different Endpoints are
 // independent and may run on different threads.

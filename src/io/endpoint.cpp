@@ -43,6 +43,7 @@ namespace {
 
 constexpr std::size_t kClosedInfoKept = 4096;
 constexpr std::size_t kAcceptQueueMax = 4096;
+constexpr unsigned kMaxTurnBursts = 8;  // pacer quanta one connection may send per turn
 
 // Routing key of a connection ID: the 8 bytes ndm issues as an integer, other
 // lengths hashed (the Connection checks the full CID anyway).
@@ -400,9 +401,21 @@ struct Endpoint::Impl final : io::RxHandler {
                     r.egress->send({scratch.data(), n}, now);
                 }
             } else if (!tx_blocked) {
-                if (!poll_into_slots(r, now)) {
-                    tx_blocked = true;
-                    mark(r);  // more to send once slots come back
+                // One pacer quantum per clock reading would cap a turn at 64 KiB
+                // even when the pacing rate repays it within nanoseconds, long
+                // before the batch is built: keep polling with a fresh clock
+                // while the connection still sends, up to kMaxTurnBursts quanta,
+                // so a turn's fixed costs (ring enter, ACK processing, an io-wq
+                // wake-up) are spread over more data.
+                for (unsigned burst = 0;; ++burst) {
+                    const std::uint64_t before = st.datagrams_sent + batch.count;
+                    if (!poll_into_slots(r, now)) {
+                        tx_blocked = true;
+                        mark(r);  // more to send once slots come back
+                        break;
+                    }
+                    if (burst + 1 >= kMaxTurnBursts || st.datagrams_sent + batch.count == before) break;
+                    now = steady_now();
                 }
             } else {
                 mark(r);

@@ -5,16 +5,18 @@
 // ring. SINGLE_ISSUER|DEFER_TASKRUN when the kernel takes them: completions
 // then run only when we enter the ring, so nothing interrupts the loop.
 //
-// Large sends (GSO super-datagrams, 64 KB datagrams) run asynchronously
-// (IOSQE_ASYNC) on the ring's io-wq worker rather than inline in
-// io_uring_enter: on loopback a send carries the whole kernel path (copy,
-// UDP/IP, loopback delivery to the receiving socket), and the worker does it
-// on another core while this thread assembles the next packets. One worker
-// (IORING_REGISTER_IOWQ_MAX_WORKERS) keeps the sends in submission order, and
-// a small send goes inline only when no asynchronous one is still queued, so
-// it cannot overtake. Small sends stay inline because the hand-off costs more
-// than they do (about 2.5 µs of CPU per send measured with 1452-byte
-// datagrams). Measured in bench/RESULTS.md ("io_uring-specific work").
+// Sends run inline in io_uring_enter. NDM_IO_URING_SEND=async hands large ones
+// (GSO super-datagrams, 64 KB datagrams) to the ring's io-wq worker
+// (IOSQE_ASYNC) so that the kernel send path (copy, UDP/IP, loopback delivery)
+// runs on another core while this thread assembles the next packets. It is
+// not the default: each hand-off wakes the worker (about 10 µs of CPU per
+// wake-up on the 2-vCPU VM we measure on) and slots come back later, and once
+// an endpoint turn sends several pacer quanta inline sends were faster (1.07×
+// vs 0.92× the epoll fallback, bench/RESULTS.md "Session 4"). One worker
+// (IORING_REGISTER_IOWQ_MAX_WORKERS) keeps async sends in submission order,
+// and a small send goes inline only when no asynchronous one is still queued,
+// so it cannot overtake; small sends are never handed off (about 2.5 µs of CPU
+// per 1452-byte send).
 // Each loop turn enters the ring once: the sends and the timer go in with the
 // wait, and completions are reaped in one pass.
 #include <liburing.h>
@@ -49,10 +51,11 @@ constexpr std::uint64_t kSendAsync = 1ull << 59;  // with kTagSend: went to the 
 constexpr std::size_t kAsyncSendMin = 16 * 1024;
 constexpr unsigned kBufGroup = 7;
 // 2 MiB of send slots. The pool hands out the most recently freed slot, but
-// slots on the io-wq worker's queue come back late, so every slot that can be
-// in flight cycles through the cache: with 128 (8 MiB) packing a datagram
-// wrote to cold memory and the loopback bench spent ~22 % more CPU per GB
-// than with 32. The worker drains 32 super-datagrams in well under a millisecond.
+// slots on the io-wq worker's queue (async sends) come back late, so every
+// slot that can be in flight cycles through the cache: with 128 (8 MiB)
+// packing a datagram wrote to cold memory and the loopback bench spent ~22 %
+// more CPU per GB than with 32. Inline sends return their slots at the next
+// reap, and a turn sends at most a few pacer quanta.
 constexpr unsigned kTxSlots = 32;
 constexpr std::size_t kControlSize = 64;
 
@@ -293,15 +296,16 @@ private:
         if (seen) io_uring_cq_advance(&ring_, seen);
     }
 
-    // On the thread that drives the ring (the io-wq belongs to it): one
-    // unbounded worker, so asynchronous sends leave in submission order. io-wq
-    // limits are per thread, so this also caps other rings' unbounded workers
-    // on this thread. Without the register op (kernel < 5.15) sends stay
-    // inline: several workers would reorder them. NDM_IO_URING_SEND=inline
-    // keeps them inline too (for comparison).
+    // NDM_IO_URING_SEND=async: large sends on the io-wq worker (see the top of
+    // this file). On the thread that drives the ring (the io-wq belongs to
+    // it): one unbounded worker, so asynchronous sends leave in submission
+    // order. io-wq limits are per thread, so this also caps other rings'
+    // unbounded workers on this thread. Without the register op (kernel <
+    // 5.15) sends stay inline: several workers would reorder them.
     void init_async_send() {
-        if (const char* v = std::getenv("NDM_IO_URING_SEND"); v && std::strcmp(v, "inline") == 0) {
-            spdlog::debug("ndm io: io_uring sends inline (NDM_IO_URING_SEND=inline)");
+        const char* v = std::getenv("NDM_IO_URING_SEND");
+        if (!v || std::strcmp(v, "async") != 0) {
+            spdlog::debug("ndm io: io_uring sends inline");
             return;
         }
         unsigned limits[2] = {0, 1};  // bounded: unchanged; unbounded (sockets): 1
