@@ -89,7 +89,18 @@ public:
     // The ring fd polls readable when completions (or deferred work) wait.
     [[nodiscard]] int pollable_fd() const override { return ring_.ring_fd; }
 
-    std::uint8_t* tx_slot() override { return tx_.peek(); }
+    std::uint8_t* tx_slot() override {
+        if (std::uint8_t* p = tx_.peek()) return p;
+        // All slots queued. Inline sends complete within the submit, so hand
+        // them to the kernel and take back the slots of those done: without
+        // GSO a slot holds one datagram, and a turn would otherwise stop at
+        // kTxSlots datagrams (the epoll backend's sendmmsg does the same).
+        if (queued_ > 0 && enabled_) {
+            flush();
+            reap_sends();
+        }
+        return tx_.peek();
+    }
 
     void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
         const unsigned i = tx_.take(len, segment, to);
@@ -293,6 +304,19 @@ private:
         // Buffers go back to the kernel in one batch with the CQ advance.
         if (returned) io_uring_buf_ring_advance(br_, static_cast<int>(returned));
         recycled_pending_ = 0;
+        if (seen) io_uring_cq_advance(&ring_, seen);
+    }
+
+    // Send completions at the head of the CQ, up to the first other one: those
+    // are left in order for wait(), whose handler may run only there.
+    void reap_sends() {
+        unsigned head, seen = 0;
+        io_uring_cqe* cqe;
+        io_uring_for_each_cqe(&ring_, head, cqe) {
+            if ((cqe->user_data & kTagMask) != kTagSend) break;
+            on_cqe(*cqe);
+            ++seen;
+        }
         if (seen) io_uring_cq_advance(&ring_, seen);
     }
 
