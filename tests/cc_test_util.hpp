@@ -3,10 +3,14 @@
 // time. Each controller's test file builds its own scenarios from these.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
@@ -44,12 +48,13 @@ inline cc::AckEvent ack_event(Instant now, std::uint64_t bytes, Instant sent,
     return ev;
 }
 
-// The loss of one MDS-sized packet sent at `largest_lost_sent`.
-inline cc::CongestionEvent loss_event(Instant now, Instant largest_lost_sent, bool persistent = false) {
+// The loss of `packets` MDS-sized packets, the largest sent at `largest_lost_sent`.
+inline cc::CongestionEvent loss_event(Instant now, Instant largest_lost_sent, bool persistent = false,
+                                      std::uint64_t packets = 1) {
     cc::CongestionEvent ev;
     ev.now = now;
-    ev.bytes_lost = kMds;
-    ev.packets_lost = 1;
+    ev.bytes_lost = packets * kMds;
+    ev.packets_lost = packets;
     ev.largest_lost_sent_time = largest_lost_sent;
     ev.persistent = persistent;
     return ev;
@@ -75,6 +80,15 @@ inline sim::TransferSpec lossy_transfer(const std::string& client_cc, const std:
     spec.deadline = 600s;
     spec.seed = seed + 4;
     return spec;
+}
+
+// The index of the first element where two runs of equal length (a
+// controller's windows after each event, say) differ; got.size() when they
+// agree throughout. Check the sizes first: a shorter run is not compared past its end.
+template <typename T>
+std::size_t first_difference(const std::vector<T>& got, const std::vector<T>& ref) {
+    const auto diff = std::mismatch(got.begin(), got.end(), ref.begin(), ref.end()).first;
+    return static_cast<std::size_t>(std::distance(got.begin(), diff));
 }
 
 }  // namespace ndm::test

@@ -24,6 +24,7 @@
 #include "cc/ndm/kernels.hpp"
 #include "cc/ndm/ndm_controller.hpp"
 #include "cc/window.hpp"
+#include "cc_test_util.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/sim.hpp"
@@ -285,13 +286,7 @@ TEST_CASE("ack traces: ndm decisions are identical with every kernel") {
             nn::NdmController::Counters c;
             const auto got = run(simd, &c);
             REQUIRE(got.size() == ref.size());
-            std::size_t first_diff = got.size();
-            for (std::size_t i = 0; i < got.size(); ++i) {
-                if (got[i] != ref[i]) {
-                    first_diff = i;
-                    break;
-                }
-            }
+            const std::size_t first_diff = ndm::test::first_difference(got, ref);
             CHECK_MESSAGE(first_diff == got.size(), "first difference after event ", first_diff / 2);
             CHECK(c.forgiven == ref_counters.forgiven);
             CHECK(c.congestive == ref_counters.congestive);

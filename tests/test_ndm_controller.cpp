@@ -33,6 +33,7 @@
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/sim.hpp"
+#include "cc_test_util.hpp"
 #include "ndm_test_util.hpp"
 
 using namespace std::chrono_literals;
@@ -42,43 +43,22 @@ using ndm::Instant;
 using ndm::cc::AckEvent;
 using ndm::cc::CongestionEvent;
 using ndm::cc::Options;
-using ndm::cc::Params;
 
 namespace {
 
-constexpr std::uint64_t kMds = 1200;
+using ndm::test::at;
+using ndm::test::cc_params;
+using ndm::test::kMds;
 
-Instant at(Duration d) { return Instant{} + d; }
-
-Params params() {
-    Params p;
-    p.max_datagram_size = kMds;
-    return p;
-}
-
+// Every synthetic ACK here acknowledges `packets` MDS-sized packets sent one
+// RTT earlier and carries an RTT sample.
 AckEvent ack(Instant now, Duration rtt, std::uint64_t packets = 1, bool app_limited = false) {
-    AckEvent ev;
-    ev.now = now;
-    ev.bytes_acked = packets * kMds;
-    ev.packets_acked = packets;
-    ev.has_rtt_sample = true;
-    ev.latest_rtt = rtt;
-    ev.smoothed_rtt = rtt;
-    ev.min_rtt = rtt;
-    ev.largest_acked_sent_time = now - rtt;
-    ev.app_limited = app_limited;
-    return ev;
+    return ndm::test::ack_event(now, packets * kMds, now - rtt, rtt, app_limited);
 }
 
 CongestionEvent loss(Instant now, Instant largest_lost_sent, std::uint64_t packets = 1,
                      bool persistent = false) {
-    CongestionEvent ev;
-    ev.now = now;
-    ev.bytes_lost = packets * kMds;
-    ev.packets_lost = packets;
-    ev.largest_lost_sent_time = largest_lost_sent;
-    ev.persistent = persistent;
-    return ev;
+    return ndm::test::loss_event(now, largest_lost_sent, persistent, packets);
 }
 
 // ACKs every `gap` from `from` to `to`, RTT given by rtt(t).
@@ -237,7 +217,7 @@ TEST_CASE("ndm controller: random loss without queueing evidence is forgiven, bu
         for (Duration t = from; t < to; t += 1ms)
             c.on_ack(ack(at(t), 50ms, std::max<std::uint64_t>(1, c.cwnd() / kMds / 50)));
     };
-    nn::NdmController cc(params(), opts({{"hystart", "off"}}));
+    nn::NdmController cc(cc_params(), opts({{"hystart", "off"}}));
     drive_elastic(cc, 0ms, 400ms);
     const auto before = cc.cwnd();
     // Three isolated losses in one round trip: forgiven, cwnd untouched.
@@ -266,8 +246,8 @@ TEST_CASE("ndm controller: loss with a grown, consistent queue is congestive, li
     // 100 ms, so the undelivered-window rule stays out of it too): the RTT
     // climbs steadily from 300 ms, so by the loss the queue is ~0.9·min_rtt
     // and every sample of the round sits in one or two bins.
-    nn::NdmController ndm(params(), opts({{"hystart", "off"}, {"standing", "10"}, {"model", handset_v2()}}));
-    ndm::cc::Cubic cubic(params(), opts({{"hystart", "off"}}));
+    nn::NdmController ndm(cc_params(), opts({{"hystart", "off"}, {"standing", "10"}, {"model", handset_v2()}}));
+    ndm::cc::Cubic cubic(cc_params(), opts({{"hystart", "off"}}));
     auto rtt = [](Duration t) { return t < 300ms ? 50ms : 50ms + (t - 300ms) / 10; };
     for (Duration t = 0ms; t < 750ms; t += 1ms) {
         const std::uint64_t packets = (t / 100ms) % 2 == 1 ? 3 : 1;
@@ -287,8 +267,8 @@ TEST_CASE("ndm controller: loss with a grown, consistent queue is congestive, li
 }
 
 TEST_CASE("ndm controller: the same queue is forced congestive by the standing-queue rule") {
-    nn::NdmController ndm(params(), opts({{"hystart", "off"}}));
-    ndm::cc::Cubic cubic(params(), opts({{"hystart", "off"}}));
+    nn::NdmController ndm(cc_params(), opts({{"hystart", "off"}}));
+    ndm::cc::Cubic cubic(cc_params(), opts({{"hystart", "off"}}));
     auto rtt = [](Duration t) { return t < 300ms ? 50ms : 50ms + (t - 300ms) / 10; };
     drive(ndm, 0ms, 750ms, 1ms, rtt);
     drive(cubic, 0ms, 750ms, 1ms, rtt);
@@ -321,7 +301,7 @@ TEST_CASE("ndm controller: a raised RTT floor is a standing queue only at a stea
     // every 90 ms round trip), and the raised floor is no standing queue.
     const std::string model = forgive_all_model();
     auto run = [&](bool swinging) {
-        nn::NdmController cc(params(), opts({{"hystart", "off"}, {"model", model}}));
+        nn::NdmController cc(cc_params(), opts({{"hystart", "off"}, {"model", model}}));
         for (Duration t = 0ms; t < 1200ms; t += 1ms) {
             const Duration rtt = t < 300ms ? 50ms : 90ms;
             const std::uint64_t packets = swinging && (t / 90ms) % 2 == 1 ? 3 : 1;
@@ -342,7 +322,7 @@ TEST_CASE("ndm controller: a raised RTT floor is a standing queue only at a stea
 }
 
 TEST_CASE("ndm controller: persistent congestion always reduces to the minimum window") {
-    nn::NdmController cc(params(), opts({{"hystart", "off"}}));
+    nn::NdmController cc(cc_params(), opts({{"hystart", "off"}}));
     drive(cc, 0ms, 300ms, 1ms, flat50);
     REQUIRE(cc.cwnd() > 10 * kMds);
     cc.on_congestion_event(loss(at(300ms), at(250ms), 5, true));
@@ -352,7 +332,7 @@ TEST_CASE("ndm controller: persistent congestion always reduces to the minimum w
 }
 
 TEST_CASE("ndm controller: no growth while app-limited (cwnd-limited rule)") {
-    nn::NdmController cc(params(), opts({{"hystart", "off"}}));
+    nn::NdmController cc(cc_params(), opts({{"hystart", "off"}}));
     drive(cc, 0ms, 100ms, 1ms, flat50);
     const auto w = cc.cwnd();
     for (Duration t = 100ms; t < 300ms; t += 1ms) cc.on_ack(ack(at(t), 50ms, 1, true));
@@ -360,15 +340,15 @@ TEST_CASE("ndm controller: no growth while app-limited (cwnd-limited rule)") {
 }
 
 TEST_CASE("ndm controller: options") {
-    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"bogus", "1"}})), doctest::Contains("bogus"),
+    CHECK_THROWS_WITH_AS(nn::NdmController(cc_params(), opts({{"bogus", "1"}})), doctest::Contains("bogus"),
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"simd", "avx9"}})), doctest::Contains("simd"),
+    CHECK_THROWS_WITH_AS(nn::NdmController(cc_params(), opts({{"simd", "avx9"}})), doctest::Contains("simd"),
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"model", "/nonexistent.ndmm"}})),
+    CHECK_THROWS_WITH_AS(nn::NdmController(cc_params(), opts({{"model", "/nonexistent.ndmm"}})),
                          doctest::Contains("/nonexistent.ndmm"), std::invalid_argument);
-    CHECK_THROWS_AS(nn::NdmController(params(), opts({{"forgive", "1000"}})), std::invalid_argument);
-    CHECK_NOTHROW(nn::NdmController(params(), opts({{"simd", "scalar"}, {"forgive", "0"}, {"model", "default"}})));
-    auto cc = ndm::cc::make("ndm", params(), "simd=scalar,beta=0.8");
+    CHECK_THROWS_AS(nn::NdmController(cc_params(), opts({{"forgive", "1000"}})), std::invalid_argument);
+    CHECK_NOTHROW(nn::NdmController(cc_params(), opts({{"simd", "scalar"}, {"forgive", "0"}, {"model", "default"}})));
+    auto cc = ndm::cc::make("ndm", cc_params(), "simd=scalar,beta=0.8");
     CHECK(cc->name() == "ndm");
     // A model with the wrong shape is refused.
     nn::Model m = nn::make_default_model();
@@ -376,7 +356,7 @@ TEST_CASE("ndm controller: options") {
     m.layers.back().params.resize(nn::Layer::param_count(nn::LayerKind::dense, m.layers.back().in, 2));
     const std::string path = "ndm_controller_bad_shape_test.ndmm";
     nn::save_model(m, path);
-    CHECK_THROWS_WITH_AS(nn::NdmController(params(), opts({{"model", path}})), doctest::Contains("1 output"),
+    CHECK_THROWS_WITH_AS(nn::NdmController(cc_params(), opts({{"model", path}})), doctest::Contains("1 output"),
                          std::invalid_argument);
     std::remove(path.c_str());
 }
@@ -420,7 +400,7 @@ std::vector<TraceStep> synthetic_trace() {
 }
 
 std::vector<std::uint64_t> replay(const std::vector<TraceStep>& trace, nn::NdmController::Counters* counters) {
-    nn::NdmController cc(params(), opts({{"model", handset_v2()}}));  // simd=auto: the process-wide choice
+    nn::NdmController cc(cc_params(), opts({{"model", handset_v2()}}));  // simd=auto: the process-wide choice
     std::vector<std::uint64_t> cwnd;
     cwnd.reserve(trace.size());
     for (const auto& s : trace) {
@@ -452,14 +432,7 @@ TEST_CASE("ndm controller: decisions are identical across kernels on a recorded 
         nn::set_active_simd(simd);
         const auto got = replay(trace, nullptr);
         REQUIRE(got.size() == ref.size());
-        std::size_t first_diff = got.size();
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            if (got[i] != ref[i]) {
-                first_diff = i;
-                break;
-            }
-        }
-        CHECK(first_diff == got.size());
+        CHECK(ndm::test::first_difference(got, ref) == got.size());
     }
     nn::set_active_simd(before);
 }
@@ -479,30 +452,17 @@ TEST_CASE("ndm default model: the shipped files are the generators' output") {
     const std::vector<std::uint8_t> hand((std::istreambuf_iterator<char>(v2)), std::istreambuf_iterator<char>());
     CHECK(hand == nn::serialize_model(ndm::train::make_handset_model()));
     // And the controller accepts both through model=PATH.
-    CHECK_NOTHROW(nn::NdmController(params(), opts({{"model", path}})));
-    CHECK_NOTHROW(nn::NdmController(params(), opts({{"model", handset_v2()}})));
+    CHECK_NOTHROW(nn::NdmController(cc_params(), opts({{"model", path}})));
+    CHECK_NOTHROW(nn::NdmController(cc_params(), opts({{"model", handset_v2()}})));
 }
 
 TEST_CASE("ndm: bulk transfer in virtual time, 50 Mbit/s, 25 ms, 2% loss, beats cubic") {
-    auto spec_for = [](const std::string& cc) {
-        ndm::sim::TransferSpec spec;
-        spec.client.cc = cc;
-        spec.client.seed = 51;
-        spec.server.cc = cc;
-        spec.server.seed = 52;
-        ndm::sim::SimpleLinkConfig link;
-        link.delay = 25ms;
-        link.rate_bps = 50e6;
-        link.loss = 0.02;
-        spec.client_to_server = link;
-        spec.client_to_server.seed = 53;
-        spec.server_to_client = link;
-        spec.server_to_client.seed = 54;
-        spec.bytes = 8u << 20;
-        spec.deadline = 600s;
-        spec.seed = 55;
-        return spec;
-    };
+    ndm::sim::SimpleLinkConfig link;
+    link.delay = 25ms;
+    link.rate_bps = 50e6;
+    link.loss = 0.02;
+    // Seeds 51 (client), 52 (server), 53 and 54 (the link directions), 55 (payload).
+    auto spec_for = [&link](const std::string& cc) { return ndm::test::lossy_transfer(cc, cc, link, 8u << 20, 51); };
     const auto n = ndm::sim::run_transfer(spec_for("ndm"));
     const auto c = ndm::sim::run_transfer(spec_for("cubic"));
     REQUIRE_MESSAGE(n.completed, n.failure);
