@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "cc/forwarding.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/time.hpp"
 
@@ -108,32 +109,37 @@ struct Recording;
 // A Controller decorator: forwards every call to the controller it wraps and
 // appends the event to a trace. Register it with register_recorder() and
 // name it as a connection's controller.
-class RecordingController final : public cc::Controller {
+class RecordingController final : public cc::Forwarding {
 public:
     RecordingController(std::unique_ptr<cc::Controller> inner, Recording& rec, std::uint32_t generation)
-        : inner_(std::move(inner)), rec_(rec), generation_(generation) {}
+        : Forwarding(std::move(inner)), rec_(rec), generation_(generation) {}
 
-    void on_packet_sent(const cc::PacketSent& p) override { record(p, [&] { inner_->on_packet_sent(p); }); }
-    void on_ack(const cc::AckEvent& ev) override { record(ev, [&] { inner_->on_ack(ev); }); }
+    void on_packet_sent(const cc::PacketSent& p) override {
+        Forwarding::on_packet_sent(p);
+        record(p);
+    }
+    void on_ack(const cc::AckEvent& ev) override {
+        Forwarding::on_ack(ev);
+        record(ev);
+    }
     void on_congestion_event(const cc::CongestionEvent& ev) override {
-        record(ev, [&] { inner_->on_congestion_event(ev); });
+        Forwarding::on_congestion_event(ev);
+        record(ev);
     }
     void on_spurious_congestion(const cc::SpuriousEvent& ev) override {
-        record(ev, [&] { inner_->on_spurious_congestion(ev); });
+        Forwarding::on_spurious_congestion(ev);
+        record(ev);
     }
-    void on_idle_restart(Instant now) override { record(IdleRestart{now}, [&] { inner_->on_idle_restart(now); }); }
-
-    [[nodiscard]] std::uint64_t cwnd() const override { return inner_->cwnd(); }
-    [[nodiscard]] std::uint64_t ssthresh() const override { return inner_->ssthresh(); }
-    [[nodiscard]] std::optional<double> pacing_rate() const override { return inner_->pacing_rate(); }
-    [[nodiscard]] std::string_view state() const override { return inner_->state(); }
-    [[nodiscard]] std::string_view name() const override { return inner_->name(); }
+    void on_idle_restart(Instant now) override {
+        Forwarding::on_idle_restart(now);
+        record(IdleRestart{now});
+    }
 
 private:
-    template <typename Ev, typename F>
-    void record(const Ev& ev, F&& forward);
+    // After the wrapped controller has seen the event.
+    template <typename Ev>
+    void record(const Ev& ev);
 
-    std::unique_ptr<cc::Controller> inner_;
     Recording& rec_;
     std::uint32_t generation_;  // records only while it is the latest controller created
 };
@@ -151,12 +157,11 @@ struct Recording {
     std::uint32_t generation = 0;         // controllers created so far
 };
 
-template <typename Ev, typename F>
-void RecordingController::record(const Ev& ev, F&& forward) {
-    forward();
+template <typename Ev>
+void RecordingController::record(const Ev& ev) {
     if (generation_ != rec_.generation) return;
     rec_.events.emplace_back(ev);
-    digest_state(*inner_, rec_.digest);
+    digest_state(inner(), rec_.digest);
 }
 
 // Registers `name` as a controller that wraps rec.inner and records into rec
