@@ -135,6 +135,73 @@ TEST_CASE("flow control: a receiver that does not read stalls the sender, readin
     CHECK(got == data);
 }
 
+TEST_CASE("zero-copy prepare/commit and peek/consume transfer byte-exact under flow control") {
+    // A small send buffer and receive window: the ring wraps many times on
+    // both sides, prepare() runs short (asking for StreamWritable) and the
+    // window only reopens through consume().
+    ConnectionPair p;
+    p.client_cfg.stream_send_buffer = 100'000;
+    p.server_cfg.initial_max_stream_data = 150'000;
+    p.server_cfg.initial_max_data = 200'000;
+    REQUIRE(p.handshake());
+    const auto id = *p.client->open_stream();
+    const auto data = bytes(2'000'000, 4);
+    std::size_t written = 0, peeks = 0;
+    bool writable_event = false;
+    std::vector<std::uint8_t> got;
+    p.run_until([&] {
+        while (written < data.size()) {
+            auto room = p.client->prepare(id, 70'000);
+            if (room.empty()) break;
+            const std::size_t n = std::min(room.size(), data.size() - written);
+            std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(written), n, room.begin());
+            written += n;
+            p.client->commit(id, n, written == data.size());
+        }
+        while (auto ev = p.client->poll_event()) writable_event |= std::holds_alternative<event::StreamWritable>(*ev);
+        while (auto ev = p.server->poll_event()) (void)ev;
+        for (auto view = p.server->peek(id); !view.empty(); view = p.server->peek(id)) {
+            ++peeks;
+            const std::size_t take = std::min<std::size_t>(view.size(), 30'000);  // not always all of it
+            got.insert(got.end(), view.begin(), view.begin() + static_cast<std::ptrdiff_t>(take));
+            p.server->consume(id, take);
+        }
+        return p.server->stream_finished(id);
+    });
+    CHECK(got == data);
+    CHECK(writable_event);
+    CHECK(peeks > data.size() / 30'000);
+    CHECK(p.server->stats(p.now).stream_bytes_delivered == data.size());
+}
+
+TEST_CASE("zero-copy misuse is a clear error, nothing is sent or taken") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    const auto id = *p.client->open_stream();
+    auto room = p.client->prepare(id, 1000);
+    REQUIRE(room.size() == 1000);
+    CHECK_THROWS_AS(p.client->commit(id, 1001), std::logic_error);
+    // write() in between may move the buffer: the prepared room is gone.
+    (void)p.client->prepare(id, 1000);
+    const std::vector<std::uint8_t> one{42};
+    CHECK(p.client->write(id, one) == 1);
+    CHECK_THROWS_AS(p.client->commit(id, 10), std::logic_error);
+    p.client->commit(id, 0, true);  // nothing more, then FIN
+    CHECK_THROWS_AS(p.client->prepare(id, 10), std::logic_error);  // after FIN
+    std::vector<std::uint8_t> got;
+    p.run_until([&] {
+        auto view = p.server->peek(id);
+        got.insert(got.end(), view.begin(), view.end());
+        if (!view.empty()) CHECK_THROWS_AS(p.server->consume(id, view.size() + 1), std::logic_error);
+        p.server->consume(id, view.size());
+        return p.server->stream_finished(id);
+    });
+    CHECK(got == one);
+    CHECK(p.server->peek(id).empty());
+    CHECK_NOTHROW(p.server->consume(id, 0));
+    CHECK_THROWS_AS(p.server->consume(id, 1), std::logic_error);  // a reaped stream has nothing to take
+}
+
 TEST_CASE("graceful close reaches the peer with code and reason") {
     ConnectionPair p;
     REQUIRE(p.handshake());

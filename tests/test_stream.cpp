@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "transport/stream.hpp"
@@ -51,6 +52,31 @@ TEST_CASE("RecvStream reassembles shuffled, overlapping, duplicated frames byte-
     while (std::size_t n = rs.read(buf)) out.insert(out.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
     CHECK(rs.finished());
     CHECK(out == data);
+}
+
+TEST_CASE("RecvStream peek shows only the in-order prefix; consume takes it") {
+    auto data = pattern(5000, 9);
+    RecvStream r;
+    auto frame = [&](std::size_t off, std::size_t len, bool fin = false) {
+        return r.on_frame(off, std::span(data).subspan(off, len), fin);
+    };
+    REQUIRE(frame(3000, 2000, true) == RecvStream::Result::ok);  // a gap first
+    CHECK(r.peek().empty());
+    REQUIRE(frame(0, 1000) == RecvStream::Result::ok);
+    auto view = r.peek();
+    REQUIRE(view.size() == 1000);
+    CHECK(std::equal(view.begin(), view.end(), data.begin()));
+    r.consume(400);
+    CHECK(r.readable() == 600);
+    CHECK_THROWS_AS(r.consume(601), std::logic_error);
+    REQUIRE(frame(1000, 2000) == RecvStream::Result::ok);  // fills the gap
+    view = r.peek();
+    REQUIRE(view.size() == 4600);
+    CHECK(std::equal(view.begin(), view.end(), data.begin() + 400));
+    CHECK_FALSE(r.finished());
+    r.consume(view.size());
+    CHECK(r.finished());
+    CHECK(r.peek().empty());
 }
 
 TEST_CASE("RecvStream keeps the first copy of a byte and enforces the final size") {

@@ -3,7 +3,9 @@
 // the ring wraps, hence where STREAM frames split) that stays as it was.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "transport/stream.hpp"
@@ -80,4 +82,36 @@ TEST_CASE("OffsetBuffer stays byte-exact while sliding and growing past the mapp
     b.extend_to(end + 5000);
     b.write_at(end, bytes_from(end, 5000));
     CHECK(holds_pattern(b));
+}
+
+TEST_CASE("OffsetBuffer prepare/commit fills in place, stops at the wrap and grows like append") {
+    OffsetBuffer b;
+    b.append(bytes_from(0, 60000));
+    b.drop_front_to(50000);  // 10 000 bytes stored near the end of the 64 KiB ring
+    // Room up to the ring's end only; the rest comes from the next prepare.
+    auto room = b.prepare(20000);
+    REQUIRE(room.size() == (64u << 10) - 60000);
+    auto fill = bytes_from(60000, room.size());
+    std::copy(fill.begin(), fill.end(), room.begin());
+    b.commit(room.size());
+    std::uint64_t end = b.end();
+    room = b.prepare(20000 - fill.size());
+    REQUIRE(room.size() == 20000 - fill.size());
+    fill = bytes_from(end, room.size());
+    std::copy(fill.begin(), fill.end(), room.begin());
+    b.commit(room.size());
+    CHECK(b.end() == 80000);
+    CHECK(holds_pattern(b));
+    // More than the ring holds: it grows (re-based), and the room is contiguous.
+    end = b.end();
+    room = b.prepare(200000);
+    REQUIRE(room.size() == 200000);
+    fill = bytes_from(end, room.size());
+    std::copy(fill.begin(), fill.end(), room.begin());
+    b.commit(150000);  // less than offered is fine
+    CHECK(b.end() == end + 150000);
+    CHECK(holds_pattern(b));
+    CHECK_THROWS_AS(b.commit(1), std::logic_error);  // one commit per prepare
+    (void)b.prepare(10);
+    CHECK_THROWS_AS(b.commit(11), std::logic_error);
 }

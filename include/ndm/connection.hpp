@@ -208,6 +208,26 @@ public:
     // Reads in-order bytes; returns the count. stream_finished() tells when
     // the peer's FIN has been read.
     std::size_t read(StreamId id, std::span<std::uint8_t> out);
+
+    // Zero-copy variants of write() and read(), one copy fewer each: the
+    // application fills or reads the stream's own buffer. The spans stay valid
+    // until the next call on this Connection.
+    //
+    // prepare() returns room for up to max bytes at the end of the send buffer
+    // (empty before the handshake completes; shorter when the buffer is nearly
+    // full, which asks for a StreamWritable event as a short write() does, or
+    // where the buffer wraps: commit and prepare again). commit() appends the
+    // first n bytes of it (n <= its size, else std::logic_error); fin ends the
+    // stream after them. Bytes left unwritten in the span are never sent.
+    std::span<std::uint8_t> prepare(StreamId id, std::size_t max);
+    void commit(StreamId id, std::size_t n, bool fin = false);
+    // peek() shows the next in-order bytes without taking them: the longest
+    // contiguous run, which may be shorter than what is readable where the
+    // buffer wraps (consume and peek again); empty when nothing is readable.
+    // consume() takes the first n of them (n beyond what is readable throws
+    // std::logic_error) and returns flow-control credit as read() does.
+    std::span<const std::uint8_t> peek(StreamId id);
+    void consume(StreamId id, std::size_t n);
     [[nodiscard]] bool stream_finished(StreamId id) const;
     // Bytes the application may still write before the send buffer is full.
     [[nodiscard]] std::size_t stream_send_capacity(StreamId id) const;

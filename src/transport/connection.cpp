@@ -239,6 +239,7 @@ struct Connection::Impl {
     StreamState* stream_for_peer_frame(StreamId id, bool& closed_ok, Instant now);
     void set_established(Instant now);
     void maybe_reap_stream(StreamId id);
+    void on_consumed(StreamId id, StreamState& s, std::size_t n);
     // Creates a stream with our buffer and window and the peer's initial credit.
     void add_stream(StreamId id) {
         streams.try_emplace(id, cfg.stream_send_buffer, peer_params.initial_max_stream_data,
@@ -1200,17 +1201,43 @@ StreamState& require_stream(std::map<StreamId, StreamState>& streams, StreamId i
     if (it == streams.end()) throw std::invalid_argument(fmt::format("stream {} is not open", id));
     return it->second;
 }
+
+// The stream the application may write to now, or nullptr before the
+// handshake completes or after the connection ends.
+StreamState* writable_stream(Connection::Impl& d, StreamId id) {
+    if (d.state != ConnectionState::established) return nullptr;
+    auto& s = require_stream(d.streams, id);
+    if (s.send.finished()) throw std::logic_error(fmt::format("stream {}: write after finish", id));
+    return &s;
+}
 }  // namespace
 
 std::size_t Connection::write(StreamId id, std::span<const std::uint8_t> data, bool fin) {
-    auto& d = *impl_;
-    if (d.state != ConnectionState::established) return 0;
-    auto& s = require_stream(d.streams, id);
-    if (s.send.finished()) throw std::logic_error(fmt::format("stream {}: write after finish", id));
-    std::size_t n = s.send.write(data);
-    if (n < data.size()) s.writable_wanted = true;
-    if (fin && n == data.size()) s.send.finish();
+    StreamState* s = writable_stream(*impl_, id);
+    if (!s) return 0;
+    std::size_t n = s->send.write(data);
+    if (n < data.size()) s->writable_wanted = true;
+    if (fin && n == data.size()) s->send.finish();
     return n;
+}
+
+std::span<std::uint8_t> Connection::prepare(StreamId id, std::size_t max) {
+    StreamState* s = writable_stream(*impl_, id);
+    if (!s) return {};
+    // Short for want of buffer space (not just where the ring wraps): the
+    // application waits for StreamWritable, as after a partial write().
+    if (s->send.capacity() < max) s->writable_wanted = true;
+    return s->send.prepare(max);
+}
+
+void Connection::commit(StreamId id, std::size_t n, bool fin) {
+    StreamState* s = writable_stream(*impl_, id);
+    if (!s) {
+        if (n > 0) throw std::logic_error(fmt::format("stream {}: commit without a prepared buffer", id));
+        return;
+    }
+    s->send.commit(n);
+    if (fin) s->send.finish();
 }
 
 void Connection::finish(StreamId id) {
@@ -1223,21 +1250,46 @@ std::size_t Connection::read(StreamId id, std::span<std::uint8_t> out) {
     auto& d = *impl_;
     auto it = d.streams.find(id);
     if (it == d.streams.end()) return 0;
-    auto& s = it->second;
-    s.readable_notified = false;
-    std::size_t n = s.recv.read(out);
+    it->second.readable_notified = false;
+    const std::size_t n = it->second.recv.read(out);
+    d.on_consumed(id, it->second, n);
+    return n;
+}
+
+std::span<const std::uint8_t> Connection::peek(StreamId id) {
+    auto it = impl_->streams.find(id);
+    if (it == impl_->streams.end()) return {};
+    // Looked at, maybe not taken: more data must raise StreamReadable again.
+    it->second.readable_notified = false;
+    return it->second.recv.peek();
+}
+
+void Connection::consume(StreamId id, std::size_t n) {
+    auto& d = *impl_;
+    auto it = d.streams.find(id);
+    if (it == d.streams.end()) {
+        if (n > 0) throw std::logic_error(fmt::format("stream {}: consume of bytes never peeked", id));
+        return;
+    }
+    it->second.readable_notified = false;
+    it->second.recv.consume(n);
+    d.on_consumed(id, it->second, n);
+}
+
+// Bytes the application took: flow-control credit back to the peer, and the
+// stream's end once its FIN has been read. May reap the stream (s dangles then).
+void Connection::Impl::on_consumed(StreamId id, StreamState& s, std::size_t n) {
     if (n > 0) {
-        d.st.stream_bytes_delivered += n;
+        st.stream_bytes_delivered += n;
         s.window.on_consumed(n);
-        d.conn_window.on_consumed(n);
+        conn_window.on_consumed(n);
         if (s.window.should_update() && !s.recv.finished()) s.max_stream_data_pending = true;
-        if (d.conn_window.should_update()) d.max_data_pending = true;
+        if (conn_window.should_update()) max_data_pending = true;
     }
     if (s.recv.finished()) {
         s.recv.mark_fin_reported();
-        d.maybe_reap_stream(id);
+        maybe_reap_stream(id);
     }
-    return n;
 }
 
 bool Connection::stream_finished(StreamId id) const {

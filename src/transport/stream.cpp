@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include <sys/mman.h>
 
@@ -135,6 +136,7 @@ void OffsetBuffer::prefetch(std::uint64_t off, std::size_t n) const {
 }
 
 void OffsetBuffer::append(std::span<const std::uint8_t> bytes) {
+    prepared_ = 0;  // may move the ring: a prepared span is gone
     if (bytes.empty()) return;
     reserve(size_ + bytes.size());
     std::uint64_t off = end();
@@ -142,7 +144,23 @@ void OffsetBuffer::append(std::span<const std::uint8_t> bytes) {
     write_at(off, bytes);
 }
 
+std::span<std::uint8_t> OffsetBuffer::prepare(std::size_t n) {
+    prepared_ = 0;
+    if (n == 0) return {};
+    reserve(size_ + n);
+    const std::size_t i = index(end());
+    prepared_ = std::min(n, cap_ - i);
+    return {ring_.ptr + i, prepared_};
+}
+
+void OffsetBuffer::commit(std::size_t n) {
+    if (n > prepared_) throw std::logic_error("commit: more bytes than prepare() offered");
+    size_ += n;
+    prepared_ = 0;
+}
+
 void OffsetBuffer::extend_to(std::uint64_t new_end) {
+    prepared_ = 0;
     if (new_end <= end()) return;
     reserve(static_cast<std::size_t>(new_end - begin_));
     size_ = static_cast<std::size_t>(new_end - begin_);
@@ -311,10 +329,20 @@ std::size_t RecvStream::read(std::span<std::uint8_t> out) {
     std::size_t n = std::min(out.size(), readable());
     if (n == 0) return 0;
     buffer_.read_at(read_offset_, out.first(n));
+    consume(n);
+    return n;
+}
+
+std::span<const std::uint8_t> RecvStream::peek() const {
+    const std::size_t n = readable();
+    return n == 0 ? std::span<const std::uint8_t>{} : buffer_.contiguous(read_offset_, n);
+}
+
+void RecvStream::consume(std::size_t n) {
+    if (n > readable()) throw std::logic_error("consume: more bytes than are readable");
     read_offset_ += n;
     buffer_.drop_front_to(read_offset_);
     received_.remove_below(read_offset_);
-    return n;
 }
 
 }  // namespace ndm::transport

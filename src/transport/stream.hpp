@@ -3,6 +3,7 @@
 // STREAM frames into a byte-exact in-order sequence (RFC 9000 §2, §3).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,6 +30,13 @@ public:
     // off < end), at most max_len long; shorter only where the ring wraps.
     [[nodiscard]] std::span<const std::uint8_t> contiguous(std::uint64_t off, std::size_t max_len) const;
     void append(std::span<const std::uint8_t> bytes);
+    // Room for up to n more bytes at end(), for the caller to fill in place:
+    // the longest contiguous run (shorter where the ring wraps, so call again
+    // after commit()). Valid until the next non-const call.
+    std::span<std::uint8_t> prepare(std::size_t n);
+    // Makes the first n bytes of the last prepare() part of the buffer
+    // (std::logic_error if n exceeds what it returned).
+    void commit(std::size_t n);
     // Grows so that end() >= new_end; the new bytes are unspecified until written.
     void extend_to(std::uint64_t new_end);
     // Copies bytes to/from [off, off + n), which must lie within [begin, end).
@@ -61,6 +69,7 @@ private:
     };
 
     Memory ring_;
+    std::size_t prepared_ = 0;  // bytes the last prepare() offered
     std::size_t cap_ = 0;   // a power of two, or 0
     std::size_t head_ = 0;  // ring index of begin_
     std::size_t size_ = 0;
@@ -73,6 +82,10 @@ public:
 
     // Application side.
     std::size_t write(std::span<const std::uint8_t> data);
+    // Zero-copy writing: room for up to max bytes (bounded by capacity()) and
+    // then commit(n) of what was filled in. See OffsetBuffer::prepare.
+    std::span<std::uint8_t> prepare(std::size_t max) { return buffer_.prepare(std::min(max, capacity())); }
+    void commit(std::size_t n) { buffer_.commit(n); }
     void finish() { if (!fin_offset_) fin_offset_ = buffer_.end(); }
     [[nodiscard]] bool finished() const { return fin_offset_.has_value(); }
     [[nodiscard]] std::size_t capacity() const;
@@ -125,6 +138,10 @@ public:
     Result on_frame(std::uint64_t offset, std::span<const std::uint8_t> data, bool fin);
     std::size_t read(std::span<std::uint8_t> out);
     [[nodiscard]] std::size_t readable() const;
+    // Zero-copy reading: the longest contiguous run of in-order bytes (shorter
+    // than readable() where the ring wraps), then consume() what was used.
+    [[nodiscard]] std::span<const std::uint8_t> peek() const;
+    void consume(std::size_t n);
     // FIN received and every byte read by the application.
     [[nodiscard]] bool finished() const { return final_size_ && read_offset_ == *final_size_; }
     [[nodiscard]] bool fin_pending() const { return final_size_ && readable() == 0 && !fin_reported_; }
