@@ -2,7 +2,10 @@
 // loopback, sender and receiver endpoints on two threads of one process.
 // Prints one JSON line: goodput, CPU seconds per GB (the whole process: both
 // threads and any io_uring kernel workers), counters.
-//   ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds 1452]
+//   ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds 1452] [--api copy|zero-copy]
+// --api zero-copy: the receiver takes the data with peek/consume instead of
+// read() into its own buffer, and the sender fills prepare()d room (copying
+// from its buffer, as write() does) instead of calling write().
 // NDM_BENCH_TRACE=1 prints cwnd/RTT/pacing samples to stderr while it runs.
 #include <sys/resource.h>
 
@@ -35,7 +38,7 @@ double thread_cpu_seconds() { return cpu_seconds(RUSAGE_THREAD); }
 double process_cpu_seconds() { return cpu_seconds(RUSAGE_SELF); }
 
 [[noreturn]] void usage() {
-    std::fprintf(stderr, "usage: ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds N] [--cc NAME]\n");
+    std::fprintf(stderr, "usage: ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds N] [--cc NAME] [--api copy|zero-copy]\n");
     std::exit(2);
 }
 
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
     std::uint64_t bytes = 1ull << 30;
     std::size_t mds = 1452;
     std::string cc = "reno";
+    bool zero_copy = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -58,7 +62,11 @@ int main(int argc, char** argv) {
         else if (a == "--bytes") bytes = std::stoull(next());
         else if (a == "--mds") mds = std::stoul(next());
         else if (a == "--cc") cc = next();
-        else usage();
+        else if (a == "--api") {
+            const std::string v = next();
+            if (v != "copy" && v != "zero-copy") usage();
+            zero_copy = v == "zero-copy";
+        } else usage();
     }
     spdlog::set_level(spdlog::level::warn);
 
@@ -89,7 +97,14 @@ int main(int argc, char** argv) {
             auto* r = std::get_if<event::StreamReadable>(&ev);
             if (!r) return;
             Connection* c = server.connection(h);
-            while (std::size_t n = c->read(r->id, buf)) got += n;
+            if (zero_copy) {
+                for (auto view = c->peek(r->id); !view.empty(); view = c->peek(r->id)) {
+                    got += view.size();
+                    c->consume(r->id, view.size());
+                }
+            } else {
+                while (std::size_t n = c->read(r->id, buf)) got += n;
+            }
             received.store(got, std::memory_order_relaxed);
             if (c->stream_finished(r->id)) done = true;
         });
@@ -129,7 +144,15 @@ int main(int argc, char** argv) {
         if (!c) break;
         while (written < bytes) {
             const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size() - off, bytes - written));
-            const std::size_t n = c->write(s, {chunk.data() + off, want}, written + want == bytes);
+            std::size_t n;
+            if (zero_copy) {
+                const auto room = c->prepare(s, want);
+                n = room.size();
+                if (n > 0) std::memcpy(room.data(), chunk.data() + off, n);
+                c->commit(s, n, written + n == bytes);
+            } else {
+                n = c->write(s, {chunk.data() + off, want}, written + want == bytes);
+            }
             written += n;
             off = (off + n) % chunk.size();
             if (n < want) break;
@@ -156,11 +179,11 @@ int main(int argc, char** argv) {
     receiver.join();
     const double gb = static_cast<double>(received.load()) / 1e9;
     std::printf(
-        "{\"io\":\"%s\",\"gso_gro\":%s,\"gso\":%s,\"gro\":%s,\"mds\":%zu,\"bytes\":%llu,\"seconds\":%.3f,"
+        "{\"io\":\"%s\",\"api\":\"%s\",\"gso_gro\":%s,\"gso\":%s,\"gro\":%s,\"mds\":%zu,\"bytes\":%llu,\"seconds\":%.3f,"
         "\"goodput_gbps\":%.3f,\"sender_cpu_s\":%.3f,\"receiver_cpu_s\":%.3f,\"process_cpu_s\":%.3f,\"cpu_s_per_gb\":%.3f,"
         "\"datagrams_sent\":%llu,\"send_calls\":%llu,\"packets_lost\":%llu,\"sender_loops\":%llu,"
         "\"receiver_loops\":%llu,\"receiver_datagrams_sent\":%llu,\"receiver_send_calls\":%llu,\"complete\":%s}\n",
-        to_string(client.backend()), offload ? "true" : "false", client.gso_enabled() ? "true" : "false",
+        to_string(client.backend()), zero_copy ? "zero-copy" : "copy", offload ? "true" : "false", client.gso_enabled() ? "true" : "false",
         client.gro_enabled() ? "true" : "false", mds, static_cast<unsigned long long>(received.load()), secs,
         gb * 8 / secs, send_cpu, recv_cpu.load(), process_cpu, gb > 0 ? process_cpu / gb : 0.0,
         static_cast<unsigned long long>(est.datagrams_sent), static_cast<unsigned long long>(est.send_calls),
