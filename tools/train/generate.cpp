@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cc/cubic.hpp"
+#include "cc/forwarding.hpp"
 #include "cc/ndm/ndm_controller.hpp"
 #include "cc/reno.hpp"
 #include "cc/window.hpp"
@@ -94,24 +95,25 @@ thread_local Recorder* tl_recorder = nullptr;
 // (cubic, reno or ndm) unchanged and, mirroring NdmController's calls into
 // its FeatureTracker exactly (on_ack per ACK; on_loss then at_loss per
 // congestion event), records the features of each event.
-class Tap final : public cc::Controller {
+class Tap final : public cc::Forwarding {
 public:
-    Tap(std::unique_ptr<cc::Controller> inner, Recorder& rec) : inner_(std::move(inner)), rec_(rec) {
-        if (const auto* c = dynamic_cast<const cc::Cubic*>(inner_.get())) recovery_ = &c->recovery();
-        else if (const auto* r = dynamic_cast<const cc::Reno*>(inner_.get())) recovery_ = &r->recovery();
-        else if (const auto* n = dynamic_cast<const cc::ndm::NdmController*>(inner_.get())) recovery_ = &n->cubic().recovery();
+    Tap(std::unique_ptr<cc::Controller> inner, Recorder& rec) : Forwarding(std::move(inner)), rec_(rec) {
+        const cc::Controller* wrapped = &this->inner();
+        if (const auto* c = dynamic_cast<const cc::Cubic*>(wrapped)) recovery_ = &c->recovery();
+        else if (const auto* r = dynamic_cast<const cc::Reno*>(wrapped)) recovery_ = &r->recovery();
+        else if (const auto* n = dynamic_cast<const cc::ndm::NdmController*>(wrapped)) recovery_ = &n->cubic().recovery();
     }
 
     void on_packet_sent(const cc::PacketSent& p) override {
         rec_.ledger.on_packet_sent(p.time, p.bytes);
-        inner_->on_packet_sent(p);
+        Forwarding::on_packet_sent(p);
     }
     void on_ack(const cc::AckEvent& ev) override {
         if (features_.on_ack(ev)) {
             rounds_.push_back(features_.round());
             if (rounds_.size() > kMaxRounds) rounds_.pop_front();
         }
-        inner_->on_ack(ev);
+        Forwarding::on_ack(ev);
     }
     void on_congestion_event(const cc::CongestionEvent& ev) override {
         features_.on_loss(ev);
@@ -136,18 +138,10 @@ public:
             r.at_loss = features_.at_loss(ev);
             rec_.records.push_back(std::move(r));
         }
-        inner_->on_congestion_event(ev);
+        Forwarding::on_congestion_event(ev);
     }
-    void on_spurious_congestion(const cc::SpuriousEvent& ev) override { inner_->on_spurious_congestion(ev); }
-    void on_idle_restart(Instant now) override { inner_->on_idle_restart(now); }
-    [[nodiscard]] std::uint64_t cwnd() const override { return inner_->cwnd(); }
-    [[nodiscard]] std::uint64_t ssthresh() const override { return inner_->ssthresh(); }
-    [[nodiscard]] std::optional<double> pacing_rate() const override { return inner_->pacing_rate(); }
-    [[nodiscard]] std::string_view state() const override { return inner_->state(); }
-    [[nodiscard]] std::string_view name() const override { return inner_->name(); }
 
 private:
-    std::unique_ptr<cc::Controller> inner_;
     Recorder& rec_;
     const cc::RecoveryPeriod* recovery_ = nullptr;
     cc::ndm::FeatureTracker features_;
