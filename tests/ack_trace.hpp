@@ -114,26 +114,11 @@ public:
     RecordingController(std::unique_ptr<cc::Controller> inner, Recording& rec, std::uint32_t generation)
         : Forwarding(std::move(inner)), rec_(rec), generation_(generation) {}
 
-    void on_packet_sent(const cc::PacketSent& p) override {
-        Forwarding::on_packet_sent(p);
-        record(p);
-    }
-    void on_ack(const cc::AckEvent& ev) override {
-        Forwarding::on_ack(ev);
-        record(ev);
-    }
-    void on_congestion_event(const cc::CongestionEvent& ev) override {
-        Forwarding::on_congestion_event(ev);
-        record(ev);
-    }
-    void on_spurious_congestion(const cc::SpuriousEvent& ev) override {
-        Forwarding::on_spurious_congestion(ev);
-        record(ev);
-    }
-    void on_idle_restart(Instant now) override {
-        Forwarding::on_idle_restart(now);
-        record(IdleRestart{now});
-    }
+    void on_packet_sent(const cc::PacketSent& p) override { Forwarding::on_packet_sent(p); record(p); }
+    void on_ack(const cc::AckEvent& ev) override { Forwarding::on_ack(ev); record(ev); }
+    void on_congestion_event(const cc::CongestionEvent& ev) override { Forwarding::on_congestion_event(ev); record(ev); }
+    void on_spurious_congestion(const cc::SpuriousEvent& ev) override { Forwarding::on_spurious_congestion(ev); record(ev); }
+    void on_idle_restart(Instant now) override { Forwarding::on_idle_restart(now); record(IdleRestart{now}); }
 
 private:
     // After the wrapped controller has seen the event.
