@@ -17,6 +17,7 @@
 
 #include "cc/ndm/default_model.hpp"
 #include "common/cli.hpp"
+#include "common/logging.hpp"
 #include "train/dataset.hpp"
 #include "train/export.hpp"
 #include "train/handset.hpp"
@@ -243,6 +244,7 @@ std::string selection_line(const CandidateScore& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ndm::tools::log_to_stderr();
     CLI::App app{
         "ndm-train: generate labelled loss events in virtual time, train the ndm controller's loss classifier and\n"
         "evaluate it (docs/ndm-training.md).",
