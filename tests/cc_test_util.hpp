@@ -1,5 +1,5 @@
-// Shared fixtures for the congestion-controller tests: synthetic ACK and
-// congestion events (no network) and a lossy end-to-end transfer in virtual
+// Shared fixtures for the congestion-controller and simulated-transfer tests:
+// synthetic ACK and congestion events (no network) and a lossy end-to-end transfer in virtual
 // time. Each controller's test file builds its own scenarios from these.
 #pragma once
 

@@ -21,7 +21,6 @@ using namespace std::chrono_literals;
 using ndm::Duration;
 using ndm::Instant;
 using ndm::cc::AckEvent;
-using ndm::cc::CongestionEvent;
 using ndm::cc::Cubic;
 using ndm::cc::HyStart;
 using ndm::cc::PacketSent;

@@ -15,7 +15,6 @@
 using namespace std::chrono_literals;
 using ndm::Instant;
 using ndm::cc::AckEvent;
-using ndm::cc::CongestionEvent;
 using ndm::cc::Reno;
 
 namespace {

@@ -10,12 +10,12 @@
 #include <vector>
 #include <algorithm>
 
+#include "cc_test_util.hpp"
 #include "ndm/connection.hpp"
 #include "ndm/sim.hpp"
 #include "sim/stream_hash.hpp"
 
 using namespace std::chrono_literals;
-using ndm::Instant;
 using ndm::sim::SimpleLinkConfig;
 using ndm::sim::TransferResult;
 using ndm::sim::TransferSpec;
@@ -24,7 +24,7 @@ namespace {
 
 constexpr std::uint64_t k32MB = 32u << 20;
 
-Instant at(ndm::Duration d) { return Instant{} + d; }
+using ndm::test::at;
 
 // 100 Mbit/s, 10 ms one way, a queue of about one bandwidth-delay product.
 TransferSpec base_spec(std::uint64_t bytes = k32MB) {
@@ -65,6 +65,16 @@ void check_complete(const TransferResult& r, std::uint64_t bytes) {
     MESSAGE("virtual ", ndm::to_seconds(r.duration), " s, goodput ",
             static_cast<double>(bytes) * 8 / ndm::to_seconds(r.duration) / 1e6, " Mbit/s, retransmitted ",
             r.client_stats.packets_retransmitted, ", lost ", r.client_stats.packets_lost, ", events ", r.steps);
+}
+
+// The 32 MB transfer of base_spec() with `set` impairing both directions,
+// checked complete and byte-exact.
+TransferResult impaired_transfer(void (*set)(SimpleLinkConfig&)) {
+    auto spec = base_spec();
+    both(spec, set);
+    auto r = ndm::sim::run_transfer(spec);
+    check_complete(r, k32MB);
+    return r;
 }
 
 }  // namespace
@@ -132,57 +142,39 @@ TEST_CASE("sim: 32 MB byte-exact, no impairment") {
 }
 
 TEST_CASE("sim: 32 MB byte-exact, 5% loss each way") {
-    auto spec = base_spec();
-    both(spec, [](SimpleLinkConfig& l) { l.loss = 0.05; });
-    const auto r = ndm::sim::run_transfer(spec);
-    check_complete(r, k32MB);
+    const auto r = impaired_transfer([](SimpleLinkConfig& l) { l.loss = 0.05; });
     CHECK(r.client_to_server.dropped_random > 0);
     CHECK(r.server_to_client.dropped_random > 0);
     CHECK(r.client_stats.packets_retransmitted > 0);
 }
 
 TEST_CASE("sim: 32 MB byte-exact, reordering") {
-    auto spec = base_spec();
-    both(spec, [](SimpleLinkConfig& l) {
+    const auto r = impaired_transfer([](SimpleLinkConfig& l) {
         l.reorder = 0.05;
         l.reorder_extra_delay = 3ms;
     });
-    const auto r = ndm::sim::run_transfer(spec);
-    check_complete(r, k32MB);
     CHECK(r.client_to_server.reordered > 0);
 }
 
 TEST_CASE("sim: 32 MB byte-exact, duplication") {
-    auto spec = base_spec();
-    both(spec, [](SimpleLinkConfig& l) { l.duplicate = 0.05; });
-    const auto r = ndm::sim::run_transfer(spec);
-    check_complete(r, k32MB);
+    const auto r = impaired_transfer([](SimpleLinkConfig& l) { l.duplicate = 0.05; });
     CHECK(r.client_to_server.duplicated > 0);
 }
 
 TEST_CASE("sim: 32 MB byte-exact, single-bit corruption") {
-    auto spec = base_spec();
-    both(spec, [](SimpleLinkConfig& l) { l.corrupt = 0.02; });
-    const auto r = ndm::sim::run_transfer(spec);
-    check_complete(r, k32MB);
+    const auto r = impaired_transfer([](SimpleLinkConfig& l) { l.corrupt = 0.02; });
     CHECK(r.client_to_server.corrupted > 0);
     // Every corrupted datagram must fail the integrity check, none be accepted.
     CHECK(r.server_stats.packets_dropped >= r.client_to_server.corrupted);
 }
 
 TEST_CASE("sim: 32 MB byte-exact, 20% loss each way") {
-    auto spec = base_spec();
-    both(spec, [](SimpleLinkConfig& l) { l.loss = 0.20; });
-    const auto r = ndm::sim::run_transfer(spec);
-    check_complete(r, k32MB);
+    const auto r = impaired_transfer([](SimpleLinkConfig& l) { l.loss = 0.20; });
     CHECK(r.client_to_server.dropped_random > 0);
 }
 
 TEST_CASE("sim: 32 MB byte-exact across a 3 s blackhole of both directions") {
-    auto spec = base_spec();
-    both(spec, [](SimpleLinkConfig& l) { l.outages = {{at(1s), at(4s)}}; });
-    const auto r = ndm::sim::run_transfer(spec);
-    check_complete(r, k32MB);
+    const auto r = impaired_transfer([](SimpleLinkConfig& l) { l.outages = {{at(1s), at(4s)}}; });
     CHECK(r.client_to_server.dropped_outage > 0);
     CHECK(r.server_to_client.dropped_outage > 0);
     CHECK(r.duration > 4s);
