@@ -256,13 +256,12 @@ struct Server {
         Flow* f = test->find(h);
         Connection* c = ep.connection(h);
         if (!f || !c) return;
-        std::vector<std::uint8_t> buf(tools::PayloadPump::kChunk);
-        while (std::size_t n = c->read(id, buf)) {
-            if (f->params.reverse) continue;  // nothing is expected from the client
-            f->hash.update({buf.data(), n});
-            f->bytes += n;
+        tools::drain(*c, id, [&](std::span<const std::uint8_t> data) {
+            if (f->params.reverse) return;  // nothing is expected from the client
+            f->hash.update(data);
+            f->bytes += data.size();
             f->last_byte = steady_now();
-        }
+        });
         if (!f->params.reverse && c->stream_finished(id) && !f->reported) {
             tools::ReceiverReport r{f->bytes, secs(f->start, f->last_byte), f->hash.digest()};
             c->write(id, tools::encode(r), true);

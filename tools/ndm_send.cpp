@@ -215,8 +215,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
         }
     };
     auto read_all = [&](Connection& c, StreamId id, std::vector<std::uint8_t>& into) {
-        std::uint8_t buf[4096];
-        while (std::size_t k = c.read(id, buf)) into.insert(into.end(), buf, buf + k);
+        tools::drain(c, id, [&](std::span<const std::uint8_t> d) { into.insert(into.end(), d.begin(), d.end()); });
     };
 
     if (!rev) {
@@ -275,9 +274,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
             bool all = true;
             for (Flow& f : flows) {
                 Connection& c = require_open(f, "during the test");
-                std::uint8_t buf[16384];
-                while (std::size_t k = c.read(kReverseData, buf)) {
-                    f.hash.update({buf, k});
+                if (const std::size_t k = tools::drain(c, kReverseData, [&](std::span<const std::uint8_t> d) { f.hash.update(d); })) {
                     f.received += k;
                     f.last_byte = now;
                 }

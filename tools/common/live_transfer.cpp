@@ -12,7 +12,6 @@
 namespace ndm::tools {
 
 namespace {
-constexpr std::size_t kChunk = PayloadPump::kChunk;
 double seconds_between(Instant a, Instant b) { return to_seconds(b - a); }
 }  // namespace
 
@@ -42,13 +41,12 @@ RunResult run_live(const LiveSpec& spec) {
         if (!readable) return;
         Connection* c = server.connection(h);
         if (!c) return;
-        std::vector<std::uint8_t> buf(kChunk);
-        while (std::size_t n = c->read(readable->id, buf)) {
+        tools::drain(*c, readable->id, [&](std::span<const std::uint8_t> data) {
             std::lock_guard lock(m);
-            rx_hash.update({buf.data(), n});
-            received += n;
+            rx_hash.update(data);
+            received += data.size();
             last_byte = steady_now();
-        }
+        });
         if (c->stream_finished(readable->id)) fin = true;
     });
     std::thread rx([&] {

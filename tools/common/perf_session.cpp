@@ -101,12 +101,14 @@ void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
         const std::size_t n = static_cast<std::size_t>(
             std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), limit_ - written_}));
         if (n == 0) break;
-        payload_.fill(written_, {chunk_.data(), n});
-        const bool last = written_ + n == limit_;
-        const std::size_t took = c.write(id, {chunk_.data(), n}, last);
-        hash_.update({chunk_.data(), took});
-        written_ += took;
-        if (took < n) break;
+        // The payload goes straight into the stream's send buffer; room may
+        // be short of n where that buffer wraps (the loop comes back for more).
+        const std::span<std::uint8_t> room = c.prepare(id, n);
+        if (room.empty()) break;
+        payload_.fill(written_, room);
+        hash_.update(room);
+        written_ += room.size();
+        c.commit(id, room.size(), written_ == limit_);
     }
 }
 

@@ -1,8 +1,10 @@
 // Pieces shared by the timed bulk transfers of the tools (run_live, ndm-send,
 // ndm-recv): the test parameters the client puts in the handshake's
 // application params (so no control connection is needed), the receiver's
-// closing report sent back on the test stream, waiting for a handshake, and a
-// pump that keeps a stream topped up with the deterministic payload.
+// closing report sent back on the test stream, waiting for a handshake, a
+// pump that keeps a stream topped up with the deterministic payload, and
+// draining what arrived. Both move data in place (Connection::prepare/commit,
+// peek/consume): no copy through a buffer of the tool's own.
 #pragma once
 
 #include <cstdint>
@@ -62,10 +64,23 @@ Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout
 
 // Keeps a little more than the congestion window queued on a stream: enough
 // to never starve the sender, not so much that the send buffer balloons.
+// Takes every in-order byte of the stream that has arrived, in place: f sees
+// each contiguous run (a std::span<const std::uint8_t>). Returns the count.
+template <typename F>
+std::size_t drain(Connection& c, StreamId id, F&& f) {
+    std::size_t total = 0;
+    for (auto view = c.peek(id); !view.empty(); view = c.peek(id)) {
+        f(view);
+        total += view.size();
+        c.consume(id, view.size());
+    }
+    return total;
+}
+
 class PayloadPump {
 public:
     explicit PayloadPump(std::uint64_t seed, std::uint64_t limit = std::numeric_limits<std::uint64_t>::max())
-        : payload_(seed), limit_(limit), chunk_(kChunk) {}
+        : payload_(seed), limit_(limit) {}
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
     [[nodiscard]] std::uint64_t written() const { return written_; }
@@ -79,7 +94,6 @@ private:
     sim::StreamHash hash_;
     std::uint64_t limit_;
     std::uint64_t written_ = 0;
-    std::vector<std::uint8_t> chunk_;
 };
 
 }  // namespace ndm::tools
