@@ -28,15 +28,16 @@ int main(int argc, char** argv) {
             cfg.accept_connections = true;
             ndm::Endpoint ep(cfg);
             std::ofstream out(argv[3], std::ios::binary);
-            std::vector<std::uint8_t> buf(1 << 20);
             bool done = false;
             std::uint64_t total = 0;
             ep.on_event([&](ndm::ConnectionHandle h, const ndm::Event& ev) {
                 if (auto* r = std::get_if<ndm::event::StreamReadable>(&ev)) {
                     ndm::Connection* c = ep.connection(h);
-                    while (std::size_t n = c->read(r->id, buf)) {
-                        out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(n));
-                        total += n;
+                    // Zero-copy: write the stream's own buffer to the file, then let it go.
+                    for (auto data = c->peek(r->id); !data.empty(); data = c->peek(r->id)) {
+                        out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+                        total += data.size();
+                        c->consume(r->id, data.size());
                     }
                     done |= c->stream_finished(r->id);
                 } else if (auto* cl = std::get_if<ndm::event::Closed>(&ev)) {
