@@ -115,6 +115,29 @@ private:
     std::optional<std::string> old_;
 };
 
+// Copies what the default logger writes at `level` and above into a string,
+// for one scope (restored on the way out, also when a REQUIRE fails).
+class ScopedLogCapture {
+public:
+    explicit ScopedLogCapture(spdlog::level::level_enum level)
+        : logger_(spdlog::default_logger()), old_level_(logger_->level()) {
+        logger_->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_));
+        logger_->set_level(level);
+    }
+    ~ScopedLogCapture() {
+        logger_->sinks().pop_back();
+        logger_->set_level(old_level_);
+    }
+    ScopedLogCapture(const ScopedLogCapture&) = delete;
+    ScopedLogCapture& operator=(const ScopedLogCapture&) = delete;
+    [[nodiscard]] std::string text() const { return out_.str(); }
+
+private:
+    std::ostringstream out_;
+    std::shared_ptr<spdlog::logger> logger_;
+    spdlog::level::level_enum old_level_;
+};
+
 // Picks the backend for this SUBCASE; false (with a MESSAGE) if the machine lacks it.
 bool pick_backend(IoBackend b, EndpointConfig& cfg) {
     if (b == IoBackend::uring && !io::probe_uring().available) {
@@ -440,15 +463,11 @@ TEST_CASE("endpoint: dual-stack and IPv6 loopback") {
 }
 
 TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so") {
-    std::ostringstream log;
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-    auto logger = spdlog::default_logger();
-    const auto level = logger->level();
-    logger->sinks().push_back(sink);
-    logger->set_level(spdlog::level::info);
+    std::string log;
     EndpointConfig cfg;
     cfg.bind_address = "127.0.0.1";
     {
+        ScopedLogCapture capture(spdlog::level::info);
         ScopedEnv force("NDM_IO_FORCE_PROBE_FAIL", "1");
         Endpoint ep(cfg);
         CHECK(ep.backend() == IoBackend::epoll);
@@ -460,10 +479,9 @@ TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so
         auto run = run_clients(ep, server, "127.0.0.1", 1, 1u << 20, cfg.connection, 20s);
         CHECK(run.completed);
         CHECK(server.backend() == IoBackend::epoll);
+        log = capture.text();
     }
-    logger->sinks().pop_back();
-    logger->set_level(level);
-    CHECK(log.str().find("io_uring unavailable (forced by NDM_IO_FORCE_PROBE_FAIL=1); using the epoll fallback") !=
+    CHECK(log.find("io_uring unavailable (forced by NDM_IO_FORCE_PROBE_FAIL=1); using the epoll fallback") !=
           std::string::npos);
     EndpointConfig again;
     again.bind_address = "127.0.0.1";
@@ -679,12 +697,7 @@ TEST_CASE("io_uring backend: asynchronous sends leave in submission order") {
         return;
     }
     ScopedEnv sends("NDM_IO_URING_SEND", "async");
-    std::ostringstream log;
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-    auto logger = spdlog::default_logger();
-    const auto level = logger->level();
-    logger->sinks().push_back(sink);
-    logger->set_level(spdlog::level::debug);
+    ScopedLogCapture capture(spdlog::level::debug);
 
     const int rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     REQUIRE(rx >= 0);
@@ -754,15 +767,14 @@ TEST_CASE("io_uring backend: asynchronous sends leave in submission order") {
     }
     reader.join();
     close(rx);
-    logger->sinks().pop_back();
-    logger->set_level(level);
 
     CHECK(seen.size() >= kCount * 9 / 10);  // drops are possible on a loaded machine, reordering is not
     std::size_t reordered = 0;
     for (std::size_t i = 1; i < seen.size(); ++i) reordered += seen[i] <= seen[i - 1];
     CHECK(reordered == 0);
-    const bool async = log.str().find("large sends asynchronous on one io-wq worker") != std::string::npos;
-    const bool inline_ = log.str().find("sends inline") != std::string::npos;
+    const std::string log = capture.text();
+    const bool async = log.find("large sends asynchronous on one io-wq worker") != std::string::npos;
+    const bool inline_ = log.find("sends inline") != std::string::npos;
     const std::string mode = async ? "asynchronous (io-wq)" : "inline";
     MESSAGE("io_uring sends " << mode << "; received " << seen.size() << " of " << kCount);
     CHECK(async != inline_);  // exactly one of the two modes, and it says which
