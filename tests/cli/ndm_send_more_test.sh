@@ -45,10 +45,11 @@ set -e
 [ "$(get fail.json error)" = "$(sed 's/^ndm-send: //' "$out/fail_err.txt")" ] || fail "JSON error differs from stderr"
 "$check" shape "$doc" "$out/fail.json" > /dev/null 2> "$out/shape.txt" || fail "failure -J shape: $(cat "$out/shape.txt")"
 
-# 2. -n: exactly that many bytes, both sides agree.
-start_server
+# 2. -n: exactly that many bytes, both sides agree; ndm-recv -J records its provenance too.
+start_server -J
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -n 3M -J > "$out/n.json" 2> "$out/err.txt" || fail "-n exit $?"
 finish_server
+[ "$(get recv.txt provenance.command_line)" = "$recv -1 -B 127.0.0.1 -p $port -J" ] || fail "ndm-recv -J provenance"
 [ "$(get n.json end.sum_sent.bytes)" = 3145728 ] || fail "-n 3M: sent $(get n.json end.sum_sent.bytes)"
 [ "$(get n.json end.sum_received.bytes)" = 3145728 ] || fail "-n 3M: received $(get n.json end.sum_received.bytes)"
 [ "$(get n.json end.byte_exact)" = true ] || fail "-n not byte-exact"
