@@ -45,7 +45,7 @@ fi
 "$sim" -n 1M --json > "$tmp/sim.json"
 got=$("$check" get "$tmp/sim.json" provenance.git_commit)
 if command -v git > /dev/null && [ -e "$src/.git" ]; then
-  case "$got" in "$(git -C "$src" rev-parse HEAD)"|"$(git -C "$src" rev-parse HEAD)-dirty") ;; *) fail "ndm-sim commit $got is not HEAD";; esac
+  case "$got" in "$(git -C "$src" rev-parse HEAD)"|"$(git -C "$src" rev-parse HEAD)-dirty") ;; *) fail "ndm-sim says it was built from $got, the source tree is at $(git -C "$src" rev-parse HEAD): rebuild";; esac
 else
   [ "$got" = unknown ] || fail "ndm-sim commit $got outside a checkout"
 fi
