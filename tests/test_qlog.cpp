@@ -14,6 +14,7 @@
 
 #include "connection_pair.hpp"
 #include "ndm/qlog.hpp"
+#include "ndm/version.hpp"
 
 using namespace ndm;
 
@@ -165,7 +166,19 @@ TEST_CASE("qlog: the trace hook reports a lossy transfer consistently with stats
     CHECK(h["qlog_version"] == "0.3");
     CHECK(h["trace"]["vantage_point"]["type"] == "client");
     CHECK(h["trace"]["common_fields"]["time_format"] == "relative");
-    std::size_t sent_events = 0, lost_events = 0;
+    // What produced the trace.
+    CHECK(h["provenance"]["ndm_version"] == std::string(ndm::version()));
+    CHECK(h["provenance"]["git_commit"] == std::string(ndm::git_commit()));
+    CHECK(h["provenance"]["command_line"].get<std::string>().find("ndm_tests") != std::string::npos);
+    CHECK(h["provenance"]["start_time"].get<std::string>().ends_with("Z"));
+    CHECK_FALSE(h["provenance"]["host"].get<std::string>().empty());
+    CHECK(h["provenance"]["kernel"].get<std::string>().starts_with("Linux "));
+    std::size_t sent_events = 0, lost_events = 0, cwnd_updates = 0, pacing_updates = 0;
+    std::uint64_t last_cwnd = 0;
+    // recovery:metrics_updated carries quic-events' field names only (congestion_window, not cwnd),
+    // pacing_rate as an integer in bits per second.
+    const std::set<std::string> metric_fields{"congestion_window", "bytes_in_flight", "ssthresh", "smoothed_rtt",
+                                              "min_rtt",           "latest_rtt",      "rtt_variance", "pacing_rate"};
     double t = 0;
     const std::set<std::string> names{"transport:packet_sent", "transport:packet_received", "recovery:packet_lost",
                                       "recovery:metrics_updated", "recovery:congestion_state_updated"};
@@ -176,8 +189,25 @@ TEST_CASE("qlog: the trace hook reports a lossy transfer consistently with stats
         t = r["time"].get<double>();
         sent_events += r["name"] == "transport:packet_sent";
         lost_events += r["name"] == "recovery:packet_lost";
-        if (r["name"] == "recovery:metrics_updated") CHECK_FALSE(r["data"].empty());
+        if (r["name"] != "recovery:metrics_updated") continue;
+        CHECK_FALSE(r["data"].empty());
+        for (const auto& [k, v] : r["data"].items()) {
+            CAPTURE(k);
+            CHECK(metric_fields.count(k) == 1);
+            CHECK(v.is_number());
+        }
+        if (r["data"].contains("congestion_window")) {
+            ++cwnd_updates;
+            last_cwnd = r["data"]["congestion_window"].get<std::uint64_t>();
+        }
+        if (r["data"].contains("pacing_rate")) {
+            ++pacing_updates;
+            CHECK(r["data"]["pacing_rate"].is_number_integer());
+        }
     }
+    CHECK(cwnd_updates > 0);
+    CHECK(pacing_updates > 0);
+    CHECK(last_cwnd == st.cwnd);
     CHECK(sent_events == st.packets_sent);
     CHECK(lost_events == st.packets_lost);
     cp.server.reset();

@@ -168,6 +168,7 @@ void write_file(const fs::path& p, const std::string& content) {
 
 int run_compete_mode(const Options& o) {
     tools::CompeteSpec spec;
+    spec.start_time = std::chrono::system_clock::now();
     spec.profile = o.profile;
     spec.controllers = o.controllers;
     spec.seconds = o.seconds;
@@ -280,6 +281,7 @@ int main(int argc, char** argv) {
         if (o.compete) return run_compete_mode(o);
 
         tools::Experiment e;
+        e.start_time = std::chrono::system_clock::now();
         e.profile = o.profile;
         e.profile_description = "up: " + emu::describe(profile.up) + "; down: " + emu::describe(profile.down);
         e.packet_size = o.packet_size;

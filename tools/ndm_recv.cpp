@@ -20,6 +20,7 @@
 #include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
+#include "common/provenance.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
 #include "sim/stream_hash.hpp"
@@ -65,6 +66,7 @@ struct Test {
     std::uint64_t id = 0;
     tools::TestParams params;  // of the first connection (shared settings)
     Instant start{};
+    std::chrono::system_clock::time_point wall_start{};  // for the provenance record
     Instant interval_begin{};
     Instant next_report{};
     bool intervals_done = false;
@@ -113,6 +115,7 @@ struct Server {
             t.id = p.test_id;
             t.params = p;
             t.start = t.interval_begin = now;
+            t.wall_start = std::chrono::system_clock::now();
             t.next_report = now + from_seconds(p.interval);
             test = std::move(t);
             if (!json_out) {
@@ -303,6 +306,7 @@ struct Server {
         }
         if (json_out) {
             json j;
+            j["provenance"] = tools::provenance_json(t.wall_start);
             j["start"] = {{"test_start",
                            {{"protocol", "NDM"},
                             {"num_streams", t.params.streams},

@@ -21,6 +21,7 @@
 #include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
+#include "common/provenance.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
@@ -48,6 +49,7 @@ struct Options {
     std::string qlog;  // directory
     std::uint64_t seed = 1;
     std::string io = "auto";
+    std::chrono::system_clock::time_point started{};  // for the -J provenance record
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -80,8 +82,9 @@ struct Flow {
     bool exact = false;
 };
 
-// Everything after argument checking; throws std::runtime_error on a failed test.
-int run(const Options& o, const tools::TestParams& base, const std::optional<emu::Profile>& profile) {
+// Everything after argument checking; throws std::runtime_error on a failed
+// test, with the -J interval records made so far in `intervals`.
+int run(const Options& o, const tools::TestParams& base, const std::optional<emu::Profile>& profile, json& intervals) {
     EndpointConfig cfg;
     cfg.backend = parse_io_backend(o.io);
     cfg.connection.cc = o.cc;
@@ -155,7 +158,6 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
         return *c;
     };
 
-    json intervals = json::array();
     const Instant start = steady_now();
     Instant sample_begin = start, next_sample = start + from_seconds(base.interval);
     auto sample = [&](Instant now) {
@@ -345,6 +347,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
 
     if (o.json) {
         json j;
+        j["provenance"] = tools::provenance_json(o.started);
         json connected = json::array();
         for (const Flow& f : flows)
             connected.push_back({{"socket", f.index + 1}, {"local_host", ep.local_address()}, {"remote_host", o.host},
@@ -364,11 +367,14 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
             json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, !rev);
             json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, !rev);
             s["socket"] = r["socket"] = f.index + 1;
+            r["drain_seconds"] = tools::drain_seconds(f.sent_seconds, f.recv_seconds);
             streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}});
         }
+        json sum_received = sum_json(0, sum_recv_s, sum_recv, std::nullopt, !rev);
+        sum_received["drain_seconds"] = tools::drain_seconds(sum_sent_s, sum_recv_s);
         j["end"] = {{"streams", streams},
                     {"sum_sent", sum_json(0, sum_sent_s, sum_sent, sum_retr, !rev)},
-                    {"sum_received", sum_json(0, sum_recv_s, sum_recv, std::nullopt, !rev)},
+                    {"sum_received", sum_received},
                     {"sender_congestion", o.cc},
                     {"byte_exact", all_exact}};
         if (!error.empty()) j["error"] = error;
@@ -378,19 +384,19 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
             return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}             sender\n", id, 0.0, s,
                                tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, s)), retr);
         };
-        auto receiver_line = [](const std::string& id, double s, std::uint64_t bytes, bool exact) {
-            return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}                   receiver{}\n", id, 0.0, s,
+        auto receiver_line = [](const std::string& id, double sent_s, double s, std::uint64_t bytes, bool exact) {
+            return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}                   receiver{}  ({})\n", id, 0.0, s,
                                tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, s)),
-                               exact ? "  (byte-exact)" : "");
+                               exact ? "  (byte-exact)" : "", tools::drain_text(sent_s, s));
         };
         std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
                   << "[ ID] Interval           Transfer     Bitrate         Retr\n";
         for (const Flow& f : flows)
             std::cout << sender_line(id_label(f.index), f.sent_seconds, f.sent_bytes, f.retransmits)
-                      << receiver_line(id_label(f.index), f.recv_seconds, f.recv_bytes, f.exact);
+                      << receiver_line(id_label(f.index), f.sent_seconds, f.recv_seconds, f.recv_bytes, f.exact);
         if (n > 1)
             std::cout << sender_line("[SUM]", sum_sent_s, sum_sent, sum_retr)
-                      << receiver_line("[SUM]", sum_recv_s, sum_recv, all_exact);
+                      << receiver_line("[SUM]", sum_sent_s, sum_recv_s, sum_recv, all_exact);
         std::cout << "\nndm-send done.\n";
     }
     if (!error.empty()) {
@@ -470,9 +476,13 @@ int main(int argc, char** argv) {
         std::cerr << "ndm-send: " << ex.what() << '\n';
         return 2;
     }
+    o.started = std::chrono::system_clock::now();
+    json intervals = json::array();
     try {
-        return run(o, params, profile);
+        return run(o, params, profile, intervals);
     } catch (const std::exception& ex) {  // connection failures, EndpointError
+        // -J: a document still, with an "error" key as iperf3's (docs/ndm-send-json.md).
+        if (o.json) std::cout << tools::failure_json(tools::provenance_json(o.started), intervals, ex.what()).dump(2) << '\n';
         std::cerr << "ndm-send: " << ex.what() << '\n';
         return 1;
     }

@@ -17,6 +17,7 @@
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
 #include "common/logging.hpp"
+#include "common/provenance.hpp"
 
 namespace {
 
@@ -215,6 +216,7 @@ int main(int argc, char** argv) {
     };
 
     ndm::sim::TransferResult r;
+    const auto started = std::chrono::system_clock::now();
     const auto wall_start = std::chrono::steady_clock::now();
     try {
         r = ndm::sim::run_transfer(spec, print_row);
@@ -228,6 +230,7 @@ int main(int argc, char** argv) {
 
     if (json) {
         nlohmann::json out;
+        out["provenance"] = ndm::tools::provenance_json(started);
         out["start"] = {{"bytes", by_time ? 0 : bytes}, {"time", by_time ? time_s : 0.0}, {"delay_ms", delay_ms},
                         {"loss_percent", loss_pct}, {"rate_mbps", rate_mbps}, {"queue_packets", queue},
                         {"cc", cc}, {"packet_size", packet_size}, {"seed", seed}, {"interval", interval_s}};

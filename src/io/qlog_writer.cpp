@@ -2,7 +2,9 @@
 // quic-events-03, i.e. qlog_version "0.3", which qvis reads).
 #include "ndm/qlog.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -12,6 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include "ndm/version.hpp"
 
 namespace ndm::qlog {
 
@@ -75,11 +79,16 @@ public:
     Writer(std::ostream& out, const trace::ConnectionInfo& info, std::unique_ptr<std::ostream> owned = nullptr)
         : owned_(std::move(owned)), out_(out), ref_(info.reference_time) {
         const std::string odcid = hex(info.original_dcid);
-        const double wall_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+        const auto wall = std::chrono::system_clock::now();
+        const double wall_ms = std::chrono::duration<double, std::milli>(wall.time_since_epoch()).count();
+        // What wrote the trace (include/ndm/version.hpp), an extension field
+        // beside the schema's own, as the tools' JSON outputs carry it.
+        json prov = json::object();
+        for_each_field(provenance(wall), [&](const char* key, const std::string& value) { prov[key] = value; });
         record({{"qlog_version", "0.3"},
                 {"qlog_format", "JSON-SEQ"},
                 {"title", "ndm"},
+                {"provenance", std::move(prov)},
                 {"trace",
                  {{"title", fmt::format("ndm {} {}", info.client ? "client" : "server", odcid)},
                   {"vantage_point", {{"name", "ndm"}, {"type", info.client ? "client" : "server"}}},
@@ -108,15 +117,17 @@ public:
                {"raw", {{"length", e.size}}}});
     }
     void on_metrics_updated(const trace::MetricsUpdated& e) override {
+        // Field names and units of quic-events §7.3 (recovery:metrics_updated):
+        // bytes, RTTs in ms, pacing_rate an integer in bits per second.
         json d = json::object();
-        if (e.cwnd) d["cwnd"] = *e.cwnd;
+        if (e.cwnd) d["congestion_window"] = *e.cwnd;
         if (e.bytes_in_flight) d["bytes_in_flight"] = *e.bytes_in_flight;
         if (e.ssthresh) d["ssthresh"] = *e.ssthresh;
         if (e.smoothed_rtt) d["smoothed_rtt"] = ms(*e.smoothed_rtt);
         if (e.min_rtt) d["min_rtt"] = ms(*e.min_rtt);
         if (e.latest_rtt) d["latest_rtt"] = ms(*e.latest_rtt);
         if (e.rtt_variance) d["rtt_variance"] = ms(*e.rtt_variance);
-        if (e.pacing_rate) d["pacing_rate"] = *e.pacing_rate;
+        if (e.pacing_rate) d["pacing_rate"] = static_cast<std::uint64_t>(std::llround(std::max(0.0, *e.pacing_rate)));
         event(e.time, "recovery:metrics_updated", std::move(d));
     }
     void on_congestion_state_updated(const trace::CongestionStateUpdated& e) override {

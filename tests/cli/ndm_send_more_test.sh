@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ndm-send beyond the basics: the -J document matches docs/ndm-send-json.md
-# (forward with -P 2 and reverse), -n delivers exactly that many bytes,
+# (forward with -P 2 and reverse, and a failed test's document with its
+# error) and records its provenance, -n delivers exactly that many bytes,
 # --emu loss=5% retransmits and stays byte-exact, and a server killed with
 # SIGKILL mid-test gives one clear error line and a non-zero exit within seconds.
 set -euo pipefail
@@ -15,6 +16,7 @@ get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
 # 1. The documented JSON shape, forward with two connections and reverse.
 start_server
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 2 -J > "$out/fwd.json" 2> "$out/err.txt" || fail "-J -P 2 exit $?"
+fwd_port=$port
 finish_server
 "$check" shape "$doc" "$out/fwd.json" > /dev/null 2> "$out/shape.txt" || fail "forward -J shape: $(cat "$out/shape.txt")"
 [ "$(get fwd.json start.test_start.num_streams)" = 2 ] || fail "num_streams"
@@ -25,11 +27,29 @@ finish_server
 "$check" shape "$doc" "$out/rev.json" > /dev/null 2> "$out/shape.txt" || fail "reverse -J shape: $(cat "$out/shape.txt")"
 [ "$(get rev.json start.test_start.reverse)" = 1 ] || fail "reverse flag"
 [ "$(get rev.json end.byte_exact)" = true ] || fail "reverse not byte-exact"
+# Provenance: what produced the document; the drain after the send phase is its own key.
+[ "$(get fwd.json provenance.command_line)" = "$send -c 127.0.0.1 -p $fwd_port -t 1 -P 2 -J" ] \
+  || fail "provenance.command_line: $(get fwd.json provenance.command_line)"
+get fwd.json provenance.git_commit | grep -Eq '^([0-9a-f]{40}(-dirty)?|unknown)$' || fail "provenance.git_commit"
+get fwd.json provenance.start_time | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z$' || fail "provenance.start_time"
+get fwd.json provenance.kernel | grep -q "^$(uname -s) $(uname -r) " || fail "provenance.kernel"
+get fwd.json end.sum_received.drain_seconds > /dev/null
 
-# 2. -n: exactly that many bytes, both sides agree.
-start_server
+# 1b. A test that fails before its end still prints a JSON document with "error" (as iperf3), exit 1.
+noport=$(free_port)
+set +e
+timeout 20 "$send" -c 127.0.0.1 -p "$noport" -t 1 -J > "$out/fail.json" 2> "$out/fail_err.txt"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "no server: exit $rc, not 1"
+[ -n "$(get fail.json error)" ] || fail "no error in the failure document"
+[ "$(get fail.json error)" = "$(sed 's/^ndm-send: //' "$out/fail_err.txt")" ] || fail "JSON error differs from stderr"
+"$check" shape "$doc" "$out/fail.json" > /dev/null 2> "$out/shape.txt" || fail "failure -J shape: $(cat "$out/shape.txt")"
+
+# 2. -n: exactly that many bytes, both sides agree; ndm-recv -J records its provenance too.
+start_server -J
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -n 3M -J > "$out/n.json" 2> "$out/err.txt" || fail "-n exit $?"
 finish_server
+[ "$(get recv.txt provenance.command_line)" = "$recv -1 -B 127.0.0.1 -p $port -J" ] || fail "ndm-recv -J provenance"
 [ "$(get n.json end.sum_sent.bytes)" = 3145728 ] || fail "-n 3M: sent $(get n.json end.sum_sent.bytes)"
 [ "$(get n.json end.sum_received.bytes)" = 3145728 ] || fail "-n 3M: received $(get n.json end.sum_received.bytes)"
 [ "$(get n.json end.byte_exact)" = true ] || fail "-n not byte-exact"

@@ -9,6 +9,7 @@
 
 #include "common/cc_entry.hpp"
 #include "common/emu_path.hpp"
+#include "common/provenance.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
@@ -162,7 +163,8 @@ void print_compete(std::ostream& os, const CompeteSpec& spec, const std::vector<
 
 std::string compete_json(const CompeteSpec& spec, const std::vector<CompeteRun>& runs) {
     using nlohmann::json;
-    json j{{"mode", "compete"},
+    json j{{"provenance", provenance_json(spec.start_time)},
+           {"mode", "compete"},
            {"profile", spec.profile},
            {"packet_size", spec.packet_size},
            {"duration_s", spec.seconds},

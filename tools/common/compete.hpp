@@ -3,6 +3,7 @@
 // the bottleneck's queueing delay and drops.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -43,6 +44,7 @@ struct CompeteSpec {
     double interval_s = 1;
     std::size_t packet_size = 1452;
     std::uint64_t seed = 1;
+    std::chrono::system_clock::time_point start_time{};  // for the provenance record
 };
 
 // One run; throws std::invalid_argument on a bad profile or controller.

@@ -1,6 +1,7 @@
 // Small pieces of iperf3-style output shared by ndm-send and ndm-recv.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,23 @@ inline nlohmann::json sum_json(double b, double e, std::uint64_t bytes, std::opt
     if (retr) j["retransmits"] = *retr;
     j["sender"] = sender;
     return j;
+}
+
+// How long after the sender's send phase ended the receiver read its last
+// byte (queue drain plus one-way delay), from both sides' own start of the
+// test; never negative.
+inline double drain_seconds(double sender_end_s, double receiver_end_s) {
+    return std::max(0.0, receiver_end_s - sender_end_s);
+}
+// The receiver line's note: "last byte 2.31 s after the send phase".
+inline std::string drain_text(double sender_end_s, double receiver_end_s) {
+    return fmt::format("last byte {:.2f} s after the send phase", drain_seconds(sender_end_s, receiver_end_s));
+}
+
+// The -J document of a test that failed before its end: what was measured
+// so far and the reason, as iperf3 prints {"error": ...}.
+inline nlohmann::json failure_json(nlohmann::json provenance, nlohmann::json intervals, const std::string& error) {
+    return {{"provenance", std::move(provenance)}, {"intervals", std::move(intervals)}, {"error", error}};
 }
 
 }  // namespace ndm::tools

@@ -4,18 +4,23 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/iperf_output.hpp"
+#include "common/provenance.hpp"
 #include "common/units.hpp"
+#include "ndm/version.hpp"
 
 namespace ndm::tools {
 
+using nlohmann::json;
+
 double RunResult::sender_bitrate() const { return sender_seconds > 0 ? sender_bytes * 8.0 / sender_seconds : 0; }
-double RunResult::receiver_bitrate() const {
-    return receiver_seconds > 0 ? receiver_bytes * 8.0 / receiver_seconds : 0;
-}
+double RunResult::goodput() const { return receiver_seconds > 0 ? receiver_bytes * 8.0 / receiver_seconds : 0; }
+double RunResult::drain_seconds() const { return tools::drain_seconds(sender_seconds, receiver_seconds); }
 
 std::vector<const RunResult*> Experiment::runs_of(const std::string& controller) const {
     std::vector<const RunResult*> out;
@@ -23,6 +28,78 @@ std::vector<const RunResult*> Experiment::runs_of(const std::string& controller)
         if (r.controller == controller) out.push_back(&r);
     }
     return out;
+}
+
+namespace {
+
+// Regularized incomplete beta I_x(a, b) by its continued fraction (modified
+// Lentz), on the side of x where the fraction converges fast (Numerical
+// Recipes, 3rd ed., §6.4).
+double beta_cf(double a, double b, double x) {
+    constexpr double tiny = 1e-300, eps = 1e-16;
+    double c = 1, d = 1 - (a + b) * x / (a + 1);
+    if (std::fabs(d) < tiny) d = tiny;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 10000; ++m) {
+        const double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((a - 1 + m2) * (a + m2));
+        d = 1 + aa * d;
+        c = 1 + aa / c;
+        if (std::fabs(d) < tiny) d = tiny;
+        if (std::fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        h *= d * c;
+        aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1 + m2));
+        d = 1 + aa * d;
+        c = 1 + aa / c;
+        if (std::fabs(d) < tiny) d = tiny;
+        if (std::fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        const double del = d * c;
+        h *= del;
+        if (std::fabs(del - 1) < eps) break;
+    }
+    return h;
+}
+
+double log_beta(double a, double b) { return std::lgamma(a) + std::lgamma(b) - std::lgamma(a + b); }
+
+double incomplete_beta(double a, double b, double x) {
+    if (x <= 0) return 0;
+    if (x >= 1) return 1;
+    const double front = std::exp(a * std::log(x) + b * std::log1p(-x) - log_beta(a, b));
+    if (x < (a + 1) / (a + b + 2)) return front * beta_cf(a, b, x) / a;
+    return 1 - front * beta_cf(b, a, 1 - x) / b;
+}
+
+}  // namespace
+
+double student_t_quantile(double p, double df) {
+    if (!(p > 0 && p < 1) || !(df > 0)) throw std::invalid_argument("student_t_quantile: need 0 < p < 1 and df > 0");
+    if (p == 0.5) return 0;
+    if (p < 0.5) return -student_t_quantile(1 - p, df);
+    // For t > 0, P(T > t) = I_x(df/2, 1/2) / 2 with x = df / (df + t²): solve
+    // I_x = q for x, where I_x rises monotonically from 0 to 1 on (0, 1), by
+    // Newton's method kept inside a shrinking bracket (bisection when a step
+    // would leave it).
+    const double a = df / 2, b = 0.5, q = 2 * (1 - p);
+    const double lb = log_beta(a, b);
+    double lo = 0, hi = 1, x = 0.5;
+    for (int i = 0; i < 200; ++i) {
+        const double f = incomplete_beta(a, b, x) - q;
+        if (f == 0) break;
+        (f < 0 ? lo : hi) = x;
+        const double density = std::exp((a - 1) * std::log(x) + (b - 1) * std::log1p(-x) - lb);
+        double next = x - f / density;
+        if (!(next > lo && next < hi)) next = (lo + hi) / 2;
+        if (std::fabs(next - x) <= 1e-15 * x) {
+            x = next;
+            break;
+        }
+        x = next;
+    }
+    return std::sqrt(df * (1 - x) / x);
 }
 
 Stat make_stat(const std::vector<double>& v) {
@@ -35,14 +112,9 @@ Stat make_stat(const std::vector<double>& v) {
     if (v.size() < 2) return s;
     double ss = 0;
     for (double x : v) ss += (x - s.mean) * (x - s.mean);
-    double sd = std::sqrt(ss / (v.size() - 1));
-    // Two-sided 97.5 % quantiles of Student's t for df = 1..30, then the normal value.
-    static constexpr double t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-    std::size_t df = v.size() - 1;
-    double t = df <= 30 ? t975[df - 1] : 1.96;
-    s.ci95 = t * sd / std::sqrt(static_cast<double>(v.size()));
+    const double sd = std::sqrt(ss / (v.size() - 1));
+    const double n = static_cast<double>(v.size());
+    s.ci95 = student_t_quantile(0.975, n - 1) * sd / std::sqrt(n);
     return s;
 }
 
@@ -86,7 +158,10 @@ std::string render_markdown(const Table& t) {
 // ---- per-controller aggregates
 
 struct Aggregate {
-    Stat sender_bytes, receiver_bytes, sender_bitrate, receiver_bitrate, retransmits, duration, mb_per_retr;
+    // goodput: bytes delivered to the receiving application ÷ test start to
+    // its last byte (RunResult::goodput). Ranks and ratios use it, never the
+    // sender bitrate, which counts bytes still queued on the path when -t ends.
+    Stat sender_bytes, receiver_bytes, sender_bitrate, goodput, retransmits, duration, drain, mb_per_retr;
     Stat queue_delay_p95, path_loss;  // ms; percent of datagrams
     double cwnd_lo = 0, cwnd_hi = 0;  // typical range: mean over runs of each run's min and max
     double interval_cv = 0;           // variability of the interval bitrate (run 0)
@@ -95,15 +170,16 @@ struct Aggregate {
 
 Aggregate aggregate(const std::vector<const RunResult*>& runs) {
     Aggregate a;
-    std::vector<double> sb, rb, sr, rr, re, du, mpr, lo, hi, qd, ls;
+    std::vector<double> sb, rb, sr, gp, re, du, dr, mpr, lo, hi, qd, ls;
     for (const auto* r : runs) {
         if (!r->error.empty()) ++a.failed;
         sb.push_back(static_cast<double>(r->sender_bytes));
         rb.push_back(static_cast<double>(r->receiver_bytes));
         sr.push_back(r->sender_bitrate());
-        rr.push_back(r->receiver_bitrate());
+        gp.push_back(r->goodput());
         re.push_back(static_cast<double>(r->retransmits));
         du.push_back(r->receiver_seconds);
+        dr.push_back(r->drain_seconds());
         if (r->path.measured) {
             qd.push_back(r->path.queue_delay_p95_ms);
             ls.push_back(r->path.loss_rate() * 100);
@@ -119,9 +195,10 @@ Aggregate aggregate(const std::vector<const RunResult*>& runs) {
     a.sender_bytes = make_stat(sb);
     a.receiver_bytes = make_stat(rb);
     a.sender_bitrate = make_stat(sr);
-    a.receiver_bitrate = make_stat(rr);
+    a.goodput = make_stat(gp);
     a.retransmits = make_stat(re);
     a.duration = make_stat(du);
+    a.drain = make_stat(dr);
     a.mb_per_retr = make_stat(mpr);
     a.queue_delay_p95 = make_stat(qd);
     a.path_loss = make_stat(ls);
@@ -180,10 +257,11 @@ Table overall_table(const Experiment& e) {
     };
     row("transferred (sender)", [](const Aggregate& a) { return a.sender_bytes; }, format_bytes);
     row("received (receiver)", [](const Aggregate& a) { return a.receiver_bytes; }, format_bytes);
+    row("goodput (receiver)", [](const Aggregate& a) { return a.goodput; }, format_bitrate);
     row("average bitrate (sender)", [](const Aggregate& a) { return a.sender_bitrate; }, format_bitrate);
-    row("bitrate (receiver)", [](const Aggregate& a) { return a.receiver_bitrate; }, format_bitrate);
     row("total retransmissions", [](const Aggregate& a) { return a.retransmits; }, rep ? count1_fmt : count_fmt);
-    row("test duration (receiver)", [](const Aggregate& a) { return a.duration; }, secs_fmt);
+    row("test duration (receiver, to the last byte)", [](const Aggregate& a) { return a.duration; }, secs_fmt);
+    row("drain after sending stopped (receiver)", [](const Aggregate& a) { return a.drain; }, secs_fmt);
     if (std::any_of(ag.begin(), ag.end(), [](const Aggregate& a) { return a.queue_delay_p95.n > 0; })) {
         row("p95 queueing delay (path)", [](const Aggregate& a) { return a.queue_delay_p95; }, ms_fmt);
         row("packets dropped by the path", [](const Aggregate& a) { return a.path_loss; }, pct_fmt);
@@ -195,16 +273,39 @@ Table summary_table(const Experiment& e) {
     Table t;
     const auto ag = metric_columns(e, t);
     bool rep = e.repeats > 1;
-    std::vector<std::string> bitrate{"average bitrate (sender)"}, retr{"total retransmissions"},
-        mpr{"megabytes per retransmission"}, cwnd{"typical cwnd range"};
+    std::vector<std::string> goodput{"goodput (receiver)"}, bitrate{"average bitrate (sender)"},
+        retr{"total retransmissions"}, mpr{"megabytes per retransmission"}, cwnd{"typical cwnd range"};
     for (const auto& a : ag) {
+        goodput.push_back(cell(a.goodput, format_bitrate));
         bitrate.push_back(cell(a.sender_bitrate, format_bitrate));
         retr.push_back(cell(a.retransmits, rep ? count1_fmt : count_fmt));
         mpr.push_back(a.mb_per_retr.n ? cell(a.mb_per_retr, mb_fmt) : "no retransmissions");
         cwnd.push_back(format_cwnd(a.cwnd_lo) + " – " + format_cwnd(a.cwnd_hi));
     }
-    t.rows = {bitrate, retr, mpr, cwnd};
+    t.rows = {goodput, bitrate, retr, mpr, cwnd};
     return t;
+}
+
+// The controllers by mean goodput, highest first (ties keep the --cc order).
+std::vector<std::string> goodput_ranking(const Experiment& e) {
+    std::vector<std::pair<std::string, double>> g;
+    for (const auto& c : e.controllers) g.emplace_back(c, aggregate(e.runs_of(c)).goodput.mean);
+    std::stable_sort(g.begin(), g.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+    std::vector<std::string> out;
+    for (auto& [c, v] : g) out.push_back(c);
+    return out;
+}
+
+// What the summary's "goodput" means, under every rendering of it.
+constexpr const char* kGoodputNote =
+    "Goodput = bytes delivered to the receiving application ÷ time from the test start to its last byte; "
+    "controllers are ranked and compared on it, not on the sender bitrate";
+
+std::string ranking_line(const Experiment& e) {
+    std::vector<std::string> parts;
+    for (const auto& c : goodput_ranking(e))
+        parts.push_back(fmt::format("{} {}", c, format_bitrate(aggregate(e.runs_of(c)).goodput.mean)));
+    return fmt::format("ranked by goodput: {}", fmt::join(parts, " > "));
 }
 
 std::vector<std::string> characteristics(const Experiment& e) {
@@ -214,15 +315,16 @@ std::vector<std::string> characteristics(const Experiment& e) {
     for (const auto& c : e.controllers) {
         if (c == "cubic") base = c;
     }
-    double base_rate = aggregate(e.runs_of(base)).sender_bitrate.mean;
+    double base_rate = aggregate(e.runs_of(base)).goodput.mean;
     for (const auto& c : e.controllers) {
         Aggregate a = aggregate(e.runs_of(c));
         std::string rel = c != base && base_rate > 0
-                              ? fmt::format(" ({:.2f}× {})", a.sender_bitrate.mean / base_rate, base)
+                              ? fmt::format(" ({:.2f}× {})", a.goodput.mean / base_rate, base)
                               : std::string();
         std::string line = fmt::format(
-            "{}: {}{}, {:.0f} retransmissions, {}, cwnd {} – {}, interval bitrate varies by {:.0f} % (CV)", c,
-            format_bitrate(a.sender_bitrate.mean), rel, a.retransmits.mean,
+            "{}: goodput {}{}, sender bitrate {}, {:.0f} retransmissions, {}, cwnd {} – {}, "
+            "interval bitrate varies by {:.0f} % (CV)",
+            c, format_bitrate(a.goodput.mean), rel, format_bitrate(a.sender_bitrate.mean), a.retransmits.mean,
             a.mb_per_retr.n ? fmt::format("{:.2f} MB per retransmission", a.mb_per_retr.mean)
                             : std::string("no retransmissions"),
             format_cwnd(a.cwnd_lo), format_cwnd(a.cwnd_hi), a.interval_cv * 100);
@@ -277,9 +379,9 @@ void print_run(std::ostream& os, const RunResult& r) {
     os << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
     os << fmt::format("[  1] 0.00-{:.2f} sec  {}  {}  {:>4}  sender\n", r.sender_seconds, format_bytes(r.sender_bytes),
                       format_bitrate(r.sender_bitrate()), r.retransmits);
-    os << fmt::format("[  1] 0.00-{:.2f} sec  {}  {}        receiver{}\n", r.receiver_seconds,
-                      format_bytes(r.receiver_bytes), format_bitrate(r.receiver_bitrate()),
-                      r.byte_exact ? "  (byte-exact)" : "");
+    os << fmt::format("[  1] 0.00-{:.2f} sec  {}  {}        receiver{}  ({})\n", r.receiver_seconds,
+                      format_bytes(r.receiver_bytes), format_bitrate(r.goodput()), r.byte_exact ? "  (byte-exact)" : "",
+                      drain_text(r.sender_seconds, r.receiver_seconds));
     if (!r.error.empty()) os << "[  1] error: " << r.error << '\n';
 }
 
@@ -288,13 +390,14 @@ void print_overall(std::ostream& os, const Experiment& e) { os << render_text(ov
 void print_summary(std::ostream& os, const Experiment& e) {
     os << render_text(summary_table(e));
     if (e.repeats > 1) os << fmt::format("(mean ± 95 % confidence half-width over {} runs)\n", e.repeats);
-    os << '\n';
+    os << '(' << kGoodputNote << ")\n\n";
+    os << ranking_line(e) << '\n';
     for (const auto& l : characteristics(e)) os << l << '\n';
 }
 
 std::string to_json(const Experiment& e) {
-    using nlohmann::json;
     json j;
+    j["provenance"] = provenance_json(e.start_time);
     j["profile"] = e.profile;
     j["profile_description"] = e.profile_description;
     j["packet_size"] = e.packet_size;
@@ -302,6 +405,8 @@ std::string to_json(const Experiment& e) {
     j["virtual_time"] = e.virtual_time;
     j["repeats"] = e.repeats;
     j["seed"] = e.seed;
+    j["ranked_by"] = "goodput_bps";
+    j["ranking"] = goodput_ranking(e);
     j["controllers"] = json::array();
     for (const auto& c : e.controllers) {
         json jc;
@@ -311,7 +416,9 @@ std::string to_json(const Experiment& e) {
         jc["summary"] = {{"sender_bytes", stat(a.sender_bytes)},
                          {"receiver_bytes", stat(a.receiver_bytes)},
                          {"sender_bitrate_bps", stat(a.sender_bitrate)},
-                         {"receiver_bitrate_bps", stat(a.receiver_bitrate)},
+                         {"goodput_bps", stat(a.goodput)},
+                         {"receiver_bitrate_bps", stat(a.goodput)},
+                         {"drain_seconds", stat(a.drain)},
                          {"retransmits", stat(a.retransmits)},
                          {"megabytes_per_retransmission", stat(a.mb_per_retr)},
                          {"cwnd_range_bytes", {a.cwnd_lo, a.cwnd_hi}},
@@ -324,7 +431,8 @@ std::string to_json(const Experiment& e) {
                     {"sender", {{"bytes", r->sender_bytes}, {"seconds", r->sender_seconds},
                                 {"bitrate_bps", r->sender_bitrate()}, {"retransmits", r->retransmits}}},
                     {"receiver", {{"bytes", r->receiver_bytes}, {"seconds", r->receiver_seconds},
-                                  {"bitrate_bps", r->receiver_bitrate()}}},
+                                  {"bitrate_bps", r->goodput()}, {"goodput_bps", r->goodput()},
+                                  {"drain_seconds", r->drain_seconds()}}},
                     {"packets_lost", r->packets_lost},
                     {"spurious_losses", r->spurious_losses},
                     {"byte_exact", r->byte_exact},
@@ -371,9 +479,12 @@ std::string to_csv(const Experiment& e) {
 std::string to_markdown(const Experiment& e) {
     std::string out = fmt::format("# Controller comparison: {}\n\n", e.profile);
     out += fmt::format("- profile: `{}` — {}\n- packet size: {} bytes\n- duration: {:.0f} s per run, {} repeat(s), "
-                       "seed {}\n- time: {}\n\n",
+                       "seed {}\n- time: {}\n",
                        e.profile, e.profile_description, e.packet_size, e.duration_s, e.repeats, e.seed,
                        e.virtual_time ? "virtual (deterministic simulation)" : "real sockets over loopback");
+    const Provenance p = provenance(e.start_time);
+    out += fmt::format("- produced by: ndm {} (commit {}), started {} on {} ({})\n- command: `{}`\n\n", p.version,
+                       p.git_commit, p.start_time, p.host, p.kernel, p.command_line);
     out += "## Overall results\n\n" + render_markdown(overall_table(e));
     if (e.repeats > 1) out += fmt::format("\nCells are mean ± 95 % confidence half-width over {} runs.\n", e.repeats);
     out += "\n## Interval tables\n";
@@ -384,27 +495,87 @@ std::string to_markdown(const Experiment& e) {
         out += render_markdown(interval_table(*runs.front()));
     }
     out += "\n## Comparison summary\n\n" + render_markdown(summary_table(e)) + "\n";
+    out += fmt::format("{}.\n\n", kGoodputNote);
+    out += "- " + ranking_line(e) + "\n";
     for (const auto& l : characteristics(e)) out += "- " + l + "\n";
-    out += "\n![bitrate and cwnd over time](plot.svg)\n";
+    out += fmt::format("\n![goodput and cwnd over time{}](plot.svg)\n",
+                       e.repeats > 1 ? fmt::format(": mean and 95 % band over {} runs", e.repeats) : "");
     return out;
 }
 
+namespace {
+
+double interval_goodput_mbps(const IntervalRow& iv) {
+    const double dt = iv.end_s - iv.begin_s;
+    return dt > 0 ? iv.bytes_received * 8.0 / dt / 1e6 : 0.0;
+}
+double interval_cwnd_kb(const IntervalRow& iv) { return iv.cwnd / 1024.0; }
+
+// One controller's curve over its runs: at each interval index, the mean
+// over the runs that reached it and the 95 % confidence band (Student t),
+// the band clamped at 0 since neither goodput nor cwnd can be negative.
+struct Curve {
+    std::vector<double> t, mean, lo, hi;
+};
+Curve mean_curve(const std::vector<const RunResult*>& runs, double (*value_of)(const IntervalRow&)) {
+    Curve c;
+    for (std::size_t k = 0;; ++k) {
+        std::vector<double> v;
+        double t = 0;
+        for (const auto* r : runs) {
+            if (k >= r->intervals.size()) continue;
+            v.push_back(value_of(r->intervals[k]));
+            t += r->intervals[k].end_s;
+        }
+        if (v.empty()) break;
+        const Stat s = make_stat(v);
+        c.t.push_back(t / static_cast<double>(v.size()));
+        c.mean.push_back(s.mean);
+        c.lo.push_back(std::max(0.0, s.mean - s.ci95));
+        c.hi.push_back(s.mean + s.ci95);
+    }
+    return c;
+}
+
+// The legend (right of the panels) and, below them, what the lines are.
+std::string svg_legend(const Experiment& e, double x0, double top, double left, double H, const char* const* colors,
+                       std::size_t n_colors) {
+    const bool repeated = e.repeats > 1;
+    std::string s;
+    for (std::size_t ci = 0; ci < e.controllers.size(); ++ci) {
+        const double y = top + 10 + 22.0 * static_cast<double>(ci);
+        s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\"/>\n",
+                         x0 + 15, y, x0 + 45, y, colors[ci % n_colors]);
+        const std::size_t n = e.runs_of(e.controllers[ci]).size();
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x0 + 52, y + 4,
+                         xml_escape(repeated ? fmt::format("{} (mean of {} runs)", e.controllers[ci], n)
+                                             : e.controllers[ci]));
+    }
+    const std::string note =
+        repeated ? fmt::format("Lines: mean over {} runs (seeds {}–{}); shaded: 95 % confidence band (Student t); "
+                               "faint: each run.",
+                               e.repeats, e.seed, e.seed + e.repeats - 1)
+                 : fmt::format("One run (seed {}).", e.seed);
+    s += fmt::format("<text class=\"note\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", left, H - 30,
+                     xml_escape(note));
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">Goodput: bytes delivered to the receiving "
+                     "application per interval of the send phase.</text>\n",
+                     left, H - 14);
+    return s;
+}
+
+}  // namespace
+
 std::string to_svg(const Experiment& e) {
-    constexpr double W = 900, panel_h = 260, left = 80, right = 170, top = 40, gap = 70;
+    constexpr double W = 900, panel_h = 260, left = 80, right = 200, top = 40, gap = 70;
     const double plot_w = W - left - right;
-    const double H = top + 2 * panel_h + gap + 50;
+    const double H = top + 2 * panel_h + gap + 70;
     static constexpr const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"};
+    const bool repeated = e.repeats > 1;
 
     double tmax = e.duration_s > 0 ? e.duration_s : 1;
-    double rate_max = 0, cwnd_max = 0;
-    for (const auto& r : e.runs) {
-        for (const auto& iv : r.intervals) {
-            double dt = iv.end_s - iv.begin_s;
-            if (dt > 0) rate_max = std::max(rate_max, iv.bytes_sent * 8.0 / dt / 1e6);
-            cwnd_max = std::max(cwnd_max, iv.cwnd / 1024.0);
-            tmax = std::max(tmax, iv.end_s);
-        }
-    }
+    for (const auto& r : e.runs)
+        for (const auto& iv : r.intervals) tmax = std::max(tmax, iv.end_s);
     std::string s = fmt::format(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
@@ -414,7 +585,21 @@ std::string to_svg(const Experiment& e) {
         W, H, left, xml_escape(fmt::format("{} — {} byte packets, {}", e.profile, e.packet_size,
                                            e.virtual_time ? "virtual time" : "real sockets")));
 
-    auto panel = [&](double y0, double vmax, const std::string& label, auto&& value_of) {
+    auto points = [](const std::vector<double>& t, const std::vector<double>& v, auto&& X, auto&& Y) {
+        std::string pts;
+        for (std::size_t i = 0; i < t.size(); ++i) pts += fmt::format("{:.1f},{:.1f} ", X(t[i]), Y(v[i]));
+        return pts;
+    };
+    auto panel = [&](double y0, const std::string& label, double (*value_of)(const IntervalRow&)) {
+        std::vector<Curve> curves;
+        double vmax = 0;
+        for (const auto& c : e.controllers) {
+            const auto runs = e.runs_of(c);
+            curves.push_back(mean_curve(runs, value_of));
+            for (double v : curves.back().hi) vmax = std::max(vmax, v);
+            for (const auto* r : runs)
+                for (const auto& iv : r->intervals) vmax = std::max(vmax, value_of(iv));
+        }
         auto [axis_max, step] = nice_axis(vmax);
         auto [t_axis, t_step] = nice_axis(tmax);
         auto X = [&](double t) { return left + plot_w * t / t_axis; };
@@ -435,33 +620,37 @@ std::string to_svg(const Experiment& e) {
                          left - 52, y0 + panel_h / 2, left - 52, y0 + panel_h / 2, xml_escape(label));
         s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">time (s)</text>\n", left + plot_w / 2,
                          y0 + panel_h + 34);
-        std::size_t ci = 0;
-        for (const auto& c : e.controllers) {
-            auto runs = e.runs_of(c);
-            const char* color = colors[ci++ % std::size(colors)];
-            if (runs.empty()) continue;
-            std::string pts;
-            for (const auto& iv : runs.front()->intervals) {
-                pts += fmt::format("{:.1f},{:.1f} ", X(iv.end_s), Y(value_of(iv)));
+        for (std::size_t ci = 0; ci < e.controllers.size(); ++ci) {
+            const char* color = colors[ci % std::size(colors)];
+            const std::string name = xml_escape(e.controllers[ci]);
+            const Curve& c = curves[ci];
+            if (c.t.empty()) continue;
+            if (repeated) {
+                // The band (upper edge forward, lower edge back), then every run faintly.
+                std::vector<double> bt(c.t.rbegin(), c.t.rend()), bl(c.lo.rbegin(), c.lo.rend());
+                s += fmt::format("<polygon class=\"band\" data-controller=\"{}\" fill=\"{}\" fill-opacity=\"0.18\" "
+                                 "stroke=\"none\" points=\"{}{}\"/>\n",
+                                 name, color, points(c.t, c.hi, X, Y), points(bt, bl, X, Y));
+                for (const auto* r : e.runs_of(e.controllers[ci])) {
+                    std::vector<double> t, v;
+                    for (const auto& iv : r->intervals) {
+                        t.push_back(iv.end_s);
+                        v.push_back(value_of(iv));
+                    }
+                    s += fmt::format("<polyline class=\"run\" data-controller=\"{}\" fill=\"none\" stroke=\"{}\" "
+                                     "stroke-opacity=\"0.3\" stroke-width=\"1\" points=\"{}\"/>\n",
+                                     name, color, points(t, v, X, Y));
+                }
             }
-            s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", color, pts);
+            s += fmt::format("<polyline class=\"mean\" data-controller=\"{}\" fill=\"none\" stroke=\"{}\" "
+                             "stroke-width=\"2\" points=\"{}\"/>\n",
+                             name, color, points(c.t, c.mean, X, Y));
         }
     };
-    panel(top, rate_max, "bitrate (Mbit/s)", [](const IntervalRow& iv) {
-        double dt = iv.end_s - iv.begin_s;
-        return dt > 0 ? iv.bytes_sent * 8.0 / dt / 1e6 : 0.0;
-    });
-    panel(top + panel_h + gap, cwnd_max, "cwnd (KBytes)", [](const IntervalRow& iv) { return iv.cwnd / 1024.0; });
+    panel(top, "goodput (Mbit/s)", interval_goodput_mbps);
+    panel(top + panel_h + gap, "cwnd (KBytes)", interval_cwnd_kb);
 
-    // Legend.
-    std::size_t ci = 0;
-    for (const auto& c : e.controllers) {
-        double y = top + 10 + 22.0 * static_cast<double>(ci);
-        s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\"/>\n",
-                         W - right + 15, y, W - right + 45, y, colors[ci % std::size(colors)]);
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", W - right + 52, y + 4, xml_escape(c));
-        ++ci;
-    }
+    s += svg_legend(e, W - right, top, left, H, colors, std::size(colors));
     s += "</svg>\n";
     return s;
 }

@@ -4,6 +4,7 @@
 // were made (virtual time or real sockets).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -50,8 +51,13 @@ struct RunResult {
     std::vector<IntervalRow> intervals;
     PathMetrics path;
 
+    // Bits per second the sender put on the wire during its send phase.
     [[nodiscard]] double sender_bitrate() const;
-    [[nodiscard]] double receiver_bitrate() const;
+    // Bits per second delivered to the receiving application, over the time
+    // from the test start to the last byte: what controllers are ranked on.
+    [[nodiscard]] double goodput() const;
+    // How long the last bytes took to arrive after the sender stopped (≥ 0).
+    [[nodiscard]] double drain_seconds() const;
 };
 
 struct Experiment {
@@ -64,11 +70,17 @@ struct Experiment {
     std::uint64_t seed = 0;
     std::vector<std::string> controllers;
     std::vector<RunResult> runs;
+    std::chrono::system_clock::time_point start_time{};  // for the provenance record
 
     [[nodiscard]] std::vector<const RunResult*> runs_of(const std::string& controller) const;
 };
 
-// Mean and 95 % confidence half-width (Student t) of a sample.
+// The p-quantile of Student's t distribution with df degrees of freedom
+// (exact to ~1e-12, by inverting the regularized incomplete beta function);
+// throws std::invalid_argument unless 0 < p < 1 and df > 0.
+double student_t_quantile(double p, double df);
+
+// Mean and 95 % confidence half-width (Student t, t(0.975, n-1)·s/√n) of a sample.
 struct Stat {
     double mean = 0;
     double ci95 = 0;
