@@ -706,6 +706,19 @@ TEST_CASE("ndm-lkm: the hook ignores app-limited ACKs' cwnd limit (§1.6 c); no 
     CHECK(d.module().plast == before.plast);
 }
 
+TEST_CASE("ndm-lkm: cwnd_limited=check skips the hook on ACKs that are not cwnd-limited") {
+    Driver d("cwnd_limited=check");
+    const State before = d.module();
+    for (int k = 0; k < 3; ++k) d.ack(1, 50ms, /*app_limited=*/true);
+    CHECK(d.cwnd_packets() == 10);
+    CHECK(d.module().pk == before.pk);  // the hook did not run at all
+    CHECK(d.cc.host().sock().srtt8 == 8 * 50000);  // the host's RTT estimator did
+    d.ack(1, 50ms);
+    CHECK(d.cwnd_packets() == 11);
+    CHECK_THROWS_AS(LkmController(cc_params(), {{"cwnd_limited", "yes"}}), std::invalid_argument);
+    CHECK(LkmController(cc_params(), {{"cwnd_limited", "ignore"}}).cwnd() == 10 * kMds);
+}
+
 TEST_CASE("ndm-lkm: options and registration") {
     CHECK(LkmController(cc_params(), {{"initial_window", "4"}}).cwnd() == 4 * kMds);
     CHECK(LkmController(cc_params()).cwnd() == 10 * kMds);

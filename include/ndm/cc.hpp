@@ -30,7 +30,9 @@ struct PacketSent {
     std::uint64_t packet_number = 0;
     std::uint64_t bytes = 0;            // size counted in flight
     std::uint64_t bytes_in_flight = 0;  // after adding this packet
-    bool app_limited = false;           // the sender had less data than cwnd allowed
+    // The window is not what limits the sender after this packet: the same
+    // verdict as AckEvent::app_limited, at send time.
+    bool app_limited = false;
 };
 
 // One ACK frame's worth of newly acknowledged in-flight packets (RFC 9002 §7.3.2).
@@ -49,8 +51,16 @@ struct AckEvent {
     std::uint64_t prior_bytes_in_flight = 0;
     std::uint64_t bytes_in_flight = 0;  // after removing the acknowledged packets
     Instant largest_acked_sent_time;    // send time of the largest newly acked packet
-    // True when the largest newly acked packet was sent while the sender was
-    // not using its window (RFC 9002 §7.8): controllers must not grow on it.
+    // True when the sender is not cwnd-limited (RFC 9002 §7.8): controllers
+    // must not grow the window on this ACK. Not only "no data to send": flow
+    // control, an application writing in bursts or a sender slower than its
+    // window leave the window unused while data waits. The core decides as
+    // Linux's tcp_is_cwnd_limited does (src/transport/cwnd_usage.hpp): false
+    // when a send filled cwnd (or would have, but for the pacer) within the
+    // last window of sends, and, while cwnd() < ssthresh(), when cwnd is below
+    // twice the most bytes in flight in it, so slow start may double what was
+    // used. A controller that does not override ssthresh() counts as in slow
+    // start. Evaluated with cwnd() and ssthresh() as they are before on_ack().
     bool app_limited = false;
 };
 

@@ -13,6 +13,7 @@
 
 #include "ndm/cc.hpp"
 #include "transport/ack_tracker.hpp"
+#include "transport/cwnd_usage.hpp"
 #include "transport/flow_control.hpp"
 #include "transport/frame.hpp"
 #include "transport/loss_detector.hpp"
@@ -171,6 +172,7 @@ struct Connection::Impl {
     std::vector<wire::Frame> rx_frames;  // of the packet being read, reused likewise
     AckTracker acks;
     Pacer pacer;
+    CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
     std::unique_ptr<cc::Controller> cc;
     double pacing_rate = 0;  // bytes per second
     std::uint64_t largest_acked_by_peer = 0;
@@ -256,6 +258,8 @@ struct Connection::Impl {
     bool has_eliciting_data() const;
     bool stream_data_pending() const;
     std::uint64_t new_data_limit(const StreamState& s) const;
+    std::uint64_t sendable_new_data(std::uint64_t enough) const;
+    bool note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now);
     void update_pacer();
     void track_cc_state(Instant now);
     Duration& state_bucket(std::string_view state) {
@@ -723,7 +727,8 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
         ev.prior_bytes_in_flight = out.prior_bytes_in_flight;
         ev.bytes_in_flight = loss.bytes_in_flight();
         ev.largest_acked_sent_time = out.largest_acked_time_sent;
-        ev.app_limited = out.largest_acked_app_limited;
+        cwnd_usage.on_ack(loss.largest_acked());
+        ev.app_limited = !cwnd_usage.cwnd_limited(cc->cwnd(), cc->ssthresh());
         cc->on_ack(ev);
     }
     track_cc_state(now);
@@ -857,6 +862,32 @@ bool Connection::Impl::stream_data_pending() const {
         if (s.send.has_pending(new_data_limit(s))) return true;
     }
     return false;
+}
+
+// New stream data flow control lets go now, counted up to `enough`.
+std::uint64_t Connection::Impl::sendable_new_data(std::uint64_t enough) const {
+    const std::uint64_t conn = conn_credit.available();
+    std::uint64_t total = 0;
+    for (const auto& [id, s] : streams) {
+        const std::uint64_t end = std::min(s.send.written(), s.credit.limit());
+        if (end > s.send.sent_end()) total += end - s.send.sent_end();
+        if (total >= enough || total >= conn) break;
+    }
+    return std::min(total, conn);
+}
+
+// After an in-flight packet was counted (and paced): tells cwnd_usage how
+// much of the window is used, and returns whether the window is not what
+// limits the sender now (PacketSent::app_limited).
+bool Connection::Impl::note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now) {
+    CwndUsage::Send s;
+    s.pn = pn;
+    s.bytes_in_flight = in_flight;
+    s.cwnd = cc->cwnd();
+    s.paced_out = cfg.pacing && !pacer.can_send(now);
+    if (s.paced_out && in_flight < s.cwnd) s.sendable = sendable_new_data(s.cwnd - in_flight);
+    cwnd_usage.on_packet_sent(s);
+    return !cwnd_usage.cwnd_limited(s.cwnd, cc->ssthresh());
 }
 
 bool Connection::Impl::has_eliciting_data() const {
@@ -1063,10 +1094,10 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
         if (loss.bytes_in_flight() == 0 && last_eliciting_sent != Instant{} && now - last_eliciting_sent > pto_period()) {
             cc->on_idle_restart(now);
         }
-        p.app_limited = !stream_data_pending() && loss.bytes_in_flight() + len < cc->cwnd();
-        cc::PacketSent ev{now, p.pn, len, loss.bytes_in_flight() + len, p.app_limited};
-        cc->on_packet_sent(ev);
+        const std::uint64_t in_flight = loss.bytes_in_flight() + len;
         if (cfg.pacing) pacer.on_sent(now, len);
+        const bool app_limited = note_cwnd_usage(p.pn, in_flight, now);
+        cc->on_packet_sent(cc::PacketSent{now, p.pn, len, in_flight, app_limited});
     }
     if (eliciting) {
         last_eliciting_sent = now;

@@ -87,7 +87,6 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
     out.lost.clear();
     out.late_acked.clear();
     out.invalid = out.rtt_sample = out.persistent_congestion = out.spurious_congestion = false;
-    out.largest_acked_app_limited = false;
     out.prior_bytes_in_flight = 0;
     out.largest_acked_time_sent = out.largest_lost_time_sent = Instant{};
     // Validate everything before changing any state. RFC 9000 §13.1: an ACK
@@ -143,7 +142,6 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
 
     const SentPacket& largest = out.acked.back();
     out.largest_acked_time_sent = largest.time_sent;
-    out.largest_acked_app_limited = largest.app_limited;
 
     // RFC 9002 §5.1: a sample only when the largest acknowledged packet is
     // newly acknowledged and at least one newly acked packet was ack-eliciting.

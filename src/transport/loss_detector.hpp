@@ -36,7 +36,6 @@ struct SentPacket {
     std::uint32_t bytes = 0;   // counted in bytes_in_flight when in_flight
     bool ack_eliciting = false;
     bool in_flight = false;    // RFC 9002 §2: ack-eliciting or PADDING
-    bool app_limited = false;  // RFC 9002 §7.8, for the controller
     SentFrames frames;
 };
 
@@ -57,7 +56,6 @@ struct AckOutcome {
     bool spurious_congestion = false;
     std::uint64_t prior_bytes_in_flight = 0;
     Instant largest_acked_time_sent{};   // of the largest newly acked packet
-    bool largest_acked_app_limited = false;
     Instant largest_lost_time_sent{};    // of the largest in-flight lost packet
 };
 

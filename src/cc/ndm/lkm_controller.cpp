@@ -18,6 +18,15 @@ NoiseCut noise_cut_option(const Options& options) {
                                 it->second + "\"");
 }
 
+bool check_cwnd_limited_option(const Options& options) {
+    const auto it = options.find("cwnd_limited");
+    if (it == options.end() || it->second == "ignore") return false;
+    if (it->second == "check") return true;
+    throw std::invalid_argument("congestion controller \"" + std::string(LkmController::kName) +
+                                "\": option \"cwnd_limited\" must be ignore or check, got \"" +
+                                it->second + "\"");
+}
+
 }  // namespace
 
 LkmController::LkmController(const Params& params, const Options& options)
@@ -25,8 +34,8 @@ LkmController::LkmController(const Params& params, const Options& options)
       host_(params.max_datagram_size,
             static_cast<std::uint32_t>(
                 get_uint(options, "initial_window", kDefaultInitialWindow, 1, 65535, kName)),
-            noise_cut_option(options)) {
-    reject_unknown(options, {"noise_cut", "initial_window"}, kName);
+            noise_cut_option(options), check_cwnd_limited_option(options)) {
+    reject_unknown(options, {"noise_cut", "initial_window", "cwnd_limited"}, kName);
 }
 
 std::string_view LkmController::state() const {

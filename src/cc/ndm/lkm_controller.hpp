@@ -17,11 +17,13 @@ public:
     static constexpr std::string_view kName = "ndm-lkm";
     static constexpr std::string_view kDescription =
         "NDM-TCP kernel module v1.0, bit-exact port with Linux host emulation (ndm-spec.md section 1); "
-        "options: noise_cut=third|two_thirds, initial_window (packets)";
+        "options: noise_cut=third|two_thirds, initial_window (packets), cwnd_limited=ignore|check";
     static constexpr std::uint32_t kDefaultInitialWindow = 10;  // Linux TCP_INIT_CWND
 
     // Options: noise_cut=third (published, default) | two_thirds (intended),
-    // initial_window=1..65535 packets. Throws std::invalid_argument for an
+    // initial_window=1..65535 packets, cwnd_limited=ignore (published: the
+    // hook grows cwnd also when the window is unused, default) | check (the
+    // host skips the hook then). Throws std::invalid_argument for an
     // unknown key, a bad value or a zero max_datagram_size.
     explicit LkmController(const Params& params, const Options& options = {});
 

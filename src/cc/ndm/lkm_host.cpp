@@ -58,8 +58,9 @@ void Sock::reno(std::uint32_t acked) noexcept {
 
 // ---- the kernel's event sequences -------------------------------------------
 
-Host::Host(std::uint64_t max_datagram_size, std::uint32_t initial_window, NoiseCut cut)
-    : module_(cut), mds_(max_datagram_size) {
+Host::Host(std::uint64_t max_datagram_size, std::uint32_t initial_window, NoiseCut cut,
+           bool check_cwnd_limited)
+    : module_(cut), mds_(max_datagram_size), check_cwnd_limited_(check_cwnd_limited) {
     if (mds_ == 0) {
         throw std::invalid_argument("congestion controller \"ndm-lkm\": max_datagram_size must be > 0");
     }
@@ -91,6 +92,7 @@ void Host::on_ack(const AckEvent& ev) {
     // post-RTO Loss state still gets it (§1.1).
     if (state_ == HostState::recovery) return;
     sock_.cwnd_limited = !ev.app_limited;
+    if (check_cwnd_limited_ && !sock_.cwnd_limited) return;
     const auto acked = static_cast<std::uint32_t>(
         std::min<std::uint64_t>(ev.packets_acked, std::numeric_limits<std::uint32_t>::max()));
     module_.cong_avoid(sock_, acked);

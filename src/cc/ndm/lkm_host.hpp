@@ -14,7 +14,8 @@
 //    an RTO inside an unfinished Recovery/Loss does not call ssthresh() again;
 //  - recovery ends on the ACK of a packet sent after it began (QUIC's rule)
 //    rather than on a cumulative ACK past high_seq;
-//  - "cwnd-limited" is the core's app_limited bit of the ACK;
+//  - tcp_is_cwnd_limited() is the core's AckEvent::app_limited, negated (the
+//    core decides it by Linux's rule);
 //  - the idle-restart cwnd reduction (tcp_cwnd_restart) is not applied.
 #pragma once
 
@@ -58,7 +59,11 @@ enum class HostState : std::uint8_t { open, recovery, loss };
 // The kernel's side of the contract, driven by the transport's events.
 class Host {
 public:
-    Host(std::uint64_t max_datagram_size, std::uint32_t initial_window, NoiseCut cut);
+    // check_cwnd_limited: skip the module's per-ACK hook when the flow is
+    // not cwnd-limited, as Linux's own Reno and Cubic hooks return early; the
+    // published module never checks (ndm-spec.md §1.6 c), so false is Linux.
+    Host(std::uint64_t max_datagram_size, std::uint32_t initial_window, NoiseCut cut,
+         bool check_cwnd_limited = false);
 
     void on_ack(const AckEvent& ev);
     void on_congestion_event(const CongestionEvent& ev);
@@ -80,6 +85,7 @@ private:
     // reduction; valid while can_undo_ (Linux's undo_marker).
     std::uint32_t prior_ssthresh_ = 0;
     bool can_undo_ = false;
+    bool check_cwnd_limited_;
     HostState state_ = HostState::open;
     // Linux's high_seq as a time: the recovery or loss period lasts until a
     // packet sent after this instant is acknowledged, and losses of packets
