@@ -76,7 +76,10 @@ enum class QueueDiscipline : std::uint8_t { droptail, codel };
 struct QueueConfig {
     double rate_bps = 0;          // 0 = unlimited (no bottleneck unless a trace is set)
     std::int32_t overhead = 0;    // bytes added per packet for serialization (netem PACKETOVERHEAD; may be negative)
-    std::size_t packets = 1000;   // bound on waiting + serializing packets (netem's default limit); 0 = none
+    // Bound on waiting + serializing packets (netem's default limit); 0 = none.
+    // Behind a trace it counts MTU-sized packets of TraceConfig::opportunity_bytes
+    // (a datagram holds ceil(bytes / 1500) places, as its IP fragments would in mm-link).
+    std::size_t packets = 1000;
     std::size_t bytes = 0;        // bound in bytes; 0 = none
     QueueDiscipline discipline = QueueDiscipline::droptail;
     Duration codel_target = std::chrono::milliseconds(5);
@@ -129,7 +132,8 @@ struct Profile {
 //   duplicate, corrupt       probabilities
 //   rate                     bit, kbit, mbit, gbit; bps, kbps, mbps = BYTES/s as in tc
 //   overhead                 bytes per packet for serialization (may be negative)
-//   queue                    Npkt, Nb|kb|mb|kib|mib, or both "100pkt/150kb" (default 1000pkt)
+//   queue                    Npkt, Nb|kb|mb|kib|mib, or both "100pkt/150kb" (default 1000pkt;
+//                            with a trace, Npkt counts 1500-byte packets: a 64 KB datagram holds 44)
 //   aqm                      droptail (default) | codel; codel-target, codel-interval
 //   trace                    a Mahimahi file (path or name in trace_search_path());
 //                            "trace=NAME" uses NAME.up / NAME.down when NAME itself is absent
