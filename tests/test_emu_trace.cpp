@@ -187,6 +187,7 @@ TEST_CASE("emu trace: the packet bound counts 1500-byte packets, so 64 KB datagr
     CHECK(accepted("trace=const-12mbit.trace,queue=200pkt", 1452) == 20);
     CHECK(accepted("trace=const-12mbit.trace,queue=10pkt", 1452) == 10);
     CHECK(accepted("trace=const-12mbit.trace,queue=10pkt", 3001) == 3);  // 3 places each
+    CHECK(accepted("trace=const-12mbit.trace,queue=200pkt,aqm=codel", 65507) == 4);  // CoDel's queue likewise
     // A rate link counts datagrams, as netem on the sending interface does.
     CHECK(accepted("rate=12mbit,queue=10pkt", 65507) == 10);
     // The byte bound counts bytes either way.
