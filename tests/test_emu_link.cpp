@@ -180,3 +180,29 @@ TEST_CASE("emu: bursts reordered past a 1-byte packet-number window never break 
         CHECK(r.client_close.code == 0);
     }
 }
+
+TEST_CASE("emu: lte-verizon with 64 KB datagrams: bounded queueing, and a 10 s test ends near 10 s") {
+    // Issue 13: the preset's 200-packet queue held 200 datagrams of 64 KB
+    // (13 MB, 17 s at 6 Mbit/s): p95 queueing 12.6 s and a 28 s receiver
+    // duration. It holds 200 packets of 1500 bytes, as in mm-link.
+    const auto profile = ndm::emu::parse_profile("lte-verizon");
+    auto up = std::make_shared<ndm::emu::SharedLink>(ndm::emu::make_link(profile, ndm::emu::Direction::up, 1));
+    ndm::sim::TransferSpec spec;
+    spec.client.cc = "cubic";
+    spec.client.max_datagram_size = spec.server.max_datagram_size = 65507;
+    spec.client.seed = 3;
+    spec.server.seed = 4;
+    spec.client_to_server_factory = [up] { return up->port(); };  // the port keeps the link's statistics reachable
+    spec.server_to_client_factory = [&] { return ndm::emu::make_link(profile, ndm::emu::Direction::down, 1); };
+    spec.send_for = std::chrono::seconds(10);
+    spec.deadline = std::chrono::seconds(120);
+    const auto r = ndm::sim::run_transfer(spec);
+    const auto& s = up->link().emu_stats();
+    MESSAGE("lte-verizon, 65507-byte datagrams, cubic: ", ndm::to_seconds(r.duration), " s, goodput ",
+            double(r.bytes_delivered) * 8 / ndm::to_seconds(r.duration) / 1e6, " Mbit/s, queue delay p95 ",
+            ms(s.queue_delay.quantile(0.95)), " ms max ", ms(s.queue_delay.max()), " ms; failure '", r.failure, "'");
+    CHECK(r.completed);
+    CHECK(r.hash_match);
+    CHECK(s.queue_delay.quantile(0.95) <= 1s);
+    CHECK(r.duration <= 12s);
+}

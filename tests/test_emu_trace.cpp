@@ -138,3 +138,71 @@ TEST_CASE("emu: trace parsing errors name the file and line") {
     CHECK(t.time_of(3) == 4ms);
     CHECK(t.mean_rate_bps() == doctest::Approx(3 * 1500 * 8 / 0.003));
 }
+
+// Issue 13: datagrams larger than an opportunity. Mahimahi's delivery
+// opportunities carry 1500 bytes and its queue holds MTU-sized packets (a 64 KB
+// datagram reaches mm-link as ~44 IP fragments), so a datagram needs, and holds
+// queue places for, as many 1500-byte packets as it spans.
+
+TEST_CASE("emu trace: a 65507-byte datagram needs 44 opportunities; the next one uses the leftover bytes") {
+    EmulatedLink link(config("trace=const-12mbit.trace,queue=1000pkt"), 1);
+    const auto d = drive(link, std::vector<Instant>(3, Instant{}), 65507);
+    REQUIRE(d.size() == 3);
+    CHECK(d[0].at == at(44ms));   // ceil(65507 / 1500) = 44 opportunities, one per ms
+    CHECK(d[1].at == at(88ms));   // 131014 bytes: 87.3 opportunities
+    CHECK(d[2].at == at(132ms));  // 196521 bytes: 131.01 opportunities
+    CHECK(link.emu_stats().queue_delay.max() == 88ms);  // the third waits until the 88th opportunity
+}
+
+TEST_CASE("emu trace: a saturated trace link carries the same bytes/s for 1452- and 65507-byte datagrams") {
+    const Trace verizon = Trace::load(data_dir() + "Verizon-LTE-short.up");
+    auto bytes_per_s = [](std::size_t size) {
+        // 2x the trace's mean rate offered for 20 s into a queue that never empties.
+        EmulatedLink link(config("trace=Verizon-LTE-short.up,queue=20mb"), 1);
+        const double offered_bps = 2 * 6.0e6;
+        const auto spacing = ndm::Duration(static_cast<std::int64_t>(static_cast<double>(size) * 8 / offered_bps * 1e9));
+        const auto d = drive(link, cbr(static_cast<std::size_t>(20s / spacing), spacing), size);
+        std::uint64_t bytes = 0;
+        for (const auto& x : d)
+            if (x.at <= at(20s)) bytes += size;
+        return static_cast<double>(bytes) / 20;
+    };
+    const double small = bytes_per_s(1452), large = bytes_per_s(65507);
+    // What the trace's first 20 s offer (its mean over a whole loop differs).
+    const double capacity = static_cast<double>(verizon.count_through(20s)) * 1500 / 20;
+    MESSAGE("Verizon-LTE-short.up (", capacity * 8 / 1e6, " Mbit/s in 0-20 s): 1452-byte datagrams ", small * 8 / 1e6,
+            " Mbit/s, 65507-byte ", large * 8 / 1e6, " Mbit/s");
+    CHECK(large == doctest::Approx(small).epsilon(0.03));
+    CHECK(small == doctest::Approx(capacity).epsilon(0.02));
+}
+
+TEST_CASE("emu trace: the packet bound counts 1500-byte packets, so 64 KB datagrams cannot bloat the queue") {
+    // A burst of 20 datagrams at once into queue=200pkt.
+    auto accepted = [](const char* spec, std::size_t size) {
+        EmulatedLink link(config(spec), 1);
+        drive(link, std::vector<Instant>(20, Instant{}), size);
+        return link.emu_stats().delivered;
+    };
+    CHECK(accepted("trace=const-12mbit.trace,queue=200pkt", 65507) == 4);  // 44 places each: 4 x 44 = 176 <= 200
+    CHECK(accepted("trace=const-12mbit.trace,queue=200pkt", 1452) == 20);
+    CHECK(accepted("trace=const-12mbit.trace,queue=10pkt", 1452) == 10);
+    CHECK(accepted("trace=const-12mbit.trace,queue=10pkt", 3001) == 3);  // 3 places each
+    CHECK(accepted("trace=const-12mbit.trace,queue=200pkt,aqm=codel", 65507) == 4);  // CoDel's queue likewise
+    // A rate link counts datagrams, as netem on the sending interface does.
+    CHECK(accepted("rate=12mbit,queue=10pkt", 65507) == 10);
+    // The byte bound counts bytes either way.
+    CHECK(accepted("trace=const-12mbit.trace,queue=300kb", 65507) == 4);
+
+    // Saturated with 64 KB datagrams, the queueing delay of queue=200pkt is
+    // that of 200 x 1500 bytes (200 ms at 12 Mbit/s), not of 200 x 64 KB (8.7 s).
+    EmulatedLink link(config("trace=const-12mbit.trace,queue=200pkt"), 1);
+    drive(link, cbr(400, 30ms), 65507);  // 17.5 Mbit/s for 12 s
+    const auto& s = link.emu_stats();
+    MESSAGE("64 KB datagrams, queue=200pkt: max queue delay ", ms(s.queue_delay.max()), " ms, ",
+            s.drops(DropReason::queue_overflow), " dropped");
+    CHECK(s.queue_delay.max() <= 200ms);
+    CHECK(s.queue_delay.max() >= 100ms);  // three 64 KB datagrams ahead: 131 ms
+    CHECK(s.drops(DropReason::queue_overflow) > 80);  // ~120: 400 offered, ~280 fit through 12 Mbit/s
+    CHECK(ndm::emu::describe(config("trace=const-12mbit.trace,queue=200pkt")).find("queue=200pkt(1500b each)") !=
+          std::string::npos);
+}

@@ -23,6 +23,7 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/sim.hpp"
 
@@ -408,6 +409,33 @@ TEST_CASE("endpoint: impairment link (5% loss, delay, jitter) on egress and ingr
     REQUIRE(c0);
     CHECK(c0->stats(steady_now()).packets_lost > 0);
     check_byte_exact(run, server, bytes);
+}
+
+TEST_CASE("endpoint: two connections through one shared emulated link get its rate together") {
+    // Issue 13: ndm-send -P N gave each connection its own emulated link, so
+    // -P 2 at 20 Mbit/s sent 40. With one emu::SharedLink per direction, a
+    // port per connection, they share the 20 Mbit/s (and its 100-packet queue).
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    cfg.connection.max_datagram_size = 1452;
+    const auto profile = emu::parse_profile("up.rate=20mbit,up.queue=100pkt");
+    auto up = std::make_shared<emu::SharedLink>(emu::make_link(profile, emu::Direction::up, 1));
+    auto down = std::make_shared<emu::SharedLink>(emu::make_link(profile, emu::Direction::down, 1));
+    EndpointConfig ccfg = cfg;
+    ccfg.egress_link = [up] { return up->port(); };
+    ccfg.ingress_link = [down] { return down->port(); };
+    SinkServer server(cfg);
+    Endpoint client(ccfg);
+    const std::uint64_t bytes = 1u << 20;
+    auto run = run_clients(client, server, "127.0.0.1", 2, bytes, ccfg.connection, 30s);
+    check_byte_exact(run, server, bytes);
+    CHECK(up->link().emu_stats().sent > 2 * bytes / 1452);  // every data packet of both crossed the one link
+    // 2 MB through 20 Mbit/s takes >= 0.84 s less what the queue still held
+    // (100 x 1452 B); two private 20 Mbit/s links would need only 0.42 s.
+    const double floor_s = (2.0 * bytes - 100 * 1452) * 8 / 20e6;
+    MESSAGE("2 x 1 MB through one shared 20 Mbit/s link: " << run.seconds << " s (" << 2.0 * bytes * 8 / run.seconds / 1e6
+                                                             << " Mbit/s together; floor " << floor_s << " s)");
+    CHECK(run.seconds >= floor_s);
 }
 
 TEST_CASE("endpoint: 100 concurrent connections on one server endpoint are each byte-exact") {

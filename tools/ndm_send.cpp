@@ -7,7 +7,7 @@
 // lines show both sides and whether the data arrived byte-exact. -P N runs N
 // connections at once (one test on the server) with [SUM] rows. --emu and
 // --profile impair this socket's path (egress = up, ingress = down), like
-// netem on the client's interface.
+// netem on the client's interface: one path, shared by the -P connections.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/emu_path.hpp"
 #include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
@@ -95,12 +96,8 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
     cfg.connection.handshake_timeout = std::chrono::seconds(5);
     cfg.connection.idle_timeout = std::chrono::seconds(5);
     cfg.qlog_dir = o.qlog;
-    if (profile) {
-        // One link per connection and direction; each connection its own seed.
-        auto up = std::make_shared<std::uint64_t>(o.seed), down = std::make_shared<std::uint64_t>(o.seed);
-        cfg.egress_link = [p = *profile, up] { return emu::make_link(p, emu::Direction::up, (*up)++); };
-        cfg.ingress_link = [p = *profile, down] { return emu::make_link(p, emu::Direction::down, (*down)++); };
-    }
+    // The -P connections share one emulated path per direction, as they would share a bottleneck.
+    if (profile) tools::share_emulated_path(cfg, *profile, o.seed);
     Endpoint ep(cfg);
     const std::string profile_name = profile ? profile->name : "none";
     const unsigned n = o.parallel;
@@ -430,7 +427,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0.1, 60.0));
     auto* e = app.add_option("--emu", o.emu,
                              "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
-                             "(egress = up, ingress = down)");
+                             "(egress = up, ingress = down); the -P connections share this one path per direction, "
+                             "as they would share a bottleneck (-P 2 with rate=20mbit: 20 Mbit/s together)");
     auto* p = app.add_option("--profile", profile_name, "impair with an emulator preset (ndm-compare --list-profiles)");
     e->excludes(p);
     app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507)")

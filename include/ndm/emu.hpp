@@ -14,10 +14,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ndm/sim.hpp"
@@ -76,7 +78,10 @@ enum class QueueDiscipline : std::uint8_t { droptail, codel };
 struct QueueConfig {
     double rate_bps = 0;          // 0 = unlimited (no bottleneck unless a trace is set)
     std::int32_t overhead = 0;    // bytes added per packet for serialization (netem PACKETOVERHEAD; may be negative)
-    std::size_t packets = 1000;   // bound on waiting + serializing packets (netem's default limit); 0 = none
+    // Bound on waiting + serializing packets (netem's default limit); 0 = none.
+    // Behind a trace it counts MTU-sized packets of TraceConfig::opportunity_bytes
+    // (a datagram holds ceil(bytes / 1500) places, as its IP fragments would in mm-link).
+    std::size_t packets = 1000;
     std::size_t bytes = 0;        // bound in bytes; 0 = none
     QueueDiscipline discipline = QueueDiscipline::droptail;
     Duration codel_target = std::chrono::milliseconds(5);
@@ -129,7 +134,8 @@ struct Profile {
 //   duplicate, corrupt       probabilities
 //   rate                     bit, kbit, mbit, gbit; bps, kbps, mbps = BYTES/s as in tc
 //   overhead                 bytes per packet for serialization (may be negative)
-//   queue                    Npkt, Nb|kb|mb|kib|mib, or both "100pkt/150kb" (default 1000pkt)
+//   queue                    Npkt, Nb|kb|mb|kib|mib, or both "100pkt/150kb" (default 1000pkt;
+//                            with a trace, Npkt counts 1500-byte packets: a 64 KB datagram holds 44)
 //   aqm                      droptail (default) | codel; codel-target, codel-interval
 //   trace                    a Mahimahi file (path or name in trace_search_path());
 //                            "trace=NAME" uses NAME.up / NAME.down when NAME itself is absent
@@ -215,6 +221,10 @@ public:
     [[nodiscard]] Instant next_delivery() const override;
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override;
     [[nodiscard]] sim::LinkStats stats() const override;
+    // send()/deliver() with an opaque tag that travels with the datagram (and
+    // its duplicate) and comes back on delivery: SharedLink's port number.
+    void send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag);
+    bool deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag);
 
     [[nodiscard]] const EmuStats& emu_stats() const;
     // Called for every drop, every scheduled copy and every delivery.
@@ -224,6 +234,46 @@ public:
 
 private:
     std::unique_ptr<Pipeline> pipeline_;
+};
+
+// One emulated link shared by several connections, as they would share a
+// real bottleneck (netem on one interface, one mm-link, `ndm-emu relay`): all
+// ports' datagrams run through the same loss, queue, rate or trace and delay
+// stages, and each port hands out only its own. An Endpoint gets one port per
+// connection from its factory (`cfg.egress_link = [s] { return s->port(); }`),
+// so N connections get the link's capacity together, not N times it.
+// Owned by a std::shared_ptr (each port keeps it alive); one thread, like the
+// Endpoint that drives it.
+class SharedLink final : public std::enable_shared_from_this<SharedLink> {
+public:
+    explicit SharedLink(std::unique_ptr<EmulatedLink> link);
+    ~SharedLink();
+    SharedLink(const SharedLink&) = delete;
+    SharedLink& operator=(const SharedLink&) = delete;
+
+    // A new connection's view of the link. Its stats() are the shared link's.
+    [[nodiscard]] std::unique_ptr<sim::Link> port();
+    [[nodiscard]] const EmulatedLink& link() const { return *link_; }
+    [[nodiscard]] std::size_t open_ports() const { return queues_.size(); }
+    // Datagrams the link delivered for a port already destroyed (its
+    // connection ended while they were in flight): discarded.
+    [[nodiscard]] std::uint64_t orphaned() const { return orphaned_; }
+
+private:
+    class Port;
+    struct Queued {
+        Instant due;
+        std::vector<std::uint8_t> data;
+    };
+    // Moves everything the link delivers by `now` to its port's queue.
+    void pull(Instant now);
+
+    std::unique_ptr<EmulatedLink> link_;
+    std::unordered_map<std::uint64_t, std::deque<Queued>> queues_;  // by port number, never reused
+    std::uint64_t next_port_ = 0;
+    std::vector<std::uint8_t> rx_;
+    std::vector<std::vector<std::uint8_t>> spare_;  // buffers for queued datagrams, reused
+    std::uint64_t orphaned_ = 0;
 };
 
 // One direction's link. The seed is mixed with the direction, so one run seed

@@ -16,6 +16,12 @@ EmulatedLink::~EmulatedLink() = default;
 void EmulatedLink::send(std::span<const std::uint8_t> datagram, Instant now) { pipeline_->send(datagram, now); }
 Instant EmulatedLink::next_delivery() const { return pipeline_->next_delivery(); }
 bool EmulatedLink::deliver(Instant now, std::vector<std::uint8_t>& out) { return pipeline_->deliver(now, out); }
+void EmulatedLink::send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag) {
+    pipeline_->send(datagram, now, tag);
+}
+bool EmulatedLink::deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag) {
+    return pipeline_->deliver(now, out, &tag);
+}
 const EmuStats& EmulatedLink::emu_stats() const { return pipeline_->stats(); }
 std::size_t EmulatedLink::in_flight() const { return pipeline_->in_flight(); }
 void EmulatedLink::set_observer(std::function<void(const PacketEvent&)> observer) {

@@ -24,7 +24,8 @@ Pipeline::Pipeline(const DirectionConfig& config, std::uint64_t seed)
       bottleneck_(config.queue, config.trace),
       delay_(config.delay, make_stream(seed, Stream::jitter), make_stream(seed, Stream::reorder)) {}
 
-std::uint32_t Pipeline::alloc(std::span<const std::uint8_t> data, std::uint64_t index, Instant sent, bool duplicate) {
+std::uint32_t Pipeline::alloc(std::span<const std::uint8_t> data, std::uint64_t index, std::uint64_t tag, Instant sent,
+                              bool duplicate) {
     std::uint32_t id;
     if (!free_.empty()) {
         id = free_.back();
@@ -36,6 +37,7 @@ std::uint32_t Pipeline::alloc(std::span<const std::uint8_t> data, std::uint64_t 
     Slot& s = slots_[id];
     s.data.assign(data.begin(), data.end());  // reuses the slot's capacity: no allocation in steady state
     s.index = index;
+    s.tag = tag;
     s.sent = sent;
     s.duplicate = duplicate;
     s.corrupted = false;
@@ -77,7 +79,7 @@ void Pipeline::drain_bottleneck() {
     bottleneck_.served().clear();
 }
 
-void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now) {
+void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag) {
     now = std::max(now, last_send_);  // callers must not go back in time; stay sorted if they do
     last_send_ = now;
     ++stats_.sent;
@@ -93,7 +95,7 @@ void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now) {
             drop_unqueued(index, dup, *reason, now);
             continue;
         }
-        const std::uint32_t slot = alloc(datagram, index, now, dup);
+        const std::uint32_t slot = alloc(datagram, index, tag, now, dup);
         Slot& s = slots_[slot];
         if (!s.data.empty() && corrupt_.chance(config_.corrupt)) {
             // One bit of one byte, like netem's corrupt (a detectable single-bit error).
@@ -116,7 +118,7 @@ Instant Pipeline::next_delivery() const {
     return std::min(t, bottleneck_.next_event());
 }
 
-bool Pipeline::deliver(Instant now, std::vector<std::uint8_t>& out) {
+bool Pipeline::deliver(Instant now, std::vector<std::uint8_t>& out, std::uint64_t* tag) {
     if (bottleneck_.next_event() <= now) {
         bottleneck_.pump(now);
         drain_bottleneck();
@@ -127,6 +129,7 @@ bool Pipeline::deliver(Instant now, std::vector<std::uint8_t>& out) {
     heap_.pop_back();
     Slot& s = slots_[due.slot];
     out.swap(s.data);  // the caller's old buffer becomes the slot's, reused later
+    if (tag != nullptr) *tag = s.tag;
     ++stats_.delivered;
     if (any_delivered_ && s.index < max_delivered_index_) ++stats_.reordered;
     if (!any_delivered_ || s.index > max_delivered_index_) max_delivered_index_ = s.index;

@@ -21,9 +21,10 @@ class Pipeline {
 public:
     Pipeline(const DirectionConfig& config, std::uint64_t seed);
 
-    void send(std::span<const std::uint8_t> datagram, Instant now);
+    // `tag` travels with the datagram and its duplicate (EmulatedLink::send_tagged).
+    void send(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag = 0);
     [[nodiscard]] Instant next_delivery() const;
-    bool deliver(Instant now, std::vector<std::uint8_t>& out);
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, std::uint64_t* tag = nullptr);
 
     [[nodiscard]] const EmuStats& stats() const { return stats_; }
     [[nodiscard]] std::size_t in_flight() const { return slots_.size() - free_.size(); }
@@ -33,6 +34,7 @@ private:
     struct Slot {
         std::vector<std::uint8_t> data;
         std::uint64_t index = 0;
+        std::uint64_t tag = 0;
         Instant sent{};
         bool duplicate = false;
         bool corrupted = false;
@@ -44,7 +46,8 @@ private:
         bool operator>(const Due& o) const { return at != o.at ? at > o.at : seq > o.seq; }
     };
 
-    std::uint32_t alloc(std::span<const std::uint8_t> data, std::uint64_t index, Instant sent, bool duplicate);
+    std::uint32_t alloc(std::span<const std::uint8_t> data, std::uint64_t index, std::uint64_t tag, Instant sent,
+                        bool duplicate);
     void release(std::uint32_t slot) { free_.push_back(slot); }
     void drop(std::uint32_t slot, DropReason reason, Instant at);
     void drop_unqueued(std::uint64_t index, bool duplicate, DropReason reason, Instant now);

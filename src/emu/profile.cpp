@@ -337,7 +337,7 @@ const std::vector<PresetInfo>& presets() {
          "urban-lte with order-preserving jitter, as an LTE bearer delivers (RLC in-sequence)"},
         {"lte-verizon", "trace=Verizon-LTE-short,delay=20ms,queue=200pkt",
          "Mahimahi Verizon-LTE-short trace (5.0/6.0 Mbit/s down/up mean), 20 ms one way, 200-packet droptail "
-         "(Pantheon cellular Q 130-426)"},
+         "(Pantheon cellular Q 130-426; 1500-byte packets: a 64 KB datagram holds 44 places)"},
         {"lte-tmobile", "trace=TMobile-LTE-short,delay=20ms,queue=400pkt",
          "Mahimahi TMobile-LTE-short trace (16.7/13.3 Mbit/s down/up mean), 20 ms one way, 400-packet droptail"},
         {"lte-att-driving", "trace=ATT-LTE-driving-2016,delay=30ms,queue=200pkt",
@@ -452,6 +452,8 @@ std::string describe(const DirectionConfig& c) {
     if (c.queue.rate_bps > 0 || c.trace.trace) {
         std::string q = "queue=";
         if (c.queue.packets) q += std::to_string(c.queue.packets) + "pkt";
+        // A trace's packet bound counts MTU-sized packets (src/emu/rate_queue.hpp).
+        if (c.queue.packets && c.trace.trace) q += "(" + std::to_string(c.trace.opportunity_bytes) + "b each)";
         if (c.queue.bytes) q += (c.queue.packets ? "/" : "") + std::to_string(c.queue.bytes) + "b";
         add(q);
         if (c.queue.discipline == QueueDiscipline::codel)

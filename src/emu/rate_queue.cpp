@@ -4,6 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 namespace ndm::emu {
 
 void validate(const QueueConfig& q, const TraceConfig& t) {
@@ -31,7 +34,15 @@ Bottleneck::Waiting Bottleneck::WaitingQueue::pop() {
     Waiting w = b.waiting_.front();
     b.waiting_.pop_front();
     b.waiting_bytes_ -= w.bytes;
+    b.waiting_places_ -= b.places(w.bytes);
     return w;
+}
+
+std::uint32_t Bottleneck::places(std::uint32_t bytes) const {
+    if (trace_ == nullptr) return 1;
+    const std::int64_t wire = std::max<std::int64_t>(0, std::int64_t{bytes} + queue_.overhead);
+    const std::int64_t mtu = trace_cfg_.opportunity_bytes;
+    return static_cast<std::uint32_t>(std::max<std::int64_t>(1, (wire + mtu - 1) / mtu));
 }
 
 Instant Bottleneck::next_start(Instant ready) const {
@@ -82,9 +93,18 @@ Bottleneck::Served Bottleneck::serve(std::uint32_t slot, std::uint32_t bytes, In
     return s;
 }
 
+void Bottleneck::start_service(const Served& s, std::uint32_t bytes) {
+    const std::uint32_t p = places(bytes);
+    in_service_.push_back({s.completion, bytes, p});
+    in_service_bytes_ += bytes;
+    in_service_places_ += p;
+    served_.push_back(s);
+}
+
 void Bottleneck::retire(Instant now) {
     while (!in_service_.empty() && in_service_.front().completion <= now) {
         in_service_bytes_ -= in_service_.front().bytes;
+        in_service_places_ -= in_service_.front().places;
         in_service_.pop_front();
     }
 }
@@ -103,21 +123,26 @@ void Bottleneck::arrive(std::uint32_t slot, std::uint32_t bytes, Instant now) {
     }
     if (lazy_) pump(now);  // decisions due at or before an arrival are made first (Mahimahi rationalize())
     retire(now);
-    const std::size_t pkts = in_service_.size() + waiting_.size();
     const std::size_t queued_bytes = in_service_bytes_ + waiting_bytes_;
-    if ((queue_.packets > 0 && pkts >= queue_.packets) || (queue_.bytes > 0 && queued_bytes + bytes > queue_.bytes)) {
+    if (!warned_oversize_ && ((queue_.packets > 0 && places(bytes) > queue_.packets) ||
+                              (queue_.bytes > 0 && bytes > queue_.bytes))) {
+        warned_oversize_ = true;  // once: a silent black hole would be hard to diagnose
+        spdlog::warn("emu: a {}-byte datagram{} never fits the queue bound ({} packets, {} bytes): all are dropped",
+                     bytes, trace_ ? fmt::format(" ({} packets of {} bytes)", places(bytes), trace_cfg_.opportunity_bytes) : "",
+                     queue_.packets, queue_.bytes);
+    }
+    if ((queue_.packets > 0 && backlog_places() + places(bytes) > queue_.packets) ||
+        (queue_.bytes > 0 && queued_bytes + bytes > queue_.bytes)) {
         dropped_.push_back({slot, in_outage(now) ? DropReason::trace_outage : DropReason::queue_overflow, now});
         return;
     }
     if (!lazy_) {
-        const Served s = serve(slot, bytes, now, now);
-        in_service_.push_back({s.completion, bytes});
-        in_service_bytes_ += bytes;
-        served_.push_back(s);
+        start_service(serve(slot, bytes, now, now), bytes);
         return;
     }
     waiting_.push_back({slot, bytes, now});
     waiting_bytes_ += bytes;
+    waiting_places_ += places(bytes);
     pump(now);  // an idle server takes it at once
 }
 
@@ -138,10 +163,7 @@ void Bottleneck::pump(Instant t) {
         });
         if (!item) continue;
         // Served from its arrival: next_start(arrival) is `at` (all waiting packets arrived by then).
-        const Served s = serve(item->slot, item->bytes, item->arrival, item->arrival);
-        in_service_.push_back({s.completion, item->bytes});
-        in_service_bytes_ += item->bytes;
-        served_.push_back(s);
+        start_service(serve(item->slot, item->bytes, item->arrival, item->arrival), item->bytes);
     }
 }
 

@@ -2,6 +2,15 @@
 // overhead) or by a Mahimahi trace's delivery opportunities, behind a finite
 // queue (droptail in packets and/or bytes, or CoDel).
 //
+// Queue bounds. With a trace the packet bound counts MTU-sized packets of the
+// trace's opportunity size: a datagram of B bytes holds ceil(B / 1500) of the
+// `queue=Npkt` places, as its IP fragments would in mm-link's droptail queue
+// (Mahimahi's TUN has a 1500-byte MTU; the kernel fragments a 64 KB datagram
+// into ~44 packets before mm-link sees it) and as it needs that many
+// opportunities. A rate link counts datagrams, as netem does on the interface
+// the datagram is sent on (the seed's loopback carries 64 KB unfragmented).
+// The byte bound counts datagram bytes either way.
+//
 // Droptail decides everything at arrival: with a FIFO and a fixed service
 // process a packet's service start and completion are known when it arrives,
 // so no later event is needed. CoDel decides at dequeue, when later arrivals
@@ -45,6 +54,10 @@ public:
     // The next instant pump() has work (a pending dequeue), or kNever.
     [[nodiscard]] Instant next_event() const;
     [[nodiscard]] std::size_t backlog_packets() const { return in_service_.size() + waiting_.size(); }
+    // Places in the packet bound the queued datagrams hold (see above).
+    [[nodiscard]] std::size_t backlog_places() const { return in_service_places_ + waiting_places_; }
+    // The places a datagram of `bytes` holds: 1 on a rate link, its MTU-sized packets on a trace.
+    [[nodiscard]] std::uint32_t places(std::uint32_t bytes) const;
 
     std::vector<Served>& served() { return served_; }
     std::vector<Dropped>& dropped() { return dropped_; }
@@ -58,6 +71,7 @@ private:
     struct InService {
         Instant completion;
         std::uint32_t bytes;
+        std::uint32_t places;
     };
     // CoDel's view of the waiting queue.
     struct WaitingQueue {
@@ -69,6 +83,7 @@ private:
 
     [[nodiscard]] Instant next_start(Instant ready) const;
     Served serve(std::uint32_t slot, std::uint32_t bytes, Instant arrival, Instant ready);
+    void start_service(const Served& s, std::uint32_t bytes);
     void retire(Instant now);
     [[nodiscard]] bool in_outage(Instant now) const;
 
@@ -77,6 +92,7 @@ private:
     const Trace* trace_ = nullptr;
     bool rate_ = false;
     bool lazy_ = false;
+    bool warned_oversize_ = false;
     std::unique_ptr<Codel> codel_;
 
     // Rate service.
@@ -91,8 +107,10 @@ private:
 
     std::deque<InService> in_service_;  // served, completion in the future
     std::size_t in_service_bytes_ = 0;
+    std::size_t in_service_places_ = 0;
     std::deque<Waiting> waiting_;       // lazy mode only
     std::size_t waiting_bytes_ = 0;
+    std::size_t waiting_places_ = 0;
     std::vector<Served> served_;
     std::vector<Dropped> dropped_;
 };
