@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
@@ -48,6 +49,7 @@ struct Options {
     std::string qlog;  // directory
     std::uint64_t seed = 1;
     std::string io = "auto";
+    double idle_timeout = tools::kDefaultIdleTimeoutSeconds;
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -87,10 +89,10 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
     cfg.connection.cc = o.cc;
     cfg.connection.max_datagram_size = o.packet_size;
     cfg.connection.seed = o.seed * 2 + 1;
-    // Fail within seconds, not the library's defaults, when the server is
-    // absent or disappears mid-test.
+    // Fail within seconds when the server is absent; mid-test, survive
+    // outages shorter than the idle timeout.
     cfg.connection.handshake_timeout = std::chrono::seconds(5);
-    cfg.connection.idle_timeout = std::chrono::seconds(5);
+    cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
     cfg.qlog_dir = o.qlog;
     if (profile) {
         // One link per connection and direction; each connection its own seed.
@@ -438,6 +440,7 @@ int main(int argc, char** argv) {
     app.add_option("--qlog", o.qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
     app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
     app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
+    tools::add_idle_timeout_option(app, o.idle_timeout);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& ex) {

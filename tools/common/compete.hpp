@@ -43,6 +43,7 @@ struct CompeteSpec {
     double interval_s = 1;
     std::size_t packet_size = 1452;
     std::uint64_t seed = 1;
+    double idle_timeout_s = 30;  // both sides of every flow (--idle-timeout)
 };
 
 // One run; throws std::invalid_argument on a bad profile or controller.
