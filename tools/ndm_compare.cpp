@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/cli.hpp"
+#include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/cc_entry.hpp"
 #include "common/compete.hpp"
@@ -46,6 +47,7 @@ struct Options {
     std::string io = "auto";
     bool compete = false;
     double stagger = 0;
+    double idle_timeout = tools::kDefaultIdleTimeoutSeconds;
 };
 
 // The seed's loopback TCP carried ~64 KB segments; the realistic variant uses
@@ -84,6 +86,7 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
     spec.client.max_datagram_size = spec.server.max_datagram_size = o.packet_size;
     spec.client.seed = seed * 2 + 1;
     spec.server.seed = seed * 2 + 2;
+    spec.client.idle_timeout = spec.server.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
     // Common random numbers: every controller of one repeat sees the same
     // impairment streams (the emulator draws each decision type from its own).
     RunLinks links;
@@ -91,7 +94,8 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
     spec.server_to_client_factory = links.down_factory(profile, seed);
     spec.send_for = from_seconds(o.seconds);
     spec.interval = from_seconds(o.interval);
-    spec.deadline = from_seconds(o.seconds + 60);
+    // Room for a stall that lasts up to the idle timeout after the send phase.
+    spec.deadline = from_seconds(o.seconds + std::max(60.0, 2 * o.idle_timeout));
     spec.seed = seed;
 
     const bool progress = !o.quiet && isatty(STDERR_FILENO);
@@ -140,6 +144,7 @@ tools::RunResult run_real(const Options& o, const emu::Profile& profile, const s
     spec.interval = o.interval;
     spec.seed = seed;
     spec.backend = parse_io_backend(o.io);
+    spec.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
     // As netem on loopback: both directions impaired, here on the sender's socket path.
     RunLinks links;
     spec.up = links.up_factory(profile, seed);
@@ -176,6 +181,7 @@ int run_compete_mode(const Options& o) {
     spec.interval_s = o.interval;
     spec.packet_size = o.packet_size;
     spec.seed = o.seed;
+    spec.idle_timeout_s = o.idle_timeout;
     if (spec.stagger_s * static_cast<double>(spec.controllers.size() - 1) >= spec.seconds)
         throw std::invalid_argument(fmt::format("--stagger {} s starts the last flow after the {} s run ends",
                                                 o.stagger, o.seconds));
@@ -246,6 +252,7 @@ int main(int argc, char** argv) {
                  "queueing delay and drops");
     app.add_option("--stagger", o.stagger, "with --compete: flow k starts k·SECONDS after the first")
         ->check(CLI::Range(0.0, 3600.0));
+    tools::add_idle_timeout_option(app, o.idle_timeout);
     app.add_flag("-J,--json", o.json, "print the results as JSON on stdout instead of tables");
     app.add_flag("-q,--quiet", o.quiet, "no per-run interval tables and no progress");
     bool list_profiles = false, list_cc = false;

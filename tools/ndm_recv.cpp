@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
@@ -350,6 +351,7 @@ int main(int argc, char** argv) {
     bool one_off = false, json_out = false;
     std::string io = "auto";
     std::string qlog;
+    double idle_timeout = ndm::tools::kDefaultIdleTimeoutSeconds;
     CLI::App app{
         "ndm-recv: the server of an iperf3-style throughput test over ndm (the client is ndm-send).\n"
         "Serves one test (of one or more parallel connections) at a time; the client's parameters arrive in the\n"
@@ -362,6 +364,7 @@ int main(int argc, char** argv) {
     app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
     app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
     app.add_option("--io", io, "socket backend: auto, uring or epoll")->capture_default_str();
+    ndm::tools::add_idle_timeout_option(app, idle_timeout);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -377,7 +380,7 @@ int main(int argc, char** argv) {
         cfg.qlog_dir = qlog;
         // The client's -l decides: the effective size is the smaller of both sides'.
         cfg.connection.max_datagram_size = kMaxDatagramSize;
-        cfg.connection.idle_timeout = std::chrono::seconds(5);
+        cfg.connection.idle_timeout = ndm::tools::idle_timeout_duration(idle_timeout);
         Endpoint ep(cfg);
 
         std::signal(SIGINT, on_signal);

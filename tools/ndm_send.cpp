@@ -19,6 +19,7 @@
 
 #include "common/cli.hpp"
 #include "common/emu_path.hpp"
+#include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
@@ -51,6 +52,7 @@ struct Options {
     std::uint64_t seed = 1;
     std::string io = "auto";
     std::chrono::system_clock::time_point started{};  // for the -J provenance record
+    double idle_timeout = tools::kDefaultIdleTimeoutSeconds;
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -91,10 +93,10 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
     cfg.connection.cc = o.cc;
     cfg.connection.max_datagram_size = o.packet_size;
     cfg.connection.seed = o.seed * 2 + 1;
-    // Fail within seconds, not the library's defaults, when the server is
-    // absent or disappears mid-test.
+    // Fail within seconds when the server is absent; mid-test, survive
+    // outages shorter than the idle timeout.
     cfg.connection.handshake_timeout = std::chrono::seconds(5);
-    cfg.connection.idle_timeout = std::chrono::seconds(5);
+    cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
     cfg.qlog_dir = o.qlog;
     // The -P connections share one emulated path per direction, as they would share a bottleneck.
     if (profile) tools::share_emulated_path(cfg, *profile, o.seed);
@@ -442,6 +444,7 @@ int main(int argc, char** argv) {
     app.add_option("--qlog", o.qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
     app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
     app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
+    tools::add_idle_timeout_option(app, o.idle_timeout);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& ex) {

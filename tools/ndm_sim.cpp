@@ -16,6 +16,7 @@
 
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
+#include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/provenance.hpp"
 
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
     std::string cc = "reno", cc_options;
     std::uint64_t seed = 1;
     bool json = false, verbose = false;
+    double idle_timeout_s = ndm::tools::kDefaultIdleTimeoutSeconds;
 
     auto* bytes_opt = app.add_option("-n,--bytes", bytes_arg, "Bytes to transfer; suffixes K/M/G (binary)")
                           ->capture_default_str();
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
     app.add_option("--seed", seed, "Seed of the link impairments and the payload")->capture_default_str();
     app.add_option("-i,--interval", interval_s, "Report interval in seconds of virtual time")->capture_default_str();
     app.add_option("--deadline", deadline_s, "Give up after this many seconds of virtual time")->capture_default_str();
+    ndm::tools::add_idle_timeout_option(app, idle_timeout_s);
     app.add_flag("--json", json, "Print the results as JSON");
     app.add_flag("-v,--verbose", verbose, "Debug logging");
 
@@ -182,6 +185,7 @@ int main(int argc, char** argv) {
     spec.client.cc_options = cc_options;
     spec.client.max_datagram_size = packet_size;
     spec.client.seed = seed * 2 + 1;
+    spec.client.idle_timeout = ndm::tools::idle_timeout_duration(idle_timeout_s);
     spec.server = spec.client;
     spec.server.seed = seed * 2 + 2;
     ndm::sim::SimpleLinkConfig link;

@@ -119,6 +119,17 @@ struct ConnectionConfig {
     // Bytes each stream buffers for sending (unsent plus unacknowledged).
     std::size_t stream_send_buffer = 16u << 20;
     Duration idle_timeout = std::chrono::seconds(30);
+    // Bound on the backed-off probe timeout (0: unbounded doubling, RFC 9002
+    // §6.2.1). After an outage or a loss burst a sender learns that the path
+    // works again only from an acknowledged probe; with unbounded doubling the
+    // probes thin out exponentially (a 10 s outage is noticed up to ~13 s
+    // late, and two probes per period cannot outlast a long burst of losses
+    // before idle_timeout fires). Bounded, the sender keeps probing at a
+    // steady pace until the idle timeout, as picoquic does (2 s) and as TCP
+    // caps its RTO (RFC 6298 §2.5; Linux: 120 s). Never below the base PTO.
+    // Two probe datagrams a second are negligible load on a congested path,
+    // and persistent congestion (RFC 9002 §7.6) has already collapsed cwnd.
+    Duration max_pto_backoff = std::chrono::seconds(1);
     Duration max_ack_delay = std::chrono::milliseconds(25);
     Duration handshake_timeout = std::chrono::seconds(10);
     // Congestion controller by registry name, with its option string.

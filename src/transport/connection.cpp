@@ -281,7 +281,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
       client(is_client),
       rng(config.seed),
       mds(config.max_datagram_size),
-      loss(LossDetector::Config{config.max_ack_delay}),
+      loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff}),
       acks(AckTracker::Config{config.max_ack_delay, 2, wire::kMaxAckRanges}),
       conn_credit(0),
       conn_window(config.initial_max_data) {
@@ -289,6 +289,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
         throw std::invalid_argument(fmt::format("max datagram size {} outside {}..{} bytes",
                                                 cfg.max_datagram_size, kMinDatagramSize, kMaxDatagramSize));
     }
+    if (cfg.max_pto_backoff < Duration::zero()) throw std::invalid_argument("max_pto_backoff must not be negative");
     if (cfg.application_params.size() > wire::kMaxApplicationParams) {
         throw std::invalid_argument(fmt::format("application parameters of {} bytes exceed {} bytes",
                                                 cfg.application_params.size(), wire::kMaxApplicationParams));

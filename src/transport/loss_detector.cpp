@@ -282,12 +282,17 @@ Instant LossDetector::timer() const {
     if (loss_time_ != kNever) return loss_time_;
     if (eliciting_in_flight_ == 0) return kNever;
     // RFC 9002 §6.2.1: PTO = last ack-eliciting send + pto_period · 2^pto_count.
-    Duration d = rtt_.pto_period(cfg_.max_ack_delay);
-    for (unsigned i = 0; i < pto_count_; ++i) {
-        if (d > Duration::max() / 2) return kNever;
-        d *= 2;
-    }
-    return add_saturating(last_ack_eliciting_time_, d);
+    return add_saturating(last_ack_eliciting_time_, pto_backoff_period());
+}
+
+Duration LossDetector::pto_backoff_period() const {
+    const Duration base = rtt_.pto_period(cfg_.max_ack_delay);
+    const Duration cap = cfg_.max_pto_backoff > Duration::zero() ? std::max(cfg_.max_pto_backoff, base) : Duration::max();
+    Duration d = base;
+    // Doubling stops at the cap (or where it would overflow: then the timer
+    // lies beyond any deadline anyway).
+    for (unsigned i = 0; i < pto_count_ && d < cap; ++i) d = d > Duration::max() / 2 ? Duration::max() : 2 * d;
+    return std::min(d, cap);
 }
 
 TimeoutOutcome LossDetector::on_timeout(Instant now) {

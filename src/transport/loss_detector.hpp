@@ -71,6 +71,10 @@ class LossDetector {
 public:
     struct Config {
         Duration max_ack_delay = std::chrono::milliseconds{25};  // the peer's
+        // Upper bound on the backed-off PTO period (never below the base
+        // period); zero: RFC 9002 §6.2.1's doubling without bound. See
+        // ConnectionConfig::max_pto_backoff for why a bound exists.
+        Duration max_pto_backoff{0};
     };
 
     explicit LossDetector(Config cfg);
@@ -91,6 +95,8 @@ public:
     // When on_timeout() wants to run: the loss time if a time-threshold loss
     // is pending, else the PTO deadline while ack-eliciting packets are in
     // flight, else kNever (RFC 9002 §6.2.1, §A.8).
+    // The PTO period, backed off by pto_count() and bounded by max_pto_backoff.
+    [[nodiscard]] Duration pto_backoff_period() const;
     [[nodiscard]] Instant timer() const;
     // RFC 9002 §A.9 OnLossDetectionTimeout. Does nothing when now < timer().
     TimeoutOutcome on_timeout(Instant now);

@@ -47,6 +47,7 @@ CompeteRun run_compete(const CompeteSpec& spec, std::uint64_t seed) {
         f.client.cc = e.name;
         f.client.cc_options = e.options;
         f.client.max_datagram_size = f.server.max_datagram_size = spec.packet_size;
+        f.client.idle_timeout = f.server.idle_timeout = from_seconds(spec.idle_timeout_s);
         f.client.seed = seed * 100 + 2 * i + 1;
         f.server.seed = seed * 100 + 2 * i + 2;
         f.start = from_seconds(spec.stagger_s * static_cast<double>(i));
@@ -55,7 +56,7 @@ CompeteRun run_compete(const CompeteSpec& spec, std::uint64_t seed) {
     }
     s.send_until = from_seconds(spec.seconds);
     s.interval = from_seconds(spec.interval_s);
-    s.deadline = from_seconds(spec.seconds + 60);
+    s.deadline = from_seconds(spec.seconds + std::max(60.0, 2 * spec.idle_timeout_s));
     const sim::SharedPathResult r = sim::run_shared_path(s);
 
     CompeteRun run;

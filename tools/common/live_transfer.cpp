@@ -27,6 +27,7 @@ RunResult run_live(const LiveSpec& spec) {
     scfg.backend = spec.backend;
     scfg.connection.max_datagram_size = spec.packet_size;
     scfg.connection.seed = spec.seed * 2 + 2;
+    scfg.connection.idle_timeout = spec.idle_timeout;
     Endpoint server(scfg);
     const std::uint16_t port = server.local_port();
 
@@ -61,6 +62,7 @@ RunResult run_live(const LiveSpec& spec) {
     ccfg.connection.cc_options = spec.cc_options;
     ccfg.connection.max_datagram_size = spec.packet_size;
     ccfg.connection.seed = spec.seed * 2 + 1;
+    ccfg.connection.idle_timeout = spec.idle_timeout;
     ccfg.egress_link = spec.up;
     ccfg.ingress_link = spec.down;
     try {

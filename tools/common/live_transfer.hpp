@@ -22,6 +22,7 @@ struct LiveSpec {
     IoBackend backend = IoBackend::automatic;
     LinkFactory up;    // client egress; may be empty
     LinkFactory down;  // client ingress; may be empty
+    Duration idle_timeout = std::chrono::seconds(30);  // both sides (--idle-timeout)
     std::function<void(double elapsed_s)> progress;
 };
 

@@ -1,0 +1,140 @@
+// Outages and long loss bursts in virtual time (issue 13): a 10 s blackhole
+// mid-transfer and netem-style Gilbert–Elliott bursts must end in a complete,
+// byte-exact transfer for every controller, with the sender resuming soon
+// after the path returns (ConnectionConfig::max_pto_backoff).
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cc_test_util.hpp"
+#include "ndm/connection.hpp"
+#include "ndm/emu.hpp"
+#include "ndm/sim.hpp"
+
+using namespace std::chrono_literals;
+using ndm::sim::SimpleLinkConfig;
+using ndm::sim::TransferResult;
+using ndm::sim::TransferSpec;
+using ndm::test::at;
+
+namespace {
+
+const char* const kControllers[] = {"reno", "cubic", "ndm", "ndm-lkm"};
+
+void check_complete(const TransferResult& r, std::uint64_t bytes) {
+    INFO("failure: ", r.failure, "; virtual ", ndm::to_seconds(r.duration), " s; delivered ", r.bytes_delivered,
+         "; client close ", r.client_close.reason, "; server close ", r.server_close.reason);
+    CHECK(r.completed);
+    CHECK(r.hash_match);
+    CHECK(r.bytes_delivered == bytes);
+    CHECK(r.sender_hash == r.receiver_hash);
+}
+
+// 50 Mbit/s, 20 ms one way, both directions dead during [2 s, 12 s).
+TransferSpec blackhole_spec(const std::string& cc, ndm::Duration max_pto_backoff) {
+    TransferSpec spec;
+    spec.client.cc = spec.server.cc = cc;
+    spec.client.seed = 11;
+    spec.server.seed = 12;
+    spec.client.max_pto_backoff = spec.server.max_pto_backoff = max_pto_backoff;
+    SimpleLinkConfig link;
+    link.delay = 20ms;
+    link.rate_bps = 50e6;
+    link.queue_packets = 200;
+    link.outages = {{at(2s), at(12s)}};
+    spec.client_to_server = link;
+    spec.client_to_server.seed = 21;
+    spec.server_to_client = link;
+    spec.server_to_client.seed = 22;
+    spec.bytes = 20u << 20;  // ~12 MB before the outage, the rest after
+    spec.interval = 100ms;
+    spec.deadline = 600s;
+    spec.seed = 31;
+    return spec;
+}
+
+// Start of the first 100 ms interval after the outage in which the receiver
+// read data again (from the transfer's start), or the run's duration.
+ndm::Duration resumed_at(const TransferResult& r) {
+    for (const auto& s : r.samples)
+        if (s.begin >= 12s && s.bytes > 0) return s.begin;
+    return r.duration;
+}
+
+}  // namespace
+
+TEST_CASE("outage: a 10 s blackhole of both directions mid-transfer, every controller recovers byte-exact") {
+    for (const std::string cc : kControllers) {
+        CAPTURE(cc);
+        const auto spec = blackhole_spec(cc, ndm::ConnectionConfig{}.max_pto_backoff);
+        const auto r = ndm::sim::run_transfer(spec);
+        check_complete(r, spec.bytes);
+        CHECK(r.client_to_server.dropped_outage > 0);
+        CHECK(r.server_to_client.dropped_outage > 0);
+        // The default idle timeout (30 s) outlasts the outage, and the probes
+        // keep coming at most max_pto_backoff (1 s) apart: the transfer resumes
+        // within about a second of the path's return, not after the tens of
+        // seconds RFC 9002's unbounded doubling would wait.
+        const ndm::Duration resumed = resumed_at(r);
+        MESSAGE(cc, ": resumed ", ndm::to_seconds(resumed) - 12, " s after the outage; done at ",
+                ndm::to_seconds(r.duration), " s; PTOs ", r.client_stats.pto_count);
+        CHECK(resumed <= 13500ms);
+    }
+}
+
+TEST_CASE("outage: unbounded PTO doubling resumes late after the same blackhole") {
+    // The same run with max_pto_backoff = 0 (RFC 9002 §6.2.1 doubling without
+    // a bound): it still completes, but the first probe after the outage
+    // comes seconds late. This is what the bound buys.
+    const auto spec = blackhole_spec("reno", 0s);
+    const auto r = ndm::sim::run_transfer(spec);
+    check_complete(r, spec.bytes);
+    MESSAGE("unbounded: resumed ", ndm::to_seconds(resumed_at(r)) - 12, " s after the outage");
+    CHECK(resumed_at(r) > 13500ms);
+}
+
+namespace {
+
+// The issue's profile: 20 ms one way, Gilbert–Elliott with p = 0.31 %,
+// r = 10 % (3 % mean loss, mean burst 10 packets) on both directions, and
+// 64 KB datagrams (ndm-compare's default "seed" preset). netem's chain moves
+// per packet, so once the sender has stalled a burst on the ACK path lasts
+// as many probe periods as it has packets left: with unbounded doubling a
+// 15-packet remainder outlasts a 30 s idle timeout (most of these runs failed).
+TransferResult ge_run(const std::string& cc, std::uint64_t seed) {
+    static const ndm::emu::Profile profile = ndm::emu::parse_profile("delay=20ms,gemodel=0.31%/10%");
+    TransferSpec spec;
+    spec.client.cc = spec.server.cc = cc;
+    spec.client.max_datagram_size = spec.server.max_datagram_size = ndm::kMaxDatagramSize;
+    spec.client.seed = seed * 2 + 1;
+    spec.server.seed = seed * 2 + 2;
+    spec.client_to_server_factory = [seed] { return ndm::emu::make_link(profile, ndm::emu::Direction::up, seed); };
+    spec.server_to_client_factory = [seed] { return ndm::emu::make_link(profile, ndm::emu::Direction::down, seed); };
+    spec.send_for = 10s;  // as ndm-compare -t 10: ~250 MB, a dozen bursts per direction
+    spec.deadline = 600s;
+    spec.seed = seed;
+    return ndm::sim::run_transfer(spec);
+}
+
+}  // namespace
+
+TEST_CASE("outage: every controller completes the Gilbert-Elliott profile delay=20ms,gemodel=0.31%/10%") {
+    // Seeds 2 and 8 failed for all four controllers before the bound (idle
+    // timeout during a stall). Seed 1 is left out: its ACK path draws a burst
+    // of over 65 packets during a stall, i.e. an outage of the ACK path that
+    // outlasts the 30 s idle timeout at one probe a second.
+    for (const std::string cc : kControllers) {
+        for (const std::uint64_t seed : {std::uint64_t{2}, std::uint64_t{8}}) {
+            CAPTURE(cc);
+            CAPTURE(seed);
+            const auto r = ge_run(cc, seed);
+            check_complete(r, r.bytes_sent);
+            CHECK(r.bytes_sent > 0);
+            CHECK(r.client_to_server.dropped_random > 0);
+            MESSAGE(cc, " seed ", seed, ": ", ndm::to_seconds(r.duration), " s, PTOs ", r.client_stats.pto_count);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+// --idle-timeout, shared by the tools that run connections. The idle timeout
+// (RFC 9000 §10.1) is the only limit on how long a connection survives an
+// outage: while the path is dead the sender keeps probing (its probe timeout
+// backs off up to ConnectionConfig::max_pto_backoff) and the connection ends
+// only when nothing has been heard from the peer for this long. Each side
+// advertises its own; the smaller of the two applies (RFC 9000 §10.1).
+#pragma once
+
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "ndm/time.hpp"
+
+namespace ndm::tools {
+
+// Long enough for outages kernel TCP rides out in a test (its RTO backs off
+// to 120 s and retries for ~15 min, so TCP survives this too), short enough
+// that a vanished peer ends a run within a minute.
+inline constexpr double kDefaultIdleTimeoutSeconds = 30;
+inline constexpr double kMinIdleTimeoutSeconds = 1;
+inline constexpr double kMaxIdleTimeoutSeconds = 86400;
+
+// Adds --idle-timeout SECONDS to `app`, storing into `seconds`. A value
+// outside [1, 86400] is a parse error (exit_on_parse_error: one line, exit 2).
+inline CLI::Option* add_idle_timeout_option(CLI::App& app, double& seconds) {
+    return app
+        .add_option("--idle-timeout", seconds,
+                    "seconds without any packet from the peer before a connection is given up (1..86400); the "
+                    "smaller of both sides' values applies, and probes continue until then, so outages shorter "
+                    "than this are survived")
+        ->capture_default_str()
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                // Not CLI::Range: it lets NaN through.
+                double x = 0;
+                try {
+                    std::size_t used = 0;
+                    x = std::stod(text, &used);
+                    if (used != text.size()) return "'" + text + "' is not a number of seconds";
+                } catch (const std::exception&) {
+                    return "'" + text + "' is not a number of seconds";
+                }
+                if (!(x >= kMinIdleTimeoutSeconds && x <= kMaxIdleTimeoutSeconds))
+                    return text + " is outside 1..86400 seconds";
+                return {};
+            },
+            "SECONDS"));
+}
+
+inline Duration idle_timeout_duration(double seconds) { return from_seconds(seconds); }
+
+}  // namespace ndm::tools
