@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ndm builds with, only those that are missing.
-# Everything comes from Debian's archive; nothing is downloaded from elsewhere.
+# Installs the Debian packages ndm builds with and its tests and tools use, only
+# those that are missing. Everything comes from Debian's archive; nothing is
+# downloaded from elsewhere. The tests' other commands (bash, coreutils' timeout
+# and mktemp, grep, sed, mawk, diffutils) are in every Debian installation,
+# minbase included. bench/*.sh install their own extras (iperf3, jq) when run.
 set -euo pipefail
 
 PACKAGES=(
@@ -14,6 +17,8 @@ PACKAGES=(
   nlohmann-json3-dev                 # JSON output, profiles, model files
   libbenchmark-dev                   # micro-benchmarks in bench/
   libxml2-utils                      # xmllint: the tool tests check that SVG reports are well-formed
+  iproute2                           # ip (ndm-emu shell, namespace tests), tc (tbf test), ss (free ports)
+  python3                            # bench/*.sh summarise their runs with it
 )
 
 missing=()
@@ -22,7 +27,11 @@ for p in "${PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   echo "ndm setup: installing ${missing[*]}" >&2
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo > /dev/null || { echo "ndm setup: missing ${missing[*]}: run as root, or install sudo" >&2; exit 1; }
+    SUDO="sudo"
+  fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

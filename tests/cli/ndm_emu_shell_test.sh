@@ -6,25 +6,27 @@
 # 4-sigma binomial bound for N = 400 (+-0.078). Also: CMD's exit status is the
 # shell's, a bad command is a clear error, and nothing is left behind
 # (ip netns list / ip link) after a normal exit, a failing CMD, SIGTERM and SIGINT.
-# Usage: ndm_emu_shell_test.sh NDM_EMU UDP_PROBE     (skips with 77 when it cannot run)
+# Usage: ndm_emu_shell_test.sh NDM_EMU UDP_PROBE     (skips with 77 when it cannot run, skip_lib.sh)
 set -u
 EMU=$1
 PROBE=$2
 fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=skip_lib.sh
+source "$(dirname "$0")/skip_lib.sh"
 
 if [ "$(id -u)" != 0 ]; then
     # What an unprivileged user gets is part of the contract: one line, exit 1.
     out=$("$EMU" shell --profile none -- true 2>&1); rc=$?
     [ $rc = 1 ] || fail "unprivileged shell: exit $rc, expected 1"
     echo "$out" | grep -q "needs root (CAP_NET_ADMIN)" || fail "unprivileged shell message: $out"
-    echo "SKIP: not root (network namespaces and TUN devices need CAP_NET_ADMIN)"; exit 77
+    skip "not root (network namespaces and TUN devices need CAP_NET_ADMIN)"
 fi
-[ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
-ip netns list >/dev/null 2>&1 || { echo "SKIP: ip netns does not work here"; exit 77; }
+[ -c /dev/net/tun ] || skip "no /dev/net/tun"
+command -v ip >/dev/null || skip "no ip (iproute2; scripts/setup.sh installs it)"
+ip netns list >/dev/null 2>&1 || skip "ip netns does not work here"
 # Root without the capabilities (e.g. an unprivileged container): the shell says so.
 out=$("$EMU" shell --quiet -- true 2>&1); rc=$?
-if [ $rc != 0 ] && echo "$out" | grep -q "needs root"; then echo "SKIP: $out"; exit 77; fi
+if [ $rc != 0 ] && echo "$out" | grep -q "needs root"; then skip "$out"; fi
 [ $rc = 0 ] || fail "a trivial shell failed (exit $rc): $out"
 
 leftovers() {  # namespaces/devices of shells that are no longer running

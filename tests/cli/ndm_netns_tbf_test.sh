@@ -2,16 +2,17 @@
 # Across hosts: ndm-recv and ndm-send in two network namespaces joined by a
 # veth pair, with a kernel tbf bottleneck of 20 Mbit/s on the sender's side.
 # The transfer must be byte-exact and its goodput below the bottleneck rate
-# (and well above zero). Needs root, ip and tc; skips (exit 77) otherwise.
+# (and well above zero). Needs root, ip and tc; skips (exit 77, skip_lib.sh) otherwise.
 set -euo pipefail
 send="$1"
 recv="$2"
 check="$3"
 
-skip() { echo "SKIP: $*"; exit 77; }
+# shellcheck source=skip_lib.sh
+source "$(dirname "$0")/skip_lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
-command -v ip > /dev/null || skip "no 'ip' command (iproute2)"
-command -v tc > /dev/null || skip "no 'tc' command (iproute2)"
+command -v ip > /dev/null || skip "no 'ip' command (iproute2; scripts/setup.sh installs it)"
+command -v tc > /dev/null || skip "no 'tc' command (iproute2; scripts/setup.sh installs it)"
 
 ns_s="ndm_snd_$$"
 ns_r="ndm_rcv_$$"

@@ -79,6 +79,7 @@ wait "$send_pid"; rc=$?
 set -e
 [ "$rc" -ne 0 ] || fail "ndm-send exited 0 after the server died"
 [ $((SECONDS - t0)) -le 7 ] || fail "ndm-send took $((SECONDS - t0)) s to notice"
-[ "$(wc -l < "$out/kill_err.txt")" -eq 1 ] || fail "not one error line: $(cat "$out/kill_err.txt")"
+# One error line; on a machine without io_uring the back end's fallback notice comes first.
+[ "$(grep -vc "using the epoll fallback" "$out/kill_err.txt")" -eq 1 ] || fail "not one error line: $(cat "$out/kill_err.txt")"
 grep -q "lost" "$out/kill_err.txt" || fail "unclear error: $(cat "$out/kill_err.txt")"
 echo "ok"
