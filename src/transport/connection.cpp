@@ -823,7 +823,7 @@ void Connection::Impl::start_close(std::uint64_t code, std::string reason, bool 
 
 void Connection::Impl::enter_draining(const wire::ConnectionCloseFrame& f, Instant now) {
     close = {f.error_code, std::string(f.reason), true, f.application};
-    spdlog::debug("ndm: peer closed: code {:#x} {}", f.error_code, f.reason);
+    spdlog::debug("ndm: peer closed: code {:#x} {:?}", f.error_code, f.reason);  // escaped: the peer's bytes
     state = ConnectionState::draining;
     close_deadline = now + three_pto();
     probes_pending = 0;
@@ -1091,8 +1091,13 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
 
 Duration Connection::Impl::effective_idle_timeout() const {
     Duration local = cfg.idle_timeout;
-    if (have_peer_params && peer_params.max_idle_timeout_ms > 0) {
-        local = std::min(local, Duration(std::chrono::milliseconds(peer_params.max_idle_timeout_ms)));
+    // RFC 9000 §10.1: the smaller of both sides' values. The peer's may be any
+    // varint (up to 2^62-1 ms, past what Duration holds in nanoseconds), so it
+    // is compared in milliseconds and converted only when it is the smaller.
+    const std::uint64_t peer_ms = have_peer_params ? peer_params.max_idle_timeout_ms : 0;
+    const auto local_ms = std::chrono::ceil<std::chrono::milliseconds>(local).count();
+    if (peer_ms > 0 && local_ms > 0 && peer_ms < static_cast<std::uint64_t>(local_ms)) {
+        local = std::min(local, Duration(std::chrono::milliseconds(static_cast<std::int64_t>(peer_ms))));
     }
     // RFC 9000 §10.1: never shorter than three PTOs.
     return std::max(local, three_pto());
