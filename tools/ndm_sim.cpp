@@ -17,6 +17,7 @@
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
 #include "common/logging.hpp"
+#include "common/printable.hpp"
 
 namespace {
 
@@ -99,7 +100,7 @@ nlohmann::json to_json(const ndm::sim::LinkStats& s) {
 }
 
 nlohmann::json to_json(const ndm::CloseInfo& c, bool closed) {
-    return {{"closed", closed}, {"code", c.code}, {"reason", c.reason}, {"by_peer", c.by_peer}, {"application", c.application}};
+    return {{"closed", closed}, {"code", c.code}, {"reason", ndm::tools::printable(c.reason)}, {"by_peer", c.by_peer}, {"application", c.application}};
 }
 
 int fail(const std::string& message) {
