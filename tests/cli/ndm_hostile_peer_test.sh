@@ -4,7 +4,8 @@
 # packet never sent; (2) test parameters out of bounds (interval 1e-300, 1e10,
 # 9.2233715e9) and a controller name full of escape sequences: each refused
 # with a close reason, stderr escaped, no interval rows; then a normal ndm-send
-# test still succeeds on the same server. (3) ndm-recv -J: a client closing
+# test still succeeds on the same server. (2b) A -P 2 test missing a
+# connection ends after one idle timeout. (3) ndm-recv -J: a client closing
 # with a reason that is not UTF-8 ends the test, the JSON document holds it
 # escaped. (4) ndm-send against a server whose close reason carries escape
 # sequences: one escaped line, exit 1. (5) ndm-send's flags have the same bounds.
@@ -42,6 +43,17 @@ grep -qF 'rejected a connection: test parameter cc "\x1b]0;pwned\x07\x1b[2J"' "$
 if grep -q $'\e' "$out/recv_err.txt" "$out/recv.txt"; then fail "a raw escape byte reached ndm-recv's output"; fi
 [ "$(grep -c 'Accepted connection' "$out/recv.txt")" -eq 1 ] || fail "a refused connection started a test"
 [ "$(wc -l < "$out/recv.txt")" -lt 30 ] || fail "ndm-recv printed $(wc -l < "$out/recv.txt") lines"
+
+# 2b. A -P 2 test whose second connection never comes ends after one idle
+# timeout, closing the first with the reason, even though that one stays alive.
+idle=()
+if "$recv" --help | grep -q -- --idle-timeout; then idle=(--idle-timeout 3); fi
+start_server "${idle[@]}"
+join=$(params 1 false cubic | sed 's/"streams":1/"streams":2/')
+timeout 70 "$probe" hello --to "127.0.0.1:$port" --params "$join" --keepalive > "$out/probe.txt" || fail "join probe: $(cat "$out/probe.txt")"
+grep -q "reason=only 1 of 2 connections of the test arrived within" "$out/probe.txt" || fail "incomplete -P test did not end"
+finish_server
+grep -q "the test ended early: only 1 of 2 connections" "$out/recv.txt" || fail "ndm-recv did not report the incomplete test"
 
 # 3. -J: the client's close reason is not UTF-8 (nlohmann::json refuses to dump such a string).
 start_server -J

@@ -2,7 +2,7 @@
 // (tests/cli/ndm_hostile_peer_test.sh), built with the library's own wire
 // codec so that they are exactly what a hostile peer could send.
 //
-//   ndm_probe hello --to ADDR:PORT --params TEXT [--bogus-ack]
+//   ndm_probe hello --to ADDR:PORT --params TEXT [--bogus-ack] [--keepalive] [--close-with TEXT]
 //       A client hello carrying TEXT as its application params (the tools'
 //       test parameters), then an Initial acknowledging the server's packet 0,
 //       which completes the handshake. --bogus-ack adds, in that same Initial,
@@ -11,7 +11,9 @@
 //       "close code=C reason=R" (R escaped) for the server's CONNECTION_CLOSE,
 //       or "no close" when none arrives within 3 s (exit 1). --close-with TEXT:
 //       when the server accepted the test, close it with TEXT as the reason,
-//       byte for byte, and print "sent close".
+//       byte for byte, and print "sent close". --keepalive: when the server
+//       accepted the test, send a PING every 300 ms (for at most 60 s) until
+//       the server closes.
 //   ndm_probe close-server --bind ADDR:PORT --reason TEXT
 //       Waits for one client hello and answers it with a CONNECTION_CLOSE
 //       carrying TEXT as its reason, byte for byte. Exits 0 once answered.
@@ -102,7 +104,8 @@ bool find_close(const std::vector<std::uint8_t>& d, wire::ConnectionCloseFrame& 
     return false;
 }
 
-int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, const std::optional<std::string>& close_with) {
+int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool keepalive,
+          const std::optional<std::string>& close_with) {
     const int fd = socket(AF_INET, SOCK_DGRAM, 0);
     if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) usage("socket/connect failed");
     wire::TransportParams tp;
@@ -148,16 +151,23 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, cons
             const auto d = receive(fd, 300);
             found = !d.empty() && find_close(d, close);
         }
+        // 1-RTT packets to the server, from packet number 2 on.
+        wire::ParsedPacket server;
+        wire::Error err;
+        if (!wire::parse_packet(reply, 0, false, server, err)) usage("cannot parse the server's hello");
+        wire::PacketHeader s;
+        s.type = wire::PacketType::one_rtt;
+        s.dcid = server.header.scid;
+        s.packet_number = 2;
+        s.pn_length = 2;
+        // Keep the connection alive with PINGs until the server closes it.
+        for (int i = 0; i < 200 && !found && keepalive; ++i, ++s.packet_number) {
+            const auto ping = packet(s, {wire::PingFrame{}}, 0);
+            if (send(fd, ping.data(), ping.size(), 0) < 0) usage("send failed");
+            for (auto d = receive(fd, 300); !d.empty() && !found; d = receive(fd, 0)) found = find_close(d, close);
+        }
         if (!found && close_with) {
             // The test runs: end it from this side, the reason byte for byte.
-            wire::ParsedPacket server;
-            wire::Error err;
-            if (!wire::parse_packet(reply, 0, false, server, err)) usage("cannot parse the server's hello");
-            wire::PacketHeader s;
-            s.type = wire::PacketType::one_rtt;
-            s.dcid = server.header.scid;
-            s.packet_number = 2;
-            s.pn_length = 2;
             wire::ConnectionCloseFrame c;
             c.application = true;
             c.reason = *close_with;
@@ -214,7 +224,7 @@ int main(int argc, char** argv) {
     const std::string mode = argv[1];
     std::string addr, params, reason;
     std::optional<std::string> close_with;
-    bool bogus_ack = false;
+    bool bogus_ack = false, keepalive = false;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -225,11 +235,12 @@ int main(int argc, char** argv) {
         else if (a == "--params") params = value();
         else if (a == "--reason") reason = value();
         else if (a == "--bogus-ack") bogus_ack = true;
+        else if (a == "--keepalive") keepalive = true;
         else if (a == "--close-with") close_with = value();
         else usage(("unknown argument " + a).c_str());
     }
     if (addr.empty()) usage("--to/--bind is required");
-    if (mode == "hello") return hello(parse_addr(addr), params, bogus_ack, close_with);
+    if (mode == "hello") return hello(parse_addr(addr), params, bogus_ack, keepalive, close_with);
     if (mode == "close-server") return close_server(parse_addr(addr), reason);
     usage("unknown mode");
 }
