@@ -539,3 +539,40 @@ TEST_CASE("extreme flow-control and stream values from the peer: limits hold or 
         CHECK(std::equal(data.begin(), data.end(), got.begin()));
     }
 }
+
+TEST_CASE("a peer fragmenting a stream into 1-byte holes is closed, not fed quadratic work") {
+    // 1-byte STREAM frames at every other offset, highest first: each one
+    // inserted at the front of the reassembly ranges. Before the cap a 16 MB
+    // window allowed 8 million ranges; 200 000 such frames (1.6 MB of
+    // datagrams) took 60 s of CPU. Now the stream holds at most
+    // max(1024, window / 1024) ranges and the connection closes.
+    ConnectionPair p;
+    p.server_cfg.initial_max_stream_data = 1u << 20;  // cap: 1024 ranges
+    REQUIRE(p.handshake());
+    static const std::uint8_t one[1] = {7};
+    std::uint64_t pn = p.client->stats(p.now).packets_sent + 5;
+    std::uint64_t off = (1u << 20) - 2;
+    std::size_t frames = 0;
+    while (p.server->is_established() && frames < 4000) {
+        std::vector<wire::Frame> batch;
+        for (int i = 0; i < 100; ++i, off -= 2, ++frames) batch.push_back(wire::StreamFrame{0, off, one, false});
+        p.server->on_datagram(craft(*p.server, pn++, batch), p.now);
+    }
+    CHECK(p.server->state() == ConnectionState::closing);
+    CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::protocol_violation));
+    CHECK_MESSAGE(p.server->close_info().reason.find("too fragmented: more than 1024") != std::string::npos,
+                  p.server->close_info().reason);
+    CHECK(frames <= 1100);
+}
+
+TEST_CASE("heavy real loss stays under the fragmentation cap") {
+    // Every other packet of a transfer lost once: one hole per lost packet.
+    ConnectionPair p;
+    p.server_cfg.initial_max_stream_data = 1u << 20;
+    REQUIRE(p.handshake());
+    std::size_t n = 0;
+    p.to_server = [&](std::vector<std::uint8_t>&) { return ++n % 2 == 0 || n > 4000; };
+    auto data = bytes(3'000'000, 11);
+    CHECK(transfer(p, data) == data);
+    CHECK(p.server->is_established());
+}

@@ -31,6 +31,7 @@ namespace {
 
 constexpr std::size_t kInitialPacketSize = kMinDatagramSize;  // client hellos are padded to this
 constexpr double kPacingGain = 1.25;                         // RFC 9002 §7.7
+constexpr std::size_t kMinRecvRangeCap = 1024;  // out-of-order ranges a stream may hold, at least
 
 // splitmix64: connection IDs are derived from the configured seed so that
 // simulations are reproducible.
@@ -648,6 +649,15 @@ bool Connection::Impl::on_stream_frame(const wire::StreamFrame& f, Instant now) 
         return false;
     }
     if (end > prev_high) conn_received_total += end - prev_high;
+    // Holes cost memory and time per insertion: a peer sending 1-byte frames
+    // at every other offset made millions. Real losses leave at most one hole
+    // per lost packet in the window, far fewer than one per KiB.
+    if (const std::size_t cap = std::max<std::uint64_t>(kMinRecvRangeCap, cfg.initial_max_stream_data / 1024);
+        s->recv.range_count() > cap) {
+        close_with_error(CloseCode::protocol_violation,
+                         fmt::format("stream {} too fragmented: more than {} out-of-order ranges", f.stream_id, cap), now);
+        return false;
+    }
     if (res == RecvStream::Result::ok) {
         if (s->recv.readable() > before || s->recv.fin_pending()) push_readable(f.stream_id, *s);
     }
