@@ -87,8 +87,13 @@ std::vector<std::uint8_t> receive(int fd, int timeout_ms, sockaddr_in* from = nu
     return buf;
 }
 
+struct Close {
+    std::uint64_t error_code = 0;
+    std::string reason;  // a copy: the frame points into the datagram
+};
+
 // The first CONNECTION_CLOSE in a datagram, if any.
-bool find_close(const std::vector<std::uint8_t>& d, wire::ConnectionCloseFrame& out) {
+bool find_close(const std::vector<std::uint8_t>& d, Close& out) {
     wire::ParsedPacket pkt;
     wire::Error err;
     if (!wire::parse_packet(d, 0, false, pkt, err)) return false;
@@ -97,7 +102,7 @@ bool find_close(const std::vector<std::uint8_t>& d, wire::ConnectionCloseFrame& 
         wire::Frame f;
         if (!wire::decode_frame(r, f, err)) return false;
         if (auto* c = std::get_if<wire::ConnectionCloseFrame>(&f)) {
-            out = *c;
+            out = {c->error_code, std::string(c->reason)};
             return true;
         }
     }
@@ -129,7 +134,7 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
     if (send(fd, first.data(), first.size(), 0) < 0) usage("send failed");
     // The server's hello: its packet 0.
     const auto reply = receive(fd, 3000);
-    wire::ConnectionCloseFrame close;
+    Close close;
     if (reply.empty()) {
         std::puts("no answer");
         return 1;
