@@ -2,11 +2,13 @@
 // flow control, close, timeouts, and hostile input.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <random>
 
 #include "connection_pair.hpp"
 #include "transport/frame.hpp"
 #include "transport/packet.hpp"
+#include "transport/transport_params.hpp"
 
 using namespace ndm;
 using ndm::test::ConnectionPair;
@@ -408,4 +410,169 @@ TEST_CASE("sealed random frames to a correct CID never crash; errors are protoco
         p.run_until([&] { return false; }, std::chrono::seconds(1));
     }
     CHECK(closed > 100);
+}
+
+// ---- Peer-supplied numbers at their extremes (issue 13: every value from the
+// network is range-checked or saturates). Where the hole was undefined
+// behaviour, the sanitizer build (scripts/build.sh --sanitize) aborts on the
+// old code; the release build checks that the resulting value is sane.
+
+namespace {
+// The client's hello datagram with its transport parameters changed by `edit`,
+// re-encoded and re-sealed as a well-formed Initial packet.
+std::vector<std::uint8_t> rewrite_hello(const std::vector<std::uint8_t>& d,
+                                        const std::function<void(wire::TransportParams&)>& edit) {
+    wire::ParsedPacket pkt;
+    wire::Error err;
+    REQUIRE(wire::parse_packet(d, 0, false, pkt, err));
+    REQUIRE(pkt.header.type == wire::PacketType::initial);
+    std::vector<std::uint8_t> params(2048);
+    std::vector<wire::Frame> frames;
+    wire::Reader r(pkt.payload);
+    while (!r.empty()) {
+        wire::Frame f;
+        REQUIRE(wire::decode_frame(r, f, err));
+        if (auto* c = std::get_if<wire::CryptoFrame>(&f)) {
+            wire::TransportParams tp;
+            REQUIRE(wire::decode_transport_params(c->data, tp, err));
+            edit(tp);
+            wire::Writer pw(params);
+            REQUIRE(wire::encode_transport_params(pw, tp));
+            c->data = std::span(params).first(pw.position());
+        }
+        if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
+    }
+    std::vector<std::uint8_t> out(d.size());
+    wire::Writer w{std::span(out).first(out.size() - wire::kIntegrityTagSize)};
+    REQUIRE(wire::write_header(w, pkt.header));
+    for (const auto& f : frames) REQUIRE(wire::encode_frame(w, f));
+    if (w.remaining() > 0) REQUIRE(wire::encode_frame(w, wire::PaddingFrame{w.remaining()}));
+    wire::seal(out, pkt.header);
+    return out;
+}
+}  // namespace
+
+TEST_CASE("a peer's max_idle_timeout beyond what a Duration holds leaves the local idle timeout in force") {
+    // 10^13 ms (and 2^62-1, the largest varint) overflowed the signed ms -> ns
+    // conversion in effective_idle_timeout: UB, the sanitizer build aborts. In
+    // release the wrapped value went negative and the server timed out after
+    // three PTOs (~80 ms here) instead of its own 30 s.
+    for (const std::uint64_t peer_ms : {std::uint64_t{10'000'000'000'000}, wire::kVarintMax}) {
+        CAPTURE(peer_ms);
+        ConnectionPair p;
+        p.client_cfg.idle_timeout = std::chrono::seconds(300);
+        bool first = true;
+        p.to_server = [&](std::vector<std::uint8_t>& d) {
+            if (first) d = rewrite_hello(d, [&](wire::TransportParams& tp) { tp.max_idle_timeout_ms = peer_ms; });
+            first = false;
+            return true;
+        };
+        REQUIRE(p.handshake());
+        const Instant t0 = p.now;
+        p.to_client = p.to_server = [](std::vector<std::uint8_t>&) { return false; };  // silence
+        p.run_until([&] { return p.server->is_closed(); }, std::chrono::seconds(60));
+        REQUIRE(p.server->is_closed());
+        CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
+        CHECK(p.now - t0 >= std::chrono::seconds(29));
+        CHECK_MESSAGE(p.server->close_info().reason.find("30000 ms") != std::string::npos, p.server->close_info().reason);
+    }
+}
+
+TEST_CASE("a peer's smaller max_idle_timeout still wins (RFC 9000 10.1)") {
+    ConnectionPair p;
+    bool first = true;
+    p.to_server = [&](std::vector<std::uint8_t>& d) {
+        if (first) d = rewrite_hello(d, [](wire::TransportParams& tp) { tp.max_idle_timeout_ms = 4000; });
+        first = false;
+        return true;
+    };
+    REQUIRE(p.handshake());
+    const Instant t0 = p.now;
+    p.to_client = p.to_server = [](std::vector<std::uint8_t>&) { return false; };
+    p.run_until([&] { return p.server->is_closed(); }, std::chrono::seconds(60));
+    CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
+    CHECK(p.now - t0 >= std::chrono::seconds(4));
+    CHECK(p.now - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("extreme flow-control and stream values from the peer: limits hold or the connection closes") {
+    static const std::uint8_t d[4] = {};
+    SUBCASE("stream data ending at 2^62-1") {
+        expect_close({wire::StreamFrame{0, wire::kVarintMax - 4, d, false}}, CloseCode::flow_control_error,
+                     "exceeds its limit");
+    }
+    SUBCASE("the largest stream id") {
+        expect_close({wire::StreamFrame{wire::kVarintMax & ~std::uint64_t{3}, 0, d, false}},
+                     CloseCode::stream_limit_error, "limit");
+    }
+    SUBCASE("MAX_DATA, MAX_STREAM_DATA and MAX_STREAMS at their maxima, then a transfer") {
+        ConnectionPair p;
+        REQUIRE(p.handshake());
+        const auto id = p.server->open_stream();  // a server stream the client may raise
+        REQUIRE(id);
+        // The client's next packet number: the client sends it first (it has
+        // a byte queued and exchange() polls it first), so the server's ACK
+        // of it stays valid; that packet is dropped as a duplicate and its
+        // byte recovered as a loss.
+        const auto cid = p.client->open_stream();
+        REQUIRE(cid);
+        const std::uint8_t one[1] = {1};
+        REQUIRE(p.client->write(*cid, one, true) == 1);
+        p.server->on_datagram(craft(*p.server, p.client->stats(p.now).packets_sent,
+                                    {wire::MaxDataFrame{wire::kVarintMax}, wire::MaxStreamDataFrame{*id, wire::kVarintMax},
+                                     wire::MaxStreamsFrame{std::uint64_t{1} << 60}}),
+                              p.now);
+        REQUIRE(p.server->is_established());
+        auto data = bytes(100'000, 9);
+        std::size_t written = 0;
+        std::vector<std::uint8_t> got(data.size() + 1);
+        std::size_t read = 0;
+        p.run_until([&] {
+            if (written < data.size()) written += p.server->write(*id, std::span(data).subspan(written), true);
+            while (p.client->poll_event()) {}
+            read += p.client->read(*id, std::span(got).subspan(read));
+            return p.client->stream_finished(*id) || !p.client->is_established();
+        });
+        INFO(p.client->close_info().reason, " / ", p.server->close_info().reason);
+        CHECK(p.client->is_established());
+        CHECK(read == data.size());
+        CHECK(std::equal(data.begin(), data.end(), got.begin()));
+    }
+}
+
+TEST_CASE("a peer fragmenting a stream into 1-byte holes is closed, not fed quadratic work") {
+    // 1-byte STREAM frames at every other offset, highest first: each one
+    // inserted at the front of the reassembly ranges. Before the cap a 16 MB
+    // window allowed 8 million ranges; 200 000 such frames (1.6 MB of
+    // datagrams) took 60 s of CPU. Now the stream holds at most
+    // max(1024, window / 1024) ranges and the connection closes.
+    ConnectionPair p;
+    p.server_cfg.initial_max_stream_data = 1u << 20;  // cap: 1024 ranges
+    REQUIRE(p.handshake());
+    static const std::uint8_t one[1] = {7};
+    std::uint64_t pn = p.client->stats(p.now).packets_sent + 5;
+    std::uint64_t off = (1u << 20) - 2;
+    std::size_t frames = 0;
+    while (p.server->is_established() && frames < 4000) {
+        std::vector<wire::Frame> batch;
+        for (int i = 0; i < 100; ++i, off -= 2, ++frames) batch.push_back(wire::StreamFrame{0, off, one, false});
+        p.server->on_datagram(craft(*p.server, pn++, batch), p.now);
+    }
+    CHECK(p.server->state() == ConnectionState::closing);
+    CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::protocol_violation));
+    CHECK_MESSAGE(p.server->close_info().reason.find("too fragmented: more than 1024") != std::string::npos,
+                  p.server->close_info().reason);
+    CHECK(frames <= 1100);
+}
+
+TEST_CASE("heavy real loss stays under the fragmentation cap") {
+    // Every other packet of a transfer lost once: one hole per lost packet.
+    ConnectionPair p;
+    p.server_cfg.initial_max_stream_data = 1u << 20;
+    REQUIRE(p.handshake());
+    std::size_t n = 0;
+    p.to_server = [&](std::vector<std::uint8_t>&) { return ++n % 2 == 0 || n > 4000; };
+    auto data = bytes(3'000'000, 11);
+    CHECK(transfer(p, data) == data);
+    CHECK(p.server->is_established());
 }

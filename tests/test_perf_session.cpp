@@ -2,6 +2,10 @@
 // server-side controller switch they rely on.
 #include <doctest/doctest.h>
 
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
 #include "common/perf_session.hpp"
 #include "connection_pair.hpp"
 #include "ndm/cc.hpp"
@@ -50,6 +54,113 @@ TEST_CASE("perf session: parallel and reverse parameters round-trip; bad counts 
     CHECK(s.hash == 0xabcdef);
     const std::vector<std::uint8_t> junk{'x'};
     CHECK_THROWS_AS(tools::decode_sender_report(junk), std::invalid_argument);
+}
+
+namespace {
+// A test request as a client would send it, with `edit` applied to the JSON:
+// hostile values the encoder (typed) cannot produce.
+std::vector<std::uint8_t> request(const std::function<void(nlohmann::json&)>& edit) {
+    tools::TestParams p;
+    p.cc = "cubic";
+    const auto good = tools::encode(p);
+    auto j = nlohmann::json::parse(good.begin(), good.end());
+    edit(j);
+    const std::string s = j.dump();
+    return {s.begin(), s.end()};
+}
+
+std::string refusal(const std::vector<std::uint8_t>& blob) {
+    try {
+        (void)tools::decode_test_params(blob);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+}  // namespace
+
+TEST_CASE("perf session: every test parameter from the network is bounded (issue 13)") {
+    using J = nlohmann::json;
+    CHECK(refusal(request([](J&) {})).empty());
+    struct Case {
+        const char* key;
+        J value;
+        const char* why;  // part of the message
+    };
+    const Case bad[] = {
+        // interval: 1e-300 printed ~630 000 rows in 5 s, 1e10 and 9.2233715e9 overflowed now + interval.
+        {"interval", 1e-300, "interval 1e-300 s outside 0.1..60"},
+        {"interval", 1e10, "interval 1e+10 s outside 0.1..60"},
+        {"interval", 9.2233715e9, "interval"},
+        {"interval", 0.09, "interval"},
+        {"interval", 60.5, "interval"},
+        {"interval", -1, "interval"},
+        {"interval", "1", "interval is missing or not a number"},
+        {"seconds", 0, "seconds 0 s outside 0.1..86400"},
+        {"seconds", 86401, "seconds"},
+        {"seconds", 9.2233715e9, "seconds"},
+        {"seconds", nullptr, "seconds is missing or not a number"},
+        {"packet_size", 1199, "packet_size 1199 outside 1200..65507"},
+        {"packet_size", 65508, "packet_size"},
+        {"packet_size", -1, "packet_size is not a non-negative integer"},
+        {"packet_size", 1e300, "packet_size is not a non-negative integer"},  // float → size_t was UB
+        {"packet_size", 1452.5, "packet_size is not a non-negative integer"},
+        {"bytes", (std::uint64_t{1} << 50) + 1, "bytes"},
+        {"bytes", -5, "bytes is not a non-negative integer"},
+        {"seed", 1.5, "seed is not a non-negative integer"},
+        {"seed", -1, "seed"},
+        // streams/index were read as unsigned: 2^32 + 2 wrapped to 2.
+        {"streams", (std::uint64_t{1} << 32) + 2, "streams"},
+        {"streams", 0, "streams"},
+        {"streams", 129, "streams"},
+        {"index", (std::uint64_t{1} << 32), "index"},
+        {"index", 1, "index 1 not below streams 1"},
+        {"test_id", -3, "test_id"},
+        {"cc", "no-such-cc", "cc \"no-such-cc\" is not a known controller"},
+        {"cc", "\x1b[2J", "cc \"\x1b[2J\" is not a known controller"},  // raw: printing sites escape
+        {"cc", 7, "cc is missing or not a string"},
+        {"reverse", 1, "reverse is not a boolean"},
+        {"magic", "ndm-perf/0", "not an ndm-send test request"},
+    };
+    for (const auto& c : bad) {
+        CAPTURE(c.key);
+        CAPTURE(c.value.dump());
+        const std::string why = refusal(request([&](J& j) { j[c.key] = c.value; }));
+        CHECK_MESSAGE(why.find(c.why) != std::string::npos, why);
+    }
+    CHECK(refusal(request([](J& j) { j.erase("interval"); })).find("interval") != std::string::npos);
+    // A byte budget replaces the time (seconds 0); within bounds it is accepted.
+    const auto q = tools::decode_test_params(request([](J& j) {
+        j["bytes"] = std::uint64_t{1} << 50;
+        j["seconds"] = 0;
+        j["interval"] = 60;
+        j["packet_size"] = 65507;
+        j["streams"] = 128;
+        j["index"] = 127;
+        j["seed"] = UINT64_MAX;
+    }));
+    CHECK(q.bytes == std::uint64_t{1} << 50);
+    CHECK(q.streams == 128);
+    CHECK(q.index == 127);
+    CHECK(q.seed == UINT64_MAX);
+    // validate() is what ndm-send applies to its own flags.
+    tools::TestParams p;
+    p.cc = "reno";
+    CHECK_NOTHROW(tools::validate(p));
+    p.interval = 0.05;
+    CHECK_THROWS_AS(tools::validate(p), std::invalid_argument);
+}
+
+TEST_CASE("perf session: reports from the peer are type- and range-checked") {
+    auto blob = [](const std::string& s) { return std::vector<std::uint8_t>(s.begin(), s.end()); };
+    CHECK(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1.5,"hash":9})")).bytes == 5);
+    CHECK_THROWS_AS(tools::decode_receiver_report(blob(R"({"bytes":-5,"seconds":1.5,"hash":9})")), std::invalid_argument);
+    CHECK_THROWS_AS(tools::decode_receiver_report(blob(R"({"bytes":1e300,"seconds":1.5,"hash":9})")), std::invalid_argument);
+    CHECK_THROWS_AS(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":-1,"hash":9})")), std::invalid_argument);
+    CHECK_THROWS_AS(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1e300,"hash":9})")), std::invalid_argument);
+    CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":-1,"hash":9})")),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"hash":9})")), std::invalid_argument);
 }
 
 TEST_CASE("connection: set_congestion_control swaps the controller after the handshake") {

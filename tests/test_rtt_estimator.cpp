@@ -52,6 +52,21 @@ TEST_CASE("RttEstimator: ack_delay not applied below min_rtt + ack_delay") {
     CHECK(r.smoothed() == 100625us);     // ⅞·100 + ⅛·105
 }
 
+TEST_CASE("RttEstimator: a peer's ack_delay near Duration::max() before confirmation is not subtracted") {
+    // An ACK frame may carry up to ~9.2e18 ns of ack delay, uncapped before
+    // the handshake is confirmed. min_rtt + ack_delay overflowed (UB: the
+    // sanitizer build aborts); release wrapped, subtracted the delay and
+    // made smoothed_rtt hugely negative.
+    for (const Duration delay : {Duration::max(), Duration::max() - 5ms, Duration(9'223'372'036'854'775'000)}) {
+        RttEstimator r;
+        r.update(100ms, 0ms, false, 25ms);
+        r.update(120ms, delay, false, 25ms);
+        CHECK(r.smoothed() == 102500us);  // ⅞·100 + ⅛·120: the delay is not applied
+        CHECK(r.rttvar() == 42500us);     // ¾·50 + ¼·20
+        CHECK(r.pto_period(25ms) > 0ms);
+    }
+}
+
 TEST_CASE("RttEstimator: ack_delay capped by max_ack_delay only once handshake confirmed") {
     RttEstimator confirmed;
     confirmed.update(100ms, 0ms, true, 25ms);

@@ -22,6 +22,7 @@
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
+#include "common/printable.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
 #include "sim/stream_hash.hpp"
@@ -70,6 +71,7 @@ struct Test {
     std::chrono::system_clock::time_point wall_start{};  // for the provenance record
     Instant interval_begin{};
     Instant next_report{};
+    Instant join_deadline = kNever;  // every -P connection must have arrived by then
     bool intervals_done = false;
     std::vector<Flow> flows;
     json intervals = json::array();
@@ -86,18 +88,21 @@ struct Server {
     Endpoint& ep;
     std::optional<Test> test;
     int finished = 0;
+    Duration join_timeout = std::chrono::seconds(5);  // main() sets the connections' idle timeout
 
+    // A new connection joins the test it names, or starts one. Everything that
+    // can refuse it (parameters, a busy server, its stream) is checked before
+    // any test state exists, so a refused or dying connection leaves nothing behind.
     void start(ConnectionHandle h) {
         Connection* c = ep.connection(h);
-        if (!c) return;
+        if (!c || c->state() != ConnectionState::established) return;  // already closing: its Closed event follows
         const Instant now = steady_now();
         tools::TestParams p;
         try {
             p = tools::decode_test_params(c->peer_application_params());
-            if (p.reverse) c->set_congestion_control(p.cc);  // the sender's controller runs here
         } catch (const std::exception& e) {
             c->close(1, e.what(), now);
-            std::cerr << "ndm-recv: rejected a connection: " << e.what() << '\n';
+            std::cerr << "ndm-recv: rejected a connection: " << tools::printable(e.what()) << '\n';
             return;
         }
         if (test && test->id != p.test_id) {  // one test at a time, as iperf3
@@ -111,31 +116,18 @@ struct Server {
                     return;
                 }
         }
-        if (!test) {
-            Test t;
-            t.id = p.test_id;
-            t.params = p;
-            t.start = t.interval_begin = now;
-            t.wall_start = std::chrono::system_clock::now();
-            t.next_report = now + from_seconds(p.interval);
-            test = std::move(t);
-            if (!json_out) {
-                std::cout << "-----------------------------------------------------------\n"
-                          << fmt::format("Accepted connection (controller {}, {} byte packets, {}{}{})\n", p.cc,
-                                         p.packet_size,
-                                         p.bytes ? tools::format_bytes(p.bytes) : fmt::format("{:g} s", p.seconds),
-                                         p.streams > 1 ? fmt::format(", {} parallel connections", p.streams) : "",
-                                         p.reverse ? ", reverse mode: sending" : "")
-                          << (p.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
-                                        : "[ ID] Interval           Transfer     Bitrate\n")
-                          << std::flush;
-            }
-        }
         Flow f;
         f.h = h;
         f.params = p;
         f.start = f.last_byte = now;
         if (p.reverse) {
+            try {
+                c->set_congestion_control(p.cc);  // the sender's controller runs here
+            } catch (const std::exception& e) {
+                c->close(1, e.what(), now);
+                std::cerr << "ndm-recv: rejected a connection: " << tools::printable(e.what()) << '\n';
+                return;
+            }
             const auto id = c->open_stream();
             if (!id) {
                 c->close(1, "no stream available", now);
@@ -145,10 +137,50 @@ struct Server {
             f.pump = std::make_unique<tools::PayloadPump>(p.seed, p.bytes ? p.bytes : std::numeric_limits<std::uint64_t>::max());
             if (!p.bytes) f.send_end = now + from_seconds(p.seconds);
         }
+        if (!test) begin_test(p, now);
         // Rows in the client's connection order, whatever the handshakes' order.
         auto at = std::find_if(test->flows.begin(), test->flows.end(),
                                [&](const Flow& g) { return g.params.index > p.index; });
         test->flows.insert(at, std::move(f));
+    }
+
+    void begin_test(const tools::TestParams& p, Instant now) {
+        Test t;
+        t.id = p.test_id;
+        t.params = p;
+        t.start = t.interval_begin = now;
+        t.wall_start = std::chrono::system_clock::now();
+        t.next_report = now + from_seconds(p.interval);
+        // All -P connections arrive within one idle timeout, or the test ends.
+        t.join_deadline = now + join_timeout;
+        test = std::move(t);
+        if (!json_out) {
+            std::cout << "-----------------------------------------------------------\n"
+                      << fmt::format("Accepted connection (controller {}, {} byte packets, {}{}{})\n", p.cc,
+                                     p.packet_size,
+                                     p.bytes ? tools::format_bytes(p.bytes) : fmt::format("{:g} s", p.seconds),
+                                     p.streams > 1 ? fmt::format(", {} parallel connections", p.streams) : "",
+                                     p.reverse ? ", reverse mode: sending" : "")
+                      << (p.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+                                    : "[ ID] Interval           Transfer     Bitrate\n")
+                      << std::flush;
+        }
+    }
+
+    // A test missing some of its connections past the join deadline ends:
+    // the connections it has are closed with the reason.
+    void expire(Instant now) {
+        if (!test || now < test->join_deadline || test->flows.size() >= test->params.streams) return;
+        const std::string why = fmt::format("only {} of {} connections of the test arrived within {:g} s",
+                                            test->flows.size(), test->params.streams, to_seconds(join_timeout));
+        test->join_deadline = kNever;
+        for (Flow& f : test->flows) {
+            if (f.closed) continue;
+            if (Connection* c = ep.connection(f.h)) c->close(1, why, now);
+            f.closed = true;
+            f.close_reason = why;
+        }
+        finish();
     }
 
     // Reverse: keep the streams topped up; FIN at the end; the report once all is acknowledged.
@@ -238,6 +270,7 @@ struct Server {
 
     // Interval rows until every flow is done, then the partial last interval.
     void tick(Instant now) {
+        expire(now);
         if (!test || test->intervals_done) return;
         Test& t = *test;
         bool all_done = static_cast<unsigned>(t.flows.size()) == t.params.streams;
@@ -280,7 +313,7 @@ struct Server {
         Flow* f = test->find(h);
         if (!f) return;
         f->closed = true;
-        f->close_reason = info.reason;
+        f->close_reason = tools::printable(info.reason);  // the peer's words, shown escaped
         for (const Flow& g : test->flows)
             if (!g.closed) return;
         finish();
@@ -393,6 +426,7 @@ int main(int argc, char** argv) {
         }
 
         Server s{json_out, ep, std::nullopt, 0};
+        s.join_timeout = cfg.connection.idle_timeout;
         ep.on_event([&](ConnectionHandle h, const Event& ev) {
             if (std::holds_alternative<event::Established>(ev)) s.start(h);
             else if (const auto* r = std::get_if<event::StreamReadable>(&ev)) s.readable(h, r->id);

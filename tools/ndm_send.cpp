@@ -24,6 +24,7 @@
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
+#include "common/printable.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
@@ -148,7 +149,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
 
     auto fail_reason = [&](ConnectionHandle h) {
         const CloseInfo* ci = ep.close_info(h);
-        return ci ? ci->reason : std::string("the connection closed");
+        return ci ? tools::printable(ci->reason) : std::string("the connection closed");  // the peer's words, escaped
     };
     auto require_open = [&](Flow& f, const char* when) -> Connection& {
         Connection* c = ep.connection(f.h);
@@ -419,7 +420,7 @@ int main(int argc, char** argv) {
     app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
     app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
     auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
-    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G suffixes, binary)");
+    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)");
     t->excludes(n);
     app.add_option("-C,--congestion", o.cc,
                    "congestion controller of the sending side: reno, cubic, ndm, ndm-lkm or a registered name")
@@ -473,6 +474,8 @@ int main(int argc, char** argv) {
         } else {
             params.seconds = o.seconds;
         }
+        params.streams = o.parallel;
+        tools::validate(params);  // the bounds ndm-recv applies to what arrives in the hello
     } catch (const std::exception& ex) {
         std::cerr << "ndm-send: " << ex.what() << '\n';
         return 2;

@@ -19,6 +19,7 @@
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/provenance.hpp"
+#include "common/printable.hpp"
 
 namespace {
 
@@ -101,7 +102,7 @@ nlohmann::json to_json(const ndm::sim::LinkStats& s) {
 }
 
 nlohmann::json to_json(const ndm::CloseInfo& c, bool closed) {
-    return {{"closed", closed}, {"code", c.code}, {"reason", c.reason}, {"by_peer", c.by_peer}, {"application", c.application}};
+    return {{"closed", closed}, {"code", c.code}, {"reason", ndm::tools::printable(c.reason)}, {"by_peer", c.by_peer}, {"application", c.application}};
 }
 
 int fail(const std::string& message) {

@@ -32,6 +32,7 @@ namespace {
 
 constexpr std::size_t kInitialPacketSize = kMinDatagramSize;  // client hellos are padded to this
 constexpr double kPacingGain = 1.25;                         // RFC 9002 §7.7
+constexpr std::size_t kMinRecvRangeCap = 1024;  // out-of-order ranges a stream may hold, at least
 
 // splitmix64: connection IDs are derived from the configured seed so that
 // simulations are reproducible.
@@ -653,6 +654,15 @@ bool Connection::Impl::on_stream_frame(const wire::StreamFrame& f, Instant now) 
         return false;
     }
     if (end > prev_high) conn_received_total += end - prev_high;
+    // Holes cost memory and time per insertion: a peer sending 1-byte frames
+    // at every other offset made millions. Real losses leave at most one hole
+    // per lost packet in the window, far fewer than one per KiB.
+    if (const std::size_t cap = std::max<std::uint64_t>(kMinRecvRangeCap, cfg.initial_max_stream_data / 1024);
+        s->recv.range_count() > cap) {
+        close_with_error(CloseCode::protocol_violation,
+                         fmt::format("stream {} too fragmented: more than {} out-of-order ranges", f.stream_id, cap), now);
+        return false;
+    }
     if (res == RecvStream::Result::ok) {
         if (s->recv.readable() > before || s->recv.fin_pending()) push_readable(f.stream_id, *s);
     }
@@ -829,7 +839,7 @@ void Connection::Impl::start_close(std::uint64_t code, std::string reason, bool 
 
 void Connection::Impl::enter_draining(const wire::ConnectionCloseFrame& f, Instant now) {
     close = {f.error_code, std::string(f.reason), true, f.application};
-    spdlog::debug("ndm: peer closed: code {:#x} {}", f.error_code, f.reason);
+    spdlog::debug("ndm: peer closed: code {:#x} {:?}", f.error_code, f.reason);  // escaped: the peer's bytes
     state = ConnectionState::draining;
     close_deadline = now + three_pto();
     probes_pending = 0;
@@ -1123,8 +1133,13 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
 
 Duration Connection::Impl::effective_idle_timeout() const {
     Duration local = cfg.idle_timeout;
-    if (have_peer_params && peer_params.max_idle_timeout_ms > 0) {
-        local = std::min(local, Duration(std::chrono::milliseconds(peer_params.max_idle_timeout_ms)));
+    // RFC 9000 §10.1: the smaller of both sides' values. The peer's may be any
+    // varint (up to 2^62-1 ms, past what Duration holds in nanoseconds), so it
+    // is compared in milliseconds and converted only when it is the smaller.
+    const std::uint64_t peer_ms = have_peer_params ? peer_params.max_idle_timeout_ms : 0;
+    const auto local_ms = std::chrono::ceil<std::chrono::milliseconds>(local).count();
+    if (peer_ms > 0 && local_ms > 0 && peer_ms < static_cast<std::uint64_t>(local_ms)) {
+        local = std::min(local, Duration(std::chrono::milliseconds(static_cast<std::int64_t>(peer_ms))));
     }
     // RFC 9000 §10.1: never shorter than three PTOs.
     return std::max(local, three_pto());

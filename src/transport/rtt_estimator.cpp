@@ -23,8 +23,11 @@ void RttEstimator::update(Duration latest_rtt, Duration ack_delay, bool handshak
     // handshake is confirmed (before that the value is not authenticated).
     if (handshake_confirmed) ack_delay = std::min(ack_delay, max_ack_delay);
     // Subtract ack_delay only if that does not take the sample below min_rtt.
+    // Compared as latest - min (>= 0 here): min_ + ack_delay overflows for a
+    // peer's ack_delay near Duration::max(), which is not capped before the
+    // handshake is confirmed.
     Duration adjusted = latest_rtt;
-    if (latest_rtt >= min_ + ack_delay) adjusted = latest_rtt - ack_delay;
+    if (latest_rtt - min_ >= ack_delay) adjusted = latest_rtt - ack_delay;
     const Duration diff = smoothed_ > adjusted ? smoothed_ - adjusted : adjusted - smoothed_;
     rttvar_ = (3 * rttvar_ + diff) / 4;
     smoothed_ = (7 * smoothed_ + adjusted) / 8;

@@ -138,6 +138,9 @@ public:
     Result on_frame(std::uint64_t offset, std::span<const std::uint8_t> data, bool fin);
     std::size_t read(std::span<std::uint8_t> out);
     [[nodiscard]] std::size_t readable() const;
+    // Disjoint ranges of received bytes at or above the read offset: 1 plus
+    // the holes a peer left (each insertion costs up to this many moves).
+    [[nodiscard]] std::size_t range_count() const { return received_.interval_count(); }
     // Zero-copy reading: the longest contiguous run of in-order bytes (shorter
     // than readable() where the ring wraps), then consume() what was used.
     [[nodiscard]] std::span<const std::uint8_t> peek() const;

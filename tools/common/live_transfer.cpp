@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/perf_session.hpp"
+#include "common/printable.hpp"
 #include "sim/stream_hash.hpp"
 
 namespace ndm::tools {
@@ -125,7 +126,7 @@ RunResult run_live(const LiveSpec& spec) {
         }
         if (!done) {
             const CloseInfo* ci = client.close_info(h);
-            out.error = ci ? "connection closed: " + ci->reason
+            out.error = ci ? "connection closed: " + printable(ci->reason)
                            : fmt::format("receiver got {} of {} bytes within 60 s after the send phase", received.load(), pump.written());
         } else if (!out.byte_exact) {
             out.error = "received data differs from what was sent";

@@ -1,26 +1,87 @@
 #include "common/perf_session.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "common/printable.hpp"
+#include "ndm/cc.hpp"
 
 namespace ndm::tools {
 
 namespace {
+using nlohmann::json;
+
 // Tags the blobs so a stray client (or a future format) is rejected clearly.
 constexpr const char* kParamsMagic = "ndm-perf/1";
 
-std::vector<std::uint8_t> to_bytes(const nlohmann::json& j) {
+std::vector<std::uint8_t> to_bytes(const json& j) {
     std::string s = j.dump();
     return {s.begin(), s.end()};
 }
-nlohmann::json from_bytes(std::span<const std::uint8_t> blob, const char* what) {
-    auto j = nlohmann::json::parse(blob.begin(), blob.end(), nullptr, false);
+json from_bytes(std::span<const std::uint8_t> blob, const char* what) {
+    auto j = json::parse(blob.begin(), blob.end(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw std::invalid_argument(std::string("malformed ") + what);
     return j;
 }
+
+// Fields from the peer. Integers must be JSON integers (a float such as 1e300
+// would not convert to an integer type defined), read as 64 bits before any
+// narrowing, within [0, max]; absent ones take `absent` when given.
+std::uint64_t uint_field(const json& j, const char* key, std::optional<std::uint64_t> absent = std::nullopt,
+                         std::uint64_t max = UINT64_MAX) {
+    if (!j.contains(key)) {
+        if (absent) return *absent;
+        throw std::invalid_argument(fmt::format("field {} is missing", key));
+    }
+    const json& v = j[key];
+    if (!v.is_number_unsigned())
+        throw std::invalid_argument(fmt::format("field {} is not a non-negative integer", key));
+    const auto x = v.get<std::uint64_t>();
+    if (x > max) throw std::invalid_argument(fmt::format("field {} value {} exceeds {}", key, x, max));
+    return x;
+}
+
+double number_field(const json& j, const char* key) {
+    if (!j.contains(key) || !j[key].is_number()) throw std::invalid_argument(fmt::format("field {} is missing or not a number", key));
+    return j[key].get<double>();
+}
+
+double report_seconds(const json& j) {
+    const double s = number_field(j, "seconds");
+    if (!(s >= 0 && s <= kMaxReportSeconds))
+        throw std::invalid_argument(fmt::format("field seconds {:g} outside 0..{:g}", s, kMaxReportSeconds));
+    return s;
+}
 }  // namespace
+
+void validate(const TestParams& p) {
+    auto out_of = [](const char* name, double v, double lo, double hi, const char* unit) {
+        if (!(v >= lo && v <= hi))  // also NaN
+            throw std::invalid_argument(fmt::format("test parameter {} {:g}{} outside {:g}..{:g}{}", name, v, unit, lo, hi, unit));
+    };
+    out_of("interval", p.interval, kMinInterval, kMaxInterval, " s");
+    if (p.bytes == 0) {
+        out_of("seconds", p.seconds, kMinSeconds, kMaxSeconds, " s");
+    } else {
+        out_of("seconds", p.seconds, 0, kMaxSeconds, " s");  // ignored with a byte budget
+        if (p.bytes > kMaxTestBytes)
+            throw std::invalid_argument(fmt::format("test parameter bytes {} exceeds {} (1 PiB)", p.bytes, kMaxTestBytes));
+    }
+    if (p.packet_size < kMinDatagramSize || p.packet_size > kMaxDatagramSize)
+        throw std::invalid_argument(fmt::format("test parameter packet_size {} outside {}..{} bytes", p.packet_size,
+                                                kMinDatagramSize, kMaxDatagramSize));
+    if (p.streams < 1 || p.streams > kMaxParallel)
+        throw std::invalid_argument(fmt::format("test parameter streams {} outside 1..{}", p.streams, kMaxParallel));
+    if (p.index >= p.streams)
+        throw std::invalid_argument(fmt::format("test parameter index {} not below streams {}", p.index, p.streams));
+    const auto known = cc::list();
+    if (std::none_of(known.begin(), known.end(), [&](const cc::Info& i) { return i.name == p.cc; }))
+        throw std::invalid_argument(fmt::format("test parameter cc \"{}\" is not a known controller", p.cc));
+}
 
 std::vector<std::uint8_t> encode(const TestParams& p) {
     return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
@@ -30,26 +91,25 @@ std::vector<std::uint8_t> encode(const TestParams& p) {
 
 TestParams decode_test_params(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "test parameters");
-    if (j.value("magic", "") != kParamsMagic) throw std::invalid_argument("not an ndm-send test request");
-    try {
-        TestParams p;
-        p.cc = j.at("cc").get<std::string>();
-        p.packet_size = j.at("packet_size").get<std::size_t>();
-        p.seconds = j.at("seconds").get<double>();
-        p.bytes = j.at("bytes").get<std::uint64_t>();
-        p.interval = j.at("interval").get<double>();
-        p.seed = j.at("seed").get<std::uint64_t>();
-        p.streams = j.value("streams", 1u);
-        p.index = j.value("index", 0u);
-        p.test_id = j.value("test_id", std::uint64_t{0});
-        p.reverse = j.value("reverse", false);
-        if (!(p.interval > 0)) throw std::invalid_argument("interval must be positive");
-        if (p.streams < 1 || p.streams > kMaxParallel || p.index >= p.streams)
-            throw std::invalid_argument("bad parallel stream count or index");
-        return p;
-    } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(std::string("bad test parameters: ") + e.what());
+    if (!j.contains("magic") || j["magic"] != kParamsMagic) throw std::invalid_argument("not an ndm-send test request");
+    TestParams p;
+    const json& cc = j.contains("cc") ? j["cc"] : json();
+    if (!cc.is_string()) throw std::invalid_argument("test parameter cc is missing or not a string");
+    p.cc = cc.get<std::string>();
+    p.packet_size = static_cast<std::size_t>(uint_field(j, "packet_size", std::nullopt, kMaxDatagramSize));
+    p.seconds = number_field(j, "seconds");
+    p.bytes = uint_field(j, "bytes", std::nullopt, kMaxTestBytes);
+    p.interval = number_field(j, "interval");
+    p.seed = uint_field(j, "seed", std::nullopt, UINT64_MAX);
+    p.streams = static_cast<unsigned>(uint_field(j, "streams", 1, kMaxParallel));
+    p.index = static_cast<unsigned>(uint_field(j, "index", 0, kMaxParallel));
+    p.test_id = uint_field(j, "test_id", 0, UINT64_MAX);
+    if (j.contains("reverse")) {
+        if (!j["reverse"].is_boolean()) throw std::invalid_argument("test parameter reverse is not a boolean");
+        p.reverse = j["reverse"].get<bool>();
     }
+    validate(p);
+    return p;
 }
 
 std::vector<std::uint8_t> encode(const ReceiverReport& r) {
@@ -58,11 +118,7 @@ std::vector<std::uint8_t> encode(const ReceiverReport& r) {
 
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "receiver report");
-    try {
-        return {j.at("bytes").get<std::uint64_t>(), j.at("seconds").get<double>(), j.at("hash").get<std::uint64_t>()};
-    } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(std::string("bad receiver report: ") + e.what());
-    }
+    return {uint_field(j, "bytes"), report_seconds(j), uint_field(j, "hash")};
 }
 
 std::vector<std::uint8_t> encode(const SenderReport& r) {
@@ -71,12 +127,7 @@ std::vector<std::uint8_t> encode(const SenderReport& r) {
 
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "sender report");
-    try {
-        return {j.at("bytes").get<std::uint64_t>(), j.at("seconds").get<double>(),
-                j.at("retransmits").get<std::uint64_t>(), j.at("hash").get<std::uint64_t>()};
-    } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(std::string("bad sender report: ") + e.what());
-    }
+    return {uint_field(j, "bytes"), report_seconds(j), uint_field(j, "retransmits"), uint_field(j, "hash")};
 }
 
 Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout) {
@@ -89,7 +140,7 @@ Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout
     Connection* c = ep.connection(h);
     if (!c || !c->is_established()) {
         const CloseInfo* ci = ep.close_info(h);
-        throw std::runtime_error(ci ? "connection failed: " + ci->reason : "connection failed: handshake did not complete");
+        throw std::runtime_error(ci ? "connection failed: " + printable(ci->reason) : "connection failed: handshake did not complete");
     }
     return *c;
 }

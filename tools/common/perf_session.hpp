@@ -34,11 +34,25 @@ struct TestParams {
     bool reverse = false;
 };
 inline constexpr unsigned kMaxParallel = 128;
+// Bounds of a test, the same for ndm-send's flags and for what ndm-recv
+// accepts from the network: the interval as iperf3's -i, at most a day of
+// sending, a byte budget far below the 2^62 stream-offset limit (1 PiB).
+inline constexpr double kMinInterval = 0.1, kMaxInterval = 60;
+inline constexpr double kMinSeconds = 0.1, kMaxSeconds = 86400;
+inline constexpr std::uint64_t kMaxTestBytes = std::uint64_t{1} << 50;
+// Throws std::invalid_argument naming the first parameter outside its bounds
+// (packet size outside the library's datagram limits, an unregistered
+// controller, index not below streams, ...).
+void validate(const TestParams& p);
 std::vector<std::uint8_t> encode(const TestParams& p);
-// Throws std::invalid_argument when the blob is not a test request.
+// Throws std::invalid_argument when the blob is not a test request or a
+// value is of the wrong type or outside the bounds of validate().
 TestParams decode_test_params(std::span<const std::uint8_t> blob);
 
 // What the receiver read, sent back to the sender after the sender's FIN.
+// Reports come from the peer: decoding checks their types and that seconds
+// lie within 0..kMaxReportSeconds (a day of sending plus a day of draining).
+inline constexpr double kMaxReportSeconds = 2 * kMaxSeconds;
 struct ReceiverReport {
     std::uint64_t bytes = 0;
     double seconds = 0;      // test start to last byte

@@ -58,6 +58,8 @@ std::uint64_t parse_size(std::string_view text) {
     if (used != s.size() || s.empty() || !(v >= 0) || !std::isfinite(v)) {
         throw std::invalid_argument(fmt::format("bad size \"{}\" (expected a number with an optional K, M, G or T suffix)", text));
     }
+    // llround of a value past long long's range is unspecified.
+    if (v * mult >= 9e18) throw std::invalid_argument(fmt::format("size \"{}\" is too large", text));
     return static_cast<std::uint64_t>(std::llround(v * mult));
 }
 
