@@ -187,31 +187,35 @@ void check_bounded(const Observed& o) {
     CHECK(o.max_cwnd <= 2 * o.max_in_flight + o.max_acked + 2 * kMds);
 }
 
+// Runs the scenario with each controller (named in the failure) and hands the result to check.
+template <typename Check>
+void for_each_controller(const Scenario& sc, Check&& check) {
+    for (const auto& c : kControllers) {
+        const std::string name = c.name;
+        CAPTURE(name);
+        check(run(c.name, c.options, sc));
+    }
+}
+
 }  // namespace
 
 TEST_CASE("cwnd limited: a sender held back by the receiver's flow control does not grow its window") {
     Scenario sc;
     sc.receiver_stream_window = 256u << 10;  // 256 KiB per 20 ms RTT, ~100 Mbit/s
-    for (const auto& c : kControllers) {
-        const std::string name = c.name;
-        CAPTURE(name);
-        const Observed o = run(c.name, c.options, sc);
+    for_each_controller(sc, [&](const Observed& o) {
         check_bounded(o);
         CHECK(o.delivered > 5 * (256u << 10) * 10);  // flow control, not the window, sets the rate
-    }
+    });
 }
 
 TEST_CASE("cwnd limited: an application writing in bursts does not grow the window") {
     Scenario sc;
     sc.app_chunk = 40000;  // 40 kB every 5 ms: 64 Mbit/s on an unlimited path
     sc.app_every = 5ms;
-    for (const auto& c : kControllers) {
-        const std::string name = c.name;
-        CAPTURE(name);
-        const Observed o = run(c.name, c.options, sc);
+    for_each_controller(sc, [&](const Observed& o) {
         check_bounded(o);
         CHECK(o.delivered >= 40000 * (sc.length / sc.app_every) * 9 / 10);
-    }
+    });
 }
 
 TEST_CASE("cwnd limited: a sender slower than its window (CPU-limited, as on loopback) does not grow it") {
@@ -219,12 +223,9 @@ TEST_CASE("cwnd limited: a sender slower than its window (CPU-limited, as on loo
     sc.one_way = 1ms;
     sc.cpu_gap = 50us;  // one datagram per 50 us: ~230 Mbit/s, however large the window
     sc.length = 3s;
-    for (const auto& c : kControllers) {
-        const std::string name = c.name;
-        CAPTURE(name);
-        const Observed o = run(c.name, c.options, sc);
+    for_each_controller(sc, [&](const Observed& o) {
         check_bounded(o);
-    }
+    });
 }
 
 TEST_CASE("cwnd limited: the published ndm-lkm hook still inflates an unused window (ndm-spec.md §1.6 c)") {
@@ -238,14 +239,11 @@ TEST_CASE("cwnd limited: a bulk sender at a bottleneck is cwnd-limited and fills
     Scenario sc;
     sc.rate_bps = 20e6;
     sc.one_way = 20ms;
-    for (const auto& c : kControllers) {
-        const std::string name = c.name;
-        CAPTURE(name);
-        const Observed o = run(c.name, c.options, sc);
+    for_each_controller(sc, [&](const Observed& o) {
         INFO("ACKs " << o.acks << " (" << o.app_limited_acks << " app-limited), delivered " << o.delivered);
         CHECK(o.app_limited_acks * 50 < o.acks);
         CHECK(static_cast<double>(o.delivered) * 8 > 0.8 * 20e6 * 3.5);  // ~4 s less the start
-    }
+    });
 }
 
 namespace {

@@ -8,7 +8,6 @@ recv="$2"
 check="$3"
 # shellcheck source=send_recv_lib.sh
 source "$(dirname "$0")/send_recv_lib.sh"
-get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
 
 start_server
 timeout 30 "$send" -c 127.0.0.1 -p "$port" -t 3 -P 2 --emu up.rate=20mbit,up.queue=100pkt -J \

@@ -11,7 +11,6 @@ check="$3"
 doc="$4"
 # shellcheck source=send_recv_lib.sh
 source "$(dirname "$0")/send_recv_lib.sh"
-get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
 
 # 1. The documented JSON shape, forward with two connections and reverse.
 start_server

@@ -24,7 +24,6 @@ grep -q " receiver" "$out/recv.txt" || fail "receiver summary line"
 start_server -J
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 2 -C reno -J > "$out/send.json" 2> "$out/send_err.txt" || fail "ndm-send -J exit $?"
 finish_server
-get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
 for k in start intervals end intervals.1 intervals.0.sum.retransmits intervals.0.streams.0.snd_cwnd; do
   get send.json "$k" > /dev/null
 done

@@ -1,4 +1,4 @@
-# Shared by the ndm-send/ndm-recv loopback tests; sourced after "$recv" is set.
+# Shared by the ndm-send/ndm-recv loopback tests; sourced after "$recv" (and, for get, "$check") is set.
 # Provides $out (a temporary directory, removed on exit, whose *.txt/*.json
 # files `fail` prints), fail MSG, free_port, start_server [FLAGS...] (an
 # `ndm-recv -1` on 127.0.0.1:$port, ready when it returns) and finish_server
@@ -11,6 +11,8 @@ cleanup() {
   rm -rf "$out"
 }
 trap cleanup EXIT
+# get FILE KEY: a value of $out/FILE's JSON, read with ndm_json_check ($check).
+get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
 fail() {
   echo "FAIL: $*"
   for f in "$out"/*.txt "$out"/*.json; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
