@@ -92,7 +92,7 @@ TEST_CASE("emu AC-11: same seed and schedule give a bit-identical log; another s
     CHECK(differ);
 }
 
-TEST_CASE("emu: statistics add up and map onto sim::LinkStats") {
+TEST_CASE("emu: statistics add up and map onto LinkStats") {
     EmulatedLink link(config("loss=2%,gemodel=1%/40%,duplicate=2%,corrupt=1%,rate=5mbit,queue=30pkt,delay=10ms,"
                              "jitter=5ms,order=iid"),
                       3);

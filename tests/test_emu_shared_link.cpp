@@ -38,7 +38,7 @@ struct PortRun {
 // `ports.size()` senders, each a CBR of `size`-byte datagrams every `spacing`
 // for `seconds`; every port drained as the endpoint does (next_delivery, then
 // deliver until false) at each send time and at the end.
-std::vector<PortRun> saturate(std::vector<std::unique_ptr<ndm::sim::Link>>& ports, std::size_t size, Duration spacing,
+std::vector<PortRun> saturate(std::vector<std::unique_ptr<ndm::Link>>& ports, std::size_t size, Duration spacing,
                               int seconds) {
     std::vector<PortRun> runs(ports.size());
     std::vector<std::uint8_t> buf;
@@ -71,7 +71,7 @@ std::vector<PortRun> saturate(std::vector<std::unique_ptr<ndm::sim::Link>>& port
 TEST_CASE("emu shared link: two saturating ports get the link's rate together, not each") {
     // Each sender offers 1452 B every 400 us = 29 Mbit/s into a 20 Mbit/s link.
     auto link = shared("rate=20mbit,queue=100pkt");
-    std::vector<std::unique_ptr<ndm::sim::Link>> ports;
+    std::vector<std::unique_ptr<ndm::Link>> ports;
     ports.push_back(link->port());
     ports.push_back(link->port());
     REQUIRE(link->open_ports() == 2);
@@ -94,7 +94,7 @@ TEST_CASE("emu shared link: two saturating ports get the link's rate together, n
     CHECK(ports[1]->stats().delivered == s.delivered);
 
     // The contrast: a private link per sender (what ndm-send -P did) gives each the full rate.
-    std::vector<std::unique_ptr<ndm::sim::Link>> own;
+    std::vector<std::unique_ptr<ndm::Link>> own;
     own.push_back(ndm::emu::make_link(ndm::emu::parse_profile("rate=20mbit,queue=100pkt"), ndm::emu::Direction::up, 1));
     own.push_back(ndm::emu::make_link(ndm::emu::parse_profile("rate=20mbit,queue=100pkt"), ndm::emu::Direction::up, 2));
     const auto sep = saturate(own, 1452, 400us, 5);
@@ -103,7 +103,7 @@ TEST_CASE("emu shared link: two saturating ports get the link's rate together, n
 
 TEST_CASE("emu shared link: each port delivers exactly its own datagrams, duplicates and delay included") {
     auto link = shared("delay=10ms,jitter=5ms,order=iid,duplicate=20%,loss=10%", 3);
-    std::vector<std::unique_ptr<ndm::sim::Link>> ports;
+    std::vector<std::unique_ptr<ndm::Link>> ports;
     for (int k = 0; k < 3; ++k) ports.push_back(link->port());
     const auto runs = saturate(ports, 200, 1ms, 2);
     std::uint64_t delivered = 0;

@@ -16,7 +16,7 @@
 #include "cc/ndm/default_model.hpp"
 #include "cc/ndm/engine.hpp"
 #include "cc/ndm/model.hpp"
-#include "sim/rng.hpp"
+#include "util/rng.hpp"
 #include "train/dataset.hpp"
 #include "train/export.hpp"
 #include "train/generate.hpp"
@@ -41,12 +41,12 @@ tr::Net random_net(std::size_t hidden, std::uint64_t seed, double scale) {
     tr::Net net;
     net.hidden = hidden;
     net.theta.resize(net.size());
-    ndm::sim::Xoshiro256 rng(seed);
+    ndm::util::Xoshiro256 rng(seed);
     for (auto& w : net.theta) w = (2 * rng.uniform() - 1) * scale;
     return net;
 }
 
-std::vector<tr::Vec8> random_steps(std::size_t n, ndm::sim::Xoshiro256& rng) {
+std::vector<tr::Vec8> random_steps(std::size_t n, ndm::util::Xoshiro256& rng) {
     std::vector<tr::Vec8> s(n);
     for (auto& v : s)
         for (auto& x : v) x = 2 * rng.uniform() - 0.5;
@@ -233,7 +233,7 @@ TEST_CASE("ndm-train dataset: write/read round trip and clear errors") {
 }
 
 TEST_CASE("ndm-train: the trainer's forward pass equals the engine's on the exported model") {
-    ndm::sim::Xoshiro256 rng(11);
+    ndm::util::Xoshiro256 rng(11);
     for (const std::size_t hidden : {0U, 3U, 8U}) {
         CAPTURE(hidden);
         const tr::Net net = random_net(hidden, 5 + hidden, 0.8);
@@ -272,7 +272,7 @@ TEST_CASE("ndm-train: the trainer's forward pass equals the engine's on the expo
 }
 
 TEST_CASE("ndm-train: gradients pass a finite-difference check") {
-    ndm::sim::Xoshiro256 rng(3);
+    ndm::util::Xoshiro256 rng(3);
     for (const std::size_t hidden : {0U, 2U}) {
         CAPTURE(hidden);
         tr::Net net = random_net(hidden, 9, 0.7);
@@ -362,7 +362,7 @@ TEST_CASE("ndm-train: sharpen and shift_bias give P = sigmoid(k s + shift)") {
     st.mean.fill(0);
     st.scale.fill(1);
     const auto m = net.to_model(st, "");
-    ndm::sim::Xoshiro256 rng(12);
+    ndm::util::Xoshiro256 rng(12);
     std::vector<tr::Sample> samples(20);
     for (auto& x : samples) x.steps = random_steps(1, rng);
     const auto base = tr::predict(m, samples);

@@ -12,7 +12,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Drops datagrams number [first, first + count) of one direction.
-class BurstDropLink final : public sim::Link {
+class BurstDropLink final : public Link {
 public:
     BurstDropLink(sim::SimpleLinkConfig cfg, std::uint64_t first, std::uint64_t count)
         : inner_(std::move(cfg)), first_(first), count_(count) {}
@@ -23,7 +23,7 @@ public:
     }
     [[nodiscard]] Instant next_delivery() const override { return inner_.next_delivery(); }
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_.deliver(now, out); }
-    [[nodiscard]] sim::LinkStats stats() const override { return inner_.stats(); }
+    [[nodiscard]] LinkStats stats() const override { return inner_.stats(); }
 
 private:
     sim::SimpleLink inner_;

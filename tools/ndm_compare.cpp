@@ -61,13 +61,13 @@ std::size_t preset_packet_size(const std::string& preset) {
 // The emulator links of one run, kept so that their statistics outlive the driver.
 struct RunLinks {
     std::shared_ptr<emu::EmulatedLink> up, down;
-    sim::LinkFactory up_factory(const emu::Profile& profile, std::uint64_t seed) {
+    LinkFactory up_factory(const emu::Profile& profile, std::uint64_t seed) {
         return [this, &profile, seed] {
             up = emu::make_link(profile, emu::Direction::up, seed);
             return std::make_unique<tools::EmuLinkRef>(up);
         };
     }
-    sim::LinkFactory down_factory(const emu::Profile& profile, std::uint64_t seed) {
+    LinkFactory down_factory(const emu::Profile& profile, std::uint64_t seed) {
         return [this, &profile, seed] {
             down = emu::make_link(profile, emu::Direction::down, seed);
             return std::make_unique<tools::EmuLinkRef>(down);

@@ -90,7 +90,7 @@ nlohmann::json to_json(const ndm::ConnectionStats& s) {
             {"cc_state", s.cc_state}};
 }
 
-nlohmann::json to_json(const ndm::sim::LinkStats& s) {
+nlohmann::json to_json(const ndm::LinkStats& s) {
     return {{"sent", s.sent},
             {"delivered", s.delivered},
             {"dropped_random", s.dropped_random},
@@ -222,13 +222,13 @@ int main(int argc, char** argv) {
 
     ndm::sim::TransferResult r;
     const auto started = std::chrono::system_clock::now();
-    const auto wall_start = std::chrono::steady_clock::now();
+    const ndm::Instant wall_start = ndm::steady_now();
     try {
         r = ndm::sim::run_transfer(spec, print_row);
     } catch (const std::invalid_argument& e) {
         return fail(e.what());
     }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    const double wall = ndm::to_seconds(ndm::steady_now() - wall_start);
     const double simulated = ndm::to_seconds(r.duration);
     const double goodput = bits_per_second(r.bytes_delivered, r.duration);
     const double ratio = wall > 0 ? simulated / wall : 0;

@@ -1,7 +1,7 @@
 // ndm::emu: the network emulator (issue 4). One pure, seeded impairment model
 // per direction (ARCHITECTURE principle 2): packets go in with a timestamp and
 // come out when due; every drop is tagged with its reason. The simulator uses
-// it as an ndm::sim::Link in virtual time; the socket path drives the same
+// it as an ndm::Link in virtual time; the socket path drives the same
 // object with CLOCK_MONOTONIC timestamps.
 //
 // Per-copy pipeline (cf. netem_enqueue, docs: ../shared/docs/emulator-notes.md §1.1):
@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ndm/sim.hpp"
+#include "ndm/link.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm::emu {
@@ -210,7 +210,7 @@ struct PacketEvent {
 
 class Pipeline;
 
-class EmulatedLink final : public sim::Link {
+class EmulatedLink final : public Link {
 public:
     EmulatedLink(const DirectionConfig& config, std::uint64_t seed);
     ~EmulatedLink() override;
@@ -220,7 +220,7 @@ public:
     void send(std::span<const std::uint8_t> datagram, Instant now) override;
     [[nodiscard]] Instant next_delivery() const override;
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override;
-    [[nodiscard]] sim::LinkStats stats() const override;
+    [[nodiscard]] LinkStats stats() const override;
     // send()/deliver() with an opaque tag that travels with the datagram (and
     // its duplicate) and comes back on delivery: SharedLink's port number.
     void send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag);
@@ -252,7 +252,7 @@ public:
     SharedLink& operator=(const SharedLink&) = delete;
 
     // A new connection's view of the link. Its stats() are the shared link's.
-    [[nodiscard]] std::unique_ptr<sim::Link> port();
+    [[nodiscard]] std::unique_ptr<Link> port();
     [[nodiscard]] const EmulatedLink& link() const { return *link_; }
     [[nodiscard]] std::size_t open_ports() const { return queues_.size(); }
     // Datagrams the link delivered for a port already destroyed (its

@@ -36,13 +36,10 @@
 #include <vector>
 
 #include "ndm/connection.hpp"
-#include "ndm/sim.hpp"
+#include "ndm/link.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm {
-
-// The real clock the Endpoint passes to its connections (CLOCK_MONOTONIC).
-Instant steady_now();
 
 enum class IoBackend {
     automatic,  // io_uring when the kernel allows it, else the epoll fallback
@@ -55,8 +52,6 @@ const char* to_string(IoBackend b);
 
 // Local-only close codes the Endpoint uses (never sent on the wire as such).
 inline constexpr std::uint64_t kClosePeerUnreachable = 0x102;  // ICMP error / no route
-
-using LinkFactory = std::function<std::unique_ptr<sim::Link>()>;
 
 struct EndpointConfig {
     // Numeric address to bind. "::" binds dual-stack (IPv4 peers appear as

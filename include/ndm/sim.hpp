@@ -15,42 +15,11 @@
 #include <vector>
 
 #include "ndm/connection.hpp"
+#include "ndm/link.hpp"
 #include "ndm/stats.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm::sim {
-
-// Every datagram a link accepted is counted once in `sent`; it then ends up
-// delivered, dropped (with its reason) or still queued. Duplicates add to
-// `duplicated` and are counted again when delivered or dropped.
-struct LinkStats {
-    std::uint64_t sent = 0;
-    std::uint64_t delivered = 0;
-    std::uint64_t dropped_random = 0;  // the loss model
-    std::uint64_t dropped_queue = 0;   // droptail at the queue bound
-    std::uint64_t dropped_outage = 0;  // sent during a blackhole window
-    std::uint64_t duplicated = 0;
-    std::uint64_t corrupted = 0;
-    std::uint64_t reordered = 0;
-};
-
-// One direction of a path: a pure object with no clock of its own (ARCHITECTURE
-// principle 2). The caller passes the time in; the same object can sit between
-// two connections in virtual time or on a real socket path. src/emu's full
-// emulator implements this interface too.
-class Link {
-public:
-    virtual ~Link() = default;
-    // Enqueues one datagram sent at `now`; the link may drop, duplicate,
-    // corrupt or delay it. Calls must come with non-decreasing `now`.
-    virtual void send(std::span<const std::uint8_t> datagram, Instant now) = 0;
-    // When the next queued datagram is due, or kNever if nothing is queued.
-    [[nodiscard]] virtual Instant next_delivery() const = 0;
-    // Pops one datagram due at or before `now` into `out` (replacing its
-    // contents); false if none is due.
-    virtual bool deliver(Instant now, std::vector<std::uint8_t>& out) = 0;
-    [[nodiscard]] virtual LinkStats stats() const = 0;
-};
 
 struct SimpleLinkConfig {
     Duration delay{};         // one-way propagation delay, applied after serialization
@@ -166,8 +135,6 @@ private:
     std::vector<std::uint8_t> tx_buffer_;
     std::vector<std::uint8_t> rx_buffer_;
 };
-
-using LinkFactory = std::function<std::unique_ptr<Link>()>;
 
 // One bulk transfer, client → server, on a single stream.
 struct TransferSpec {

@@ -23,6 +23,11 @@ using Instant = Clock::time_point;
 
 inline constexpr Instant kNever = Instant::max();
 
+// The real clock (CLOCK_MONOTONIC), read only by the drivers at the edges:
+// the Endpoint, its I/O backends and the tools. The one place it is read is
+// src/util/clock.cpp.
+Instant steady_now();
+
 // Seconds as a double, for reports and rate arithmetic.
 constexpr double to_seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 constexpr Duration from_seconds(double s) {

@@ -1,10 +1,10 @@
-// EmulatedLink: the ndm::sim::Link face of one direction's Pipeline, plus
+// EmulatedLink: the ndm::Link face of one direction's Pipeline, plus
 // make_link() and the statistics' plumbing.
 #include <stdexcept>
 
 #include "emu/pipeline.hpp"
 #include "ndm/emu.hpp"
-#include "sim/rng.hpp"
+#include "util/rng.hpp"
 
 namespace ndm::emu {
 
@@ -28,9 +28,9 @@ void EmulatedLink::set_observer(std::function<void(const PacketEvent&)> observer
     pipeline_->set_observer(std::move(observer));
 }
 
-sim::LinkStats EmulatedLink::stats() const {
+LinkStats EmulatedLink::stats() const {
     const EmuStats& e = pipeline_->stats();
-    sim::LinkStats s;
+    LinkStats s;
     s.sent = e.sent;
     s.delivered = e.delivered;
     s.dropped_random = e.drops(DropReason::random) + e.drops(DropReason::burst);
@@ -44,7 +44,7 @@ sim::LinkStats EmulatedLink::stats() const {
 
 std::unique_ptr<EmulatedLink> make_link(const Profile& profile, Direction direction, std::uint64_t seed) {
     // Mix the direction in, so one run seed gives both directions independent streams.
-    const std::uint64_t dir_seed = sim::splitmix64(seed ^ (direction == Direction::up ? 0x7570ull : 0x646f776eull));
+    const std::uint64_t dir_seed = util::splitmix64(seed ^ (direction == Direction::up ? 0x7570ull : 0x646f776eull));
     return std::make_unique<EmulatedLink>(profile[direction], dir_seed);
 }
 

@@ -11,7 +11,7 @@
 
 namespace ndm::emu {
 
-class SharedLink::Port final : public sim::Link {
+class SharedLink::Port final : public Link {
 public:
     Port(std::shared_ptr<SharedLink> owner, std::uint64_t id) : owner_(std::move(owner)), id_(id) {}
     ~Port() override { owner_->queues_.erase(id_); }
@@ -37,7 +37,7 @@ public:
         q.pop_front();
         return true;
     }
-    [[nodiscard]] sim::LinkStats stats() const override { return owner_->link_->stats(); }
+    [[nodiscard]] LinkStats stats() const override { return owner_->link_->stats(); }
 
 private:
     [[nodiscard]] std::deque<Queued>& queue() const { return owner_->queues_.at(id_); }
@@ -49,7 +49,7 @@ private:
 SharedLink::SharedLink(std::unique_ptr<EmulatedLink> link) : link_(std::move(link)) {}
 SharedLink::~SharedLink() = default;
 
-std::unique_ptr<sim::Link> SharedLink::port() {
+std::unique_ptr<Link> SharedLink::port() {
     const std::uint64_t id = next_port_++;
     queues_.emplace(id, std::deque<Queued>{});
     return std::make_unique<Port>(shared_from_this(), id);

@@ -5,11 +5,11 @@
 
 #include <cstdint>
 
-#include "sim/rng.hpp"
+#include "util/rng.hpp"
 
 namespace ndm::emu {
 
-using Rng = sim::Xoshiro256;
+using Rng = util::Xoshiro256;
 
 enum class Stream : std::uint64_t {
     loss = 0x6c6f7373,       // "loss"
@@ -20,7 +20,7 @@ enum class Stream : std::uint64_t {
 };
 
 inline Rng make_stream(std::uint64_t seed, Stream s) {
-    return Rng(sim::splitmix64(sim::splitmix64(seed) ^ static_cast<std::uint64_t>(s)));
+    return Rng(util::splitmix64(util::splitmix64(seed) ^ static_cast<std::uint64_t>(s)));
 }
 
 }  // namespace ndm::emu

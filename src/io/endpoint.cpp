@@ -18,10 +18,9 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "util/rng.hpp"
 
 namespace ndm {
-
-Instant steady_now() { return Instant(std::chrono::steady_clock::now().time_since_epoch()); }
 
 IoBackend parse_io_backend(const std::string& name) {
     if (name == "auto") return IoBackend::automatic;
@@ -80,13 +79,6 @@ bool peek_dcid(std::span<const std::uint8_t> d, HeaderPeek& out) {
     return true;
 }
 
-std::uint64_t splitmix(std::uint64_t& x) {
-    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 }  // namespace
 
 struct Endpoint::Impl final : io::RxHandler {
@@ -96,7 +88,7 @@ struct Endpoint::Impl final : io::RxHandler {
         io::Address peer;  // in the socket's address family
         std::size_t mds = kMaxDatagramSize;  // config limit: poll buffers this large
         std::vector<std::uint64_t> keys;    // routing keys registered for it
-        std::unique_ptr<sim::Link> egress, ingress;
+        std::unique_ptr<Link> egress, ingress;
         std::optional<StreamId> peer_stream;
         bool dirty = false;
         bool abandoned = false;  // peer unreachable: remove without a closing period
@@ -244,7 +236,7 @@ struct Endpoint::Impl final : io::RxHandler {
     }
 
     ConnectionConfig with_seed(ConnectionConfig c) {
-        c.seed = splitmix(seed_state);
+        c.seed = util::splitmix64_next(seed_state);
         if (!c.observer && qlog) c.observer = qlog;
         return c;
     }

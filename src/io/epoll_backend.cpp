@@ -100,7 +100,7 @@ public:
         if (!drain(h)) {  // budget used up: more is waiting, do not sleep
             return;
         }
-        const auto now = Instant(std::chrono::steady_clock::now().time_since_epoch());
+        const auto now = steady_now();
         if (deadline > now && received_ == 0) {
             arm();
             // Asio's epoll is edge-triggered: a datagram that arrived between

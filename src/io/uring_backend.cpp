@@ -139,7 +139,7 @@ public:
             enabled_ = true;
             init_async_send();
         }
-        const auto now = Instant(std::chrono::steady_clock::now().time_since_epoch());
+        const auto now = steady_now();
         if (deadline > now) {
             // One timer in flight; move it earlier in place rather than stacking
             // timers. A later deadline just costs one early, harmless wake.
@@ -408,8 +408,8 @@ private:
     void drain_sends() {
         if (!ring_ok_ || !enabled_) return;
         io_uring_submit(&ring_);
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-        while (sends_in_flight_ > 0 && std::chrono::steady_clock::now() < give_up) {
+        const Instant give_up = steady_now() + std::chrono::milliseconds(200);
+        while (sends_in_flight_ > 0 && steady_now() < give_up) {
             __kernel_timespec ts{0, 10'000'000};
             io_uring_cqe* first = nullptr;
             const int rc = io_uring_wait_cqes(&ring_, &first, 1, &ts, nullptr);

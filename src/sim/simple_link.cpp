@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "ndm/sim.hpp"
-#include "sim/rng.hpp"
+#include "util/rng.hpp"
 
 namespace ndm::sim {
 
@@ -22,12 +22,12 @@ struct Packet {
 struct SimpleLink::State {
     explicit State(std::uint64_t seed)
         // Independent streams per decision, so one knob does not shift another's pattern.
-        : loss(splitmix64(seed ^ 0x6c6f7373)),
-          duplicate(splitmix64(seed ^ 0x64757020)),
-          corrupt(splitmix64(seed ^ 0x636f7272)),
-          reorder(splitmix64(seed ^ 0x72656f72)) {}
+        : loss(util::splitmix64(seed ^ 0x6c6f7373)),
+          duplicate(util::splitmix64(seed ^ 0x64757020)),
+          corrupt(util::splitmix64(seed ^ 0x636f7272)),
+          reorder(util::splitmix64(seed ^ 0x72656f72)) {}
 
-    Xoshiro256 loss, duplicate, corrupt, reorder;
+    util::Xoshiro256 loss, duplicate, corrupt, reorder;
     // Both queues are sorted by `at`: in-order packets get monotonic times
     // (FIFO transmitter, constant delay) and so do held-back ones (constant extra).
     std::deque<Packet> in_order;

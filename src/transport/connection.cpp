@@ -22,6 +22,7 @@
 #include "transport/sent_frame.hpp"
 #include "transport/stream.hpp"
 #include "transport/transport_params.hpp"
+#include "util/rng.hpp"
 
 namespace ndm {
 
@@ -34,17 +35,9 @@ constexpr std::size_t kInitialPacketSize = kMinDatagramSize;  // client hellos a
 constexpr double kPacingGain = 1.25;                         // RFC 9002 §7.7
 constexpr std::size_t kMinRecvRangeCap = 1024;  // out-of-order ranges a stream may hold, at least
 
-// splitmix64: connection IDs are derived from the configured seed so that
-// simulations are reproducible.
-std::uint64_t splitmix64(std::uint64_t& state) {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 wire::ConnectionId random_cid(std::uint64_t& state) {
-    std::uint64_t v = splitmix64(state);
+    // Derived from the configured seed so that simulations are reproducible.
+    std::uint64_t v = util::splitmix64_next(state);
     wire::ConnectionId cid;
     cid.length = wire::kShortCidLength;
     for (std::size_t i = 0; i < wire::kShortCidLength; ++i) cid.bytes[i] = static_cast<std::uint8_t>(v >> (8 * i));

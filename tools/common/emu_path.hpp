@@ -1,4 +1,4 @@
-// The emulator as the tools use it: a sim::Link that forwards to an emulator
+// The emulator as the tools use it: a Link that forwards to an emulator
 // link shared with the caller, so the caller can still read the emulator's
 // statistics after the simulator or endpoint that drove it is gone, and the
 // path metrics the reports print from those statistics.
@@ -15,13 +15,13 @@
 
 namespace ndm::tools {
 
-class EmuLinkRef final : public sim::Link {
+class EmuLinkRef final : public Link {
 public:
     explicit EmuLinkRef(std::shared_ptr<emu::EmulatedLink> link) : link_(std::move(link)) {}
     void send(std::span<const std::uint8_t> datagram, Instant now) override { link_->send(datagram, now); }
     [[nodiscard]] Instant next_delivery() const override { return link_->next_delivery(); }
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return link_->deliver(now, out); }
-    [[nodiscard]] sim::LinkStats stats() const override { return link_->stats(); }
+    [[nodiscard]] LinkStats stats() const override { return link_->stats(); }
 
 private:
     std::shared_ptr<emu::EmulatedLink> link_;

@@ -16,7 +16,7 @@
 #include "cc/window.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
-#include "sim/rng.hpp"
+#include "util/rng.hpp"
 
 namespace ndm::train {
 
@@ -165,11 +165,11 @@ void register_tap() {
 
 // The client → server link, reporting datagrams to the ledger; the two taps
 // below differ in which datagrams are the recorded flow's.
-class LedgerLink : public sim::Link {
+class LedgerLink : public Link {
 public:
     [[nodiscard]] Instant next_delivery() const override { return inner_->next_delivery(); }
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_->deliver(now, out); }
-    [[nodiscard]] sim::LinkStats stats() const override { return inner_->stats(); }
+    [[nodiscard]] LinkStats stats() const override { return inner_->stats(); }
 
 protected:
     LedgerLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : inner_(std::move(inner)), ledger_(ledger) {}
@@ -222,7 +222,7 @@ private:
 // ---------------------------------------------------------------- sampling
 
 struct Sampler {
-    sim::Xoshiro256 rng;
+    util::Xoshiro256 rng;
     double uniform(double a, double b) { return a + (b - a) * rng.uniform(); }
     double log_uniform(double a, double b) { return a * std::exp(std::log(b / a) * rng.uniform()); }
     bool chance(double p) { return rng.uniform() < p; }
@@ -253,7 +253,7 @@ std::string burst_loss(Sampler& s, const char* prefix) {
 
 // The recorded flow's outcome; `path` is the link it was labelled on (its own,
 // or the bottleneck it shared).
-void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const sim::LinkStats& path,
+void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const LinkStats& path,
                   const LossLedger& ledger, double seconds) {
     out.goodput_mbit = static_cast<double>(flow.bytes_delivered) * 8 / 1e6 / seconds;
     out.packets_sent = flow.client_stats.packets_sent;
@@ -281,8 +281,8 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
     for (std::size_t i = 0; i < o.scenarios; ++i) {
         ScenarioSpec sc;
         sc.info.id = static_cast<std::uint32_t>(i);
-        sc.info.seed = sim::splitmix64(o.seed * 0x100000001b3ULL + i);
-        Sampler s{sim::Xoshiro256(sc.info.seed)};
+        sc.info.seed = util::splitmix64(o.seed * 0x100000001b3ULL + i);
+        Sampler s{util::Xoshiro256(sc.info.seed)};
         sc.controller = o.controllers[i % o.controllers.size()];
         if (sc.controller == "ndm") sc.cc_options = o.ndm_options;
 
@@ -345,7 +345,7 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
         }
         sc.profile = spec;
         if (o.compete > 0 && (sc.info.family == "loss" || sc.info.family == "burst" || sc.info.family == "codel")) {
-            Sampler c{sim::Xoshiro256(sim::splitmix64(sc.info.seed ^ 0xc0ffee5eedULL))};
+            Sampler c{util::Xoshiro256(util::splitmix64(sc.info.seed ^ 0xc0ffee5eedULL))};
             if (c.chance(o.compete)) {
                 static constexpr const char* kCompetitors[] = {"cubic", "reno", "ndm"};
                 const std::size_t n = 1 + c.pick(3);
@@ -361,7 +361,7 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
         // Held-out scenarios differ from the training ones: RTTs in
         // [100, 160) ms and the ATT driving trace are never trained on.
         if ((rtt_ms >= 100 && rtt_ms < 160) || trace_att) sc.info.split = Split::test;
-        else if (sim::splitmix64(sc.info.seed ^ 0x5bd1e995ULL) % 100 < 15) sc.info.split = Split::val;
+        else if (util::splitmix64(sc.info.seed ^ 0x5bd1e995ULL) % 100 < 15) sc.info.split = Split::val;
         else sc.info.split = Split::train;
         sc.info.description = fmt::format("{} cc={} rtt={:.1f}ms packet={} secs={:.1f} profile={}", sc.info.family,
                                           sc.controller, rtt_ms, sc.packet_size, sc.seconds, spec);
@@ -402,11 +402,11 @@ std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome
         for (const auto& c : s.competitors)
             flow(c, c == "ndm" ? s.competitor_ndm_options : "", std::chrono::duration_cast<Duration>(
                                                                    std::chrono::duration<double>(s.competitor_start)));
-        sp.bottleneck = [&]() -> std::unique_ptr<sim::Link> {
+        sp.bottleneck = [&]() -> std::unique_ptr<Link> {
             return std::make_unique<TapSharedLink>(emu::make_link(profile, emu::Direction::up, s.info.seed), rec.ledger);
         };
         std::uint64_t back = 0;
-        sp.return_path = [&]() -> std::unique_ptr<sim::Link> {
+        sp.return_path = [&]() -> std::unique_ptr<Link> {
             return emu::make_link(profile, emu::Direction::down, s.info.seed + 7919 * back++);
         };
         sp.send_until = from_seconds(s.seconds);
@@ -422,10 +422,10 @@ std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome
     spec.client.max_datagram_size = spec.server.max_datagram_size = s.packet_size;
     spec.client.seed = s.info.seed * 2 + 1;
     spec.server.seed = s.info.seed * 2 + 2;
-    spec.client_to_server_factory = [&]() -> std::unique_ptr<sim::Link> {
+    spec.client_to_server_factory = [&]() -> std::unique_ptr<Link> {
         return std::make_unique<TapLink>(emu::make_link(profile, emu::Direction::up, s.info.seed), rec.ledger);
     };
-    spec.server_to_client_factory = [&]() -> std::unique_ptr<sim::Link> {
+    spec.server_to_client_factory = [&]() -> std::unique_ptr<Link> {
         return emu::make_link(profile, emu::Direction::down, s.info.seed);
     };
     spec.send_for = from_seconds(s.seconds);

@@ -63,7 +63,7 @@ struct ScenarioOutcome {
     std::uint64_t packets_sent = 0;
     std::uint64_t packets_lost = 0;  // declared lost by the sender
     std::uint64_t unattributed_drops = 0;  // dropped packets no event claimed (e.g. still pending at the end)
-    sim::LinkStats path;        // the client → server link's counters (datagrams sent, dropped by cause)
+    LinkStats path;        // the client → server link's counters (datagrams sent, dropped by cause)
     std::string failure;        // why the transfer did not complete, if it did not
 };
 std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome = nullptr);

@@ -10,7 +10,7 @@
 
 #include "cc/ndm/engine.hpp"
 #include "cc/ndm/ndm_controller.hpp"
-#include "sim/rng.hpp"
+#include "util/rng.hpp"
 
 namespace ndm::train {
 
@@ -441,7 +441,7 @@ Net train_net(const std::vector<Sample>& train, const std::vector<Sample>& val, 
     Net net;
     net.hidden = opt.hidden;
     net.theta.assign(net.size(), 0.0);
-    sim::Xoshiro256 rng(opt.seed);
+    util::Xoshiro256 rng(opt.seed);
     const Offsets o(opt.hidden);
     if (opt.hidden > 0) {
         // PyTorch's GRU initialisation, U(−1/√H, 1/√H), for every parameter.

@@ -1,4 +1,5 @@
-// Small, fast, seedable generators for the simulator. We do not use <random>
+// Small, fast, seedable generators: the one RNG of the tree (simulator,
+// emulator, connection IDs, training). We do not use <random>
 // distributions: their output is implementation-defined, and runs must be
 // bit-identical across standard libraries for a given seed.
 #pragma once
@@ -6,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ndm::sim {
+namespace ndm::util {
 
 // SplitMix64 (Steele, Lea, Flood 2014): a bijective mixer; used to expand
 // seeds and as a counter-based generator (value = splitmix64(seed + index)).
@@ -15,6 +16,16 @@ constexpr std::uint64_t splitmix64(std::uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+// SplitMix64 as a sequential generator: advances state by one step and
+// returns its output (the same sequence as splitmix64(seed), splitmix64(seed
+// + golden), ...). Connection IDs and per-connection seeds are drawn this way
+// so that a configured seed reproduces them.
+constexpr std::uint64_t splitmix64_next(std::uint64_t& state) {
+    const std::uint64_t v = splitmix64(state);
+    state += 0x9e3779b97f4a7c15ull;
+    return v;
 }
 
 // xoshiro256** (Blackman, Vigna 2018).
@@ -52,4 +63,4 @@ private:
     std::uint64_t s_[4]{};
 };
 
-}  // namespace ndm::sim
+}  // namespace ndm::util
