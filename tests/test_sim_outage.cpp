@@ -15,7 +15,6 @@
 #include "ndm/sim.hpp"
 
 using namespace std::chrono_literals;
-using ndm::sim::SimpleLinkConfig;
 using ndm::sim::TransferResult;
 using ndm::sim::TransferSpec;
 using ndm::test::at;
@@ -33,22 +32,20 @@ void check_complete(const TransferResult& r, std::uint64_t bytes) {
     CHECK(r.sender_hash == r.receiver_hash);
 }
 
-// 50 Mbit/s, 20 ms one way, both directions dead during [2 s, 12 s).
+// 50 Mbit/s, 20 ms one way, both directions dead during [2 s, 12 s): the
+// profile's blackhole phase (outage=DUR@START). A phase counts from its
+// direction's first datagram, and the server's first one leaves ~20 ms after
+// the client's, so the down phase starts 20 ms earlier to cover the same time.
 TransferSpec blackhole_spec(const std::string& cc, ndm::Duration max_pto_backoff) {
+    static const ndm::emu::Profile profile =
+        ndm::emu::parse_profile("delay=20ms,rate=50mbit,queue=200pkt,up.outage=10s@2s,down.outage=10s@1980ms");
     TransferSpec spec;
     spec.client.cc = spec.server.cc = cc;
     spec.client.seed = 11;
     spec.server.seed = 12;
     spec.client.max_pto_backoff = spec.server.max_pto_backoff = max_pto_backoff;
-    SimpleLinkConfig link;
-    link.delay = 20ms;
-    link.rate_bps = 50e6;
-    link.queue_packets = 200;
-    link.outages = {{at(2s), at(12s)}};
-    spec.client_to_server = link;
-    spec.client_to_server.seed = 21;
-    spec.server_to_client = link;
-    spec.server_to_client.seed = 22;
+    spec.client_to_server_factory = [] { return ndm::emu::make_link(profile, ndm::emu::Direction::up, 21); };
+    spec.server_to_client_factory = [] { return ndm::emu::make_link(profile, ndm::emu::Direction::down, 22); };
     spec.bytes = 20u << 20;  // ~12 MB before the outage, the rest after
     spec.interval = 100ms;
     spec.deadline = 600s;

@@ -430,7 +430,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0.1, 60.0));
     auto* e = app.add_option("--emu", o.emu,
                              "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
-                             "(egress = up, ingress = down); the -P connections share this one path per direction, "
+                             "(egress = up, ingress = down; keys: docs/emulator.md, e.g. outage=3s@2s for a 3 s "
+                             "blackhole 2 s in); the -P connections share this one path per direction, "
                              "as they would share a bottleneck (-P 2 with rate=20mbit: 20 Mbit/s together)");
     auto* p = app.add_option("--profile", profile_name, "impair with an emulator preset (ndm-compare --list-profiles)");
     e->excludes(p);
