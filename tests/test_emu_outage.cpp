@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/emu_summary.hpp"
 #include "test_emu_util.hpp"
 
 using namespace emu_test;
@@ -111,4 +112,19 @@ TEST_CASE("emu outage: the random streams resume where they left off; several ph
     }
     CHECK(mismatches == 0);
     CHECK(b.size() + dark.emu_stats().total_dropped() == 1000);
+}
+
+TEST_CASE("emu outage: ndm-send's closing [emu] lines and end.emulator count the blackhole drops") {
+    EmulatedLink link(config("outage=1s@0s"), 1);
+    (void)drive(link, cbr(10, 200ms), 64);  // 0, 0.2 .. 0.8 s dark; 1.0 .. 1.8 s pass
+    const auto& s = link.emu_stats();
+    CHECK(ndm::tools::emu_summary_text(s, ndm::emu::EmuStats{}) ==
+          "[emu] up: sent 10, delivered 5, dropped 5 (random 0, burst 0, queue_overflow 0, aqm 0, trace_outage 0, "
+          "blackhole 5)\n"
+          "[emu] down: sent 0, delivered 0, dropped 0 (random 0, burst 0, queue_overflow 0, aqm 0, trace_outage 0, "
+          "blackhole 0)\n");
+    const auto j = ndm::tools::emu_summary_json(s);
+    CHECK(j["dropped"] == 5);
+    CHECK(j["drops"]["blackhole"] == 5);
+    CHECK(j["drops"].size() == ndm::emu::kDropReasons);
 }
