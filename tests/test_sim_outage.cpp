@@ -165,9 +165,10 @@ TEST_CASE("outage: Gilbert-Elliott seed 1 loses 66 ACK-path datagrams in a row; 
     // last drop and ndm-lkm with 57 of the 66 lost. Kernel TCP does no better:
     // one retransmission per RTO, each answered by one duplicate ACK, and
     // tcp_retries2 = 15 retransmissions before it aborts, fewer than the
-    // 40-odd ACK-path datagrams this burst still swallows after the stall. So no standards-respecting
-    // probe schedule crosses it within 30 s; what the transport must do is
-    // recover once the path answers, which it does given the time
+    // 40-odd ACK-path datagrams this burst still swallows after the stall.
+    // Only probing faster than the 1 s bound (more aggressive than RFC 6298's
+    // RTO or any RFC 9002 PTO) would cross it within 30 s. What the transport
+    // must do is recover once the path answers, which it does given the time
     // (--idle-timeout 90 on the tools).
     for (const std::string cc : {"reno", "cubic", "ndm-lkm"}) {
         CAPTURE(cc);
