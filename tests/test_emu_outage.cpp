@@ -87,7 +87,7 @@ TEST_CASE("emu outage: nothing crosses the link during the phase, counted from t
     CHECK(ndm::emu::format_stats(s).find("blackhole 302") != std::string::npos);
 }
 
-TEST_CASE("emu outage: the random streams resume where they left off; several phases") {
+TEST_CASE("emu outage: the random streams resume where they left off, over several phases") {
     // Loss decisions depend on the position among the datagrams that reach the
     // loss stage: a phase skips its datagrams without drawing, so the losses
     // after it are the no-outage run's, shifted by the skipped datagrams.

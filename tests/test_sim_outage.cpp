@@ -151,7 +151,7 @@ TEST_CASE("outage: every controller completes the Gilbert-Elliott profile delay=
     }
 }
 
-TEST_CASE("outage: Gilbert-Elliott seed 1 loses 66 ACK-path datagrams in a row; with a 90 s idle timeout all recover") {
+TEST_CASE("outage: Gilbert-Elliott seed 1 loses 66 ACK-path datagrams in a row, and with a 90 s idle timeout all recover") {
     // Seed 1's ACK path draws a Bad-state sojourn of 66 datagrams (down
     // datagrams 1937-2002). Once the sender stalls inside it, only its probes
     // move the chain: two probes per PTO (RFC 9002 §6.2.4, the most it
