@@ -456,3 +456,14 @@ TEST_CASE("ndm-train: selection by outcome rejects a model that forgives a filli
     CHECK(r.scores[1].loss_ratio == doctest::Approx(1.0).epsilon(1e-9));  // Cubic's reaction at every loss
     CHECK(r.chosen == 1);
 }
+
+TEST_CASE("ndm-train ledger: a blackhole drop (outage=DUR@START) is a non-congestive burst, label 0") {
+    tr::LossLedger l;
+    l.on_packet_sent(at_ms(0), 1200);
+    l.on_link_send();
+    l.on_emulator(emu_event(ndm::emu::PacketEvent::Kind::dropped, 0, ndm::emu::DropReason::blackhole));
+    const auto c = l.attribute(1, at_ms(0));
+    CHECK(c[tr::kBurst] == 1);
+    CHECK(c[tr::kOutage] == 0);
+    CHECK(tr::label_of(c) == 0);
+}

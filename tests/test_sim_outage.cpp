@@ -4,6 +4,7 @@
 // after the path returns (ConnectionConfig::max_pto_backoff).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -15,7 +16,6 @@
 #include "ndm/sim.hpp"
 
 using namespace std::chrono_literals;
-using ndm::sim::SimpleLinkConfig;
 using ndm::sim::TransferResult;
 using ndm::sim::TransferSpec;
 using ndm::test::at;
@@ -33,22 +33,20 @@ void check_complete(const TransferResult& r, std::uint64_t bytes) {
     CHECK(r.sender_hash == r.receiver_hash);
 }
 
-// 50 Mbit/s, 20 ms one way, both directions dead during [2 s, 12 s).
+// 50 Mbit/s, 20 ms one way, both directions dead during [2 s, 12 s): the
+// profile's blackhole phase (outage=DUR@START). A phase counts from its
+// direction's first datagram, and the server's first one leaves ~20 ms after
+// the client's, so the down phase starts 20 ms earlier to cover the same time.
 TransferSpec blackhole_spec(const std::string& cc, ndm::Duration max_pto_backoff) {
+    static const ndm::emu::Profile profile =
+        ndm::emu::parse_profile("delay=20ms,rate=50mbit,queue=200pkt,up.outage=10s@2s,down.outage=10s@1980ms");
     TransferSpec spec;
     spec.client.cc = spec.server.cc = cc;
     spec.client.seed = 11;
     spec.server.seed = 12;
     spec.client.max_pto_backoff = spec.server.max_pto_backoff = max_pto_backoff;
-    SimpleLinkConfig link;
-    link.delay = 20ms;
-    link.rate_bps = 50e6;
-    link.queue_packets = 200;
-    link.outages = {{at(2s), at(12s)}};
-    spec.client_to_server = link;
-    spec.client_to_server.seed = 21;
-    spec.server_to_client = link;
-    spec.server_to_client.seed = 22;
+    spec.client_to_server_factory = [] { return ndm::emu::make_link(profile, ndm::emu::Direction::up, 21); };
+    spec.server_to_client_factory = [] { return ndm::emu::make_link(profile, ndm::emu::Direction::down, 22); };
     spec.bytes = 20u << 20;  // ~12 MB before the outage, the rest after
     spec.interval = 100ms;
     spec.deadline = 600s;
@@ -104,15 +102,29 @@ namespace {
 // per packet, so once the sender has stalled a burst on the ACK path lasts
 // as many probe periods as it has packets left: with unbounded doubling a
 // 15-packet remainder outlasts a 30 s idle timeout (most of these runs failed).
-TransferResult ge_run(const std::string& cc, std::uint64_t seed) {
+// `longest_ack_burst` gets the longest run of consecutive drops on the ACK
+// (server → client) path.
+TransferResult ge_run(const std::string& cc, std::uint64_t seed, ndm::Duration idle_timeout = ndm::ConnectionConfig{}.idle_timeout,
+                      std::shared_ptr<std::uint64_t> longest_ack_burst = nullptr) {
     static const ndm::emu::Profile profile = ndm::emu::parse_profile("delay=20ms,gemodel=0.31%/10%");
     TransferSpec spec;
     spec.client.cc = spec.server.cc = cc;
     spec.client.max_datagram_size = spec.server.max_datagram_size = ndm::kMaxDatagramSize;
+    spec.client.idle_timeout = spec.server.idle_timeout = idle_timeout;
     spec.client.seed = seed * 2 + 1;
     spec.server.seed = seed * 2 + 2;
     spec.client_to_server_factory = [seed] { return ndm::emu::make_link(profile, ndm::emu::Direction::up, seed); };
-    spec.server_to_client_factory = [seed] { return ndm::emu::make_link(profile, ndm::emu::Direction::down, seed); };
+    spec.server_to_client_factory = [seed, longest_ack_burst] {
+        auto link = ndm::emu::make_link(profile, ndm::emu::Direction::down, seed);
+        if (longest_ack_burst) {
+            auto run = std::make_shared<std::uint64_t>(0);
+            link->set_observer([run, longest_ack_burst](const ndm::emu::PacketEvent& e) {
+                if (e.kind == ndm::emu::PacketEvent::Kind::scheduled) *run = 0;
+                if (e.kind == ndm::emu::PacketEvent::Kind::dropped) *longest_ack_burst = std::max(*longest_ack_burst, ++*run);
+            });
+        }
+        return link;
+    };
     spec.send_for = 10s;  // as ndm-compare -t 10: ~250 MB, a dozen bursts per direction
     spec.deadline = 600s;
     spec.seed = seed;
@@ -123,9 +135,9 @@ TransferResult ge_run(const std::string& cc, std::uint64_t seed) {
 
 TEST_CASE("outage: every controller completes the Gilbert-Elliott profile delay=20ms,gemodel=0.31%/10%") {
     // Seeds 2 and 8 failed for all four controllers before the bound (idle
-    // timeout during a stall). Seed 1 is left out: its ACK path draws a burst
-    // of over 65 packets during a stall, i.e. an outage of the ACK path that
-    // outlasts the 30 s idle timeout at one probe a second.
+    // timeout during a stall). Seed 1 is left out here (see the next case):
+    // over seeds 1-10, 37 of the 40 runs complete with the default 30 s idle
+    // timeout (measured at 0d1b47d); reno, cubic and ndm-lkm fail seed 1.
     for (const std::string cc : kControllers) {
         for (const std::uint64_t seed : {std::uint64_t{2}, std::uint64_t{8}}) {
             CAPTURE(cc);
@@ -136,5 +148,36 @@ TEST_CASE("outage: every controller completes the Gilbert-Elliott profile delay=
             CHECK(r.client_to_server.dropped_random > 0);
             MESSAGE(cc, " seed ", seed, ": ", ndm::to_seconds(r.duration), " s, PTOs ", r.client_stats.pto_count);
         }
+    }
+}
+
+TEST_CASE("outage: Gilbert-Elliott seed 1 loses 66 ACK-path datagrams in a row, and with a 90 s idle timeout all recover") {
+    // Seed 1's ACK path draws a Bad-state sojourn of 66 datagrams (down
+    // datagrams 1937-2002). Once the sender stalls inside it, only its probes
+    // move the chain: two probes per PTO (RFC 9002 §6.2.4, the most it
+    // allows) arrive back to back and get one ACK (RFC 9000 §13.2.2, every
+    // second packet), one a second at the 1 s backoff bound, so crossing the
+    // burst takes 45-60 s of silence, longer than the 30 s idle timeout
+    // (reno ends at 34.0 s, cubic 32.0 s, ndm-lkm 36.6 s; ndm's ACKs fall
+    // elsewhere and it completes). Spacing the two probes more than
+    // max_ack_delay apart, so each gets its own ACK, was measured too: cubic
+    // then completes (24.9 s), reno still times out 0.03 s after the burst's
+    // last drop and ndm-lkm with 57 of the 66 lost. Kernel TCP does no better:
+    // one retransmission per RTO, each answered by one duplicate ACK, and
+    // tcp_retries2 = 15 retransmissions before it aborts, fewer than the
+    // 40-odd ACK-path datagrams this burst still swallows after the stall.
+    // Only probing faster than the 1 s bound (more aggressive than RFC 6298's
+    // RTO or any RFC 9002 PTO) would cross it within 30 s. What the transport
+    // must do is recover once the path answers, which it does given the time
+    // (--idle-timeout 90 on the tools).
+    for (const std::string cc : {"reno", "cubic", "ndm-lkm"}) {
+        CAPTURE(cc);
+        auto longest = std::make_shared<std::uint64_t>(0);
+        const auto r = ge_run(cc, 1, 90s, longest);
+        check_complete(r, r.bytes_sent);
+        CHECK(*longest == 66);
+        CHECK(r.duration > 40s);  // it did stall across the burst: past a 30 s idle timeout
+        MESSAGE(cc, " seed 1, idle timeout 90 s: ", ndm::to_seconds(r.duration), " s, PTOs ", r.client_stats.pto_count,
+                ", longest ACK-path burst ", *longest);
     }
 }

@@ -224,7 +224,8 @@ int main(int argc, char** argv) {
         "ndm-compare"};
     app.add_option("--profile", o.profile,
                    "emulator profile: a preset (see --list-profiles), a spec string such as "
-                   "\"delay=50ms,jitter=20ms,loss=5%\", or a JSON file")
+                   "\"delay=50ms,jitter=20ms,loss=5%\" (keys: docs/emulator.md; outage=10s@5s adds a blackhole), "
+                   "or a JSON file")
         ->capture_default_str();
     app.add_option("--cc", o.controllers,
                    "controllers to compare, comma-separated; options after colons, e.g. ndm:forgive=4:standing=0.3")

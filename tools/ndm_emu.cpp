@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
         "ndm-emu: the ndm network emulator (delay, jitter, loss, rate, queues, Mahimahi traces).\n"
         "Profiles: a preset name (see `ndm-emu presets`), optionally with overrides\n"
         "(`urban-lte,loss=1%`), a key=value list (`delay=50ms,jitter=20ms,loss=5%,rate=20mbit,queue=100pkt`;\n"
-        "prefix a key with up. or down. for one direction), or a .json file with the same keys."};
+        "prefix a key with up. or down. for one direction; outage=DUR@START adds a blackhole phase, e.g.\n"
+        "outage=10s@5s), or a .json file with the same keys (docs/emulator.md lists them all)."};
     app.require_subcommand(1);
 
     RelayOptions ro;

@@ -40,6 +40,14 @@ using tools::rate;
 using tools::secs;
 using tools::sum_json;
 
+// The client's send phase a forward -t test's drain is measured from: -t
+// seconds from its start (the sender stops writing then). None in reverse mode
+// (we are the sender) and for -n (the sender's phase ends with its last ACK).
+std::optional<double> drain_reference(const tools::TestParams& p) {
+    if (p.reverse || p.bytes) return std::nullopt;
+    return p.seconds;
+}
+
 // One connection of a test.
 struct Flow {
     ConnectionHandle h = 0;
@@ -327,6 +335,9 @@ struct Server {
         std::uint64_t sum_bytes = 0, sum_retr = 0;
         double sum_s = 0;
         std::string failure;
+        // The receiver of a -t test shows its drain after the client's send
+        // phase (-t seconds from its start), as ndm-send's receiver line does.
+        const std::optional<double> send_phase = drain_reference(t.params);
         for (const Flow& f : t.flows) {
             const double s = rev ? f.sent_seconds : secs(f.start, f.last_byte);
             const std::uint64_t bytes = rev ? f.sent_bytes : f.bytes;
@@ -335,6 +346,7 @@ struct Server {
             sum_s = std::max(sum_s, s);
             json j = sum_json(0, s, bytes, rev ? std::optional(f.retransmits) : std::nullopt, rev);
             j["socket"] = f.params.index + 1;
+            if (send_phase) j["drain_seconds"] = tools::drain_seconds(*send_phase, s);
             streams.push_back({{rev ? "sender" : "receiver", j}});
             if (!f.reported && failure.empty()) failure = f.close_reason;
         }
@@ -350,16 +362,18 @@ struct Server {
                             {"reverse", rev ? 1 : 0}}},
                           {"sender_congestion", t.params.cc}};
             j["intervals"] = t.intervals;
-            j["end"] = {{"streams", streams},
-                        {rev ? "sum_sent" : "sum_received",
-                         sum_json(0, sum_s, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev)}};
+            json sum = sum_json(0, sum_s, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev);
+            if (send_phase) sum["drain_seconds"] = tools::drain_seconds(*send_phase, sum_s);
+            j["end"] = {{"streams", streams}, {rev ? "sum_sent" : "sum_received", sum}};
             if (!failure.empty()) j["error"] = "client disconnected: " + failure;
             std::cout << j.dump(2) << '\n';
         } else {
             auto line = [&](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
                 std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", id, 0.0, s, tools::format_bytes(bytes),
                                          tools::format_bitrate(rate(bytes, s)))
-                          << (rev ? fmt::format("  {:>4}             sender\n", retr) : "                  receiver\n");
+                          << (rev ? fmt::format("  {:>4}             sender\n", retr)
+                                  : "                  receiver" +
+                                        (send_phase ? "  (" + tools::drain_text(*send_phase, s) + ")" : "") + "\n");
             };
             std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
             for (const Flow& f : t.flows)
@@ -389,7 +403,8 @@ int main(int argc, char** argv) {
         "ndm-recv: the server of an iperf3-style throughput test over ndm (the client is ndm-send).\n"
         "Serves one test (of one or more parallel connections) at a time; the client's parameters arrive in the\n"
         "handshake and this side's totals go back to the client at the end of each test. Receives, or sends\n"
-        "when the client asks for reverse mode (-R).",
+        "when the client asks for reverse mode (-R). The closing receiver line of a -t test shows how long\n"
+        "after the client's send phase the last byte arrived (the drain; drain_seconds in -J).",
         "ndm-recv"};
     app.add_option("-p,--port", port, "UDP port to listen on")->capture_default_str();
     app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();

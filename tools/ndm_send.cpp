@@ -19,6 +19,7 @@
 
 #include "common/cli.hpp"
 #include "common/emu_path.hpp"
+#include "common/emu_summary.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/iperf_output.hpp"
@@ -100,7 +101,8 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
     cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
     cfg.qlog_dir = o.qlog;
     // The -P connections share one emulated path per direction, as they would share a bottleneck.
-    if (profile) tools::share_emulated_path(cfg, *profile, o.seed);
+    std::optional<tools::SharedEmuPath> path;
+    if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
     Endpoint ep(cfg);
     const std::string profile_name = profile ? profile->name : "none";
     const unsigned n = o.parallel;
@@ -377,6 +379,9 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
                     {"sum_received", sum_received},
                     {"sender_congestion", o.cc},
                     {"byte_exact", all_exact}};
+        if (path)
+            j["end"]["emulator"] = {{"up", tools::emu_summary_json(path->egress->link().emu_stats())},
+                                    {"down", tools::emu_summary_json(path->ingress->link().emu_stats())}};
         if (!error.empty()) j["error"] = error;
         std::cout << j.dump(2) << '\n';
     } else {
@@ -397,6 +402,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
         if (n > 1)
             std::cout << sender_line("[SUM]", sum_sent_s, sum_sent, sum_retr)
                       << receiver_line("[SUM]", sum_sent_s, sum_recv_s, sum_recv, all_exact);
+        if (path) std::cout << tools::emu_summary_text(path->egress->link().emu_stats(), path->ingress->link().emu_stats());
         std::cout << "\nndm-send done.\n";
     }
     if (!error.empty()) {
@@ -430,7 +436,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0.1, 60.0));
     auto* e = app.add_option("--emu", o.emu,
                              "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
-                             "(egress = up, ingress = down); the -P connections share this one path per direction, "
+                             "(egress = up, ingress = down; keys: docs/emulator.md, e.g. outage=3s@2s for a 3 s "
+                             "blackhole 2 s in); the -P connections share this one path per direction, "
                              "as they would share a bottleneck (-P 2 with rate=20mbit: 20 Mbit/s together)");
     auto* p = app.add_option("--profile", profile_name, "impair with an emulator preset (ndm-compare --list-profiles)");
     e->excludes(p);

@@ -5,7 +5,7 @@
 // object with CLOCK_MONOTONIC timestamps.
 //
 // Per-copy pipeline (cf. netem_enqueue, docs: ../shared/docs/emulator-notes.md §1.1):
-//   duplicate (the copy runs the whole pipeline, as netem re-enqueues it at the root)
+//   outage (a blackhole phase drops the datagram before any random draw) → duplicate (the copy runs the whole pipeline, as netem re-enqueues it at the root)
 //   → loss → corrupt → bottleneck (rate or Mahimahi trace, finite droptail/CoDel queue)
 //   → delay + jitter (order-preserving or i.i.d.) / explicit reorder → delivery.
 // The bottleneck sits before the propagation delay, as `mm-link` inside `mm-delay`.
@@ -35,8 +35,9 @@ enum class DropReason : std::uint8_t {
     queue_overflow,  // droptail at the packet/byte bound
     aqm,             // CoDel (RFC 8289) dropped at dequeue
     trace_outage,    // queue overflow while the trace had no opportunity for TraceConfig::outage_gap
+    blackhole,       // sent, or due to arrive, during one of DirectionConfig::outages
 };
-inline constexpr std::size_t kDropReasons = 5;
+inline constexpr std::size_t kDropReasons = 6;
 [[nodiscard]] const char* to_string(DropReason r);
 
 enum class LossKind : std::uint8_t { none, bernoulli, gilbert_elliott, four_state };
@@ -98,8 +99,20 @@ struct TraceConfig {
     Duration outage_gap = std::chrono::milliseconds(100);
 };
 
+// A blackhole phase (the profile's outage=DUR@START): the link carries nothing
+// during [start, start + duration), counted from the link's first datagram (the
+// handshake's), so it means the same in virtual time and on sockets. A datagram
+// sent then, or one sent before whose arrival would fall in it, is dropped as
+// DropReason::blackhole: nothing enters and nothing leaves, as on a cut link.
+struct OutageConfig {
+    Duration start{0};
+    Duration duration{0};
+};
+inline constexpr std::size_t kMaxOutages = 64;
+
 // One direction of a path. Every stage is optional.
 struct DirectionConfig {
+    std::vector<OutageConfig> outages;  // checked before every other stage
     LossConfig loss;
     double duplicate = 0;
     double corrupt = 0;      // flips one random bit of the datagram
@@ -139,6 +152,9 @@ struct Profile {
 //   aqm                      droptail (default) | codel; codel-target, codel-interval
 //   trace                    a Mahimahi file (path or name in trace_search_path());
 //                            "trace=NAME" uses NAME.up / NAME.down when NAME itself is absent
+//   outage                   DUR@START: a blackhole of DUR from START after the link's first
+//                            datagram (OutageConfig); repeatable, each adds a phase (at most
+//                            kMaxOutages); "outage=none" removes those set before
 // Throws std::invalid_argument with a one-line message naming the problem
 // (unknown key, bad unit, out-of-range value, unreadable trace).
 [[nodiscard]] Profile parse_profile(std::string_view text);

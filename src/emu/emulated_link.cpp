@@ -35,7 +35,7 @@ LinkStats EmulatedLink::stats() const {
     s.delivered = e.delivered;
     s.dropped_random = e.drops(DropReason::random) + e.drops(DropReason::burst);
     s.dropped_queue = e.drops(DropReason::queue_overflow) + e.drops(DropReason::aqm);
-    s.dropped_outage = e.drops(DropReason::trace_outage);
+    s.dropped_outage = e.drops(DropReason::trace_outage) + e.drops(DropReason::blackhole);
     s.duplicated = e.duplicated;
     s.corrupted = e.corrupted;
     s.reordered = e.reordered;
@@ -55,6 +55,7 @@ const char* to_string(DropReason r) {
         case DropReason::queue_overflow: return "queue_overflow";
         case DropReason::aqm: return "aqm";
         case DropReason::trace_outage: return "trace_outage";
+        case DropReason::blackhole: return "blackhole";
     }
     return "?";
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace ndm::emu {
 
@@ -12,6 +13,11 @@ void check_probability(double p, const char* what) {
 const DirectionConfig& validated(const DirectionConfig& c) {
     check_probability(c.duplicate, "duplicate");
     check_probability(c.corrupt, "corrupt");
+    if (c.outages.size() > kMaxOutages)
+        throw std::invalid_argument("outage: at most " + std::to_string(kMaxOutages) + " phases");
+    for (const OutageConfig& o : c.outages)
+        if (o.start < Duration::zero() || o.duration <= Duration::zero())
+            throw std::invalid_argument("outage: needs a duration > 0 and a start >= 0");
     return c;
 }
 }  // namespace
@@ -59,8 +65,21 @@ void Pipeline::drop_unqueued(std::uint64_t index, bool duplicate, DropReason rea
     if (observer_) observer_({PacketEvent::Kind::dropped, index, duplicate, false, reason, now, now});
 }
 
+bool Pipeline::in_outage(Instant t) const {
+    if (!epoch_) return false;
+    const Duration since = t - *epoch_;
+    return std::any_of(config_.outages.begin(), config_.outages.end(),
+                       [since](const OutageConfig& o) { return since >= o.start && since - o.start < o.duration; });
+}
+
 void Pipeline::schedule(std::uint32_t slot, Instant leaves_bottleneck) {
     const DelayModel::Decision d = delay_.schedule(leaves_bottleneck);
+    if (in_outage(d.at)) {
+        // It would arrive while the link is dark: lost in flight (decided now,
+        // when its arrival time is known, so it is never reported as scheduled).
+        drop(slot, DropReason::blackhole, d.at);
+        return;
+    }
     if (d.immediate) ++stats_.reorder_immediate;
     heap_.push_back({d.at, next_seq_++, slot});
     std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
@@ -84,6 +103,13 @@ void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::ui
     last_send_ = now;
     ++stats_.sent;
     const std::uint64_t index = next_index_++;
+    if (!epoch_) epoch_ = now;
+    if (in_outage(now)) {
+        // Before any random draw, so the loss, duplicate and corrupt streams
+        // resume after the outage where they left off.
+        drop_unqueued(index, false, DropReason::blackhole, now);
+        return;
+    }
     // netem order (emulator-notes §1.1): duplicate first; the clone runs the
     // whole pipeline (netem re-enqueues it at the root), duplicates of
     // duplicates are not made.

@@ -54,6 +54,8 @@ private:
     void schedule(std::uint32_t slot, Instant leaves_bottleneck);
     void drain_bottleneck();
     void emit(PacketEvent::Kind kind, const Slot& s, DropReason reason, Instant at) const;
+    // Whether `t` falls in one of config_.outages (counted from epoch_).
+    [[nodiscard]] bool in_outage(Instant t) const;
 
     DirectionConfig config_;
     LossModel loss_;
@@ -70,6 +72,7 @@ private:
     std::uint64_t max_delivered_index_ = 0;
     bool any_delivered_ = false;
     Instant last_send_{Instant::min()};
+    std::optional<Instant> epoch_;  // the first datagram's send time: outages count from it
     EmuStats stats_;
     std::function<void(const PacketEvent&)> observer_;
 };

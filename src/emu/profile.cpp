@@ -134,9 +134,21 @@ std::vector<double> parse_probability_list(const std::string& key, std::string_v
     return out;
 }
 
+// "10s@5s": a blackhole of 10 s from 5 s after the link's first datagram.
+OutageConfig parse_outage(const std::string& key, std::string_view v) {
+    const std::size_t at = v.find('@');
+    if (at == std::string_view::npos)
+        fail(key + ": '" + std::string(v) + "' is not DUR@START (e.g. outage=10s@5s: dark for 10 s from 5 s in)");
+    OutageConfig o;
+    o.duration = parse_time(key, trim(v.substr(0, at)));
+    o.start = parse_time(key, trim(v.substr(at + 1)));
+    if (o.duration <= Duration::zero()) fail(key + ": the duration in '" + std::string(v) + "' must be > 0");
+    return o;
+}
+
 const char* const kKeys =
     "delay, jitter, distribution, order, reorder, gap, loss, gemodel, lossstate, duplicate, corrupt, rate, "
-    "overhead, queue, aqm, codel-target, codel-interval, trace";
+    "overhead, queue, aqm, codel-target, codel-interval, trace, outage";
 
 struct Parser {
     std::string source;  // for messages: the preset or file
@@ -259,6 +271,14 @@ struct Parser {
             c.queue.codel_target = parse_time(key, v);
         } else if (key == "codel-interval") {
             c.queue.codel_interval = parse_time(key, v);
+        } else if (key == "outage") {
+            // Repeatable: each one adds a phase; "none" clears (e.g. a preset's).
+            if (lower(v) == "none") {
+                c.outages.clear();
+            } else {
+                if (c.outages.size() == kMaxOutages) fail(key + ": at most " + std::to_string(kMaxOutages) + " phases");
+                c.outages.push_back(parse_outage(key, v));
+            }
         } else {
             fail("unknown key '" + key + "' (known: " + kKeys + "; prefix up. or down. for one direction)");
         }
@@ -323,6 +343,15 @@ std::string json_value(const std::string& key, const nlohmann::json& v) {
     fail(key + ": expected a string or a number, got " + std::string(v.type_name()));
 }
 
+// A JSON value, or an array of them applied in order ("outage": ["3s@2s", "1s@9s"]).
+void apply_json(Parser& parser, Profile& p, const std::string& key, const nlohmann::json& v) {
+    if (!v.is_array()) {
+        parser.apply(p, key, json_value(key, v));
+        return;
+    }
+    for (const auto& e : v) parser.apply(p, key, json_value(key, e));
+}
+
 }  // namespace
 
 const std::vector<PresetInfo>& presets() {
@@ -380,10 +409,10 @@ Profile load_profile_json(const std::string& path) {
             if (key == "preset" || key == "name" || key == "description") continue;
             if (key == "up" || key == "down") {
                 if (!value.is_object()) fail(key + ": expected an object");
-                for (const auto& [k2, v2] : value.items()) parser.apply(p, key + "." + k2, json_value(k2, v2));
+                for (const auto& [k2, v2] : value.items()) apply_json(parser, p, key + "." + k2, v2);
                 continue;
             }
-            parser.apply(p, key, json_value(key, value));
+            apply_json(parser, p, key, value);
         }
         if (auto it = j.find("name"); it != j.end() && it->is_string()) p.name = it->get<std::string>();
         parser.finish(p);
@@ -441,6 +470,8 @@ std::string describe(const DirectionConfig& c) {
     }
     if (c.duplicate > 0) add("duplicate=" + pct(c.duplicate));
     if (c.corrupt > 0) add("corrupt=" + pct(c.corrupt));
+    auto secs = [](Duration d) { return fmt::format("{:g}s", static_cast<double>(d.count()) / 1e9); };
+    for (const OutageConfig& o : c.outages) add("outage=" + secs(o.duration) + "@" + secs(o.start));
     if (c.trace.trace) {
         add(fmt::format("trace={}({:.2f}mbit mean)", c.trace.trace->name(),
                         c.trace.trace->mean_rate_bps(c.trace.opportunity_bytes) / 1e6));

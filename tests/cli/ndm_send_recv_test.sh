@@ -19,6 +19,9 @@ grep -q "Retr  Cwnd" "$out/send.txt" || fail "interval header"
 [ "$(grep -c ' sec .*Bytes' "$out/send.txt")" -ge 4 ] || fail "interval rows"
 grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "not byte-exact"
 grep -q " receiver" "$out/recv.txt" || fail "receiver summary line"
+# The receiver's drain after the 2 s send phase is shown, not folded into its duration.
+grep -Eq '^\[  1\]   0\.00-[0-9.]+ +sec .* receiver  \(last byte [0-9]+\.[0-9]{2} s after the send phase\)$' "$out/recv.txt" \
+  || fail "ndm-recv's receiver line does not show the drain"
 
 # 2. -J on both sides: exact byte totals agree (sum_sent == sum_received == the receiver's own count).
 start_server -J
@@ -33,6 +36,12 @@ sent=$(get send.json end.sum_sent.bytes)
 [ "$sent" = "$(get send.json end.sum_received.bytes)" ] && [ "$sent" = "$(get recv.txt end.sum_received.bytes)" ] \
   || fail "-J: sum_sent, sum_received and the receiver's own count differ"
 [ "$(get send.json start.test_start.protocol)" = NDM ] || fail "-J: protocol"
+# ndm-recv -J: the drain is its own key, receiver duration minus the 2 s send phase.
+drain=$(get recv.txt end.sum_received.drain_seconds)
+end_s=$(get recv.txt end.sum_received.end)
+awk -v d="$drain" -v e="$end_s" 'BEGIN { x = e - 2; if (x < 0) x = 0; exit !(d >= 0 && (d - x) < 1e-9 && (x - d) < 1e-9) }' \
+  || fail "ndm-recv -J drain_seconds $drain, end $end_s"
+get recv.txt end.streams.0.receiver.drain_seconds > /dev/null
 
 # 2b. io_uring unavailable: the fallback's log line goes to stderr, and -J stays one JSON document.
 export NDM_IO_FORCE_PROBE_FAIL=1
@@ -54,7 +63,8 @@ finish_server
 grep -q '^\[SUM\] .*sender' "$out/send.txt" || fail "-P: SUM sender line"
 grep -q '^\[SUM\] .*receiver  (byte-exact)' "$out/send.txt" || fail "-P: SUM receiver line"
 grep -q '^\[SUM\] .* sec ' "$out/recv.txt" || fail "-P: server SUM rows"
-[ "$(grep -c 'receiver$' "$out/recv.txt")" -eq 4 ] || fail "-P: server summary (3 connections + SUM)"
+[ "$(grep -c 'receiver  (last byte .* after the send phase)$' "$out/recv.txt")" -eq 4 ] \
+  || fail "-P: server summary (3 connections + SUM, each with its drain)"
 
 # 4. -R -P 2: the server sends with the client's controller; still byte-exact.
 start_server

@@ -66,6 +66,9 @@ std::array<std::uint32_t, kCauseCount> LossLedger::attribute(std::uint64_t packe
             case emu::DropReason::queue_overflow: ++c[kQueue]; break;
             case emu::DropReason::aqm: ++c[kAqm]; break;
             case emu::DropReason::trace_outage: ++c[kOutage]; break;
+            // A link blackhole (outage=DUR@START) is no queue's doing: a
+            // non-congestive burst, not kOutage (a trace's queue overflow).
+            case emu::DropReason::blackhole: ++c[kBurst]; break;
         }
         ++taken;
         it = pending_.erase(it);
