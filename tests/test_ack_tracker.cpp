@@ -115,7 +115,7 @@ TEST_CASE("AckTracker: at most max_ranges ranges, the highest ones") {
     CHECK(f.ranges.back() == AckRange{138, 138});
 }
 
-TEST_CASE("AckTracker: memory is bounded; the duplicate floor rises") {
+TEST_CASE("AckTracker: memory is bounded, the duplicate floor rises") {
     AckTracker at({.max_ranges = 32});  // keeps at most max(4·32, 256) = 256 intervals
     for (std::uint64_t pn = 0; pn < 2000; pn += 2) at.on_packet_received(pn, true, t0);
     CHECK(at.received().interval_count() <= 256);

@@ -377,7 +377,7 @@ TEST_CASE("10^5 random datagrams during a transfer: all dropped, data intact") {
     CHECK(p.server->stats(p.now).packets_dropped >= 100'000);
 }
 
-TEST_CASE("sealed random frames to a correct CID never crash; errors are protocol errors") {
+TEST_CASE("sealed random frames to a correct CID never crash, errors are protocol errors") {
     std::mt19937_64 rng(7);
     int closed = 0;
     for (int round = 0; round < 200; ++round) {

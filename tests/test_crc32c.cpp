@@ -38,7 +38,7 @@ std::span<const std::uint8_t> bytes_of(std::string_view s) {
 
 }  // namespace
 
-TEST_CASE("crc32c: the dispatcher runs the last (fastest) implementation; portable is always there") {
+TEST_CASE("crc32c: the dispatcher runs the last (fastest) implementation, portable is always there") {
     const auto impls = crc32c_implementations();
     REQUIRE(!impls.empty());
     CHECK(std::string_view(impls.front().name) == "portable");

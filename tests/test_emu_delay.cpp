@@ -124,7 +124,7 @@ TEST_CASE("emu: pareto and paretonormal jitter are standardized and clipped") {
     CHECK(ndm::emu::inverse_normal_cdf(0.5) == doctest::Approx(0.0));
 }
 
-TEST_CASE("emu AC-6: order-preserving jitter never reorders; i.i.d. jitter inverts (2J-D)^2/(8J^2) of pairs") {
+TEST_CASE("emu AC-6: order-preserving jitter never reorders, i.i.d. jitter inverts (2J-D)^2/(8J^2) of pairs") {
     const std::size_t n = 50000;
     EmulatedLink inorder(config("delay=50ms,jitter=20ms,order=inorder"), 8);
     const auto a = drive(inorder, cbr(n, 1ms), 1500);

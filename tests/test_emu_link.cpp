@@ -24,7 +24,7 @@ std::uint64_t fnv1a(const std::vector<std::uint8_t>& p) {
 }
 }  // namespace
 
-TEST_CASE("emu AC-10: duplicate and corrupt fractions; a corrupted copy differs by one bit and fails the checksum") {
+TEST_CASE("emu AC-10: duplicate and corrupt fractions, a corrupted copy differs by one bit and fails the checksum") {
     const std::size_t n = 100000, size = 200;
     const double p = 0.05;
     EmulatedLink link(config("duplicate=5%,corrupt=5%,delay=1ms"), 21);
@@ -61,7 +61,7 @@ TEST_CASE("emu AC-10: duplicate and corrupt fractions; a corrupted copy differs 
     CHECK(checksum_failed == corrupted);
 }
 
-TEST_CASE("emu AC-11: same seed and schedule give a bit-identical log; another seed differs") {
+TEST_CASE("emu AC-11: same seed and schedule give a bit-identical log, another seed differs") {
     auto log = [](std::uint64_t seed) {
         const auto profile = ndm::emu::parse_profile(
             "delay=30ms,jitter=10ms,distribution=paretonormal,order=iid,reorder=2%,gemodel=1%/30%/80%/0.1%,"

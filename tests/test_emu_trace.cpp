@@ -66,7 +66,7 @@ TEST_CASE("emu AC-9: delivered per 100 ms window = trace opportunities +- 1 (syn
     }
 }
 
-TEST_CASE("emu AC-9: a loop delivers the line count; wrap-around is offset by the last timestamp") {
+TEST_CASE("emu AC-9: a loop delivers the line count, wrap-around is offset by the last timestamp") {
     const Trace square = Trace::load(data_dir() + "square-12-3mbit.trace");
     REQUIRE(square.size() == 1250);
     REQUIRE(square.period() == 2000ms);
@@ -81,7 +81,7 @@ TEST_CASE("emu AC-9: a loop delivers the line count; wrap-around is offset by th
     CHECK(d[2500].at == at(4001ms));
 }
 
-TEST_CASE("emu AC-9: no credit while idle; byte accounting shares opportunities") {
+TEST_CASE("emu AC-9: no credit while idle, byte accounting shares opportunities") {
     // 12 Mbit/s, idle for 5 s, then 100 packets at once: they leave one per ms.
     EmulatedLink link(config("trace=const-12mbit.trace,queue=1000pkt"), 1);
     std::vector<Instant> t = {Instant{}};
@@ -144,7 +144,7 @@ TEST_CASE("emu: trace parsing errors name the file and line") {
 // datagram reaches mm-link as ~44 IP fragments), so a datagram needs, and holds
 // queue places for, as many 1500-byte packets as it spans.
 
-TEST_CASE("emu trace: a 65507-byte datagram needs 44 opportunities; the next one uses the leftover bytes") {
+TEST_CASE("emu trace: a 65507-byte datagram needs 44 opportunities, the next one uses the leftover bytes") {
     EmulatedLink link(config("trace=const-12mbit.trace,queue=1000pkt"), 1);
     const auto d = drive(link, std::vector<Instant>(3, Instant{}), 65507);
     REQUIRE(d.size() == 3);

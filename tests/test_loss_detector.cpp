@@ -313,7 +313,7 @@ TEST_CASE("LossDetector: ACK of a packet never sent is invalid and changes nothi
     CHECK_FALSE(ld.on_ack_received(ack({{0, 2}}), t0 + 12ms, true).invalid);
 }
 
-TEST_CASE("LossDetector: bytes_in_flight never underflows; discard_all") {
+TEST_CASE("LossDetector: bytes_in_flight never underflows, discard_all") {
     LossDetector ld({});
     ld.on_packet_sent(packet(0, t0));
     ld.on_packet_sent(packet(1, t0));

@@ -518,7 +518,7 @@ TEST_CASE("ndm-lkm: example D, srtt 50/52 ms: slow start to 40, cut to 13 (§1.8
     }
 }
 
-TEST_CASE("ndm-lkm: noise_cut=two_thirds keeps the intended 2/3; congestion mode halves (§1.7)") {
+TEST_CASE("ndm-lkm: noise_cut=two_thirds keeps the intended 2/3, congestion mode halves (§1.7)") {
     {
         Driver d("noise_cut=two_thirds");
         int k = 0;
@@ -551,7 +551,7 @@ TEST_CASE("ndm-lkm: noise_cut=two_thirds keeps the intended 2/3; congestion mode
     }
 }
 
-TEST_CASE("ndm-lkm: plasticity 300, 298, 296 ... floor 100 after exactly 150 ACKs; +250 per RTO (§1.7)") {
+TEST_CASE("ndm-lkm: plasticity 300, 298, 296 ... floor 100 after exactly 150 ACKs, +250 per RTO (§1.7)") {
     Driver d;
     const std::uint16_t first[] = {298, 296, 294, 292, 290, 288};
     for (auto want : first) {
@@ -650,7 +650,7 @@ TEST_CASE("ndm-lkm: spurious undo restores cwnd, and ssthresh_h but not the modu
     CHECK(d.module().h != h);
 }
 
-TEST_CASE("ndm-lkm: recovery ends on the ACK of a packet sent after it began; new losses then reduce") {
+TEST_CASE("ndm-lkm: recovery ends on the ACK of a packet sent after it began, new losses then reduce") {
     Driver d;
     for (int k = 0; k < 27; ++k) d.ack(2, 50ms);  // cwnd 40, E = 0
     const Instant loss_at = d.now + 1ms;
@@ -684,7 +684,7 @@ TEST_CASE("ndm-lkm: sub-millisecond RTTs give E = 0 and cong = 1 for ever (§1.6
     CHECK(d.module().min_rtt_us < 1000);
 }
 
-TEST_CASE("ndm-lkm: the hook ignores app-limited ACKs' cwnd limit (§1.6 c); no sample, no srtt change") {
+TEST_CASE("ndm-lkm: the hook ignores app-limited ACKs' cwnd limit (§1.6 c), no sample, no srtt change") {
     Driver d;
     for (int k = 0; k < 3; ++k) d.ack(1, 50ms, /*app_limited=*/true);
     CHECK(d.cwnd_packets() == 13);

@@ -55,7 +55,7 @@ std::vector<tr::Vec8> random_steps(std::size_t n, ndm::util::Xoshiro256& rng) {
 
 }  // namespace
 
-TEST_CASE("ndm-train ledger: an event's lost packets are the oldest unattributed drops; the rest were late") {
+TEST_CASE("ndm-train ledger: an event's lost packets are the oldest unattributed drops, the rest were late") {
     tr::LossLedger l;
     using K = ndm::emu::PacketEvent::Kind;
     using R = ndm::emu::DropReason;

@@ -83,7 +83,7 @@ TEST_CASE("Pacer: a larger send (GSO batch) leaves a deficit that delays the nex
     CHECK(p.budget(t0 + 11ms) == 1200);
 }
 
-TEST_CASE("Pacer: no drift; long-run rate within 1 % in virtual time at any timescale") {
+TEST_CASE("Pacer: no drift, long-run rate within 1 % in virtual time at any timescale") {
     for (double rate : {3e4, 1.2345678e6, 9.87654321e7, 1.25e9, 1.1e10}) {
         CAPTURE(rate);
         Pacer p;

@@ -28,7 +28,7 @@ private:
 };
 }  // namespace
 
-TEST_CASE("perf session: parallel and reverse parameters round-trip; bad counts are rejected") {
+TEST_CASE("perf session: parallel and reverse parameters round-trip, bad counts are rejected") {
     tools::TestParams p;
     p.cc = "reno";
     p.streams = 4;

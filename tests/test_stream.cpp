@@ -54,7 +54,7 @@ TEST_CASE("RecvStream reassembles shuffled, overlapping, duplicated frames byte-
     CHECK(out == data);
 }
 
-TEST_CASE("RecvStream peek shows only the in-order prefix; consume takes it") {
+TEST_CASE("RecvStream peek shows only the in-order prefix, consume takes it") {
     auto data = pattern(5000, 9);
     RecvStream r;
     auto frame = [&](std::size_t off, std::size_t len, bool fin = false) {

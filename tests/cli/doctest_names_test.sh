@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Every doctest case must run as exactly one CTest test. doctest_discover_tests
+# turns each name into a --test-case filter inside a CMake list: a ';' splits
+# the list (the truncated filter matches nothing and the "test" passes without
+# running anything), and '*' or '?' make the filter a wildcard. This runs each
+# name through the same filter CTest uses and requires it to match once.
+set -euo pipefail
+tests=$1
+names=$("$tests" --list-test-cases --no-version 2>/dev/null | sed -n '/^====/,/^====/p' | sed '1d;$d')
+[ -n "$names" ] || { echo "FAIL: $tests listed no test cases"; exit 1; }
+bad=0 total=0
+while IFS= read -r name; do
+    total=$((total + 1))
+    if [[ $name == *";"* ]]; then
+        echo "FAIL: test name contains ';' (CTest splits it there): $name"; bad=1; continue
+    fi
+    count=$("$tests" "--test-case=${name//,/\\,}" --count --no-version 2>/dev/null | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
+    if [ "$count" != 1 ]; then
+        echo "FAIL: the CTest filter for this name matches ${count:-?} cases, not 1: $name"; bad=1
+    fi
+done <<< "$names"
+[ "$bad" = 0 ] || exit 1
+echo "ok: all $total doctest cases match their CTest filter exactly once"
