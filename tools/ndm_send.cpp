@@ -30,7 +30,7 @@
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
-#include "sim/stream_hash.hpp"
+#include "ndm/workload.hpp"
 
 using namespace ndm;
 using nlohmann::json;
@@ -73,7 +73,7 @@ struct Flow {
     tools::TestParams params;
     StreamId data = 0;  // forward: our stream (also carries the report back)
     std::unique_ptr<tools::PayloadPump> pump;  // forward
-    sim::StreamHash hash;                      // reverse: what we read
+    workload::StreamHash hash;                 // reverse: what we read
     std::uint64_t received = 0;
     Instant last_byte{};
     std::vector<std::uint8_t> report;

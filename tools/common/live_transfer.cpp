@@ -8,7 +8,7 @@
 
 #include "common/perf_session.hpp"
 #include "common/printable.hpp"
-#include "sim/stream_hash.hpp"
+#include "ndm/workload.hpp"
 
 namespace ndm::tools {
 
@@ -36,7 +36,7 @@ RunResult run_live(const LiveSpec& spec) {
     std::atomic<std::uint64_t> received{0};
     std::atomic<bool> fin{false};
     std::mutex m;  // guards rx_hash and last_byte
-    sim::StreamHash rx_hash;
+    workload::StreamHash rx_hash;
     Instant last_byte{};
     server.on_event([&](ConnectionHandle h, const Event& ev) {
         const auto* readable = std::get_if<event::StreamReadable>(&ev);
