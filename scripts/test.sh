@@ -2,6 +2,7 @@
 # The README's test command: installs what is missing, builds, runs the whole suite.
 #   scripts/test.sh              release build with -Werror
 #   scripts/test.sh --sanitize   the same suite under AddressSanitizer + UBSan
+# The suite includes the layering check (scripts/check_layering.sh, CTest "layering: ...").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=$(bash scripts/build.sh "$@" | tail -n 1)

@@ -13,7 +13,7 @@
 #include "cc_test_util.hpp"
 #include "ndm/connection.hpp"
 #include "ndm/sim.hpp"
-#include "sim/stream_hash.hpp"
+#include "ndm/workload.hpp"
 
 using namespace std::chrono_literals;
 using ndm::sim::SimpleLinkConfig;
@@ -82,10 +82,10 @@ TransferResult impaired_transfer(void (*set)(SimpleLinkConfig&)) {
 TEST_CASE("sim: stream hash ignores chunking and catches any single-bit flip") {
     std::vector<std::uint8_t> data(4099);
     for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 131 + 7);
-    ndm::sim::StreamHash whole;
+    ndm::workload::StreamHash whole;
     whole.update(data);
     for (std::size_t step : {1u, 3u, 8u, 13u, 1000u}) {
-        ndm::sim::StreamHash parts;
+        ndm::workload::StreamHash parts;
         for (std::size_t i = 0; i < data.size(); i += step)
             parts.update(std::span(data).subspan(i, std::min(step, data.size() - i)));
         CHECK(parts.digest() == whole.digest());
@@ -93,11 +93,11 @@ TEST_CASE("sim: stream hash ignores chunking and catches any single-bit flip") {
     for (std::size_t bit = 0; bit < data.size() * 8; bit += 37) {
         auto copy = data;
         copy[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
-        ndm::sim::StreamHash h;
+        ndm::workload::StreamHash h;
         h.update(copy);
         CHECK(h.digest() != whole.digest());
     }
-    ndm::sim::StreamHash shorter;  // a truncated stream differs too
+    ndm::workload::StreamHash shorter;  // a truncated stream differs too
     shorter.update(std::span(data).first(data.size() - 1));
     CHECK(shorter.digest() != whole.digest());
 }

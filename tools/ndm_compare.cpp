@@ -212,6 +212,58 @@ int run_compete_mode(const Options& o) {
     return failed ? 1 : 0;
 }
 
+// The controllers in turn under one profile, --repeat times: the tables and
+// the four report files (results.json, samples.csv, report.md, plot.svg).
+int run_sequential_mode(const Options& o, const emu::Profile& profile) {
+    tools::Experiment e;
+    e.start_time = std::chrono::system_clock::now();
+    e.profile = o.profile;
+    e.profile_description = "up: " + emu::describe(profile.up) + "; down: " + emu::describe(profile.down);
+    e.packet_size = o.packet_size;
+    e.duration_s = o.seconds;
+    e.virtual_time = o.virtual_time;
+    e.repeats = o.repeat;
+    e.seed = o.seed;
+    e.controllers = o.controllers;
+
+    if (!o.json) {
+        std::cout << fmt::format("ndm-compare: {} under profile {} ({} byte packets, {:.0f} s each, {} run(s), {})\n",
+                                 fmt::join(o.controllers, ", "), o.profile, o.packet_size, o.seconds, o.repeat,
+                                 o.virtual_time ? "virtual time" : "real sockets");
+        std::cout << "  " << e.profile_description << "\n\n";
+    }
+    for (unsigned rep = 0; rep < o.repeat; ++rep) {
+        for (const auto& c : o.controllers) {
+            auto r = o.virtual_time ? run_virtual(o, profile, c, rep, o.seed + rep)
+                                    : run_real(o, profile, c, rep, o.seed + rep);
+            if (!o.json && !o.quiet) {
+                tools::print_run(std::cout, r);
+                std::cout << '\n';
+            }
+            e.runs.push_back(std::move(r));
+        }
+    }
+
+    fs::create_directories(o.out);
+    write_file(fs::path(o.out) / "results.json", tools::to_json(e));
+    write_file(fs::path(o.out) / "samples.csv", tools::to_csv(e));
+    write_file(fs::path(o.out) / "report.md", tools::to_markdown(e));
+    write_file(fs::path(o.out) / "plot.svg", tools::to_svg(e));
+
+    if (o.json) {
+        std::cout << tools::to_json(e);
+    } else {
+        std::cout << "Overall results\n";
+        tools::print_overall(std::cout, e);
+        std::cout << "\nComparison summary\n";
+        tools::print_summary(std::cout, e);
+        std::cout << fmt::format("\nWrote {0}/results.json, {0}/samples.csv, {0}/report.md, {0}/plot.svg\n", o.out);
+    }
+    bool failed = false;
+    for (const auto& r : e.runs) failed |= !r.error.empty();
+    return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -288,53 +340,7 @@ int main(int argc, char** argv) {
 
         if (o.compete) return run_compete_mode(o);
 
-        tools::Experiment e;
-        e.start_time = std::chrono::system_clock::now();
-        e.profile = o.profile;
-        e.profile_description = "up: " + emu::describe(profile.up) + "; down: " + emu::describe(profile.down);
-        e.packet_size = o.packet_size;
-        e.duration_s = o.seconds;
-        e.virtual_time = o.virtual_time;
-        e.repeats = o.repeat;
-        e.seed = o.seed;
-        e.controllers = o.controllers;
-
-        if (!o.json) {
-            std::cout << fmt::format("ndm-compare: {} under profile {} ({} byte packets, {:.0f} s each, {} run(s), {})\n",
-                                     fmt::join(o.controllers, ", "), o.profile, o.packet_size, o.seconds, o.repeat,
-                                     o.virtual_time ? "virtual time" : "real sockets");
-            std::cout << "  " << e.profile_description << "\n\n";
-        }
-        for (unsigned rep = 0; rep < o.repeat; ++rep) {
-            for (const auto& c : o.controllers) {
-                auto r = o.virtual_time ? run_virtual(o, profile, c, rep, o.seed + rep)
-                                        : run_real(o, profile, c, rep, o.seed + rep);
-                if (!o.json && !o.quiet) {
-                    tools::print_run(std::cout, r);
-                    std::cout << '\n';
-                }
-                e.runs.push_back(std::move(r));
-            }
-        }
-
-        fs::create_directories(o.out);
-        write_file(fs::path(o.out) / "results.json", tools::to_json(e));
-        write_file(fs::path(o.out) / "samples.csv", tools::to_csv(e));
-        write_file(fs::path(o.out) / "report.md", tools::to_markdown(e));
-        write_file(fs::path(o.out) / "plot.svg", tools::to_svg(e));
-
-        if (o.json) {
-            std::cout << tools::to_json(e);
-        } else {
-            std::cout << "Overall results\n";
-            tools::print_overall(std::cout, e);
-            std::cout << "\nComparison summary\n";
-            tools::print_summary(std::cout, e);
-            std::cout << fmt::format("\nWrote {0}/results.json, {0}/samples.csv, {0}/report.md, {0}/plot.svg\n", o.out);
-        }
-        bool failed = false;
-        for (const auto& r : e.runs) failed |= !r.error.empty();
-        return failed ? 1 : 0;
+        return run_sequential_mode(o, profile);
     } catch (const std::exception& ex) {
         std::cerr << "ndm-compare: " << ex.what() << '\n';
         return 2;

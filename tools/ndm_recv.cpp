@@ -25,7 +25,7 @@
 #include "common/printable.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
-#include "sim/stream_hash.hpp"
+#include "ndm/workload.hpp"
 
 using namespace ndm;
 using nlohmann::json;
@@ -54,7 +54,7 @@ struct Flow {
     tools::TestParams params;
     Instant start{};
     // Forward: what we read.
-    sim::StreamHash hash;
+    workload::StreamHash hash;
     std::uint64_t bytes = 0;
     Instant last_byte{};
     // Reverse: what we send.

@@ -31,7 +31,7 @@
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
-#include "sim/stream_hash.hpp"
+#include "ndm/workload.hpp"
 
 using namespace ndm;
 using nlohmann::json;
@@ -74,7 +74,7 @@ struct Flow {
     tools::TestParams params;
     StreamId data = 0;  // forward: our stream (also carries the report back)
     std::unique_ptr<tools::PayloadPump> pump;  // forward
-    sim::StreamHash hash;                      // reverse: what we read
+    workload::StreamHash hash;                 // reverse: what we read
     std::uint64_t received = 0;
     Instant last_byte{};
     std::vector<std::uint8_t> report;
@@ -87,89 +87,138 @@ struct Flow {
     bool exact = false;
 };
 
-// Everything after argument checking; throws std::runtime_error on a failed
-// test, with the -J interval records made so far in `intervals`.
-int run(const Options& o, const tools::TestParams& base, const std::optional<emu::Profile>& profile, json& intervals) {
-    EndpointConfig cfg;
-    cfg.backend = parse_io_backend(o.io);
-    cfg.connection.cc = o.cc;
-    cfg.connection.max_datagram_size = o.packet_size;
-    cfg.connection.seed = o.seed * 2 + 1;
-    // Fail within seconds when the server is absent; mid-test, survive
-    // outages shorter than the idle timeout.
-    cfg.connection.handshake_timeout = std::chrono::seconds(5);
-    cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
-    cfg.qlog_dir = o.qlog;
-    // The -P connections share one emulated path per direction, as they would share a bottleneck.
-    std::optional<tools::SharedEmuPath> path;
-    if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
-    Endpoint ep(cfg);
-    const std::string profile_name = profile ? profile->name : "none";
-    const unsigned n = o.parallel;
-    const bool rev = o.reverse;
+// The closing numbers of all connections and the verdict.
+struct Totals {
+    std::uint64_t sent = 0, recv = 0, retr = 0;
+    double sent_s = 0, recv_s = 0;
+    bool all_exact = true;
+    std::string error;  // the first connection's failure, empty when all were byte-exact
+};
 
-    if (!o.json) std::cout << fmt::format("Connecting to host {}, port {}\n", o.host, o.port) << std::flush;
-    if (!o.json && rev) std::cout << fmt::format("Reverse mode, remote host {} is sending\n", o.host) << std::flush;
-    std::vector<Flow> flows(n);
-    // Distinguishes this test's connections from another client's on the server.
-    const std::uint64_t test_id = std::random_device{}() * 0x100000000ULL + std::random_device{}();
-    for (unsigned i = 0; i < n; ++i) {
-        Flow& f = flows[i];
-        f.index = i;
-        f.params = base;
-        f.params.streams = n;
-        f.params.index = i;
-        f.params.test_id = test_id;
-        f.params.seed = base.seed + i;  // distinct payloads: a mix-up between connections shows
-        ConnectionConfig cc = cfg.connection;
-        cc.application_params = tools::encode(f.params);
-        f.h = ep.connect(o.host, o.port, cc);
-    }
-    std::size_t mds = 0;
-    for (Flow& f : flows) {
-        Connection& c = tools::await_established(ep, f.h, std::chrono::seconds(6));
-        mds = c.max_datagram_size();
-        if (!rev) {
-            const auto id = c.open_stream();
-            if (!id) throw std::runtime_error("the receiver allows no stream");
-            f.data = *id;
-            f.pump = std::make_unique<tools::PayloadPump>(
-                f.params.seed, base.bytes ? base.bytes : std::numeric_limits<std::uint64_t>::max());
+// The client of one test, everything after argument checking: connects the
+// -P connections, runs the send phase (forward) or the receive phase (-R),
+// collects the other side's reports, closes, and prints the text or the -J
+// document. Throws std::runtime_error on a failed test, with the -J interval
+// records made so far in `intervals`.
+class Client {
+public:
+    Client(const Options& o, const tools::TestParams& base, const std::optional<emu::Profile>& profile, json& intervals)
+        : o_(o), base_(base), profile_name_(profile ? profile->name : "none"), intervals_(intervals),
+          cfg_(endpoint_config(o, profile, path_)), ep_(cfg_), flows_(o.parallel) {}
+
+    int run() {
+        connect();
+        start_ = sample_begin_ = steady_now();
+        next_sample_ = start_ + from_seconds(base_.interval);
+        if (!o_.reverse) {
+            send_phase();
+            collect_receiver_reports();
+        } else {
+            receive_phase();
         }
+        close_all();
+        const Totals t = totals();
+        if (o_.json) {
+            print_json(t);
+        } else {
+            print_text(t);
+        }
+        if (!t.error.empty()) {
+            std::cerr << "ndm-send: " << t.error << '\n';
+            return 1;
+        }
+        return 0;
     }
-    if (!o.json) {
-        for (const Flow& f : flows)
-            std::cout << fmt::format("{} local {} connected to {} port {} ({})\n", id_label(f.index), ep.local_address(),
-                                     o.host, o.port, to_string(ep.backend()));
-        std::cout << fmt::format("[  *] controller {}{}, profile {}, packet size {} bytes{}\n", o.cc,
-                                 rev ? " (on the server)" : "", profile_name, mds,
+
+private:
+    // path: where the shared emulated path is kept (its stats are printed at the end).
+    static EndpointConfig endpoint_config(const Options& o, const std::optional<emu::Profile>& profile,
+                                          std::optional<tools::SharedEmuPath>& path) {
+        EndpointConfig cfg;
+        cfg.backend = parse_io_backend(o.io);
+        cfg.connection.cc = o.cc;
+        cfg.connection.max_datagram_size = o.packet_size;
+        cfg.connection.seed = o.seed * 2 + 1;
+        // Fail within seconds when the server is absent; mid-test, survive
+        // outages shorter than the idle timeout.
+        cfg.connection.handshake_timeout = std::chrono::seconds(5);
+        cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
+        cfg.qlog_dir = o.qlog;
+        // The -P connections share one emulated path per direction, as they would share a bottleneck.
+        if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
+        return cfg;
+    }
+
+    // Opens the connections with the test parameters in their handshakes and
+    // waits until all are established; forward, opens each one's data stream.
+    void connect() {
+        const unsigned n = o_.parallel;
+        if (!o_.json) std::cout << fmt::format("Connecting to host {}, port {}\n", o_.host, o_.port) << std::flush;
+        if (!o_.json && o_.reverse) std::cout << fmt::format("Reverse mode, remote host {} is sending\n", o_.host) << std::flush;
+        // Distinguishes this test's connections from another client's on the server.
+        const std::uint64_t test_id = std::random_device{}() * 0x100000000ULL + std::random_device{}();
+        for (unsigned i = 0; i < n; ++i) {
+            Flow& f = flows_[i];
+            f.index = i;
+            f.params = base_;
+            f.params.streams = n;
+            f.params.index = i;
+            f.params.test_id = test_id;
+            f.params.seed = base_.seed + i;  // distinct payloads: a mix-up between connections shows
+            ConnectionConfig cc = cfg_.connection;
+            cc.application_params = tools::encode(f.params);
+            f.h = ep_.connect(o_.host, o_.port, cc);
+        }
+        for (Flow& f : flows_) {
+            Connection& c = tools::await_established(ep_, f.h, std::chrono::seconds(6));
+            mds_ = c.max_datagram_size();
+            if (!o_.reverse) {
+                const auto id = c.open_stream();
+                if (!id) throw std::runtime_error("the receiver allows no stream");
+                f.data = *id;
+                f.pump = std::make_unique<tools::PayloadPump>(
+                    f.params.seed, base_.bytes ? base_.bytes : std::numeric_limits<std::uint64_t>::max());
+            }
+        }
+        if (!o_.json) print_header();
+    }
+
+    void print_header() const {
+        const bool rev = o_.reverse;
+        const unsigned n = o_.parallel;
+        for (const Flow& f : flows_)
+            std::cout << fmt::format("{} local {} connected to {} port {} ({})\n", id_label(f.index), ep_.local_address(),
+                                     o_.host, o_.port, to_string(ep_.backend()));
+        std::cout << fmt::format("[  *] controller {}{}, profile {}, packet size {} bytes{}\n", o_.cc,
+                                 rev ? " (on the server)" : "", profile_name_, mds_,
                                  n > 1 ? fmt::format(", {} parallel connections", n) : "")
                   << (rev ? "[ ID] Interval           Transfer     Bitrate\n"
                           : "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n")
                   << std::flush;
     }
 
-    auto fail_reason = [&](ConnectionHandle h) {
-        const CloseInfo* ci = ep.close_info(h);
+    std::string fail_reason(ConnectionHandle h) const {
+        const CloseInfo* ci = ep_.close_info(h);
         return ci ? tools::printable(ci->reason) : std::string("the connection closed");  // the peer's words, escaped
-    };
-    auto require_open = [&](Flow& f, const char* when) -> Connection& {
-        Connection* c = ep.connection(f.h);
+    }
+
+    Connection& require_open(const Flow& f, const char* when) {
+        Connection* c = ep_.connection(f.h);
         if (!c || c->state() != ConnectionState::established)
             throw std::runtime_error(fmt::format("connection {} lost {}: {}", f.index + 1, when, fail_reason(f.h)));
         return *c;
-    };
+    }
 
-    const Instant start = steady_now();
-    Instant sample_begin = start, next_sample = start + from_seconds(base.interval);
-    auto sample = [&](Instant now) {
-        const double b = secs(start, sample_begin), e = secs(start, now);
+    // One interval row per connection (and [SUM]), or its -J record.
+    void sample(Instant now) {
+        const bool rev = o_.reverse;
+        const double b = secs(start_, sample_begin_), e = secs(start_, now);
         json streams = json::array();
         std::uint64_t sum_bytes = 0, sum_retr = 0;
-        for (Flow& f : flows) {
+        for (Flow& f : flows_) {
             std::uint64_t bytes = 0, retr = 0, cwnd = 0;
             Duration srtt{0};
-            const Connection* c = ep.find(f.h);
+            const Connection* c = ep_.find(f.h);
             if (rev) {
                 bytes = f.received - f.prev_bytes;
                 f.prev_bytes = f.received;
@@ -184,7 +233,7 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
             }
             sum_bytes += bytes;
             sum_retr += retr;
-            if (o.json) {
+            if (o_.json) {
                 json s = sum_json(b, e, bytes, rev ? std::nullopt : std::optional(retr), !rev);
                 s["socket"] = f.index + 1;
                 if (!rev) {
@@ -201,54 +250,59 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
                                          tools::format_cwnd(cwnd));
             }
         }
-        if (o.json) {
-            intervals.push_back({{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev)}});
-        } else if (n > 1) {
+        if (o_.json) {
+            intervals_.push_back({{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev)}});
+        } else if (o_.parallel > 1) {
             std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
                                      tools::format_bitrate(rate(sum_bytes, e - b)))
                       << (rev ? std::string() : fmt::format("  {:>4}", sum_retr)) << '\n'
                       << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
         }
         std::cout << std::flush;
-        sample_begin = now;
-    };
-    auto tick = [&](Instant now) {
-        if (now >= next_sample) {
-            sample(now);
-            next_sample += from_seconds(base.interval);
-        }
-    };
-    auto read_all = [&](Connection& c, StreamId id, std::vector<std::uint8_t>& into) {
-        tools::drain(c, id, [&](std::span<const std::uint8_t> d) { into.insert(into.end(), d.begin(), d.end()); });
-    };
+        sample_begin_ = now;
+    }
 
-    if (!rev) {
-        // Send phase: -t sends for a time; -n until the receiver acknowledged every byte.
-        const Instant end = base.bytes ? kNever : start + from_seconds(base.seconds);
+    void tick(Instant now) {
+        if (now >= next_sample_) {
+            sample(now);
+            next_sample_ += from_seconds(base_.interval);
+        }
+    }
+
+    static void read_all(Connection& c, StreamId id, std::vector<std::uint8_t>& into) {
+        tools::drain(c, id, [&](std::span<const std::uint8_t> d) { into.insert(into.end(), d.begin(), d.end()); });
+    }
+
+    // Forward: -t sends for a time; -n until the receiver acknowledged every byte. Then FIN.
+    void send_phase() {
+        const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.seconds);
         for (Instant now = steady_now(); now < end; now = steady_now()) {
-            bool all_acked = base.bytes != 0;
-            for (Flow& f : flows) {
+            bool all_acked = base_.bytes != 0;
+            for (Flow& f : flows_) {
                 Connection& c = require_open(f, "during the test");
-                if (all_acked && !(f.pump->done() && c.stats(now).stream_bytes_acked >= base.bytes)) all_acked = false;
+                if (all_acked && !(f.pump->done() && c.stats(now).stream_bytes_acked >= base_.bytes)) all_acked = false;
                 f.pump->pump(c, f.data, now);
             }
             if (all_acked) break;
-            ep.run_once(std::min({next_sample, end, now + std::chrono::milliseconds(2)}));
+            ep_.run_once(std::min({next_sample_, end, now + std::chrono::milliseconds(2)}));
             tick(steady_now());
         }
-        if (secs(sample_begin, steady_now()) > base.interval / 10) sample(steady_now());
-        const double sender_seconds = secs(start, steady_now());
-        for (Flow& f : flows) {
+        if (secs(sample_begin_, steady_now()) > base_.interval / 10) sample(steady_now());
+        const double sender_seconds = secs(start_, steady_now());
+        for (Flow& f : flows_) {
             Connection& c = require_open(f, "during the test");
-            if (!base.bytes) c.finish(f.data);
+            if (!base_.bytes) c.finish(f.data);
             f.sent_seconds = sender_seconds;
         }
-        // Each receiver answers our FIN with its report on the same stream.
-        const bool got = ep.run_until(
+    }
+
+    // Forward: each receiver answers our FIN with its report on the same stream.
+    void collect_receiver_reports() {
+        const bool got = ep_.run_until(
             [&] {
                 bool all = true;
-                for (Flow& f : flows) {
-                    Connection* c = ep.connection(f.h);
+                for (Flow& f : flows_) {
+                    Connection* c = ep_.connection(f.h);
                     if (!c || c->is_closed()) return true;
                     read_all(*c, f.data, f.report);
                     f.report_done = c->stream_finished(f.data);
@@ -257,8 +311,8 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
                 return all;
             },
             std::chrono::seconds(30));
-        for (Flow& f : flows) {
-            Connection* c = ep.connection(f.h);
+        for (Flow& f : flows_) {
+            Connection* c = ep_.connection(f.h);
             if (!got || !c || !f.report_done)
                 throw std::runtime_error(got ? fmt::format("connection {} lost before the receiver's report: {}",
                                                            f.index + 1, fail_reason(f.h))
@@ -271,120 +325,132 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
             f.recv_seconds = rr.seconds;
             f.exact = rr.bytes == f.pump->written() && rr.hash == f.pump->digest();
         }
-    } else {
-        // Receive phase: until every server stream and report has arrived.
-        const Instant limit = start + from_seconds((base.bytes ? 3600 : base.seconds) + 30);
-        auto progress = [&](Instant now) {
-            bool all = true;
-            for (Flow& f : flows) {
-                Connection& c = require_open(f, "during the test");
-                if (const std::size_t k = tools::drain(c, kReverseData, [&](std::span<const std::uint8_t> d) { f.hash.update(d); })) {
-                    f.received += k;
-                    f.last_byte = now;
-                }
-                read_all(c, kReverseReport, f.report);
-                f.report_done = c.stream_finished(kReverseData) && c.stream_finished(kReverseReport);
-                all = all && f.report_done;
+    }
+
+    // Reverse: reads and hashes what arrived, and each server's report; true
+    // once every data stream and report is complete.
+    bool receive_progress(Instant now) {
+        bool all = true;
+        for (Flow& f : flows_) {
+            Connection& c = require_open(f, "during the test");
+            if (const std::size_t k = tools::drain(c, kReverseData, [&](std::span<const std::uint8_t> d) { f.hash.update(d); })) {
+                f.received += k;
+                f.last_byte = now;
             }
-            return all;
-        };
+            read_all(c, kReverseReport, f.report);
+            f.report_done = c.stream_finished(kReverseData) && c.stream_finished(kReverseReport);
+            all = all && f.report_done;
+        }
+        return all;
+    }
+
+    // Reverse: until every server stream and report has arrived.
+    void receive_phase() {
+        const Instant limit = start_ + from_seconds((base_.bytes ? 3600 : base_.seconds) + 30);
         bool data_done = false;
-        for (Instant now = steady_now(); !progress(now); now = steady_now()) {
+        for (Instant now = steady_now(); !receive_progress(now); now = steady_now()) {
             if (now >= limit) throw std::runtime_error("the server did not finish within 30 s after the test time");
-            ep.run_once(std::min(next_sample, now + std::chrono::milliseconds(50)));
+            ep_.run_once(std::min(next_sample_, now + std::chrono::milliseconds(50)));
             bool all_fin = true;
-            for (Flow& f : flows)
-                if (const Connection* c = ep.find(f.h); c && !c->stream_finished(kReverseData)) all_fin = false;
+            for (Flow& f : flows_)
+                if (const Connection* c = ep_.find(f.h); c && !c->stream_finished(kReverseData)) all_fin = false;
             if (!data_done) {
                 if (all_fin) {
                     data_done = true;
-                    Instant last = start;
-                    for (Flow& f : flows) last = std::max(last, f.last_byte);
-                    if (secs(sample_begin, last) > base.interval / 10) sample(last);
+                    Instant last = start_;
+                    for (Flow& f : flows_) last = std::max(last, f.last_byte);
+                    if (secs(sample_begin_, last) > base_.interval / 10) sample(last);
                 } else {
                     tick(steady_now());
                 }
             }
         }
-        for (Flow& f : flows) {
+        for (Flow& f : flows_) {
             const tools::SenderReport sr = tools::decode_sender_report(f.report);
             f.sent_bytes = sr.bytes;
             f.sent_seconds = sr.seconds;
             f.retransmits = sr.retransmits;
             f.recv_bytes = f.received;
-            f.recv_seconds = secs(start, f.last_byte);
+            f.recv_seconds = secs(start_, f.last_byte);
             f.exact = sr.bytes == f.received && sr.hash == f.hash.digest();
         }
     }
-    for (Flow& f : flows)
-        if (Connection* c = ep.connection(f.h)) c->close(0, "test complete", steady_now());
-    ep.run_until(
-        [&] {
-            for (const Flow& f : flows)
-                if (ep.find(f.h) && !ep.find(f.h)->is_closed()) return false;
-            return true;
-        },
-        std::chrono::milliseconds(300));
 
-    // Closing numbers and the verdict.
-    std::uint64_t sum_sent = 0, sum_recv = 0, sum_retr = 0;
-    double sum_sent_s = 0, sum_recv_s = 0;
-    bool all_exact = true;
-    std::string error;
-    for (const Flow& f : flows) {
-        sum_sent += f.sent_bytes;
-        sum_recv += f.recv_bytes;
-        sum_retr += f.retransmits;
-        sum_sent_s = std::max(sum_sent_s, f.sent_seconds);
-        sum_recv_s = std::max(sum_recv_s, f.recv_seconds);
-        all_exact = all_exact && f.exact;
-        if (!f.exact && error.empty()) {
-            const std::uint64_t written = rev ? f.sent_bytes : f.pump->written();
-            error = f.recv_bytes != written
-                        ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1, f.recv_bytes, written)
-                        : fmt::format("connection {}: the received data differs from what was sent (hash mismatch)",
-                                      f.index + 1);
-        }
+    void close_all() {
+        for (Flow& f : flows_)
+            if (Connection* c = ep_.connection(f.h)) c->close(0, "test complete", steady_now());
+        ep_.run_until(
+            [&] {
+                for (const Flow& f : flows_)
+                    if (ep_.find(f.h) && !ep_.find(f.h)->is_closed()) return false;
+                return true;
+            },
+            std::chrono::milliseconds(300));
     }
 
-    if (o.json) {
+    [[nodiscard]] Totals totals() const {
+        Totals t;
+        for (const Flow& f : flows_) {
+            t.sent += f.sent_bytes;
+            t.recv += f.recv_bytes;
+            t.retr += f.retransmits;
+            t.sent_s = std::max(t.sent_s, f.sent_seconds);
+            t.recv_s = std::max(t.recv_s, f.recv_seconds);
+            t.all_exact = t.all_exact && f.exact;
+            if (!f.exact && t.error.empty()) {
+                const std::uint64_t written = o_.reverse ? f.sent_bytes : f.pump->written();
+                t.error = f.recv_bytes != written
+                              ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1, f.recv_bytes, written)
+                              : fmt::format("connection {}: the received data differs from what was sent (hash mismatch)",
+                                            f.index + 1);
+            }
+        }
+        return t;
+    }
+
+    // The -J document: iperf3's start/intervals/end shape (docs/ndm-send-json.md).
+    void print_json(const Totals& t) const {
+        const bool rev = o_.reverse;
         json j;
-        j["provenance"] = tools::provenance_json(o.started);
+        j["provenance"] = tools::provenance_json(o_.started);
         json connected = json::array();
-        for (const Flow& f : flows)
-            connected.push_back({{"socket", f.index + 1}, {"local_host", ep.local_address()}, {"remote_host", o.host},
-                                 {"remote_port", o.port}});
-        j["start"] = {{"connecting_to", {{"host", o.host}, {"port", o.port}}},
+        for (const Flow& f : flows_)
+            connected.push_back({{"socket", f.index + 1}, {"local_host", ep_.local_address()}, {"remote_host", o_.host},
+                                 {"remote_port", o_.port}});
+        j["start"] = {{"connecting_to", {{"host", o_.host}, {"port", o_.port}}},
                       {"connected", connected},
                       {"version", "ndm-send"},
                       {"test_start",
-                       {{"protocol", "NDM"}, {"num_streams", n}, {"blksize", mds}, {"omit", 0},
-                        {"duration", base.seconds}, {"bytes", base.bytes}, {"reverse", rev ? 1 : 0}}},
-                      {"congestion_control", o.cc},
-                      {"profile", profile_name},
-                      {"io", to_string(ep.backend())}};
-        j["intervals"] = intervals;
+                       {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", 0},
+                        {"duration", base_.seconds}, {"bytes", base_.bytes}, {"reverse", rev ? 1 : 0}}},
+                      {"congestion_control", o_.cc},
+                      {"profile", profile_name_},
+                      {"io", to_string(ep_.backend())}};
+        j["intervals"] = intervals_;
         json streams = json::array();
-        for (const Flow& f : flows) {
+        for (const Flow& f : flows_) {
             json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, !rev);
             json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, !rev);
             s["socket"] = r["socket"] = f.index + 1;
             r["drain_seconds"] = tools::drain_seconds(f.sent_seconds, f.recv_seconds);
             streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}});
         }
-        json sum_received = sum_json(0, sum_recv_s, sum_recv, std::nullopt, !rev);
-        sum_received["drain_seconds"] = tools::drain_seconds(sum_sent_s, sum_recv_s);
+        json sum_received = sum_json(0, t.recv_s, t.recv, std::nullopt, !rev);
+        sum_received["drain_seconds"] = tools::drain_seconds(t.sent_s, t.recv_s);
         j["end"] = {{"streams", streams},
-                    {"sum_sent", sum_json(0, sum_sent_s, sum_sent, sum_retr, !rev)},
+                    {"sum_sent", sum_json(0, t.sent_s, t.sent, t.retr, !rev)},
                     {"sum_received", sum_received},
-                    {"sender_congestion", o.cc},
-                    {"byte_exact", all_exact}};
-        if (path)
-            j["end"]["emulator"] = {{"up", tools::emu_summary_json(path->egress->link().emu_stats())},
-                                    {"down", tools::emu_summary_json(path->ingress->link().emu_stats())}};
-        if (!error.empty()) j["error"] = error;
+                    {"sender_congestion", o_.cc},
+                    {"byte_exact", t.all_exact}};
+        if (path_)
+            j["end"]["emulator"] = {{"up", tools::emu_summary_json(path_->egress->link().emu_stats())},
+                                    {"down", tools::emu_summary_json(path_->ingress->link().emu_stats())}};
+        if (!t.error.empty()) j["error"] = t.error;
         std::cout << j.dump(2) << '\n';
-    } else {
+    }
+
+    // The closing sender and receiver lines, as iperf3's.
+    void print_text(const Totals& t) const {
         auto sender_line = [](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
             return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}             sender\n", id, 0.0, s,
                                tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, s)), retr);
@@ -396,21 +462,27 @@ int run(const Options& o, const tools::TestParams& base, const std::optional<emu
         };
         std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
                   << "[ ID] Interval           Transfer     Bitrate         Retr\n";
-        for (const Flow& f : flows)
+        for (const Flow& f : flows_)
             std::cout << sender_line(id_label(f.index), f.sent_seconds, f.sent_bytes, f.retransmits)
                       << receiver_line(id_label(f.index), f.sent_seconds, f.recv_seconds, f.recv_bytes, f.exact);
-        if (n > 1)
-            std::cout << sender_line("[SUM]", sum_sent_s, sum_sent, sum_retr)
-                      << receiver_line("[SUM]", sum_sent_s, sum_recv_s, sum_recv, all_exact);
-        if (path) std::cout << tools::emu_summary_text(path->egress->link().emu_stats(), path->ingress->link().emu_stats());
+        if (o_.parallel > 1)
+            std::cout << sender_line("[SUM]", t.sent_s, t.sent, t.retr)
+                      << receiver_line("[SUM]", t.sent_s, t.recv_s, t.recv, t.all_exact);
+        if (path_) std::cout << tools::emu_summary_text(path_->egress->link().emu_stats(), path_->ingress->link().emu_stats());
         std::cout << "\nndm-send done.\n";
     }
-    if (!error.empty()) {
-        std::cerr << "ndm-send: " << error << '\n';
-        return 1;
-    }
-    return 0;
-}
+
+    const Options& o_;
+    const tools::TestParams& base_;
+    const std::string profile_name_;
+    json& intervals_;
+    std::optional<tools::SharedEmuPath> path_;  // before cfg_: endpoint_config fills it
+    const EndpointConfig cfg_;
+    Endpoint ep_;
+    std::vector<Flow> flows_;
+    std::size_t mds_ = 0;  // the negotiated max datagram size
+    Instant start_{}, sample_begin_{}, next_sample_{};
+};
 
 }  // namespace
 
@@ -490,7 +562,7 @@ int main(int argc, char** argv) {
     o.started = std::chrono::system_clock::now();
     json intervals = json::array();
     try {
-        return run(o, params, profile, intervals);
+        return Client(o, params, profile, intervals).run();
     } catch (const std::exception& ex) {  // connection failures, EndpointError
         // -J: a document still, with an "error" key as iperf3's (docs/ndm-send-json.md).
         if (o.json) std::cout << tools::failure_json(tools::provenance_json(o.started), intervals, ex.what()).dump(2) << '\n';

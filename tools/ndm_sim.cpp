@@ -110,11 +110,7 @@ int fail(const std::string& message) {
     return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    ndm::tools::log_to_stderr();
-    CLI::App app{"ndm-sim: a bulk transfer between two ndm connections over a simulated path, in virtual time"};
+struct Options {
     std::string bytes_arg = "32M";
     double time_s = 0, delay_ms = 25, loss_pct = 0, rate_mbps = 50, interval_s = 1, deadline_s = 3600;
     std::size_t queue = 0, packet_size = 1452;
@@ -122,24 +118,31 @@ int main(int argc, char** argv) {
     std::uint64_t seed = 1;
     bool json = false, verbose = false;
     double idle_timeout_s = ndm::tools::kDefaultIdleTimeoutSeconds;
+    // Derived by parse().
+    bool by_time = false;
+    std::uint64_t bytes = 0;
+};
 
-    auto* bytes_opt = app.add_option("-n,--bytes", bytes_arg, "Bytes to transfer; suffixes K/M/G (binary)")
+// The command line into `o`, checked; an exit code when the run must not go on.
+std::optional<int> parse(int argc, char** argv, Options& o) {
+    CLI::App app{"ndm-sim: a bulk transfer between two ndm connections over a simulated path, in virtual time"};
+    auto* bytes_opt = app.add_option("-n,--bytes", o.bytes_arg, "Bytes to transfer; suffixes K/M/G (binary)")
                           ->capture_default_str();
-    auto* time_opt = app.add_option("-t,--time", time_s, "Send for this many seconds of virtual time instead of -n");
+    auto* time_opt = app.add_option("-t,--time", o.time_s, "Send for this many seconds of virtual time instead of -n");
     bytes_opt->excludes(time_opt);
-    app.add_option("--delay", delay_ms, "One-way delay in ms, each direction")->capture_default_str();
-    app.add_option("--loss", loss_pct, "Random loss in percent, each direction")->capture_default_str();
-    app.add_option("--rate", rate_mbps, "Bottleneck rate in Mbit/s, each direction")->capture_default_str();
-    app.add_option("--queue", queue, "Bottleneck queue in packets (default: one bandwidth-delay product)");
-    app.add_option("--cc", cc, "Congestion controller")->capture_default_str();
-    app.add_option("--cc-options", cc_options, "Controller options, key=value[,key=value]");
-    app.add_option("-l,--packet-size", packet_size, "Max datagram size in bytes")->capture_default_str();
-    app.add_option("--seed", seed, "Seed of the link impairments and the payload")->capture_default_str();
-    app.add_option("-i,--interval", interval_s, "Report interval in seconds of virtual time")->capture_default_str();
-    app.add_option("--deadline", deadline_s, "Give up after this many seconds of virtual time")->capture_default_str();
-    ndm::tools::add_idle_timeout_option(app, idle_timeout_s);
-    app.add_flag("--json", json, "Print the results as JSON");
-    app.add_flag("-v,--verbose", verbose, "Debug logging");
+    app.add_option("--delay", o.delay_ms, "One-way delay in ms, each direction")->capture_default_str();
+    app.add_option("--loss", o.loss_pct, "Random loss in percent, each direction")->capture_default_str();
+    app.add_option("--rate", o.rate_mbps, "Bottleneck rate in Mbit/s, each direction")->capture_default_str();
+    app.add_option("--queue", o.queue, "Bottleneck queue in packets (default: one bandwidth-delay product)");
+    app.add_option("--cc", o.cc, "Congestion controller")->capture_default_str();
+    app.add_option("--cc-options", o.cc_options, "Controller options, key=value[,key=value]");
+    app.add_option("-l,--packet-size", o.packet_size, "Max datagram size in bytes")->capture_default_str();
+    app.add_option("--seed", o.seed, "Seed of the link impairments and the payload")->capture_default_str();
+    app.add_option("-i,--interval", o.interval_s, "Report interval in seconds of virtual time")->capture_default_str();
+    app.add_option("--deadline", o.deadline_s, "Give up after this many seconds of virtual time")->capture_default_str();
+    ndm::tools::add_idle_timeout_option(app, o.idle_timeout_s);
+    app.add_flag("--json", o.json, "Print the results as JSON");
+    app.add_flag("-v,--verbose", o.verbose, "Debug logging");
 
     try {
         app.parse(argc, argv);
@@ -151,68 +154,136 @@ int main(int argc, char** argv) {
         return fail(e.what());
     }
 
-    const bool by_time = time_opt->count() > 0;
-    std::uint64_t bytes = 0;
-    if (!by_time) {
-        const auto parsed = parse_size(bytes_arg);
-        if (!parsed) return fail("--bytes: '" + bytes_arg + "' is not a size like 1000, 64K, 32M or 1G");
-        bytes = *parsed;
+    o.by_time = time_opt->count() > 0;
+    if (!o.by_time) {
+        const auto parsed = parse_size(o.bytes_arg);
+        if (!parsed) return fail("--bytes: '" + o.bytes_arg + "' is not a size like 1000, 64K, 32M or 1G");
+        o.bytes = *parsed;
     }
-    if (by_time && !(time_s > 0 && time_s <= 1e6)) return fail("--time must be in (0, 1e6] seconds");
-    if (!(delay_ms >= 0 && delay_ms <= 1e6)) return fail("--delay must be in [0, 1e6] ms");
-    if (!(loss_pct >= 0 && loss_pct <= 100)) return fail("--loss must be in [0, 100] percent");
-    if (!(rate_mbps > 0 && rate_mbps <= 1e6)) return fail("--rate must be in (0, 1e6] Mbit/s");
-    if (packet_size < ndm::kMinDatagramSize || packet_size > ndm::kMaxDatagramSize)
+    if (o.by_time && !(o.time_s > 0 && o.time_s <= 1e6)) return fail("--time must be in (0, 1e6] seconds");
+    if (!(o.delay_ms >= 0 && o.delay_ms <= 1e6)) return fail("--delay must be in [0, 1e6] ms");
+    if (!(o.loss_pct >= 0 && o.loss_pct <= 100)) return fail("--loss must be in [0, 100] percent");
+    if (!(o.rate_mbps > 0 && o.rate_mbps <= 1e6)) return fail("--rate must be in (0, 1e6] Mbit/s");
+    if (o.packet_size < ndm::kMinDatagramSize || o.packet_size > ndm::kMaxDatagramSize)
         return fail(fmt::format("--packet-size must be in [{}, {}]", ndm::kMinDatagramSize, ndm::kMaxDatagramSize));
-    if (!(interval_s > 0 && interval_s <= 1e6)) return fail("--interval must be in (0, 1e6] seconds");
-    if (!(deadline_s > 0 && deadline_s <= 1e7)) return fail("--deadline must be in (0, 1e7] seconds");
-    if (app.count("--queue") > 0 && queue == 0) return fail("--queue must be at least 1 packet");
+    if (!(o.interval_s > 0 && o.interval_s <= 1e6)) return fail("--interval must be in (0, 1e6] seconds");
+    if (!(o.deadline_s > 0 && o.deadline_s <= 1e7)) return fail("--deadline must be in (0, 1e7] seconds");
+    if (app.count("--queue") > 0 && o.queue == 0) return fail("--queue must be at least 1 packet");
     try {  // fail before printing anything, with the registry's list of names
-        ndm::cc::make(cc, ndm::cc::Params{packet_size, ndm::Instant{}}, cc_options);
+        ndm::cc::make(o.cc, ndm::cc::Params{o.packet_size, ndm::Instant{}}, o.cc_options);
     } catch (const std::invalid_argument& e) {
         return fail(e.what());
     }
-    spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
+    return std::nullopt;
+}
 
-    const ndm::Duration delay = ndm::from_seconds(delay_ms / 1e3);
-    const double rate_bps = rate_mbps * 1e6;
-    if (queue == 0) {
-        const double bdp_packets = rate_bps * 2 * ndm::to_seconds(delay) / 8 / static_cast<double>(packet_size);
-        queue = std::max<std::size_t>(16, static_cast<std::size_t>(std::ceil(bdp_packets)));
+// The simulated transfer `o` asks for; sets the default queue (one
+// bandwidth-delay product, at least 16 packets) into `o`.
+ndm::sim::TransferSpec make_spec(Options& o) {
+    const ndm::Duration delay = ndm::from_seconds(o.delay_ms / 1e3);
+    const double rate_bps = o.rate_mbps * 1e6;
+    if (o.queue == 0) {
+        const double bdp_packets = rate_bps * 2 * ndm::to_seconds(delay) / 8 / static_cast<double>(o.packet_size);
+        o.queue = std::max<std::size_t>(16, static_cast<std::size_t>(std::ceil(bdp_packets)));
     }
 
     ndm::sim::TransferSpec spec;
-    spec.client.cc = cc;
-    spec.client.cc_options = cc_options;
-    spec.client.max_datagram_size = packet_size;
-    spec.client.seed = seed * 2 + 1;
-    spec.client.idle_timeout = ndm::tools::idle_timeout_duration(idle_timeout_s);
+    spec.client.cc = o.cc;
+    spec.client.cc_options = o.cc_options;
+    spec.client.max_datagram_size = o.packet_size;
+    spec.client.seed = o.seed * 2 + 1;
+    spec.client.idle_timeout = ndm::tools::idle_timeout_duration(o.idle_timeout_s);
     spec.server = spec.client;
-    spec.server.seed = seed * 2 + 2;
+    spec.server.seed = o.seed * 2 + 2;
     ndm::sim::SimpleLinkConfig link;
     link.delay = delay;
-    link.loss = loss_pct / 100;
+    link.loss = o.loss_pct / 100;
     link.rate_bps = rate_bps;
-    link.queue_packets = queue;
+    link.queue_packets = o.queue;
     spec.client_to_server = link;
-    spec.client_to_server.seed = seed * 2;
+    spec.client_to_server.seed = o.seed * 2;
     spec.server_to_client = link;
-    spec.server_to_client.seed = seed * 2 + 1;
-    spec.bytes = bytes;
-    if (by_time) spec.send_for = ndm::from_seconds(time_s);
-    spec.interval = ndm::from_seconds(interval_s);
-    spec.deadline = ndm::from_seconds(deadline_s);
-    spec.seed = seed;
+    spec.server_to_client.seed = o.seed * 2 + 1;
+    spec.bytes = o.bytes;
+    if (o.by_time) spec.send_for = ndm::from_seconds(o.time_s);
+    spec.interval = ndm::from_seconds(o.interval_s);
+    spec.deadline = ndm::from_seconds(o.deadline_s);
+    spec.seed = o.seed;
+    return spec;
+}
 
-    if (!json) {
+void print_json(const Options& o, const ndm::sim::TransferResult& r, std::chrono::system_clock::time_point started,
+                double wall) {
+    const double simulated = ndm::to_seconds(r.duration);
+    nlohmann::json out;
+    out["provenance"] = ndm::tools::provenance_json(started);
+    out["start"] = {{"bytes", o.by_time ? 0 : o.bytes}, {"time", o.by_time ? o.time_s : 0.0}, {"delay_ms", o.delay_ms},
+                    {"loss_percent", o.loss_pct}, {"rate_mbps", o.rate_mbps}, {"queue_packets", o.queue},
+                    {"cc", o.cc}, {"packet_size", o.packet_size}, {"seed", o.seed}, {"interval", o.interval_s}};
+    auto& rows = out["intervals"] = nlohmann::json::array();
+    for (const auto& s : r.samples) {
+        rows.push_back({{"start", ndm::to_seconds(s.begin)}, {"end", ndm::to_seconds(s.end)},
+                        {"bytes", s.bytes}, {"bytes_sent", s.bytes_sent}, {"bits_per_second", bits_per_second(s.bytes, s.end - s.begin)},
+                        {"retransmits", s.retransmits}, {"packets_lost", s.packets_lost},
+                        {"cwnd", s.cwnd}, {"bytes_in_flight", s.bytes_in_flight},
+                        {"srtt_ms", ndm::to_seconds(s.srtt) * 1e3}});
+    }
+    out["end"] = {{"completed", r.completed},
+                  {"byte_exact", r.hash_match},
+                  {"failure", r.failure},
+                  {"bytes_sent", r.bytes_sent},
+                  {"bytes_delivered", r.bytes_delivered},
+                  {"seconds", simulated},
+                  {"bits_per_second", bits_per_second(r.bytes_delivered, r.duration)},
+                  {"retransmits", r.client_stats.packets_retransmitted},
+                  {"wall_seconds", wall},
+                  {"speed_ratio", wall > 0 ? simulated / wall : 0},
+                  {"steps", r.steps},
+                  {"client", to_json(r.client_stats)},
+                  {"server", to_json(r.server_stats)},
+                  {"client_close", to_json(r.client_close, r.client_closed)},
+                  {"server_close", to_json(r.server_close, r.server_closed)},
+                  {"links", {{"client_to_server", to_json(r.client_to_server)},
+                             {"server_to_client", to_json(r.server_to_client)}}}};
+    std::cout << out.dump(2) << '\n';
+}
+
+void print_summary(const ndm::sim::TransferResult& r, double wall) {
+    const double simulated = ndm::to_seconds(r.duration);
+    const double goodput = bits_per_second(r.bytes_delivered, r.duration);
+    const double ratio = wall > 0 ? simulated / wall : 0;
+    std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+    std::cout << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {}  {}  {:3}  receiver\n", 0.0, simulated,
+                             bytes_text(static_cast<double>(r.bytes_delivered)), bits_text(goodput),
+                             r.client_stats.packets_retransmitted);
+    std::cout << fmt::format("bytes {} of {} sent, goodput {:.2f} Mbit/s, {} packets retransmitted, {} lost\n",
+                             r.bytes_delivered, r.bytes_sent, goodput / 1e6, r.client_stats.packets_retransmitted,
+                             r.client_stats.packets_lost);
+    std::cout << fmt::format("byte-exact: {} (hash {:016x} / {:016x})\n", r.hash_match ? "yes" : "NO",
+                             r.sender_hash, r.receiver_hash);
+    std::cout << fmt::format("simulated {:.2f} s in {:.3f} s wall: {:.1f}x real time ({} events)\n", simulated,
+                             wall, ratio, r.steps);
+    if (!r.completed) std::cout << "transfer incomplete: " << r.failure << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    ndm::tools::log_to_stderr();
+    Options o;
+    if (const auto exit_code = parse(argc, argv, o)) return *exit_code;
+    spdlog::set_level(o.verbose ? spdlog::level::debug : spdlog::level::warn);
+    const ndm::sim::TransferSpec spec = make_spec(o);
+
+    if (!o.json) {
         std::cout << fmt::format("ndm-sim: {} {}, {} Mbit/s, {} ms one-way delay, {}% loss, queue {} packets, "
                                  "datagram {} B, seed {}\n",
-                                 by_time ? fmt::format("{} s of", time_s) : bytes_text(static_cast<double>(bytes)),
-                                 cc, rate_mbps, delay_ms, loss_pct, queue, packet_size, seed);
+                                 o.by_time ? fmt::format("{} s of", o.time_s) : bytes_text(static_cast<double>(o.bytes)),
+                                 o.cc, o.rate_mbps, o.delay_ms, o.loss_pct, o.queue, o.packet_size, o.seed);
         std::cout << "[ ID] Interval           Transfer     Bitrate         Retr\n";
     }
     auto print_row = [&](const ndm::sim::IntervalSample& s) {
-        if (json) return;
+        if (o.json) return;
         std::cout << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {}  {}  {:3}  cwnd {}  srtt {:.1f} ms\n",
                                  ndm::to_seconds(s.begin), ndm::to_seconds(s.end),
                                  bytes_text(static_cast<double>(s.bytes)), bits_text(bits_per_second(s.bytes, s.end - s.begin)),
@@ -229,55 +300,10 @@ int main(int argc, char** argv) {
         return fail(e.what());
     }
     const double wall = ndm::to_seconds(ndm::steady_now() - wall_start);
-    const double simulated = ndm::to_seconds(r.duration);
-    const double goodput = bits_per_second(r.bytes_delivered, r.duration);
-    const double ratio = wall > 0 ? simulated / wall : 0;
-
-    if (json) {
-        nlohmann::json out;
-        out["provenance"] = ndm::tools::provenance_json(started);
-        out["start"] = {{"bytes", by_time ? 0 : bytes}, {"time", by_time ? time_s : 0.0}, {"delay_ms", delay_ms},
-                        {"loss_percent", loss_pct}, {"rate_mbps", rate_mbps}, {"queue_packets", queue},
-                        {"cc", cc}, {"packet_size", packet_size}, {"seed", seed}, {"interval", interval_s}};
-        auto& rows = out["intervals"] = nlohmann::json::array();
-        for (const auto& s : r.samples) {
-            rows.push_back({{"start", ndm::to_seconds(s.begin)}, {"end", ndm::to_seconds(s.end)},
-                            {"bytes", s.bytes}, {"bytes_sent", s.bytes_sent}, {"bits_per_second", bits_per_second(s.bytes, s.end - s.begin)},
-                            {"retransmits", s.retransmits}, {"packets_lost", s.packets_lost},
-                            {"cwnd", s.cwnd}, {"bytes_in_flight", s.bytes_in_flight},
-                            {"srtt_ms", ndm::to_seconds(s.srtt) * 1e3}});
-        }
-        out["end"] = {{"completed", r.completed},
-                      {"byte_exact", r.hash_match},
-                      {"failure", r.failure},
-                      {"bytes_sent", r.bytes_sent},
-                      {"bytes_delivered", r.bytes_delivered},
-                      {"seconds", simulated},
-                      {"bits_per_second", goodput},
-                      {"retransmits", r.client_stats.packets_retransmitted},
-                      {"wall_seconds", wall},
-                      {"speed_ratio", ratio},
-                      {"steps", r.steps},
-                      {"client", to_json(r.client_stats)},
-                      {"server", to_json(r.server_stats)},
-                      {"client_close", to_json(r.client_close, r.client_closed)},
-                      {"server_close", to_json(r.server_close, r.server_closed)},
-                      {"links", {{"client_to_server", to_json(r.client_to_server)},
-                                 {"server_to_client", to_json(r.server_to_client)}}}};
-        std::cout << out.dump(2) << '\n';
+    if (o.json) {
+        print_json(o, r, started, wall);
     } else {
-        std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
-        std::cout << fmt::format("[  1] {:6.2f}-{:<6.2f} sec  {}  {}  {:3}  receiver\n", 0.0, simulated,
-                                 bytes_text(static_cast<double>(r.bytes_delivered)), bits_text(goodput),
-                                 r.client_stats.packets_retransmitted);
-        std::cout << fmt::format("bytes {} of {} sent, goodput {:.2f} Mbit/s, {} packets retransmitted, {} lost\n",
-                                 r.bytes_delivered, r.bytes_sent, goodput / 1e6, r.client_stats.packets_retransmitted,
-                                 r.client_stats.packets_lost);
-        std::cout << fmt::format("byte-exact: {} (hash {:016x} / {:016x})\n", r.hash_match ? "yes" : "NO",
-                                 r.sender_hash, r.receiver_hash);
-        std::cout << fmt::format("simulated {:.2f} s in {:.3f} s wall: {:.1f}x real time ({} events)\n", simulated,
-                                 wall, ratio, r.steps);
-        if (!r.completed) std::cout << "transfer incomplete: " << r.failure << '\n';
+        print_summary(r, wall);
     }
     return r.completed && r.hash_match ? 0 : 1;
 }

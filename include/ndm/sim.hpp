@@ -173,7 +173,7 @@ struct TransferResult {
     bool hash_match = false;  // the hash of what was written equals that of what was read
     std::uint64_t bytes_sent = 0;       // accepted by Connection::write
     std::uint64_t bytes_delivered = 0;  // read by the server application
-    std::uint64_t sender_hash = 0;  // 64-bit word hash (src/sim/stream_hash.hpp)
+    std::uint64_t sender_hash = 0;  // 64-bit word hash (ndm/workload.hpp)
     std::uint64_t receiver_hash = 0;
     Duration duration{0};  // virtual: connect → last byte read (or the deadline)
     std::vector<IntervalSample> samples;

@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "ndm/sim.hpp"
-#include "sim/payload.hpp"
-#include "sim/stream_hash.hpp"
+#include "ndm/workload.hpp"
 
 namespace ndm::sim {
 
@@ -49,18 +48,18 @@ private:
     std::uint64_t total_;
     Instant send_until_;
     bool by_time_;
-    Payload payload_;
+    workload::Payload payload_;
     std::vector<std::uint8_t> chunk_;
     // Sender.
     std::optional<StreamId> tx_;
     bool tx_finished_ = false;
     std::uint64_t written_ = 0;
-    StreamHash tx_hash_;
+    workload::StreamHash tx_hash_;
     // Receiver.
     std::optional<StreamId> rx_;
     bool rx_done_ = false;
     std::uint64_t received_ = 0;
-    StreamHash rx_hash_;
+    workload::StreamHash rx_hash_;
     // Sampling.
     std::uint64_t interval_bytes_ = 0;
     Instant sample_begin_;

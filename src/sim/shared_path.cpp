@@ -97,6 +97,34 @@ struct Flow {
     std::string failure;
 };
 
+// Each flow's closing numbers (a last partial sample, totals, how it ended)
+// and the bottleneck's.
+SharedPathResult results(std::vector<Flow>& flows, Demux& demux, std::uint64_t steps) {
+    SharedPathResult out;
+    for (Flow& f : flows) {
+        TransferResult r;
+        if (!f.sim) {
+            r.failure = "never started (deadline before its start time)";
+            out.flows.push_back(std::move(r));
+            continue;
+        }
+        const Instant end = f.sim->now();
+        if (end > f.bulk->last_sample()) f.bulk->take_sample(end);
+        f.bulk->finish(end, r);
+        if (r.failure.empty()) r.failure = f.failure;
+        if (r.failure.empty() && !r.completed) r.failure = "deadline reached";
+        fill_close_info(*f.sim, r);
+        r.client_to_server = f.sim->client_to_server_stats();
+        r.server_to_client = f.sim->server_to_client_stats();
+        r.steps = f.sim->steps();
+        out.flows.push_back(std::move(r));
+    }
+    out.bottleneck = demux.stats();
+    out.misrouted = demux.misrouted();
+    out.steps = steps;
+    return out;
+}
+
 }  // namespace
 
 SharedPathResult run_shared_path(const SharedPathSpec& spec) {
@@ -178,30 +206,7 @@ SharedPathResult run_shared_path(const SharedPathSpec& spec) {
         }
     }
 
-    SharedPathResult out;
-    for (std::size_t i = 0; i < flows.size(); ++i) {
-        auto& f = flows[i];
-        TransferResult r;
-        if (!f.sim) {
-            r.failure = "never started (deadline before its start time)";
-            out.flows.push_back(std::move(r));
-            continue;
-        }
-        const Instant end = f.sim->now();
-        if (end > f.bulk->last_sample()) f.bulk->take_sample(end);
-        f.bulk->finish(end, r);
-        if (r.failure.empty()) r.failure = f.failure;
-        if (r.failure.empty() && !r.completed) r.failure = "deadline reached";
-        fill_close_info(*f.sim, r);
-        r.client_to_server = f.sim->client_to_server_stats();
-        r.server_to_client = f.sim->server_to_client_stats();
-        r.steps = f.sim->steps();
-        out.flows.push_back(std::move(r));
-    }
-    out.bottleneck = demux.stats();
-    out.misrouted = demux.misrouted();
-    out.steps = steps;
-    return out;
+    return results(flows, demux, steps);
 }
 
 }  // namespace ndm::sim

@@ -145,6 +145,198 @@ struct Resources {
     }
 };
 
+// Signals: blocked except while waiting in ppoll, so a Ctrl-C during setup
+// still ends in run_shell's teardown rather than killing us half-way. The
+// previous handlers and mask come back when the scope ends, and in the child
+// before it runs the command.
+class SignalScope {
+public:
+    SignalScope() {
+        sigset_t blocked;
+        sigemptyset(&blocked);
+        for (int s : kSignals) sigaddset(&blocked, s);
+        sigprocmask(SIG_BLOCK, &blocked, &old_mask_);
+        struct sigaction sa{};
+        for (int i = 0; i < 4; ++i) {
+            sigemptyset(&sa.sa_mask);
+            if (kSignals[i] == SIGCHLD) {
+                sa.sa_handler = on_sigchld;
+                sa.sa_flags = 0;
+            } else {
+                sa.sa_sigaction = on_stop;
+                sa.sa_flags = SA_SIGINFO;
+            }
+            sigaction(kSignals[i], &sa, &old_sa_[i]);
+        }
+    }
+    ~SignalScope() { restore(); }
+    SignalScope(const SignalScope&) = delete;
+    SignalScope& operator=(const SignalScope&) = delete;
+
+    void restore() const {
+        for (int i = 0; i < 4; ++i) sigaction(kSignals[i], &old_sa_[i], nullptr);
+        sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+    }
+    // The mask ppoll waits with: the one from before, so signals arrive only there.
+    [[nodiscard]] const sigset_t* old_mask() const { return &old_mask_; }
+
+private:
+    static constexpr int kSignals[4] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+    sigset_t old_mask_{};
+    struct sigaction old_sa_[4]{};
+};
+
+// The shell's namespace and the two ends of its TUN pair.
+struct ShellNet {
+    std::string ns, host_dev, shell_dev, host_addr, shell_addr;
+};
+
+// Creates the namespace, one TUN device on each side of it and their /30
+// addresses; what exists is recorded in `r`, so its destructor tears it down
+// on any failure.
+ShellNet setup_namespace(Resources& r, const std::string& id) {
+    ShellNet n;
+    n.host_dev = "ndmh" + id;
+    n.shell_dev = "ndms" + id;
+    // Setup lock: subnet choice and address assignment of concurrent shells
+    // must not interleave.
+    r.lock_fd = open("/run/ndm-emu-shell.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (r.lock_fd >= 0) flock(r.lock_fd, LOCK_EX);
+
+    // A namespace with our name can only be left over by a killed process
+    // that had our pid: it is stale.
+    n.ns = "ndm-emu-" + id;
+    const std::string& ns = n.ns;
+    struct stat st{};
+    if (stat(("/run/netns/" + ns).c_str(), &st) == 0) run_ip({"netns", "del", ns}, true);
+    must_ip({"netns", "add", ns});
+    r.netns = ns;
+
+    r.host_fd = open_tun(n.host_dev);
+    const int self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self_ns < 0) die("ndm-emu shell: /proc/self/ns/net: " + errno_text(errno));
+    r.ns_fd = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (r.ns_fd < 0 || setns(r.ns_fd, CLONE_NEWNET) != 0) {
+        const int e = errno;
+        close(self_ns);
+        die("ndm-emu shell: cannot enter namespace " + ns + ": " + errno_text(e));
+    }
+    try {
+        r.shell_fd = open_tun(n.shell_dev);  // created inside the namespace
+    } catch (...) {
+        setns(self_ns, CLONE_NEWNET);
+        close(self_ns);
+        throw;
+    }
+    if (setns(self_ns, CLONE_NEWNET) != 0) {
+        const int e = errno;
+        close(self_ns);
+        die("ndm-emu shell: cannot return to the host namespace: " + errno_text(e));
+    }
+    close(self_ns);
+
+    const std::uint32_t net = pick_subnet();
+    n.host_addr = ipv4(net + 1);
+    n.shell_addr = ipv4(net + 2);
+    // No IPv6 link-local addresses: their router/neighbour solicitations would
+    // be the only traffic not from CMD and would consume emulator draws.
+    run_ip({"link", "set", "dev", n.host_dev, "addrgenmode", "none"}, true);
+    must_ip({"addr", "add", n.host_addr + "/30", "dev", n.host_dev});
+    must_ip({"link", "set", "dev", n.host_dev, "up"});
+    must_ip({"-n", ns, "link", "set", "dev", "lo", "up"});
+    run_ip({"-n", ns, "link", "set", "dev", n.shell_dev, "addrgenmode", "none"}, true);
+    must_ip({"-n", ns, "addr", "add", n.shell_addr + "/30", "dev", n.shell_dev});
+    must_ip({"-n", ns, "link", "set", "dev", n.shell_dev, "up"});
+    must_ip({"-n", ns, "route", "add", "default", "dev", n.shell_dev});
+    if (r.lock_fd >= 0) {
+        close(r.lock_fd);
+        r.lock_fd = -1;
+    }
+    return n;
+}
+
+// The command: same process group (so a terminal's Ctrl-C reaches it too),
+// default signal handling, inside the namespace.
+pid_t spawn_command(const ShellOptions& o, const SignalScope& signals, int ns_fd, const ShellNet& n) {
+    const pid_t child = fork();
+    if (child < 0) die("ndm-emu shell: fork: " + errno_text(errno));
+    if (child != 0) return child;
+    signals.restore();
+    if (setns(ns_fd, CLONE_NEWNET) != 0) {
+        const std::string m = "ndm-emu shell: cannot enter namespace: " + errno_text(errno) + "\n";
+        (void)!write(2, m.data(), m.size());
+        _exit(127);
+    }
+    setenv("NDM_EMU_HOST_ADDR", n.host_addr.c_str(), 1);
+    setenv("NDM_EMU_SHELL_ADDR", n.shell_addr.c_str(), 1);
+    setenv("NDM_EMU_NETNS", n.ns.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    const std::string m = "ndm-emu shell: cannot run '" + o.command[0] + "': " + errno_text(errno) + "\n";
+    (void)!write(2, m.data(), m.size());
+    _exit(127);
+}
+
+// Relay loop until the command exits: read what each TUN fd has (bounded per
+// wakeup so deliveries keep flowing under load), push it through the link
+// with CLOCK_MONOTONIC stamps, write what is due to the other side. Forwards
+// Ctrl-C; on SIGTERM/SIGHUP terminates the command, killing it after 3 s.
+// Returns its wait status.
+int relay(const Resources& r, pid_t child, emu::EmulatedLink& up, emu::EmulatedLink& down, const sigset_t* wait_mask,
+          std::uint64_t& write_errors) {
+    std::vector<std::uint8_t> buf(65536), out;
+    int status = 0;
+    Instant kill_at = kNever;
+    const auto pump_in = [&](int fd, emu::EmulatedLink& link) {
+        for (int i = 0; i < 64; ++i) {
+            const ssize_t n = read(fd, buf.data(), buf.size());
+            if (n <= 0) break;
+            link.send({buf.data(), static_cast<std::size_t>(n)}, monotonic_now());
+        }
+    };
+    const auto pump_out = [&](emu::EmulatedLink& link, int fd, Instant now) {
+        while (link.next_delivery() <= now)
+            if (link.deliver(now, out) && write(fd, out.data(), out.size()) < 0) ++write_errors;
+    };
+    for (;;) {
+        const Instant now = monotonic_now();
+        pump_out(up, r.host_fd, now);
+        pump_out(down, r.shell_fd, now);
+        if (g_child_exited) {
+            g_child_exited = 0;
+            if (waitpid(child, &status, WNOHANG) == child) return status;
+        }
+        if (g_forward_int) {
+            g_forward_int = 0;
+            kill(child, SIGINT);
+        }
+        if (g_stop_signal && kill_at == kNever) {
+            kill(child, SIGTERM);
+            kill_at = now + std::chrono::seconds(3);
+        }
+        if (now >= kill_at) {
+            kill(child, SIGKILL);
+            kill_at = now + std::chrono::hours(1);
+        }
+        const Instant wake = std::min({up.next_delivery(), down.next_delivery(), kill_at,
+                                       now + std::chrono::milliseconds(500)});
+        const auto ns_left = std::max<std::int64_t>(0, (wake - now).count());
+        const timespec ts{static_cast<time_t>(ns_left / 1'000'000'000), static_cast<long>(ns_left % 1'000'000'000)};
+        pollfd fds[2] = {{r.shell_fd, POLLIN, 0}, {r.host_fd, POLLIN, 0}};
+        const int rc = ppoll(fds, 2, &ts, wait_mask);  // signals are delivered only here
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            die("ndm-emu shell: ppoll: " + errno_text(errno));
+        }
+        if (fds[0].revents & POLLIN) pump_in(r.shell_fd, up);
+        if (fds[1].revents & POLLIN) pump_in(r.host_fd, down);
+    }
+}
+
 }  // namespace
 
 std::string shell_privilege_problem() {
@@ -162,186 +354,25 @@ std::string shell_privilege_problem() {
 
 int run_shell(const ShellOptions& o, std::ostream& err) {
     if (o.command.empty()) die("ndm-emu shell: no command given (ndm-emu shell --profile P -- CMD [ARGS...])");
-    const pid_t self = getpid();
-    const std::string id = std::to_string(self);
-    const std::string host_dev = "ndmh" + id, shell_dev = "ndms" + id;
-
-    // Signals: blocked except while waiting in ppoll, so a Ctrl-C during
-    // setup still ends in the teardown below rather than killing us half-way.
-    sigset_t blocked, old_mask;
-    sigemptyset(&blocked);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&blocked, s);
-    sigprocmask(SIG_BLOCK, &blocked, &old_mask);
-    struct sigaction sa{}, old_sa[4]{};
-    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
-    for (int i = 0; i < 4; ++i) {
-        sigemptyset(&sa.sa_mask);
-        if (sigs[i] == SIGCHLD) {
-            sa.sa_handler = on_sigchld;
-            sa.sa_flags = 0;
-        } else {
-            sa.sa_sigaction = on_stop;
-            sa.sa_flags = SA_SIGINFO;
-        }
-        sigaction(sigs[i], &sa, &old_sa[i]);
-    }
-    struct Restore {
-        const sigset_t* mask;
-        const struct sigaction* old;
-        const int* sigs;
-        ~Restore() {
-            for (int i = 0; i < 4; ++i) sigaction(sigs[i], &old[i], nullptr);
-            sigprocmask(SIG_SETMASK, mask, nullptr);
-        }
-    } restore{&old_mask, old_sa, sigs};
+    const std::string id = std::to_string(getpid());
+    const SignalScope signals;
     g_child_exited = 0;
     g_stop_signal = 0;
     g_forward_int = 0;
 
     Resources r;
-    // Setup lock: subnet choice and address assignment of concurrent shells
-    // must not interleave.
-    r.lock_fd = open("/run/ndm-emu-shell.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (r.lock_fd >= 0) flock(r.lock_fd, LOCK_EX);
-
-    // A namespace with our name can only be left over by a killed process
-    // that had our pid: it is stale.
-    const std::string ns = "ndm-emu-" + id;
-    struct stat st{};
-    if (stat(("/run/netns/" + ns).c_str(), &st) == 0) run_ip({"netns", "del", ns}, true);
-    must_ip({"netns", "add", ns});
-    r.netns = ns;
-
-    r.host_fd = open_tun(host_dev);
-    const int self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (self_ns < 0) die("ndm-emu shell: /proc/self/ns/net: " + errno_text(errno));
-    r.ns_fd = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (r.ns_fd < 0 || setns(r.ns_fd, CLONE_NEWNET) != 0) {
-        const int e = errno;
-        close(self_ns);
-        die("ndm-emu shell: cannot enter namespace " + ns + ": " + errno_text(e));
-    }
-    try {
-        r.shell_fd = open_tun(shell_dev);  // created inside the namespace
-    } catch (...) {
-        setns(self_ns, CLONE_NEWNET);
-        close(self_ns);
-        throw;
-    }
-    if (setns(self_ns, CLONE_NEWNET) != 0) {
-        const int e = errno;
-        close(self_ns);
-        die("ndm-emu shell: cannot return to the host namespace: " + errno_text(e));
-    }
-    close(self_ns);
-
-    const std::uint32_t net = pick_subnet();
-    const std::string host_addr = ipv4(net + 1), shell_addr = ipv4(net + 2);
-    // No IPv6 link-local addresses: their router/neighbour solicitations would
-    // be the only traffic not from CMD and would consume emulator draws.
-    run_ip({"link", "set", "dev", host_dev, "addrgenmode", "none"}, true);
-    must_ip({"addr", "add", host_addr + "/30", "dev", host_dev});
-    must_ip({"link", "set", "dev", host_dev, "up"});
-    must_ip({"-n", ns, "link", "set", "dev", "lo", "up"});
-    run_ip({"-n", ns, "link", "set", "dev", shell_dev, "addrgenmode", "none"}, true);
-    must_ip({"-n", ns, "addr", "add", shell_addr + "/30", "dev", shell_dev});
-    must_ip({"-n", ns, "link", "set", "dev", shell_dev, "up"});
-    must_ip({"-n", ns, "route", "add", "default", "dev", shell_dev});
-    if (r.lock_fd >= 0) {
-        close(r.lock_fd);
-        r.lock_fd = -1;
-    }
-
+    const ShellNet n = setup_namespace(r, id);
     auto up = emu::make_link(o.profile, emu::Direction::up, o.seed);
     auto down = emu::make_link(o.profile, emu::Direction::down, o.seed);
     if (!o.quiet)
-        err << "ndm-emu shell: namespace " << ns << ", host " << host_addr << " (" << host_dev << ") <-> shell "
-            << shell_addr << " (" << shell_dev << "), profile " << o.profile.name
+        err << "ndm-emu shell: namespace " << n.ns << ", host " << n.host_addr << " (" << n.host_dev << ") <-> shell "
+            << n.shell_addr << " (" << n.shell_dev << "), profile " << o.profile.name
             << "\n  uplink (leaving the shell):   " << emu::describe(o.profile.up)
             << "\n  downlink (entering the shell): " << emu::describe(o.profile.down) << std::endl;
 
-    // The command: same process group (so a terminal's Ctrl-C reaches it
-    // too), default signal handling, inside the namespace.
-    const pid_t child = fork();
-    if (child < 0) die("ndm-emu shell: fork: " + errno_text(errno));
-    if (child == 0) {
-        for (int i = 0; i < 4; ++i) sigaction(sigs[i], &old_sa[i], nullptr);
-        sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-        if (setns(r.ns_fd, CLONE_NEWNET) != 0) {
-            const std::string m = "ndm-emu shell: cannot enter namespace: " + errno_text(errno) + "\n";
-            (void)!write(2, m.data(), m.size());
-            _exit(127);
-        }
-        setenv("NDM_EMU_HOST_ADDR", host_addr.c_str(), 1);
-        setenv("NDM_EMU_SHELL_ADDR", shell_addr.c_str(), 1);
-        setenv("NDM_EMU_NETNS", ns.c_str(), 1);
-        std::vector<char*> argv;
-        for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        const std::string m = "ndm-emu shell: cannot run '" + o.command[0] + "': " + errno_text(errno) + "\n";
-        (void)!write(2, m.data(), m.size());
-        _exit(127);
-    }
-
-    // Relay loop: read what each TUN fd has (bounded per wakeup so deliveries
-    // keep flowing under load), push it through the link with CLOCK_MONOTONIC
-    // stamps, write what is due to the other side.
-    std::vector<std::uint8_t> buf(65536), out;
+    const pid_t child = spawn_command(o, signals, r.ns_fd, n);
     std::uint64_t write_errors = 0;
-    int status = 0;
-    bool exited = false;
-    Instant kill_at = kNever;
-    const auto pump_in = [&](int fd, emu::EmulatedLink& link) {
-        for (int i = 0; i < 64; ++i) {
-            const ssize_t n = read(fd, buf.data(), buf.size());
-            if (n <= 0) break;
-            link.send({buf.data(), static_cast<std::size_t>(n)}, monotonic_now());
-        }
-    };
-    const auto pump_out = [&](emu::EmulatedLink& link, int fd, Instant now) {
-        while (link.next_delivery() <= now)
-            if (link.deliver(now, out) && write(fd, out.data(), out.size()) < 0) ++write_errors;
-    };
-    while (!exited) {
-        const Instant now = monotonic_now();
-        pump_out(*up, r.host_fd, now);
-        pump_out(*down, r.shell_fd, now);
-        if (g_child_exited) {
-            g_child_exited = 0;
-            const pid_t w = waitpid(child, &status, WNOHANG);
-            if (w == child) {
-                exited = true;
-                break;
-            }
-        }
-        if (g_forward_int) {
-            g_forward_int = 0;
-            kill(child, SIGINT);
-        }
-        if (g_stop_signal && kill_at == kNever) {
-            kill(child, SIGTERM);
-            kill_at = now + std::chrono::seconds(3);
-        }
-        if (now >= kill_at) {
-            kill(child, SIGKILL);
-            kill_at = now + std::chrono::hours(1);
-        }
-        const Instant wake = std::min({up->next_delivery(), down->next_delivery(), kill_at,
-                                       now + std::chrono::milliseconds(500)});
-        const auto ns_left = std::max<std::int64_t>(0, (wake - now).count());
-        const timespec ts{static_cast<time_t>(ns_left / 1'000'000'000), static_cast<long>(ns_left % 1'000'000'000)};
-        pollfd fds[2] = {{r.shell_fd, POLLIN, 0}, {r.host_fd, POLLIN, 0}};
-        const int rc = ppoll(fds, 2, &ts, &old_mask);  // signals are delivered only here
-        if (rc < 0) {
-            if (errno == EINTR) continue;
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-            die("ndm-emu shell: ppoll: " + errno_text(errno));
-        }
-        if (fds[0].revents & POLLIN) pump_in(r.shell_fd, *up);
-        if (fds[1].revents & POLLIN) pump_in(r.host_fd, *down);
-    }
+    const int status = relay(r, child, *up, *down, signals.old_mask(), write_errors);
 
     if (!o.quiet) {
         err << "uplink (leaving the shell):\n" << emu::format_stats(up->emu_stats()) << "\n"

@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "ndm/endpoint.hpp"
-#include "sim/payload.hpp"
-#include "sim/stream_hash.hpp"
+#include "ndm/workload.hpp"
 
 namespace ndm::tools {
 
@@ -56,7 +55,7 @@ inline constexpr double kMaxReportSeconds = 2 * kMaxSeconds;
 struct ReceiverReport {
     std::uint64_t bytes = 0;
     double seconds = 0;      // test start to last byte
-    std::uint64_t hash = 0;  // sim::StreamHash digest of the bytes read
+    std::uint64_t hash = 0;  // workload::StreamHash digest of the bytes read
 };
 std::vector<std::uint8_t> encode(const ReceiverReport& r);
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob);
@@ -104,8 +103,8 @@ public:
     static constexpr std::size_t kChunk = 64 * 1024;
 
 private:
-    sim::Payload payload_;
-    sim::StreamHash hash_;
+    workload::Payload payload_;
+    workload::StreamHash hash_;
     std::uint64_t limit_;
     std::uint64_t written_ = 0;
 };

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The layering of the tree (docs/architecture.md), checked on its #include
+# lines with plain `git grep`: include/ndm → transport/cc → sim/emu/io/trace →
+# tools, never the other way.
+#   1. The transport core (src/transport, src/cc) includes nothing from the
+#      layers above it: io, emu, sim, trace, the workload, the tools, nor their
+#      public headers (ndm/endpoint.hpp, emu, sim, link, qlog, workload).
+#   2. src/ never includes tools/ (tools/common, tools/train).
+#   3. tools/ includes no private header outside tools/: nothing from a
+#      directory of src/ (transport/, cc/, io/, ...). Where a tool needs more
+#      than include/ndm offers, the library lacks an API.
+#   4. include/ndm/ includes only include/ndm/ and system or third-party
+#      headers.
+# Prints each violating line (file:line: text) under its rule; exits 1 if
+# there is any, 0 if none. Usage: check_layering.sh [repository] (default:
+# the one this script is in). Tracked and untracked (not ignored) files count.
+set -euo pipefail
+repo=${1:-"$(dirname "$0")/.."}
+cd "$repo"
+
+# The private directories are those of src/, so a new one is covered at once.
+src_dirs=$(git ls-files --cached --others --exclude-standard -- src | awk -F/ 'NF > 2 { print $2 }' | sort -u | paste -sd'|')
+[[ -n $src_dirs ]] || { echo "check_layering: no src/ directories in $(pwd)" >&2; exit 2; }
+inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*["<](\.\./)*'
+
+failed=0
+rule() {  # rule <description> <extended regex> <pathspec...>
+    local what=$1 re=$2
+    shift 2
+    local hits
+    hits=$(git grep --untracked -n -E "$re" -- "$@" || true)
+    if [[ -n $hits ]]; then
+        echo "layering violation: $what"
+        printf '%s\n' "$hits" | sed 's/^/  /'
+        failed=1
+    fi
+}
+
+rule "the transport core (src/transport, src/cc) includes a higher layer" \
+    "${inc}((io|emu|sim|trace|workload|tools|common|train)/|ndm/(endpoint|emu|sim|link|qlog|workload)\.hpp)" \
+    src/transport src/cc
+rule "src/ includes tools/" "${inc}(tools|common|train)/" src
+rule "tools/ includes a private header of src/" "${inc}(${src_dirs})/" tools
+rule "include/ndm/ includes a private header" "${inc}(${src_dirs}|tools|common|train)/" include
+
+if ((failed)); then
+    echo "check_layering: the include rules above are broken (scripts/check_layering.sh)" >&2
+    exit 1
+fi
+echo "check_layering: include/ndm, src/transport+cc, src/ and tools/ keep their layers"
