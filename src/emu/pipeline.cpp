@@ -84,7 +84,7 @@ void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::ui
     last_send_ = now;
     ++stats_.sent;
     const std::uint64_t index = next_index_++;
-    // netem order (emulator-notes §1.1): duplicate first; the clone runs the
+    // netem order (docs/emulator.md R1): duplicate first; the clone runs the
     // whole pipeline (netem re-enqueues it at the root), duplicates of
     // duplicates are not made.
     const int copies = duplicate_.chance(config_.duplicate) ? 2 : 1;
