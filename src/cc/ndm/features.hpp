@@ -4,7 +4,7 @@
 //
 // A round ends when a packet sent after the round began is acknowledged: one
 // round trip, whatever the window (the module's 16 samples could be a tiny
-// fraction of an RTT, §5.2 item 3). Delays are normalised by the windowed
+// fraction of an RTT, §1.1 item 3). Delays are normalised by the windowed
 // minimum RTT so that the network sees scale-free magnitudes.
 #pragma once
 
