@@ -171,7 +171,7 @@ struct Controller {
     const char* name;
     const char* options;
 };
-// ndm-lkm's published hook grows also when not cwnd-limited (ndm-spec.md
+// ndm-lkm's published hook grows also when not cwnd-limited (docs/ndm-lkm.md
 // §1.6 c); cwnd_limited=check makes its host honour the rule.
 constexpr Controller kControllers[] = {
     {"reno", ""}, {"cubic", ""}, {"ndm", ""}, {"ndm-lkm", "cwnd_limited=check"}};
@@ -228,7 +228,7 @@ TEST_CASE("cwnd limited: a sender slower than its window (CPU-limited, as on loo
     });
 }
 
-TEST_CASE("cwnd limited: the published ndm-lkm hook still inflates an unused window (ndm-spec.md §1.6 c)") {
+TEST_CASE("cwnd limited: the published ndm-lkm hook still inflates an unused window (docs/ndm-lkm.md §1.6 c)") {
     Scenario sc;
     sc.receiver_stream_window = 256u << 10;
     const Observed o = run("ndm-lkm", "", sc);

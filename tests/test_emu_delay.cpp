@@ -1,4 +1,4 @@
-// AC-4 … AC-6 (emulator-notes §4): base delay, the jitter distributions,
+// AC-4 … AC-6 (docs/emulator.md, acceptance criteria): base delay, the jitter distributions,
 // order-preserving vs i.i.d. jitter, and netem's reorder/gap knob.
 #include <doctest/doctest.h>
 

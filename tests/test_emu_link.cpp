@@ -1,4 +1,4 @@
-// AC-10, AC-11 (emulator-notes §4), the statistics, and one end-to-end
+// AC-10, AC-11 (docs/emulator.md, acceptance criteria), the statistics, and one end-to-end
 // transfer through the emulator in virtual time.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// AC-1 … AC-3 (emulator-notes §4): Bernoulli loss rate and independence,
+// AC-1 … AC-3 (docs/emulator.md, acceptance criteria): Bernoulli loss rate and independence,
 // Gilbert–Elliott and the 4-state model, driven through the whole link.
 #include <doctest/doctest.h>
 
@@ -93,7 +93,7 @@ TEST_CASE("emu AC-1/AC-2: Bernoulli loss rate within 3 sigma, independent, runs 
 }
 
 TEST_CASE("emu AC-3: Simple Gilbert (5 % loss, mean burst 2): rate, burst and gap lengths") {
-    // emulator-notes §1.5: 5 % with mean burst 2 needs r = 0.5, p = 0.0263.
+    // docs/emulator.md R5: 5 % with mean burst 2 needs r = 0.5, p = 0.0263.
     const std::size_t n = 200000;
     const double p = 0.0263, r = 0.5;
     const LossRun lr = run_loss("gemodel=2.63%/50%", n, 1);  // a 3σ bound: ~0.3 % of seeds fail it

@@ -1,4 +1,4 @@
-// AC-7 and AC-8 (emulator-notes §4): rate limiting with per-packet overhead,
+// AC-7 and AC-8 (docs/emulator.md, acceptance criteria): rate limiting with per-packet overhead,
 // droptail bounds in packets and bytes, and CoDel as the second discipline.
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // The emulator on the real-clock socket path: ndm-emu's relay
 // (tools/common/emu_relay) on loopback, driven by CLOCK_MONOTONIC.
-// AC-4 (emulator-notes §4): jitter off, low rate → every one-way delay in
+// AC-4 (docs/emulator.md, acceptance criteria): jitter off, low rate → every one-way delay in
 // [d, d + ε]. The lower bound is exact (the emulator never releases early);
 // the scheduling tolerance ε is asserted generously (the target is ≤ 0.2 ms at
 // p50 and ≤ 1 ms at p99.9; this machine is shared, so the test allows 5 ms at

@@ -1,4 +1,4 @@
-// AC-9 (emulator-notes §4) and the trace replay criterion of issue 4:
+// AC-9 (docs/emulator.md, acceptance criteria) and the trace replay criterion of issue 4:
 // Mahimahi semantics (1500-byte opportunities, looping offset by the last
 // timestamp, byte accounting, no idle credit), trace parsing and outages.
 #include <doctest/doctest.h>

@@ -107,7 +107,7 @@ TEST_CASE("ndm entropy: fixed-resolution bins relative to min RTT") {
     CHECK(h.quantile(0.5F) == doctest::Approx(0.05));  // bin 0's midpoint, in min_rtt
     CHECK(h.quantile(1.0F) == doctest::Approx(1.55));
     // A 1 ms wobble stays in one bin at 50 ms min RTT: entropy 0, unlike the
-    // published module's min–max bins (ndm-spec.md §5.2 item 2).
+    // published module's min–max bins (docs/ndm-controller.md §1.1 item 2).
     nn::DelayHistogram w;
     for (int i = 0; i < 100; ++i) w.add(static_cast<float>(i % 2) * 1000.0F, width);
     CHECK(w.entropy() == 0.0);

@@ -1,5 +1,5 @@
 // ndm-lkm: the NDM-TCP kernel-module port (src/cc/ndm/lkm_*) against the
-// worked examples of ndm-spec.md §1.8 and the rules of §1.1-§1.7. Examples C
+// worked examples of docs/ndm-lkm.md §1.8 and the rules of §1.1-§1.7. Examples C
 // and D run through the whole controller (host emulation included) with
 // synthetic ACK and congestion event streams; one transfer runs end to end.
 #include <doctest/doctest.h>

@@ -1,10 +1,10 @@
 // ndm::emu: the network emulator (issue 4). One pure, seeded impairment model
-// per direction (ARCHITECTURE principle 2): packets go in with a timestamp and
+// per direction (docs/architecture.md principle 2): packets go in with a timestamp and
 // come out when due; every drop is tagged with its reason. The simulator uses
 // it as an ndm::Link in virtual time; the socket path drives the same
 // object with CLOCK_MONOTONIC timestamps.
 //
-// Per-copy pipeline (cf. netem_enqueue, docs: ../shared/docs/emulator-notes.md §1.1):
+// Per-copy pipeline (cf. netem_enqueue, docs/emulator.md R1):
 //   outage (a blackhole phase drops the datagram before any random draw) → duplicate (the copy runs the whole pipeline, as netem re-enqueues it at the root)
 //   → loss → corrupt → bottleneck (rate or Mahimahi trace, finite droptail/CoDel queue)
 //   → delay + jitter (order-preserving or i.i.d.) / explicit reorder → delivery.
@@ -42,8 +42,8 @@ inline constexpr std::size_t kDropReasons = 6;
 
 enum class LossKind : std::uint8_t { none, bernoulli, gilbert_elliott, four_state };
 
-// netem's loss models (emulator-notes §1.5). netem's loss "correlation" is
-// deliberately absent (§1.4: it does not do what it says).
+// netem's loss models (docs/emulator.md R5). netem's loss "correlation" is
+// deliberately absent (R4: it does not do what it says).
 struct LossConfig {
     LossKind kind = LossKind::none;
     double p = 0;            // bernoulli: P(loss); gilbert_elliott: P(Good→Bad)
@@ -93,7 +93,7 @@ class Trace;  // a loaded Mahimahi trace (src/emu/trace.hpp)
 
 struct TraceConfig {
     std::shared_ptr<const Trace> trace;  // null = no trace
-    std::uint32_t opportunity_bytes = 1500;  // per line; Mahimahi's code uses 1504 (emulator-notes §2)
+    std::uint32_t opportunity_bytes = 1500;  // per line; Mahimahi's code uses 1504 (docs/emulator.md R8)
     // A queue overflow counts as trace_outage when the trace offered no
     // opportunity during the last outage_gap.
     Duration outage_gap = std::chrono::milliseconds(100);

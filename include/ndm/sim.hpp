@@ -35,6 +35,16 @@ struct SimpleLinkConfig {
     std::uint64_t seed = 1;
 };
 
+// Why two impairment models (docs/architecture.md, "Two links, on purpose"):
+// SimpleLink is the minimal deterministic test link of the simulator's own
+// tests, of ndm-sim's --delay/--loss/--rate/--queue and of the recorded ACK
+// traces, whose digests pin its exact draws and arithmetic. ndm::emu's
+// EmulatedLink is the one emulator model users get (profiles, traces, netem's
+// order, ndm-compare, ndm-send --emu, ndm-emu). SimpleLink is not a preset of
+// it: it drops before it duplicates, holds reordered datagrams back instead of
+// sending them early, has time-windowed blackholes, and seeds its streams
+// differently, so no EmulatedLink config reproduces its draws bit for bit.
+//
 // Deterministic impairment: the same config and seed give the same fate for
 // every datagram. Each random decision draws from its own seeded stream, so
 // enabling, say, duplication does not change which datagrams are lost.

@@ -3,7 +3,7 @@
 // Windows are reasoned about in segments of max_datagram_size, as in the RFC
 // (W_max, W_est, cwnd_prior, K's argument), but cwnd and ssthresh are kept and
 // reported in bytes so that growth is byte-exact. How this differs from Linux's
-// tcp_cubic (see ../shared/docs/transport-notes.md §4.5): real time in
+// tcp_cubic (net/ipv4/tcp_cubic.c; docs/cubic.md): real time in
 // nanoseconds instead of jiffies, the target at t + smoothed RTT instead of
 // t + min RTT, HyStart++ instead of the original HyStart, α switching to 1 at
 // cwnd_prior, and no 5 %-per-RTT minimum growth before the first loss.

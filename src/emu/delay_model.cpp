@@ -98,7 +98,7 @@ DelayModel::Decision DelayModel::schedule(Instant now) {
     }
     Instant at = now + d;
     if (config_.ordering == Ordering::in_order) {
-        at = std::max(at, last_);  // t = max(t_prev, now + delay) (emulator-notes §0.2)
+        at = std::max(at, last_);  // t = max(t_prev, now + delay) (docs/emulator.md R3)
         last_ = at;
     }
     return {at, false};

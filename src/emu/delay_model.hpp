@@ -1,4 +1,4 @@
-// Delay, jitter and reordering (emulator-notes §1.2, §1.3, §1.6): assigns each
+// Delay, jitter and reordering (docs/emulator.md R2, R3, R6): assigns each
 // packet leaving the bottleneck its delivery time.
 #pragma once
 

@@ -42,7 +42,7 @@ std::optional<DropReason> LossModel::next() {
             return std::nullopt;
         case LossKind::gilbert_elliott: {
             // Transition first, then lose with the new state's probability
-            // (emulator-notes §1.5); stationary π_B = p/(p+r), mean Bad sojourn 1/r.
+            // (docs/emulator.md R5); stationary π_B = p/(p+r), mean Bad sojourn 1/r.
             if (state_ == 0) {
                 if (rng_.uniform() < config_.p) state_ = 1;
             } else if (rng_.uniform() < config_.r) {

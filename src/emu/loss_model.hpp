@@ -1,4 +1,4 @@
-// Loss models of netem (emulator-notes §1.5): Bernoulli, Gilbert–Elliott
+// Loss models of netem (docs/emulator.md R5): Bernoulli, Gilbert–Elliott
 // (`gemodel p r 1-h 1-k`) and the 4-state Markov "GI" model (`state ...`).
 #pragma once
 

@@ -110,7 +110,7 @@ void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::ui
         drop_unqueued(index, false, DropReason::blackhole, now);
         return;
     }
-    // netem order (emulator-notes §1.1): duplicate first; the clone runs the
+    // netem order (docs/emulator.md R1): duplicate first; the clone runs the
     // whole pipeline (netem re-enqueues it at the root), duplicates of
     // duplicates are not made.
     const int copies = duplicate_.chance(config_.duplicate) ? 2 : 1;

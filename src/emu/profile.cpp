@@ -355,8 +355,8 @@ void apply_json(Parser& parser, Profile& p, const std::string& key, const nlohma
 }  // namespace
 
 const std::vector<PresetInfo>& presets() {
-    // One-way values per direction. Sources: emulator-notes §0, §3 (3GPP QCI,
-    // Huang et al. 2012, Pantheon's calibrated queues) and seed-experiment.md.
+    // One-way values per direction. Sources: docs/emulator.md R3, R8 (3GPP QCI,
+    // Huang et al. 2012, Pantheon's calibrated queues) and the README's seed experiment.
     static const std::vector<PresetInfo> list = {
         {"none", "", "no impairment: packets pass at once"},
         {"urban-lte", "delay=50ms,jitter=20ms,distribution=uniform,order=iid,loss=5%",

@@ -1,4 +1,4 @@
-// Mahimahi packet-delivery traces (emulator-notes §2, shared/data/traces/README.md):
+// Mahimahi packet-delivery traces (docs/emulator.md R8, data/traces/README.md):
 // one line per 1500-byte delivery opportunity, in ms from the start; the trace
 // loops with its time offset by the last timestamp.
 #pragma once

@@ -27,7 +27,7 @@ public:
 
     [[nodiscard]] bool paced() const { return rate_ > 0; }
     [[nodiscard]] double rate() const { return rate_; }
-    // Burst size (transport-notes §3.2 item 4): min(max(rate·1 ms, 10·MDS), max(64 KiB, MDS)).
+    // Burst size (ngtcp2's send quantum; docs/architecture.md, pacing and GSO): min(max(rate·1 ms, 10·MDS), max(64 KiB, MDS)).
     [[nodiscard]] std::size_t send_quantum() const { return quantum_; }
 
     // RFC 9002 §7.7: rate = N · cwnd / smoothed_rtt with N = 1.25; 0 (unpaced)

@@ -1,5 +1,5 @@
-// A real Shannon entropy of the RTT distribution (ndm-spec.md §5.3, "Proper
-// entropy"), replacing the published module's 1-bit signal (§5.2 items 1-2).
+// A real Shannon entropy of the RTT distribution (docs/ndm-controller.md §1.2, "Proper
+// entropy"), replacing the published module's 1-bit signal (§1.1 items 1-2).
 //
 // Samples are binned at a fixed resolution relative to the minimum RTT
 // (queueing delay q = rtt − min_rtt in bins of min_rtt / 10), not min–max, so

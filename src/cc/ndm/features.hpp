@@ -1,10 +1,10 @@
-// Per-round-trip features for the "ndm" controller (ndm-spec.md §5.3,
+// Per-round-trip features for the "ndm" controller (docs/ndm-controller.md §1.2,
 // "Signals"), from raw RTT samples (latest_rtt, not the smoothed srtt the
-// published module used, §5.2 item 3).
+// published module used, §1.1 item 3).
 //
 // A round ends when a packet sent after the round began is acknowledged: one
 // round trip, whatever the window (the module's 16 samples could be a tiny
-// fraction of an RTT, §5.2 item 3). Delays are normalised by the windowed
+// fraction of an RTT, §1.1 item 3). Delays are normalised by the windowed
 // minimum RTT so that the network sees scale-free magnitudes.
 #pragma once
 

@@ -1,4 +1,4 @@
-// "ndm-lkm": the published NDM-TCP kernel module (ndm-spec.md §1) as a
+// "ndm-lkm": the published NDM-TCP kernel module (docs/ndm-lkm.md) as a
 // controller of this transport. Host (lkm_host.hpp) emulates what Linux does
 // around the module, Module (lkm_module.hpp) is the module; this class only
 // converts between packets and bytes and names things.
@@ -16,7 +16,7 @@ class LkmController final : public Controller {
 public:
     static constexpr std::string_view kName = "ndm-lkm";
     static constexpr std::string_view kDescription =
-        "NDM-TCP kernel module v1.0, bit-exact port with Linux host emulation (ndm-spec.md section 1); "
+        "NDM-TCP kernel module v1.0, bit-exact port with Linux host emulation (docs/ndm-lkm.md); "
         "options: noise_cut=third|two_thirds, initial_window (packets), cwnd_limited=ignore|check";
     static constexpr std::uint32_t kDefaultInitialWindow = 10;  // Linux TCP_INIT_CWND
 

@@ -1,4 +1,4 @@
-// The Linux host emulation of ndm-spec.md §1.1 (see lkm_host.hpp for the
+// The Linux host emulation of docs/ndm-lkm.md §1.1 (see lkm_host.hpp for the
 // simplifications and docs/ndm-lkm.md for why).
 #include "cc/ndm/lkm_host.hpp"
 

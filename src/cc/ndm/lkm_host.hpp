@@ -1,5 +1,5 @@
 // The Linux host that the NDM-TCP kernel module (lkm_module.hpp) plugs into,
-// emulated in packets as ndm-spec.md §1.1 describes it: the socket fields the
+// emulated in packets as docs/ndm-lkm.md §1.1 describes it: the socket fields the
 // module reads and writes (Sock), the tcp_slow_start / tcp_cong_avoid_ai /
 // tcp_reno_cong_avoid helpers with their integer semantics, and the event
 // sequences the kernel runs around the module's callbacks (Host).
@@ -61,7 +61,7 @@ class Host {
 public:
     // check_cwnd_limited: skip the module's per-ACK hook when the flow is
     // not cwnd-limited, as Linux's own Reno and Cubic hooks return early; the
-    // published module never checks (ndm-spec.md §1.6 c), so false is Linux.
+    // published module never checks (docs/ndm-lkm.md §1.6 c), so false is Linux.
     Host(std::uint64_t max_datagram_size, std::uint32_t initial_window, NoiseCut cut,
          bool check_cwnd_limited = false);
 

@@ -1,4 +1,4 @@
-// The NDM-TCP v1.0 module, ndm-spec.md §1.2-§1.7. Every "÷" of the spec is
+// The NDM-TCP v1.0 module, docs/ndm-lkm.md §1.2-§1.7. Every "÷" of the spec is
 // C's truncating integer division. Operand widths follow the spec (s64/u64
 // where it says so); a different width is used only where no value the
 // operands can take changes a quotient, and tests compare such spots with the

@@ -1,5 +1,5 @@
 // The NDM-TCP kernel module v1.0 (ndm_tcp_lkm.c), ported bit for bit from the
-// clean-room description in ndm-spec.md §1.2-§1.7: its per-connection state,
+// clean-room description in docs/ndm-lkm.md §1.2-§1.7: its per-connection state,
 // the "entropy", the activation approximations, the 8->8->1 recurrent forward
 // pass with index-generated weights, the per-ACK hook and the other
 // callbacks. It is deliberately not improved: quirks the spec lists (E is

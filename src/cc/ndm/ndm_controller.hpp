@@ -1,5 +1,5 @@
-// "ndm": this project's own NDM controller, the design brief of ndm-spec.md
-// §5.3 ("keep the idea, fix the signal"); docs/ndm-controller.md.
+// "ndm": this project's own NDM controller, the design brief of docs/ndm-controller.md
+// §1.2 ("keep the idea, fix the signal").
 //
 // - Increase: Cubic's (RFC 9438 with HyStart++), by embedding the Cubic
 //   controller, as Orca layers its agent on Cubic (Abbasloo et al.,
@@ -15,7 +15,7 @@
 //   or in slow start). A loss with P < 0.5 is forgiven: no reduction and no
 //   recovery period (one recovery period per RTT would stall Cubic's growth
 //   for good at a few % random loss).
-// - Safety rules (ndm-spec.md §5.3; El Khayat et al.'s bounded
+// - Safety rules (docs/ndm-controller.md §1.2; El Khayat et al.'s bounded
 //   misclassification): at most `forgive` forgiven losses per round trip;
 //   persistent congestion (RTO-like) always congestive and collapses the
 //   window; a standing queue (the round's smallest queueing delay
@@ -43,7 +43,7 @@ class NdmController final : public Controller {
 public:
     static constexpr std::string_view kName = "ndm";
     static constexpr std::string_view kDescription =
-        "NDM done properly (ndm-spec.md 5.3): Cubic increase, GRU loss classifier on RTT "
+        "NDM done properly (docs/ndm-controller.md 1.2): Cubic increase, GRU loss classifier on RTT "
         "features scales the decrease; options: model, simd, forgive, standing, beta, "
         "hystart";
     static constexpr std::uint32_t kDefaultForgive = 3;
