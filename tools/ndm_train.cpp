@@ -15,15 +15,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cc/ndm/default_model.hpp"
 #include "common/cli.hpp"
 #include "common/logging.hpp"
-#include "train/dataset.hpp"
-#include "train/export.hpp"
-#include "train/handset.hpp"
-#include "train/generate.hpp"
-#include "train/learn.hpp"
-#include "train/outcome.hpp"
+#include "ndm/ndm_model.hpp"
+#include "ndm/train.hpp"
 
 using namespace ndm;
 using namespace ndm::train;
@@ -438,7 +433,7 @@ int main(int argc, char** argv) {
                 what = model_description(ship_tr, f, dataset);
             } else {
                 // Logistic candidates (pos-weight x input set x bias shift), then
-                // the one with the best controller outcome (tools/train/outcome.hpp).
+                // the one with the best controller outcome (ndm/train.hpp).
                 struct Base {
                     std::string name;
                     TrainArgs args;

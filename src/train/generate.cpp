@@ -265,6 +265,8 @@ void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const L
 
 }  // namespace
 
+std::string default_ndm_options() { return "model=" NDM_DEFAULT_DATA_DIR "/models/ndm-handset-v1.ndmm"; }
+
 GenerateOptions check_options() {
     GenerateOptions o;
     o.seed = 1001;
