@@ -258,13 +258,16 @@ public:
     [[nodiscard]] bool parsed() const { return sub_->parsed(); }
 
 protected:
-    CLI::App* sub_ = nullptr;
+    Command(CLI::App& app, const std::string& name, const std::string& description)
+        : sub_(app.add_subcommand(name, description)) {}
+
+    CLI::App* sub_;
 };
 
 class GenerateCommand final : public Command {
 public:
-    explicit GenerateCommand(CLI::App& app) {
-        sub_ = app.add_subcommand("generate", "run seeded scenarios in virtual time and write the labelled dataset");
+    explicit GenerateCommand(CLI::App& app)
+        : Command(app, "generate", "run seeded scenarios in virtual time and write the labelled dataset") {
         add_generate_options(sub_, a_);
         sub_->add_option("-o,--out", a_.out, "dataset file")->capture_default_str();
         sub_->add_flag("-q,--quiet", a_.quiet, "no progress");
@@ -291,8 +294,8 @@ private:
 
 class TrainCommand final : public Command {
 public:
-    explicit TrainCommand(CLI::App& app) {
-        sub_ = app.add_subcommand("train", "train a model on a dataset and write it as .ndmm");
+    explicit TrainCommand(CLI::App& app)
+        : Command(app, "train", "train a model on a dataset and write it as .ndmm") {
         sub_->add_option("-d,--data", a_.data, "dataset file (from generate)")->capture_default_str();
         add_train_options(sub_, a_);
         sub_->add_option("-o,--out", a_.out, "model file")->capture_default_str();
@@ -322,8 +325,8 @@ private:
 
 class EvaluateCommand final : public Command {
 public:
-    explicit EvaluateCommand(CLI::App& app) {
-        sub_ = app.add_subcommand("evaluate", "evaluate a model (run as the controller runs it) on a dataset split");
+    explicit EvaluateCommand(CLI::App& app)
+        : Command(app, "evaluate", "evaluate a model (run as the controller runs it) on a dataset split") {
         sub_->add_option("-m,--model", model_, "model file, or \"default\" for the compiled-in model")->capture_default_str();
         sub_->add_option("-d,--data", data_, "dataset file")->capture_default_str();
         sub_->add_option("--split", split_, "train, val, test or all")
@@ -356,8 +359,8 @@ private:
 
 class ExportCppCommand final : public Command {
 public:
-    explicit ExportCppCommand(CLI::App& app) {
-        sub_ = app.add_subcommand("export-cpp", "write a model as the compiled-in default's C++ include file");
+    explicit ExportCppCommand(CLI::App& app)
+        : Command(app, "export-cpp", "write a model as the compiled-in default's C++ include file") {
         sub_->add_option("-m,--model", model_, "model file")->required();
         sub_->add_option("-o,--out", out_, "output .inc file")->capture_default_str();
     }
@@ -375,11 +378,10 @@ private:
 
 class HandsetCommand final : public Command {
 public:
-    explicit HandsetCommand(CLI::App& app) {
-        sub_ = app.add_subcommand("handset",
-                                  "write the hand-set model ndm-default v2 (the default before the trained one, kept as "
-                                  "a reference and for the controller's rule tests): data/models/ndm-handset-v2.ndmm "
-                                  "under --root");
+    explicit HandsetCommand(CLI::App& app)
+        : Command(app, "handset",
+                  "write the hand-set model ndm-default v2 (the default before the trained one, kept as a reference "
+                  "and for the controller's rule tests): data/models/ndm-handset-v2.ndmm under --root") {
         sub_->add_option("--root", root_, "source tree root")->capture_default_str();
     }
 
@@ -396,10 +398,10 @@ private:
 
 class SelectCommand final : public Command {
 public:
-    explicit SelectCommand(CLI::App& app) {
-        sub_ = app.add_subcommand("select",
-                                  "score models in the ndm controller against cubic on seeded training-distribution "
-                                  "scenarios (virtual time): drop rate on congestion, goodput on random loss");
+    explicit SelectCommand(CLI::App& app)
+        : Command(app, "select",
+                  "score models in the ndm controller against cubic on seeded training-distribution scenarios "
+                  "(virtual time): drop rate on congestion, goodput on random loss") {
         sub_->add_option("-m,--model", models_, "model files (or \"default\"), one per -m")->required();
         sub_->add_option("--shifts", shifts_, "bias shifts to try on each model, comma-separated")->capture_default_str();
         add_outcome_options(sub_, opts_);
@@ -430,10 +432,10 @@ struct Shipped {
 
 class ShipCommand final : public Command {
 public:
-    explicit ShipCommand(CLI::App& app) {
-        sub_ = app.add_subcommand(
-            "ship", "a shipped model in one command: generate (fixed seed) → train → (select by controller outcome) → "
-                    "write the model (and, with --name ndm-default, the compiled-in default's C++ include) and the dataset");
+    explicit ShipCommand(CLI::App& app)
+        : Command(app, "ship",
+                  "a shipped model in one command: generate (fixed seed) → train → (select by controller outcome) → "
+                  "write the model (and, with --name ndm-default, the compiled-in default's C++ include) and the dataset") {
         add_generate_options(sub_, gen_);
         sub_->add_option("--hidden", tr_.train.hidden, "GRU units")->capture_default_str()->check(CLI::Range(1, 8));
         sub_->add_option("--train-seed", tr_.train.seed, "initialisation and shuffling seed")->capture_default_str();
