@@ -5,6 +5,9 @@
 //   evaluate    model + dataset → accuracy, AUC, ECE (reliability bins), confusion
 //   export-cpp  model → the compiled-in default's C++ .inc
 //   ship        the one command that produces the shipped default model
+// The pipeline is the library's (include/ndm/train.hpp, src/train/); this file
+// is its command line: the shared option groups, then one Command class per
+// subcommand.
 #include <array>
 #include <cmath>
 #include <filesystem>
