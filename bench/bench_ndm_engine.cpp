@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "cc/ndm/default_model.hpp"
+#include "ndm/ndm_model.hpp"
 #include "cc/ndm/engine.hpp"
 #include "cc/ndm/kernels.hpp"
 

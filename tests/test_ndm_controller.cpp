@@ -22,13 +22,13 @@
 #include <unistd.h>
 
 #include "cc/cubic.hpp"
-#include "cc/ndm/default_model.hpp"
+#include "ndm/ndm_model.hpp"
 #include "cc/ndm/engine.hpp"
 #include "cc/ndm/entropy.hpp"
 #include "cc/ndm/features.hpp"
 #include "cc/ndm/model.hpp"
 #include "cc/ndm/ndm_controller.hpp"
-#include "train/handset.hpp"
+#include "ndm/train.hpp"
 #include "cc/window.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"

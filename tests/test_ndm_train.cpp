@@ -1,4 +1,4 @@
-// ndm-train (tools/train, docs/ndm-training.md): the loss ledger's
+// ndm-train (src/train, include/ndm/train.hpp, docs/ndm-training.md): the loss ledger's
 // attribution rule, labels from a simulated run, the dataset format, the
 // trainer's forward pass against the engine, gradients against finite
 // differences, input masks, model selection by controller outcome, and the
@@ -13,14 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "cc/ndm/default_model.hpp"
+#include "ndm/ndm_model.hpp"
 #include "cc/ndm/engine.hpp"
 #include "cc/ndm/model.hpp"
 #include "util/rng.hpp"
-#include "train/dataset.hpp"
-#include "train/export.hpp"
+#include "ndm/train.hpp"
 #include "train/generate.hpp"
-#include "train/learn.hpp"
 #include "train/outcome.hpp"
 #include "ndm_test_util.hpp"
 

@@ -5,7 +5,10 @@
 //   evaluate    model + dataset → accuracy, AUC, ECE (reliability bins), confusion
 //   export-cpp  model → the compiled-in default's C++ .inc
 //   ship        the one command that produces the shipped default model
-#include <chrono>
+// The pipeline is the library's (include/ndm/train.hpp, src/train/); this file
+// is its command line: the shared option groups, then one Command class per
+// subcommand.
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,15 +18,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cc/ndm/default_model.hpp"
 #include "common/cli.hpp"
 #include "common/logging.hpp"
-#include "train/dataset.hpp"
-#include "train/export.hpp"
-#include "train/handset.hpp"
-#include "train/generate.hpp"
-#include "train/learn.hpp"
-#include "train/outcome.hpp"
+#include "ndm/ndm_model.hpp"
+#include "ndm/train.hpp"
 
 using namespace ndm;
 using namespace ndm::train;
@@ -241,6 +239,387 @@ std::string selection_line(const CandidateScore& s) {
                        s.worst_loss_ratio, s.goodput_ratio);
 }
 
+
+double seconds_since(Instant t0) { return to_seconds(steady_now() - t0); }
+
+// Every event of the chosen splits ("all": train, val and test), in split order.
+std::vector<Sample> select_splits(const Dataset& d, const std::string& split, const SelectOptions& sel) {
+    std::vector<Sample> samples;
+    for (const Split sp : {Split::train, Split::val, Split::test}) {
+        if (split != "all" && split != split_name(sp)) continue;
+        auto part = select(d, sp, sel);
+        samples.insert(samples.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    }
+    return samples;
+}
+
+// A subcommand: registers its options on the app, runs once parsed.
+class Command {
+public:
+    virtual ~Command() = default;
+    virtual void run() = 0;
+    [[nodiscard]] bool parsed() const { return sub_->parsed(); }
+
+protected:
+    Command(CLI::App& app, const std::string& name, const std::string& description)
+        : sub_(app.add_subcommand(name, description)) {}
+
+    CLI::App* sub_;
+};
+
+class GenerateCommand final : public Command {
+public:
+    explicit GenerateCommand(CLI::App& app)
+        : Command(app, "generate", "run seeded scenarios in virtual time and write the labelled dataset") {
+        add_generate_options(sub_, a_);
+        sub_->add_option("-o,--out", a_.out, "dataset file")->capture_default_str();
+        sub_->add_flag("-q,--quiet", a_.quiet, "no progress");
+        sub_->add_flag("-v,--verbose", a_.verbose, "one line per scenario: goodput, packets, losses");
+        sub_->add_flag("--list", a_.list, "print the scenario list and exit");
+    }
+
+    void run() override {
+        if (a_.list) {
+            for (const auto& sc : make_scenarios(a_.gen))
+                std::cout << fmt::format("{:4} {:<5} {}\n", sc.info.id, split_name(sc.info.split), sc.info.description);
+            return;
+        }
+        const auto t0 = steady_now();
+        const auto d = run_generate(a_);
+        save_dataset(a_.out, d, dataset_comment(a_));
+        print_summary(d);
+        std::cout << fmt::format("wrote {} in {:.1f} s\n", a_.out, seconds_since(t0));
+    }
+
+private:
+    GenArgs a_;
+};
+
+class TrainCommand final : public Command {
+public:
+    explicit TrainCommand(CLI::App& app)
+        : Command(app, "train", "train a model on a dataset and write it as .ndmm") {
+        sub_->add_option("-d,--data", a_.data, "dataset file (from generate)")->capture_default_str();
+        add_train_options(sub_, a_);
+        sub_->add_option("-o,--out", a_.out, "model file")->capture_default_str();
+        sub_->add_flag("-q,--quiet", a_.quiet, "no per-epoch lines");
+        sub_->add_option("--sharpen", sharpen_, "scale the output's pre-activation by this (before --bias-shift)")
+            ->capture_default_str()
+            ->check(CLI::Range(0.01, 100.0));
+        sub_->add_option("--bias-shift", shift_, "add this to the output's pre-activation bias (a shifted threshold)")
+            ->capture_default_str();
+    }
+
+    void run() override {
+        const auto d = load_dataset(a_.data);
+        const auto f = run_fit(d, a_);
+        auto m = shift_bias(sharpen(f.net.to_model(f.standardizer, model_description(a_, f, a_.data)), sharpen_), shift_);
+        if (sharpen_ != 1) m.description += fmt::format("; sharpened x{:g}", sharpen_);
+        if (shift_ != 0) m.description += fmt::format("; bias shift {:+g}", shift_);
+        cc::ndm::save_model(m, a_.out);
+        std::cout << fmt::format("wrote {}\n", a_.out);
+    }
+
+private:
+    TrainArgs a_;
+    float shift_ = 0;
+    float sharpen_ = 1;
+};
+
+class EvaluateCommand final : public Command {
+public:
+    explicit EvaluateCommand(CLI::App& app)
+        : Command(app, "evaluate", "evaluate a model (run as the controller runs it) on a dataset split") {
+        sub_->add_option("-m,--model", model_, "model file, or \"default\" for the compiled-in model")->capture_default_str();
+        sub_->add_option("-d,--data", data_, "dataset file")->capture_default_str();
+        sub_->add_option("--split", split_, "train, val, test or all")
+            ->capture_default_str()
+            ->check(CLI::IsMember({"train", "val", "test", "all"}));
+        sub_->add_flag("--no-spurious", sel_.no_spurious, "drop events whose losses were (partly) late packets");
+        sub_->add_option("--outage", sel_.outage, "trace-outage drops: congestive or exclude")
+            ->capture_default_str()
+            ->check(CLI::IsMember({"congestive", "exclude"}));
+    }
+
+    void run() override {
+        const auto m = load_any(model_);
+        const auto d = load_dataset(data_);
+        auto sel = select_options(sel_);
+        sel.max_per_scenario = 0;  // evaluation sees every event
+        const auto samples = select_splits(d, split_, sel);
+        std::cout << fmt::format("model: {}\n", m.description);
+        const auto p = predict(m, samples);
+        std::cout << fmt::format("split {} of {}:\n", split_, data_)
+                  << format_metrics(evaluate(p, labels(samples)), true) << format_breakdown(p, samples);
+    }
+
+private:
+    std::string model_ = "default";
+    std::string data_ = "ndm-dataset.tsv";
+    std::string split_ = "test";
+    TrainArgs sel_;
+};
+
+class ExportCppCommand final : public Command {
+public:
+    explicit ExportCppCommand(CLI::App& app)
+        : Command(app, "export-cpp", "write a model as the compiled-in default's C++ include file") {
+        sub_->add_option("-m,--model", model_, "model file")->required();
+        sub_->add_option("-o,--out", out_, "output .inc file")->capture_default_str();
+    }
+
+    void run() override {
+        const auto m = cc::ndm::load_model(model_);
+        write_text(out_, model_to_cpp(m, model_));
+        std::cout << fmt::format("wrote {}\n", out_);
+    }
+
+private:
+    std::string model_;
+    std::string out_ = "default_model.inc";
+};
+
+class HandsetCommand final : public Command {
+public:
+    explicit HandsetCommand(CLI::App& app)
+        : Command(app, "handset",
+                  "write the hand-set model ndm-default v2 (the default before the trained one, kept as a reference "
+                  "and for the controller's rule tests): data/models/ndm-handset-v2.ndmm under --root") {
+        sub_->add_option("--root", root_, "source tree root")->capture_default_str();
+    }
+
+    void run() override {
+        const auto m = make_handset_model();
+        const auto model_path = std::filesystem::path(root_) / "data/models/ndm-handset-v2.ndmm";
+        cc::ndm::save_model(m, model_path);
+        std::cout << fmt::format("wrote {}\n", model_path.string());
+    }
+
+private:
+    std::string root_ = ".";
+};
+
+class SelectCommand final : public Command {
+public:
+    explicit SelectCommand(CLI::App& app)
+        : Command(app, "select",
+                  "score models in the ndm controller against cubic on seeded training-distribution scenarios "
+                  "(virtual time): drop rate on congestion, goodput on random loss") {
+        sub_->add_option("-m,--model", models_, "model files (or \"default\"), one per -m")->required();
+        sub_->add_option("--shifts", shifts_, "bias shifts to try on each model, comma-separated")->capture_default_str();
+        add_outcome_options(sub_, opts_);
+    }
+
+    void run() override {
+        const auto shifts = parse_floats(shifts_, "--shifts");
+        std::vector<Candidate> cands;
+        for (const auto& path : models_) {
+            const auto m = load_any(path);
+            for (const float d : shifts) cands.push_back({fmt::format("{} {:+g}", path, d), shift_bias(m, d)});
+        }
+        const auto r = select_by_outcome(cands, opts_, [](const std::string& l) { std::cout << "  " << l << '\n'; });
+        std::cout << fmt::format("chosen: {}: {}\n", cands[r.chosen].name, selection_line(r.scores[r.chosen]));
+    }
+
+private:
+    std::vector<std::string> models_;
+    std::string shifts_ = "0";
+    OutcomeOptions opts_;
+};
+
+// A model and the words of its description before the check set's AUC.
+struct Shipped {
+    cc::ndm::Model model;
+    std::string what;
+};
+
+class ShipCommand final : public Command {
+public:
+    explicit ShipCommand(CLI::App& app)
+        : Command(app, "ship",
+                  "a shipped model in one command: generate (fixed seed) → train → (select by controller outcome) → "
+                  "write the model (and, with --name ndm-default, the compiled-in default's C++ include) and the dataset") {
+        add_generate_options(sub_, gen_);
+        sub_->add_option("--hidden", tr_.train.hidden, "GRU units")->capture_default_str()->check(CLI::Range(1, 8));
+        sub_->add_option("--train-seed", tr_.train.seed, "initialisation and shuffling seed")->capture_default_str();
+        sub_->add_option("--root", root_, "source tree root: writes data/models/ndm-default.ndmm, "
+                                          "src/cc/ndm/default_model.inc, and the dataset to /tmp")
+            ->capture_default_str();
+        sub_->add_option("--name", name_,
+                         "model name: ndm-default writes data/models/ndm-default.ndmm and src/cc/ndm/default_model.inc (the "
+                         "compiled-in default); any other name writes only data/models/NAME.ndmm")
+            ->capture_default_str();
+        sub_->add_flag("-q,--quiet", tr_.quiet, "no progress");
+        sub_->add_option("--recipe", recipe_,
+                         "selected: logistic candidates (--pos-weights x --inputs x --shifts) chosen by controller outcome "
+                         "(the default for --name ndm-default); gru: the GRU with plain BCE (the default otherwise)")
+            ->check(CLI::IsMember({"selected", "gru"}));
+        sub_->add_option("--pos-weights", weights_, "selected: pos-weights of the logistic candidates")->capture_default_str();
+        sub_->add_option("--inputs", inputs_, "selected: input sets of the logistic candidates, one per --inputs")
+            ->capture_default_str();
+        sub_->add_option("--sharpen", sharpen_, "selected: output scales of each candidate (P = sigmoid(k s + shift))")
+            ->capture_default_str();
+        sub_->add_option("--shifts", shifts_, "selected: bias shifts of each candidate")->capture_default_str();
+        add_outcome_options(sub_, sel_);
+    }
+
+    void run() override {
+        check_lists();
+        const auto t0 = steady_now();
+        gen_.quiet = tr_.quiet;
+        const auto d = run_generate(gen_);
+        save_dataset(kDataPath, d, dataset_comment(gen_));
+        print_summary(d);
+        const double gen_s = seconds_since(t0);
+        const std::string dataset = fmt::format("generate --seed {} --scenarios {} --seconds {}{} ({} events)",
+                                                gen_.gen.seed, gen_.gen.scenarios, gen_.gen.seconds,
+                                                gen_.gen.compete > 0 ? fmt::format(" --compete {}", gen_.gen.compete) : "",
+                                                d.records.size());
+        auto s = recipe_ == "gru" ? ship_gru(d, dataset) : ship_selected(d, dataset);
+        describe(s);
+        write(s.model, t0, gen_s);
+    }
+
+private:
+    static constexpr const char* kDataPath = "/tmp/ndm-default-dataset.tsv";
+
+    [[nodiscard]] bool is_default() const { return name_ == "ndm-default"; }
+
+    // Bad lists are bad command lines: rejected before minutes of generation.
+    void check_lists() {
+        if (name_.empty() || name_.find_first_of("/\\") != std::string::npos)
+            throw std::invalid_argument("--name must be a plain file name, got \"" + name_ + "\"");
+        if (recipe_.empty()) recipe_ = is_default() ? "selected" : "gru";
+        weights_v_ = parse_floats(weights_, "--pos-weights");
+        shifts_v_ = parse_floats(shifts_, "--shifts");
+        scales_v_ = parse_floats(sharpen_, "--sharpen");
+        for (const float k : scales_v_)
+            if (!(k >= 0.01F && k <= 100)) throw std::invalid_argument("--sharpen: each must be in [0.01, 100]");
+        for (const auto& in : inputs_) (void)parse_input_mask(in);
+        for (const float w : weights_v_)
+            if (!(w >= 0.01F && w <= 100)) throw std::invalid_argument("--pos-weights: each must be in [0.01, 100]");
+    }
+
+    // The GRU with plain BCE, after a logistic baseline for comparison.
+    Shipped ship_gru(const Dataset& d, const std::string& dataset) {
+        tr_.kind = "logistic";
+        std::cout << "baseline:\n";
+        (void)run_fit(d, tr_);
+        tr_.kind = "gru";
+        const auto f = run_fit(d, tr_);
+        return {f.net.to_model(f.standardizer, ""), model_description(tr_, f, dataset)};
+    }
+
+    // A logistic fit (one pos-weight and input set) and the candidates made of it.
+    struct Base {
+        TrainArgs args;
+        FitResult fit;
+    };
+    // Candidate i came from bases[of[i].base], sharpened by k and shifted.
+    struct Of {
+        std::size_t base;
+        float k, shift;
+    };
+    struct Candidates {
+        std::vector<Base> bases;
+        std::vector<Candidate> cands;
+        std::vector<Of> of;
+    };
+
+    // Logistic candidates: pos-weight x input set x sharpening x bias shift.
+    Candidates train_candidates(const Dataset& d) const {
+        Candidates c;
+        for (const auto& in : inputs_) {
+            for (const float w : weights_v_) {
+                TrainArgs a = tr_;
+                a.kind = "logistic";
+                a.inputs = in;
+                a.train.pos_weight = w;
+                a.quiet = true;
+                std::cout << fmt::format("candidate: logistic, inputs {}, pos-weight {:g}\n", in, w);
+                auto f = run_fit(d, a);
+                const auto base = f.net.to_model(f.standardizer, "");
+                for (const float k : scales_v_) {
+                    for (const float sh : shifts_v_) {
+                        c.of.push_back({c.bases.size(), k, sh});
+                        c.cands.push_back({fmt::format("w={:g} k={:g} shift={:+g} inputs={}", w, k, sh,
+                                                       format_input_mask(parse_input_mask(in))),
+                                           shift_bias(sharpen(base, k), sh)});
+                    }
+                }
+                c.bases.push_back({a, std::move(f)});
+            }
+        }
+        return c;
+    }
+
+    // The candidate with the best controller outcome (ndm/train.hpp, select_by_outcome).
+    Shipped ship_selected(const Dataset& d, const std::string& dataset) const {
+        const auto c = train_candidates(d);
+        std::cout << fmt::format("selection by controller outcome ({} pure-congestion and {} random-loss "
+                                 "scenarios, generate --seed {} --seconds {}, train split):\n",
+                                 sel_.congestion, sel_.random, sel_.seed, sel_.seconds);
+        const auto r = select_by_outcome(c.cands, sel_, [&](const std::string& l) {
+            if (!tr_.quiet) std::cout << "  " << l << '\n';
+        });
+        const auto [bi, k, shift] = c.of[r.chosen];
+        const auto& b = c.bases[bi];
+        const auto& m = c.cands[r.chosen].model;
+        // Held-out metrics of the chosen model as the engine runs it
+        // (the shift moves calibration and accuracy, not the AUC).
+        const auto test = select(d, Split::test, select_options(b.args));
+        const auto tm = evaluate(predict(m, test), labels(test));
+        std::cout << fmt::format("chosen: {}: {}\nheld-out test:\n{}", c.cands[r.chosen].name,
+                                 selection_line(r.scores[r.chosen]), format_metrics(tm, true));
+        return {m, fmt::format(
+            "{} logistic regression: P(loss is congestive) = sigmoid(k s + shift), inputs {}, pos-weight {:g}, k {:g}, "
+            "shift {:+g}, seed {}, {} training events of {}; chosen among {} candidates (pos-weights {}, k {}, "
+            "shifts {}) by controller outcome on {} pure-congestion (buffer >= {:g} BDP, >= {} packets) and {} random-loss "
+            "scenarios (generate --seed {} --seconds {}, train split): {}; held-out (test split: RTT 100-160 ms, ATT driving trace) heldout_auc={:.4f} "
+            "heldout_ece={:.4f} heldout_accuracy={:.4f} n={}; validation auc={:.4f}",
+            kTrainerVersion, format_input_mask(b.args.train.input_mask), b.args.train.pos_weight, k, shift,
+            b.args.train.seed, b.fit.n_train, dataset, c.cands.size(), weights_, sharpen_, shifts_,
+            sel_.congestion, sel_.min_buffer_bdp, sel_.min_buffer_packets, sel_.random, sel_.seed, sel_.seconds,
+            selection_line(r.scores[r.chosen]), tm.auc, tm.ece, tm.accuracy, tm.n, b.fit.val.auc)};
+    }
+
+    // The check set's AUC, recorded for tests/test_ndm_train.cpp, completes the description.
+    void describe(Shipped& s) const {
+        const auto check = generate(check_options());
+        const auto all = select_splits(check, "all", {});
+        const auto cm = evaluate(predict(s.model, all), labels(all));
+        std::cout << "check set (generate --seed 1001 --scenarios 12 --seconds 4, all splits):\n" << format_metrics(cm, false);
+        s.model.description = fmt::format("{}: {}; check_auc={:.4f} (check set: generate --seed 1001 --scenarios 12 "
+                                          "--seconds 4)",
+                                          is_default() ? "ndm-default (learned)" : name_, s.what, cm.auc);
+    }
+
+    void write(const cc::ndm::Model& m, Instant t0, double gen_s) const {
+        const auto root = std::filesystem::path(root_);
+        const auto model_path = root / "data/models" / (name_ + ".ndmm");
+        cc::ndm::save_model(m, model_path);
+        std::cout << fmt::format("wrote {}", model_path.string());
+        if (is_default()) {
+            const auto inc = root / "src/cc/ndm/default_model.inc";
+            write_text(inc.string(), model_to_cpp(m, "data/models/ndm-default.ndmm"));
+            std::cout << fmt::format(", {}", inc.string());
+        }
+        std::cout << fmt::format(" and {} in {:.1f} s (generation {:.1f} s)\n", kDataPath, seconds_since(t0), gen_s);
+    }
+
+    GenArgs gen_;
+    TrainArgs tr_;
+    OutcomeOptions sel_;
+    std::string recipe_;
+    std::string weights_ = "1,4";
+    std::string sharpen_ = "1,3,5,8";
+    std::string shifts_ = "0,1";
+    std::vector<std::string> inputs_{"all", "q_now,q_p50,q_p90,slope,entropy,loss_run"};
+    std::string root_ = ".";
+    std::string name_ = "ndm-learned";
+    std::vector<float> weights_v_, shifts_v_, scales_v_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -250,98 +629,16 @@ int main(int argc, char** argv) {
         "evaluate it (docs/ndm-training.md).",
         "ndm-train"};
     app.require_subcommand(1);
-
-    GenArgs gen;
-    auto* g = app.add_subcommand("generate", "run seeded scenarios in virtual time and write the labelled dataset");
-    add_generate_options(g, gen);
-    g->add_option("-o,--out", gen.out, "dataset file")->capture_default_str();
-    g->add_flag("-q,--quiet", gen.quiet, "no progress");
-    g->add_flag("-v,--verbose", gen.verbose, "one line per scenario: goodput, packets, losses");
-    g->add_flag("--list", gen.list, "print the scenario list and exit");
-
-    TrainArgs tr;
-    auto* t = app.add_subcommand("train", "train a model on a dataset and write it as .ndmm");
-    t->add_option("-d,--data", tr.data, "dataset file (from generate)")->capture_default_str();
-    add_train_options(t, tr);
-    t->add_option("-o,--out", tr.out, "model file")->capture_default_str();
-    t->add_flag("-q,--quiet", tr.quiet, "no per-epoch lines");
-    float tr_shift = 0, tr_sharpen = 1;
-    t->add_option("--sharpen", tr_sharpen, "scale the output's pre-activation by this (before --bias-shift)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.01, 100.0));
-    t->add_option("--bias-shift", tr_shift, "add this to the output's pre-activation bias (a shifted threshold)")
-        ->capture_default_str();
-
-    std::string ev_model = "default", ev_data = "ndm-dataset.tsv", ev_split = "test";
-    TrainArgs ev_sel;
-    auto* e = app.add_subcommand("evaluate", "evaluate a model (run as the controller runs it) on a dataset split");
-    e->add_option("-m,--model", ev_model, "model file, or \"default\" for the compiled-in model")->capture_default_str();
-    e->add_option("-d,--data", ev_data, "dataset file")->capture_default_str();
-    e->add_option("--split", ev_split, "train, val, test or all")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"train", "val", "test", "all"}));
-    e->add_flag("--no-spurious", ev_sel.no_spurious, "drop events whose losses were (partly) late packets");
-    e->add_option("--outage", ev_sel.outage, "trace-outage drops: congestive or exclude")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"congestive", "exclude"}));
-
-    std::string cpp_model, cpp_out = "default_model.inc";
-    auto* x = app.add_subcommand("export-cpp", "write a model as the compiled-in default's C++ include file");
-    x->add_option("-m,--model", cpp_model, "model file")->required();
-    x->add_option("-o,--out", cpp_out, "output .inc file")->capture_default_str();
-
-    std::string hs_dir = ".";
-    auto* h = app.add_subcommand("handset",
-                                 "write the hand-set model ndm-default v2 (the default before the trained one, kept as "
-                                 "a reference and for the controller's rule tests): data/models/ndm-handset-v2.ndmm "
-                                 "under --root");
-    h->add_option("--root", hs_dir, "source tree root")->capture_default_str();
-
-    std::vector<std::string> sel_models;
-    std::string sel_shifts = "0";
-    OutcomeOptions sel_opts;
-    auto* sl = app.add_subcommand("select",
-                                  "score models in the ndm controller against cubic on seeded training-distribution "
-                                  "scenarios (virtual time): drop rate on congestion, goodput on random loss");
-    sl->add_option("-m,--model", sel_models, "model files (or \"default\"), one per -m")->required();
-    sl->add_option("--shifts", sel_shifts, "bias shifts to try on each model, comma-separated")->capture_default_str();
-    add_outcome_options(sl, sel_opts);
-
-    GenArgs ship_gen;
-    TrainArgs ship_tr;
-    OutcomeOptions ship_sel;
-    std::string ship_recipe;
-    std::string ship_weights = "1,4";
-    std::string ship_sharpen = "1,3,5,8";
-    std::string ship_shifts = "0,1";
-    std::vector<std::string> ship_inputs{"all", "q_now,q_p50,q_p90,slope,entropy,loss_run"};
-    std::string ship_dir = ".";
-    std::string ship_name = "ndm-learned";
-    auto* s = app.add_subcommand(
-        "ship", "a shipped model in one command: generate (fixed seed) → train → (select by controller outcome) → "
-                "write the model (and, with --name ndm-default, the compiled-in default's C++ include) and the dataset");
-    add_generate_options(s, ship_gen);
-    s->add_option("--hidden", ship_tr.train.hidden, "GRU units")->capture_default_str()->check(CLI::Range(1, 8));
-    s->add_option("--train-seed", ship_tr.train.seed, "initialisation and shuffling seed")->capture_default_str();
-    s->add_option("--root", ship_dir, "source tree root: writes data/models/ndm-default.ndmm, "
-                                      "src/cc/ndm/default_model.inc, and the dataset to /tmp")
-        ->capture_default_str();
-    s->add_option("--name", ship_name,
-                  "model name: ndm-default writes data/models/ndm-default.ndmm and src/cc/ndm/default_model.inc (the "
-                  "compiled-in default); any other name writes only data/models/NAME.ndmm")
-        ->capture_default_str();
-    s->add_flag("-q,--quiet", ship_tr.quiet, "no progress");
-    s->add_option("--recipe", ship_recipe,
-                  "selected: logistic candidates (--pos-weights x --inputs x --shifts) chosen by controller outcome "
-                  "(the default for --name ndm-default); gru: the GRU with plain BCE (the default otherwise)")
-        ->check(CLI::IsMember({"selected", "gru"}));
-    s->add_option("--pos-weights", ship_weights, "selected: pos-weights of the logistic candidates")->capture_default_str();
-    s->add_option("--inputs", ship_inputs, "selected: input sets of the logistic candidates, one per --inputs")
-        ->capture_default_str();
-    s->add_option("--sharpen", ship_sharpen, "selected: output scales of each candidate (P = sigmoid(k s + shift))")
-        ->capture_default_str();
-    s->add_option("--shifts", ship_shifts, "selected: bias shifts of each candidate")->capture_default_str();
-    add_outcome_options(s, ship_sel);
+    // In the order --help lists them.
+    GenerateCommand generate_cmd(app);
+    TrainCommand train_cmd(app);
+    EvaluateCommand evaluate_cmd(app);
+    ExportCppCommand export_cmd(app);
+    HandsetCommand handset_cmd(app);
+    SelectCommand select_cmd(app);
+    ShipCommand ship_cmd(app);
+    const std::array<Command*, 7> commands{&generate_cmd, &train_cmd,  &evaluate_cmd, &export_cmd,
+                                           &handset_cmd,  &select_cmd, &ship_cmd};
 
     try {
         app.parse(argc, argv);
@@ -350,178 +647,8 @@ int main(int argc, char** argv) {
     }
 
     try {
-        if (g->parsed() && gen.list) {
-            for (const auto& sc : make_scenarios(gen.gen))
-                std::cout << fmt::format("{:4} {:<5} {}\n", sc.info.id, split_name(sc.info.split), sc.info.description);
-        } else if (g->parsed()) {
-            const auto t0 = std::chrono::steady_clock::now();
-            const auto d = run_generate(gen);
-            save_dataset(gen.out, d, dataset_comment(gen));
-            print_summary(d);
-            std::cout << fmt::format("wrote {} in {:.1f} s\n", gen.out,
-                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        } else if (t->parsed()) {
-            const auto d = load_dataset(tr.data);
-            const auto f = run_fit(d, tr);
-            auto m = shift_bias(sharpen(f.net.to_model(f.standardizer, model_description(tr, f, tr.data)), tr_sharpen),
-                                tr_shift);
-            if (tr_sharpen != 1) m.description += fmt::format("; sharpened x{:g}", tr_sharpen);
-            if (tr_shift != 0) m.description += fmt::format("; bias shift {:+g}", tr_shift);
-            cc::ndm::save_model(m, tr.out);
-            std::cout << fmt::format("wrote {}\n", tr.out);
-        } else if (e->parsed()) {
-            const auto m = load_any(ev_model);
-            const auto d = load_dataset(ev_data);
-            auto sel = select_options(ev_sel);
-            sel.max_per_scenario = 0;  // evaluation sees every event
-            std::vector<Sample> samples;
-            for (const Split sp : {Split::train, Split::val, Split::test}) {
-                if (ev_split != "all" && ev_split != split_name(sp)) continue;
-                auto part = select(d, sp, sel);
-                samples.insert(samples.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-            }
-            std::cout << fmt::format("model: {}\n", m.description);
-            const auto p = predict(m, samples);
-            std::cout << fmt::format("split {} of {}:\n", ev_split, ev_data)
-                      << format_metrics(evaluate(p, labels(samples)), true) << format_breakdown(p, samples);
-        } else if (h->parsed()) {
-            const auto m = make_handset_model();
-            const auto model_path = std::filesystem::path(hs_dir) / "data/models/ndm-handset-v2.ndmm";
-            cc::ndm::save_model(m, model_path);
-            std::cout << fmt::format("wrote {}\n", model_path.string());
-        } else if (x->parsed()) {
-            const auto m = cc::ndm::load_model(cpp_model);
-            write_text(cpp_out, model_to_cpp(m, cpp_model));
-            std::cout << fmt::format("wrote {}\n", cpp_out);
-        } else if (sl->parsed()) {
-            const auto shifts = parse_floats(sel_shifts, "--shifts");
-            std::vector<Candidate> cands;
-            for (const auto& path : sel_models) {
-                const auto m = load_any(path);
-                for (const float d : shifts) cands.push_back({fmt::format("{} {:+g}", path, d), shift_bias(m, d)});
-            }
-            const auto r = select_by_outcome(cands, sel_opts, [](const std::string& l) { std::cout << "  " << l << '\n'; });
-            std::cout << fmt::format("chosen: {}: {}\n", cands[r.chosen].name, selection_line(r.scores[r.chosen]));
-        } else if (s->parsed()) {
-            if (ship_name.empty() || ship_name.find_first_of("/\\") != std::string::npos)
-                throw std::invalid_argument("--name must be a plain file name, got \"" + ship_name + "\"");
-            const bool is_default = ship_name == "ndm-default";
-            if (ship_recipe.empty()) ship_recipe = is_default ? "selected" : "gru";
-            const auto weights = parse_floats(ship_weights, "--pos-weights");
-            const auto shifts = parse_floats(ship_shifts, "--shifts");
-            const auto scales = parse_floats(ship_sharpen, "--sharpen");
-            for (const float k : scales)
-                if (!(k >= 0.01F && k <= 100)) throw std::invalid_argument("--sharpen: each must be in [0.01, 100]");
-            for (const auto& in : ship_inputs) (void)parse_input_mask(in);
-            for (const float w : weights)
-                if (!(w >= 0.01F && w <= 100)) throw std::invalid_argument("--pos-weights: each must be in [0.01, 100]");
-            const auto t0 = std::chrono::steady_clock::now();
-            ship_gen.quiet = ship_tr.quiet;
-            const auto d = run_generate(ship_gen);
-            const std::string data_path = "/tmp/ndm-default-dataset.tsv";
-            save_dataset(data_path, d, dataset_comment(ship_gen));
-            print_summary(d);
-            const double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            const std::string dataset = fmt::format("generate --seed {} --scenarios {} --seconds {}{} ({} events)",
-                                                    ship_gen.gen.seed, ship_gen.gen.scenarios, ship_gen.gen.seconds,
-                                                    ship_gen.gen.compete > 0 ? fmt::format(" --compete {}", ship_gen.gen.compete) : "",
-                                                    d.records.size());
-            cc::ndm::Model m;
-            std::string what;
-            if (ship_recipe == "gru") {
-                ship_tr.kind = "logistic";
-                std::cout << "baseline:\n";
-                (void)run_fit(d, ship_tr);
-                ship_tr.kind = "gru";
-                const auto f = run_fit(d, ship_tr);
-                m = f.net.to_model(f.standardizer, "");
-                what = model_description(ship_tr, f, dataset);
-            } else {
-                // Logistic candidates (pos-weight x input set x bias shift), then
-                // the one with the best controller outcome (tools/train/outcome.hpp).
-                struct Base {
-                    std::string name;
-                    TrainArgs args;
-                    FitResult fit;
-                };
-                std::vector<Base> bases;
-                std::vector<Candidate> cands;
-                struct Of {
-                    std::size_t base;
-                    float k, shift;
-                };
-                std::vector<Of> of;  // candidate → base, sharpening, shift
-                for (const auto& in : ship_inputs) {
-                    for (const float w : weights) {
-                        TrainArgs a = ship_tr;
-                        a.kind = "logistic";
-                        a.inputs = in;
-                        a.train.pos_weight = w;
-                        a.quiet = true;
-                        std::cout << fmt::format("candidate: logistic, inputs {}, pos-weight {:g}\n", in, w);
-                        auto f = run_fit(d, a);
-                        const auto base = f.net.to_model(f.standardizer, "");
-                        for (const float k : scales) {
-                            for (const float sh : shifts) {
-                                of.push_back({bases.size(), k, sh});
-                                cands.push_back({fmt::format("w={:g} k={:g} shift={:+g} inputs={}", w, k, sh,
-                                                             format_input_mask(parse_input_mask(in))),
-                                                 shift_bias(sharpen(base, k), sh)});
-                            }
-                        }
-                        bases.push_back({in, a, std::move(f)});
-                    }
-                }
-                std::cout << fmt::format("selection by controller outcome ({} pure-congestion and {} random-loss "
-                                         "scenarios, generate --seed {} --seconds {}, train split):\n",
-                                         ship_sel.congestion, ship_sel.random, ship_sel.seed, ship_sel.seconds);
-                const auto r = select_by_outcome(cands, ship_sel, [&](const std::string& l) {
-                    if (!ship_tr.quiet) std::cout << "  " << l << '\n';
-                });
-                const auto [bi, k, shift] = of[r.chosen];
-                const auto& b = bases[bi];
-                m = cands[r.chosen].model;
-                // Held-out metrics of the chosen model as the engine runs it
-                // (the shift moves calibration and accuracy, not the AUC).
-                const auto test = select(d, Split::test, select_options(b.args));
-                const auto tm = evaluate(predict(m, test), labels(test));
-                std::cout << fmt::format("chosen: {}: {}\nheld-out test:\n{}", cands[r.chosen].name,
-                                         selection_line(r.scores[r.chosen]), format_metrics(tm, true));
-                what = fmt::format(
-                    "{} logistic regression: P(loss is congestive) = sigmoid(k s + shift), inputs {}, pos-weight {:g}, k {:g}, "
-                    "shift {:+g}, seed {}, {} training events of {}; chosen among {} candidates (pos-weights {}, k {}, "
-                    "shifts {}) by controller outcome on {} pure-congestion (buffer >= {:g} BDP, >= {} packets) and {} random-loss "
-                    "scenarios (generate --seed {} --seconds {}, train split): {}; held-out (test split: RTT 100-160 ms, ATT driving trace) heldout_auc={:.4f} "
-                    "heldout_ece={:.4f} heldout_accuracy={:.4f} n={}; validation auc={:.4f}",
-                    kTrainerVersion, format_input_mask(b.args.train.input_mask), b.args.train.pos_weight, k, shift,
-                    b.args.train.seed, b.fit.n_train, dataset, cands.size(), ship_weights, ship_sharpen, ship_shifts,
-                    ship_sel.congestion, ship_sel.min_buffer_bdp, ship_sel.min_buffer_packets, ship_sel.random, ship_sel.seed, ship_sel.seconds,
-                    selection_line(r.scores[r.chosen]), tm.auc, tm.ece, tm.accuracy, tm.n, b.fit.val.auc);
-            }
-            // The check set's AUC, recorded for tests/test_ndm_train.cpp.
-            const auto check = generate(check_options());
-            std::vector<Sample> all;
-            for (const Split sp : {Split::train, Split::val, Split::test}) {
-                auto part = select(check, sp);
-                all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-            }
-            const auto cm = evaluate(predict(m, all), labels(all));
-            std::cout << "check set (generate --seed 1001 --scenarios 12 --seconds 4, all splits):\n" << format_metrics(cm, false);
-            m.description = fmt::format("{}: {}; check_auc={:.4f} (check set: generate --seed 1001 --scenarios 12 "
-                                        "--seconds 4)",
-                                        is_default ? "ndm-default (learned)" : ship_name, what, cm.auc);
-            const auto root = std::filesystem::path(ship_dir);
-            const auto model_path = root / "data/models" / (ship_name + ".ndmm");
-            cc::ndm::save_model(m, model_path);
-            std::cout << fmt::format("wrote {}", model_path.string());
-            if (is_default) {
-                const auto inc = root / "src/cc/ndm/default_model.inc";
-                write_text(inc.string(), model_to_cpp(m, "data/models/ndm-default.ndmm"));
-                std::cout << fmt::format(", {}", inc.string());
-            }
-            std::cout << fmt::format(" and {} in {:.1f} s (generation {:.1f} s)\n", data_path,
-                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), gen_s);
-        }
+        for (Command* c : commands)
+            if (c->parsed()) c->run();
         return 0;
     } catch (const std::exception& ex) {
         std::cerr << "ndm-train: " << ex.what() << '\n';

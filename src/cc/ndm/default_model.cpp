@@ -1,4 +1,4 @@
-#include "cc/ndm/default_model.hpp"
+#include "ndm/ndm_model.hpp"
 
 #include <cstddef>
 #include <cstdint>

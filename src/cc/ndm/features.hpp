@@ -14,24 +14,12 @@
 
 #include "cc/ndm/entropy.hpp"
 #include "ndm/cc.hpp"
+#include "ndm/ndm_model.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm::cc::ndm {
 
-// The model's inputs, in this order (docs/ndm-controller.md §2).
-enum Feature : std::size_t {
-    kQueueNow = 0,  // q = rtt − min_rtt of the latest sample (at a loss: q at the loss), / min_rtt
-    kQueueP50,      // median q of the round, / min_rtt (resolution 0.1)
-    kQueueP90,      // 90th percentile of q, / min_rtt
-    kRttSlope,      // least-squares d(rtt)/dt over the round (s/s), clipped to [−1, 1]
-    kEntropy,       // Shannon entropy of the round's q histogram / log2(16), 0..1
-    kLossRate,      // packets lost / (acked + lost) in the round
-    kRateRatio,     // delivery rate / its recent maximum (BBR-style), 0..1
-    kLossRun,       // (packets lost in the event − 1) / 8, clipped to [0, 1]
-    kFeatureCount
-};
-
-using FeatureVector = std::array<float, kFeatureCount>;
+// Feature, kFeatureCount and FeatureVector: include/ndm/ndm_model.hpp.
 
 // Windowed minimum (Kathleen Nichols' algorithm, as Linux lib/win_minmax.c
 // used by BBR): the best, second and third best samples of the window.

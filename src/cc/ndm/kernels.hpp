@@ -21,9 +21,9 @@
 #include <string_view>
 #include <vector>
 
-namespace ndm::cc::ndm {
+#include "ndm/ndm_model.hpp"  // Act
 
-enum class Act : std::uint8_t { linear = 0, sigmoid = 1, tanh = 2, relu = 3 };
+namespace ndm::cc::ndm {
 
 enum class Simd : std::uint8_t { scalar, sse42, avx2, avx512, neon };
 

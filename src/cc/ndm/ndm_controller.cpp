@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cc/ndm/default_model.hpp"
+#include "ndm/ndm_model.hpp"
 #include "cc/ndm/engine.hpp"
 #include "cc/option_values.hpp"
 

@@ -254,6 +254,89 @@ std::string burst_loss(Sampler& s, const char* prefix) {
                        pct(s.uniform(0.5, 1.0)));
 }
 
+// A scenario's path as its family drew it: the emulator profile, the packets
+// a second at the bottleneck (to bound the run's cost) and whether it is the
+// held-out ATT driving trace.
+struct Path {
+    std::string spec;
+    double pps = 0;
+    bool trace_att = false;
+};
+
+// A rate-limited bottleneck with droptail (or CoDel) and random or bursty loss.
+Path bottleneck_path(Sampler& s, ScenarioSpec& sc, double u, double rtt_ms, double rate_mbit) {
+    const double one_way = rtt_ms / 2;
+    Path p{"delay=" + us(one_way)};
+    const bool codel = u >= 0.36;
+    const bool burst = !codel && u >= 0.26;
+    sc.info.family = codel ? "codel" : burst ? "burst" : "loss";
+    const double bdp_pkts = rate_mbit * 1e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
+    const double buffer = codel ? std::max(4 * bdp_pkts, 100.0) : bdp_pkts * s.log_uniform(0.25, 4);
+    sc.buffer_packets = std::max<long long>(2, std::llround(buffer));
+    sc.buffer_bdp = static_cast<double>(sc.buffer_packets) / bdp_pkts;
+    p.spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit, sc.buffer_packets);
+    if (codel) p.spec += ",up.aqm=codel";
+    if (burst) p.spec += burst_loss(s, "up.");
+    else if (s.chance(codel ? 0.5 : 0.6)) p.spec += random_loss(s, 0.001, 0.10, "up.");
+    p.spec += jitter(s, one_way);
+    p.pps = rate_mbit * 1e6 / 8 / static_cast<double>(sc.packet_size);
+    return p;
+}
+
+// "Wireless": no bottleneck, only random or bursty loss and jitter (the
+// seed's urban-lte), with both packet sizes of the seed experiment. The link
+// rate is capped (10–500 Mbit/s, a deep 4–8 BDP buffer) so that a window that
+// never meets a bottleneck cannot make a run arbitrarily expensive; drops at
+// that buffer are labelled congestive like any other.
+Path wireless_path(Sampler& s, ScenarioSpec& sc, double rtt_ms) {
+    const double one_way = rtt_ms / 2;
+    Path p{"delay=" + us(one_way)};
+    sc.info.family = "wireless";
+    if (s.chance(0.4)) sc.packet_size = kMaxDatagramSize;
+    const double rate_mbit = s.log_uniform(10, 500);
+    const double bdp_pkts = rate_mbit * 1e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
+    p.spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit,
+                          std::max<long long>(8, std::llround(bdp_pkts * s.uniform(4, 8))));
+    p.spec += s.chance(0.6) ? random_loss(s, 0.005, 0.10, "") : burst_loss(s, "");
+    p.spec += jitter(s, one_way);
+    p.pps = rate_mbit * 1e6 / 8 / static_cast<double>(sc.packet_size);
+    return p;
+}
+
+// The LTE trace presets at this RTT, and the synthetic traces of data/traces
+// (a 12/3 Mbit/s square wave, 500 ms outages) with a 0.25–4 BDP buffer;
+// sometimes with extra random loss.
+Path trace_path(Sampler& s, ScenarioSpec& sc, double rtt_ms) {
+    static constexpr const char* kTraces[] = {"lte-verizon", "lte-tmobile", "lte-att-driving",
+                                              "trace=square-12-3mbit.trace", "trace=outage-500ms.trace"};
+    const double one_way = rtt_ms / 2;
+    const std::size_t t = s.pick(5);
+    sc.info.family = "trace";
+    Path p{std::string(kTraces[t]) + ",delay=" + us(one_way)};
+    p.trace_att = t == 2;
+    if (t >= 3) {
+        const double bdp_pkts = 12e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
+        p.spec += fmt::format(",queue={}pkt", std::max<long long>(4, std::llround(bdp_pkts * s.log_uniform(0.25, 4))));
+    }
+    if (s.chance(0.4)) p.spec += random_loss(s, 0.001, 0.03, "up.");
+    p.spec += jitter(s, one_way);
+    p.pps = 20e6 / 8 / static_cast<double>(sc.packet_size);
+    return p;
+}
+
+// 1–3 competing flows on a bottleneck family's link, drawn from a stream of
+// their own: every other parameter is the same as without --compete.
+void add_competitors(ScenarioSpec& sc, const GenerateOptions& o) {
+    if (!(o.compete > 0 && (sc.info.family == "loss" || sc.info.family == "burst" || sc.info.family == "codel"))) return;
+    Sampler c{util::Xoshiro256(util::splitmix64(sc.info.seed ^ 0xc0ffee5eedULL))};
+    if (!c.chance(o.compete)) return;
+    static constexpr const char* kCompetitors[] = {"cubic", "reno", "ndm"};
+    const std::size_t n = 1 + c.pick(3);
+    for (std::size_t k = 0; k < n; ++k) sc.competitors.emplace_back(kCompetitors[c.pick(3)]);
+    sc.competitor_start = c.uniform(0, 2);
+    sc.competitor_ndm_options = o.ndm_options;
+}
+
 // The recorded flow's outcome; `path` is the link it was labelled on (its own,
 // or the bottleneck it shared).
 void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const LinkStats& path,
@@ -267,6 +350,8 @@ void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const L
 }
 
 }  // namespace
+
+std::string default_ndm_options() { return "model=" NDM_DEFAULT_DATA_DIR "/models/ndm-handset-v1.ndmm"; }
 
 GenerateOptions check_options() {
     GenerateOptions o;
@@ -290,84 +375,24 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
         if (sc.controller == "ndm") sc.cc_options = o.ndm_options;
 
         const double rtt_ms = s.log_uniform(5, 300);
-        const double one_way = rtt_ms / 2;
-        double rate_mbit = s.log_uniform(1, 200);
+        const double rate_mbit = s.log_uniform(1, 200);
         const double u = s.rng.uniform();
-        std::string spec = "delay=" + us(one_way);
-        bool trace_att = false;
-        // Packets a second at the bottleneck, to bound the run's cost.
-        double pps = 0;
-        if (u < 0.50) {
-            // A rate-limited bottleneck with droptail (or CoDel) and random or bursty loss.
-            const bool codel = u >= 0.36;
-            const bool burst = !codel && u >= 0.26;
-            sc.info.family = codel ? "codel" : burst ? "burst" : "loss";
-            const double bdp_pkts = rate_mbit * 1e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
-            const double buffer = codel ? std::max(4 * bdp_pkts, 100.0) : bdp_pkts * s.log_uniform(0.25, 4);
-            sc.buffer_packets = std::max<long long>(2, std::llround(buffer));
-            sc.buffer_bdp = static_cast<double>(sc.buffer_packets) / bdp_pkts;
-            spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit, sc.buffer_packets);
-            if (codel) spec += ",up.aqm=codel";
-            if (burst) spec += burst_loss(s, "up.");
-            else if (s.chance(codel ? 0.5 : 0.6)) spec += random_loss(s, 0.001, 0.10, "up.");
-            spec += jitter(s, one_way);
-            pps = rate_mbit * 1e6 / 8 / static_cast<double>(sc.packet_size);
-        } else if (u < 0.68) {
-            // "Wireless": no bottleneck, only random or bursty loss and jitter
-            // (the seed's urban-lte), with both packet sizes of the seed experiment.
-            // The link rate is capped (10–500 Mbit/s, a deep 4–8 BDP buffer)
-            // so that a window that never meets a bottleneck cannot make a
-            // run arbitrarily expensive; drops at that buffer are labelled
-            // congestive like any other.
-            sc.info.family = "wireless";
-            if (s.chance(0.4)) sc.packet_size = kMaxDatagramSize;
-            rate_mbit = s.log_uniform(10, 500);
-            const double bdp_pkts = rate_mbit * 1e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
-            spec += fmt::format(",up.rate={:.4g}mbit,up.queue={}pkt", rate_mbit,
-                                std::max<long long>(8, std::llround(bdp_pkts * s.uniform(4, 8))));
-            spec += s.chance(0.6) ? random_loss(s, 0.005, 0.10, "") : burst_loss(s, "");
-            spec += jitter(s, one_way);
-            pps = rate_mbit * 1e6 / 8 / static_cast<double>(sc.packet_size);
-        } else {
-            // The LTE trace presets at this RTT, and the synthetic traces
-            // of data/traces (a 12/3 Mbit/s square wave, 500 ms outages)
-            // with a 0.25–4 BDP buffer; sometimes with extra random loss.
-            static constexpr const char* kTraces[] = {"lte-verizon", "lte-tmobile", "lte-att-driving",
-                                                      "trace=square-12-3mbit.trace", "trace=outage-500ms.trace"};
-            const std::size_t t = s.pick(5);
-            sc.info.family = "trace";
-            trace_att = t == 2;
-            spec = std::string(kTraces[t]) + ",delay=" + us(one_way);
-            if (t >= 3) {
-                const double bdp_pkts = 12e6 / 8 * rtt_ms / 1000 / static_cast<double>(sc.packet_size);
-                spec += fmt::format(",queue={}pkt", std::max<long long>(4, std::llround(bdp_pkts * s.log_uniform(0.25, 4))));
-            }
-            if (s.chance(0.4)) spec += random_loss(s, 0.001, 0.03, "up.");
-            spec += jitter(s, one_way);
-            pps = 20e6 / 8 / static_cast<double>(sc.packet_size);
-        }
-        sc.profile = spec;
-        if (o.compete > 0 && (sc.info.family == "loss" || sc.info.family == "burst" || sc.info.family == "codel")) {
-            Sampler c{util::Xoshiro256(util::splitmix64(sc.info.seed ^ 0xc0ffee5eedULL))};
-            if (c.chance(o.compete)) {
-                static constexpr const char* kCompetitors[] = {"cubic", "reno", "ndm"};
-                const std::size_t n = 1 + c.pick(3);
-                for (std::size_t k = 0; k < n; ++k) sc.competitors.emplace_back(kCompetitors[c.pick(3)]);
-                sc.competitor_start = c.uniform(0, 2);
-                sc.competitor_ndm_options = o.ndm_options;
-            }
-        }
+        const Path path = u < 0.50   ? bottleneck_path(s, sc, u, rtt_ms, rate_mbit)
+                          : u < 0.68 ? wireless_path(s, sc, rtt_ms)
+                                     : trace_path(s, sc, rtt_ms);
+        sc.profile = path.spec;
+        add_competitors(sc, o);
         // Long enough for ~40 000 bottleneck packets or 200 RTTs, within the bound.
         double secs = o.seconds;
-        if (pps > 0) secs = std::min(secs, std::max(40000 / pps, 200 * rtt_ms / 1000));
+        if (path.pps > 0) secs = std::min(secs, std::max(40000 / path.pps, 200 * rtt_ms / 1000));
         sc.seconds = std::clamp(secs, 3.0, o.seconds);
         // Held-out scenarios differ from the training ones: RTTs in
         // [100, 160) ms and the ATT driving trace are never trained on.
-        if ((rtt_ms >= 100 && rtt_ms < 160) || trace_att) sc.info.split = Split::test;
+        if ((rtt_ms >= 100 && rtt_ms < 160) || path.trace_att) sc.info.split = Split::test;
         else if (util::splitmix64(sc.info.seed ^ 0x5bd1e995ULL) % 100 < 15) sc.info.split = Split::val;
         else sc.info.split = Split::train;
         sc.info.description = fmt::format("{} cc={} rtt={:.1f}ms packet={} secs={:.1f} profile={}", sc.info.family,
-                                          sc.controller, rtt_ms, sc.packet_size, sc.seconds, spec);
+                                          sc.controller, rtt_ms, sc.packet_size, sc.seconds, path.spec);
         if (!sc.competitors.empty())
             sc.info.description += fmt::format(" compete={}@{:.2f}s", fmt::join(sc.competitors, "+"), sc.competitor_start);
         out.push_back(std::move(sc));

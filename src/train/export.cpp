@@ -1,4 +1,4 @@
-#include "train/export.hpp"
+#include "ndm/train.hpp"
 
 #include <fmt/format.h>
 

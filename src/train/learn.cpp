@@ -1,4 +1,4 @@
-#include "train/learn.hpp"
+#include "ndm/train.hpp"
 
 #include <algorithm>
 #include <cmath>

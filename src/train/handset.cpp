@@ -1,6 +1,4 @@
-#include "train/handset.hpp"
-
-#include "cc/ndm/features.hpp"
+#include "ndm/train.hpp"
 
 namespace ndm::train {
 

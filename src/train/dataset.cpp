@@ -1,4 +1,4 @@
-#include "train/dataset.hpp"
+#include "ndm/train.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -73,8 +73,6 @@ void put_features(std::ostream& out, const FeatureVector& f) {
     for (const float x : f) out << '\t' << fmt::format("{:.9g}", x);
 }
 
-}  // namespace
-
 void write_header(std::ostream& out, const std::string& comment) {
     out << kDatasetMagic << '\n';
     out << "# features: q_now q_p50 q_p90 slope entropy loss_rate rate_ratio loss_run (src/cc/ndm/features.hpp)\n";
@@ -98,6 +96,8 @@ void write_record(std::ostream& out, const Record& r) {
     put_features(out, r.at_loss);
     out << '\n';
 }
+
+}  // namespace
 
 void write_dataset(std::ostream& out, const Dataset& d, const std::string& comment) {
     write_header(out, comment);
