@@ -1,8 +1,9 @@
 // The Endpoint: routes datagrams to sans-I/O Connections by destination
-// connection ID, drives their timers, packs what they send into GSO batches
-// (one batch per connection turn, so a batch never exceeds what the pacer
-// released: the send quantum), runs the optional impairment Links, and turns
-// connection events into callbacks.
+// connection ID (admitting new ones from Initials), drives their timers and
+// the service loop, hands what they send to a TransmitBatch (one batch per
+// connection turn, so a batch never exceeds what the pacer released: the send
+// quantum), runs the optional impairment Links, and turns connection events
+// into callbacks. The blocking facade is blocking_stream.cpp.
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
 
@@ -18,6 +19,7 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "io/transmit_batch.hpp"
 #include "util/rng.hpp"
 
 namespace ndm {
@@ -94,13 +96,6 @@ struct Endpoint::Impl final : io::RxHandler {
         bool abandoned = false;  // peer unreachable: remove without a closing period
     };
 
-    struct Batch {
-        std::uint8_t* slot = nullptr;
-        std::size_t len = 0, segment = 0, count = 0;
-        bool closed = false;  // a short datagram ended it (GSO: only the last may be shorter)
-        io::Address peer;
-    };
-
     EndpointConfig cfg;
     trace::ObserverFactory qlog;  // from cfg.qlog_dir
     std::unique_ptr<io::Backend> backend;
@@ -116,8 +111,7 @@ struct Endpoint::Impl final : io::RxHandler {
     Instant next_deadline = kNever;
     bool service_needed = false;
     bool tx_blocked = false;
-    Batch batch;
-    std::deque<std::pair<io::Address, std::vector<std::uint8_t>>> stash;  // sends without a free slot
+    std::optional<io::TransmitBatch> batch;  // over `backend`, set once it exists
     std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(kMaxDatagramSize);  // poll buffer: never resized
     std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
@@ -156,6 +150,7 @@ struct Endpoint::Impl final : io::RxHandler {
                 break;
             }
         }
+        batch.emplace(*backend);
         std::random_device rd;
         seed_state = (std::uint64_t{rd()} << 32) ^ rd();
         spdlog::debug("ndm: endpoint on {} with the {} backend (gso={}, gro={})", backend->local_address().to_string(),
@@ -302,85 +297,17 @@ struct Endpoint::Impl final : io::RxHandler {
 
     // ---- send path ---------------------------------------------------------
 
-    void end_batch() {
-        if (batch.count) {
-            backend->tx_queue(batch.len, batch.count > 1 ? batch.segment : 0, batch.peer);
-            st.datagrams_sent += batch.count;
-        }
-        batch = Batch{};
-    }
-
-    [[nodiscard]] bool can_append(const io::Address& peer, std::size_t n) const {
-        return batch.count > 0 && backend->gso() && !batch.closed && n <= batch.segment &&
-               batch.count < io::kMaxGsoSegments && batch.len + n <= io::kMaxUdpPayload && batch.peer == peer;
-    }
-
-    void note_appended(std::size_t n) {
-        if (batch.count == 0) batch.segment = n;
-        batch.len += n;
-        ++batch.count;
-        if (n < batch.segment) batch.closed = true;
-    }
-
-    // Copies one datagram into the current batch or a new slot; false if no
-    // slot is free (the caller stashes it).
-    bool send_copy(const io::Address& peer, std::span<const std::uint8_t> d) {
-        if (!can_append(peer, d.size())) {
-            end_batch();
-            batch.slot = backend->tx_slot();
-            if (!batch.slot) return false;
-            batch.peer = peer;
-        }
-        std::memmove(batch.slot + batch.len, d.data(), d.size());
-        note_appended(d.size());
-        return true;
-    }
-
-    void send_or_stash(const io::Address& peer, std::span<const std::uint8_t> d) {
-        if (!stash.empty() || !send_copy(peer, d)) {
-            stash.emplace_back(peer, std::vector<std::uint8_t>(d.begin(), d.end()));
-            tx_blocked = true;
-        }
-    }
-
-    bool flush_stash() {
-        while (!stash.empty()) {
-            auto& [peer, d] = stash.front();
-            if (!send_copy(peer, d)) return false;
-            stash.pop_front();
-        }
-        return true;
-    }
+    void end_batch() { st.datagrams_sent += batch->flush(); }
 
     // Polls a connection's datagrams straight into send slots (no copy in the
     // common case). Returns false when it ran out of slots.
     bool poll_into_slots(Record& r, Instant now) {
         for (;;) {
-            if (batch.slot && (batch.peer != r.peer || io::kTxSlotSize - batch.len < r.mds)) end_batch();
-            if (!batch.slot) {
-                batch.slot = backend->tx_slot();
-                if (!batch.slot) return false;
-                batch.peer = r.peer;
-            }
-            std::uint8_t* at = batch.slot + batch.len;
+            std::uint8_t* at = batch->reserve(r.peer, r.mds);
+            if (!at) return false;
             const std::size_t n = r.conn->poll_datagram({at, r.mds}, now);
             if (n == 0) return true;
-            if (batch.count == 0 || can_append(r.peer, n)) {
-                note_appended(n);
-            } else {
-                // Larger than the batch's segment (or GSO off): it starts a new slot.
-                const std::size_t at_off = batch.len;
-                std::uint8_t* old = batch.slot;
-                end_batch();
-                batch.slot = backend->tx_slot();
-                if (!batch.slot) {
-                    stash.emplace_back(r.peer, std::vector<std::uint8_t>(old + at_off, old + at_off + n));
-                    return false;
-                }
-                batch.peer = r.peer;
-                std::memmove(batch.slot, old + at_off, n);
-                note_appended(n);
-            }
+            if (!batch->commit(n)) return false;
         }
     }
 
@@ -400,13 +327,13 @@ struct Endpoint::Impl final : io::RxHandler {
                 // so a turn's fixed costs (ring enter, ACK processing, an io-wq
                 // wake-up) are spread over more data.
                 for (unsigned burst = 0;; ++burst) {
-                    const std::uint64_t before = st.datagrams_sent + batch.count;
+                    const std::uint64_t before = st.datagrams_sent + batch->pending();
                     if (!poll_into_slots(r, now)) {
                         tx_blocked = true;
                         mark(r);  // more to send once slots come back
                         break;
                     }
-                    if (burst + 1 >= kMaxTurnBursts || st.datagrams_sent + batch.count == before) break;
+                    if (burst + 1 >= kMaxTurnBursts || st.datagrams_sent + batch->pending() == before) break;
                     now = steady_now();
                 }
             } else {
@@ -436,7 +363,7 @@ struct Endpoint::Impl final : io::RxHandler {
             Record& r = *rp;
             if (r.egress) {
                 while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out)) {
-                    if (!r.abandoned) send_or_stash(r.peer, link_out);
+                    if (!r.abandoned && !batch->send_or_stash(r.peer, link_out)) tx_blocked = true;
                 }
             }
             if (r.ingress) {
@@ -461,7 +388,7 @@ struct Endpoint::Impl final : io::RxHandler {
 
     void service(Instant now) {
         service_needed = false;
-        tx_blocked = !flush_stash();
+        tx_blocked = !batch->flush_stash();
         run_links(now);
         for (auto& [h, r] : conns) {
             if (r->conn->next_timeout() <= now) {
@@ -486,7 +413,7 @@ struct Endpoint::Impl final : io::RxHandler {
             if (r->dirty) continue;
             remove(*r);
         }
-        if (!dirty.empty() || !stash.empty()) next_deadline = now;
+        if (!dirty.empty() || !batch->stash_empty()) next_deadline = now;
         service_needed = false;
     }
 
