@@ -1,5 +1,6 @@
 // UDP socket set-up and the pieces both backends share: addresses, the error
-// queue (ICMP via IP_RECVERR), GRO splitting and the GSO control message.
+// queue (ICMP via IP_RECVERR), GRO splitting. The socket itself and the
+// UDP_GRO / UDP_SEGMENT control messages are udp_socket.cpp's.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/errqueue.h>
@@ -22,13 +23,6 @@
 
 #include "io/backend.hpp"
 #include "ndm/udp_socket.hpp"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
 
 namespace ndm::io {
 
@@ -286,41 +280,9 @@ void drain_error_queue(int fd, RxHandler& h) {
     }
 }
 
-int gro_segment_size(const msghdr& received) {
-    // io_uring's recvmsg_out layout may place the control data at an address
-    // that is not aligned for cmsghdr: walk an aligned copy instead.
-    alignas(cmsghdr) std::uint8_t control[256];
-    msghdr msg{};
-    msg.msg_controllen = std::min<std::size_t>(received.msg_controllen, sizeof control);
-    if (msg.msg_controllen == 0 || received.msg_control == nullptr) return 0;
-    std::memcpy(control, received.msg_control, msg.msg_controllen);
-    msg.msg_control = control;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
-            int seg = 0;
-            std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
-            return seg;
-        }
-    }
-    return 0;
-}
-
 void deliver_split(std::span<const std::uint8_t> payload, int segment, const Address& from, RxHandler& h) {
     ndm::for_each_gro_segment(payload, segment, [&](std::span<const std::uint8_t> d) { h.on_datagram(d, from); });
 }
-
-std::size_t write_gso_cmsg(std::uint8_t* buf, std::size_t cap, std::uint16_t segment) {
-    if (cap < CMSG_SPACE(sizeof(std::uint16_t))) return 0;
-    std::memset(buf, 0, CMSG_SPACE(sizeof(std::uint16_t)));
-    auto* c = reinterpret_cast<cmsghdr*>(buf);
-    c->cmsg_level = IPPROTO_UDP;
-    c->cmsg_type = UDP_SEGMENT;
-    c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
-    std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
-    return CMSG_SPACE(sizeof(std::uint16_t));
-}
-
-bool is_gso_refusal(int error) { return error == EIO || error == EINVAL || error == ENOPROTOOPT; }
 
 int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to) {
     if (segment == 0) segment = len;

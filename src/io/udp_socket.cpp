@@ -59,6 +59,45 @@ bool same_destination(const UdpDatagram& a, const UdpDatagram& b) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
+// The UDP_GRO and UDP_SEGMENT control messages (udp(7)), for both backends too
+
+namespace io {
+
+int gro_segment_size(const msghdr& received) {
+    // io_uring's recvmsg_out layout may place the control data at an address
+    // that is not aligned for cmsghdr: walk an aligned copy instead.
+    alignas(cmsghdr) std::uint8_t control[256];
+    msghdr msg{};
+    msg.msg_controllen = std::min<std::size_t>(received.msg_controllen, sizeof control);
+    if (msg.msg_controllen == 0 || received.msg_control == nullptr) return 0;
+    std::memcpy(control, received.msg_control, msg.msg_controllen);
+    msg.msg_control = control;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+            int seg = 0;
+            std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
+            return seg;
+        }
+    }
+    return 0;
+}
+
+std::size_t write_gso_cmsg(std::uint8_t* buf, std::size_t cap, std::uint16_t segment) {
+    if (cap < CMSG_SPACE(sizeof(std::uint16_t))) return 0;
+    std::memset(buf, 0, CMSG_SPACE(sizeof(std::uint16_t)));
+    auto* c = reinterpret_cast<cmsghdr*>(buf);
+    c->cmsg_level = IPPROTO_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+    std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
+    return CMSG_SPACE(sizeof(std::uint16_t));
+}
+
+bool is_gso_refusal(int error) { return error == EIO || error == EINVAL || error == ENOPROTOOPT; }
+
+}  // namespace io
+
+// ---------------------------------------------------------------------------
 // UdpReceiveBatch
 
 UdpReceiveBatch::UdpReceiveBatch(std::size_t count, std::size_t size, std::span<std::uint8_t> memory)
