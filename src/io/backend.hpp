@@ -71,7 +71,7 @@ inline constexpr std::size_t kMaxGsoSegments = 64;
 // Each send slot holds one datagram or one GSO super-datagram.
 inline constexpr std::size_t kTxSlotSize = 65536;
 
-struct UdpSocket;
+struct OpenedSocket;
 
 class Backend {
 public:
@@ -102,7 +102,7 @@ public:
 
 protected:
     // Takes on a socket from open_udp_socket(): its address and offloads; returns the fd.
-    int adopt(const UdpSocket& s);
+    int adopt(const OpenedSocket& s);
 
     Address local_;
     bool gso_ = false;
@@ -135,8 +135,8 @@ public:
     using EndpointError::EndpointError;
 };
 
-// Socket helpers shared by both backends (socket.cpp).
-struct UdpSocket {
+// Socket helpers shared by both backends (socket.cpp, over ndm::UdpSocket).
+struct OpenedSocket {
     int fd = -1;
     Address local;
     bool gso = false;
@@ -144,12 +144,13 @@ struct UdpSocket {
 };
 // Opens, configures (buffers, IP_RECVERR, GRO, GSO probe) and binds; dual-stack
 // for "::" with a fallback to 0.0.0.0 when IPv6 is unavailable. Throws EndpointError.
-UdpSocket open_udp_socket(const SocketOptions& opt);
+OpenedSocket open_udp_socket(const SocketOptions& opt);
 // Drains the socket error queue (MSG_ERRQUEUE) into h.on_peer_error.
 void drain_error_queue(int fd, RxHandler& h);
 // Parses the UDP_GRO cmsg: the segment size, or 0 if absent.
 int gro_segment_size(const msghdr& msg);
-// Delivers a received (possibly GRO-coalesced) payload split into datagrams.
+// Delivers a received (possibly GRO-coalesced) payload split into datagrams
+// (ndm::for_each_gro_segment).
 void deliver_split(std::span<const std::uint8_t> payload, int segment, const Address& from, RxHandler& h);
 // Fills a control buffer with a UDP_SEGMENT cmsg; returns its length.
 std::size_t write_gso_cmsg(std::uint8_t* buf, std::size_t cap, std::uint16_t segment);
@@ -159,7 +160,7 @@ bool is_gso_refusal(int error);
 // after a GSO refusal). Returns 0 or the first errno.
 int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to);
 
-inline int Backend::adopt(const UdpSocket& s) {
+inline int Backend::adopt(const OpenedSocket& s) {
     local_ = s.local;
     gso_ = s.gso;
     gro_ = s.gro;

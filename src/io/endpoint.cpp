@@ -1,8 +1,9 @@
 // The Endpoint: routes datagrams to sans-I/O Connections by destination
-// connection ID, drives their timers, packs what they send into GSO batches
-// (one batch per connection turn, so a batch never exceeds what the pacer
-// released: the send quantum), runs the optional impairment Links, and turns
-// connection events into callbacks.
+// connection ID (admitting new ones from Initials), drives their timers and
+// the service loop, hands what they send to a TransmitBatch (one batch per
+// connection turn, so a batch never exceeds what the pacer released: the send
+// quantum), runs the optional impairment Links, and turns connection events
+// into callbacks. The blocking facade is blocking_stream.cpp.
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
 
@@ -18,6 +19,7 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "io/transmit_batch.hpp"
 #include "util/rng.hpp"
 
 namespace ndm {
@@ -94,13 +96,6 @@ struct Endpoint::Impl final : io::RxHandler {
         bool abandoned = false;  // peer unreachable: remove without a closing period
     };
 
-    struct Batch {
-        std::uint8_t* slot = nullptr;
-        std::size_t len = 0, segment = 0, count = 0;
-        bool closed = false;  // a short datagram ended it (GSO: only the last may be shorter)
-        io::Address peer;
-    };
-
     EndpointConfig cfg;
     trace::ObserverFactory qlog;  // from cfg.qlog_dir
     std::unique_ptr<io::Backend> backend;
@@ -116,8 +111,7 @@ struct Endpoint::Impl final : io::RxHandler {
     Instant next_deadline = kNever;
     bool service_needed = false;
     bool tx_blocked = false;
-    Batch batch;
-    std::deque<std::pair<io::Address, std::vector<std::uint8_t>>> stash;  // sends without a free slot
+    std::optional<io::TransmitBatch> batch;  // over `backend`, set once it exists
     std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(kMaxDatagramSize);  // poll buffer: never resized
     std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
@@ -156,6 +150,7 @@ struct Endpoint::Impl final : io::RxHandler {
                 break;
             }
         }
+        batch.emplace(*backend);
         std::random_device rd;
         seed_state = (std::uint64_t{rd()} << 32) ^ rd();
         spdlog::debug("ndm: endpoint on {} with the {} backend (gso={}, gro={})", backend->local_address().to_string(),
@@ -302,85 +297,17 @@ struct Endpoint::Impl final : io::RxHandler {
 
     // ---- send path ---------------------------------------------------------
 
-    void end_batch() {
-        if (batch.count) {
-            backend->tx_queue(batch.len, batch.count > 1 ? batch.segment : 0, batch.peer);
-            st.datagrams_sent += batch.count;
-        }
-        batch = Batch{};
-    }
-
-    [[nodiscard]] bool can_append(const io::Address& peer, std::size_t n) const {
-        return batch.count > 0 && backend->gso() && !batch.closed && n <= batch.segment &&
-               batch.count < io::kMaxGsoSegments && batch.len + n <= io::kMaxUdpPayload && batch.peer == peer;
-    }
-
-    void note_appended(std::size_t n) {
-        if (batch.count == 0) batch.segment = n;
-        batch.len += n;
-        ++batch.count;
-        if (n < batch.segment) batch.closed = true;
-    }
-
-    // Copies one datagram into the current batch or a new slot; false if no
-    // slot is free (the caller stashes it).
-    bool send_copy(const io::Address& peer, std::span<const std::uint8_t> d) {
-        if (!can_append(peer, d.size())) {
-            end_batch();
-            batch.slot = backend->tx_slot();
-            if (!batch.slot) return false;
-            batch.peer = peer;
-        }
-        std::memmove(batch.slot + batch.len, d.data(), d.size());
-        note_appended(d.size());
-        return true;
-    }
-
-    void send_or_stash(const io::Address& peer, std::span<const std::uint8_t> d) {
-        if (!stash.empty() || !send_copy(peer, d)) {
-            stash.emplace_back(peer, std::vector<std::uint8_t>(d.begin(), d.end()));
-            tx_blocked = true;
-        }
-    }
-
-    bool flush_stash() {
-        while (!stash.empty()) {
-            auto& [peer, d] = stash.front();
-            if (!send_copy(peer, d)) return false;
-            stash.pop_front();
-        }
-        return true;
-    }
+    void end_batch() { st.datagrams_sent += batch->flush(); }
 
     // Polls a connection's datagrams straight into send slots (no copy in the
     // common case). Returns false when it ran out of slots.
     bool poll_into_slots(Record& r, Instant now) {
         for (;;) {
-            if (batch.slot && (batch.peer != r.peer || io::kTxSlotSize - batch.len < r.mds)) end_batch();
-            if (!batch.slot) {
-                batch.slot = backend->tx_slot();
-                if (!batch.slot) return false;
-                batch.peer = r.peer;
-            }
-            std::uint8_t* at = batch.slot + batch.len;
+            std::uint8_t* at = batch->reserve(r.peer, r.mds);
+            if (!at) return false;
             const std::size_t n = r.conn->poll_datagram({at, r.mds}, now);
             if (n == 0) return true;
-            if (batch.count == 0 || can_append(r.peer, n)) {
-                note_appended(n);
-            } else {
-                // Larger than the batch's segment (or GSO off): it starts a new slot.
-                const std::size_t at_off = batch.len;
-                std::uint8_t* old = batch.slot;
-                end_batch();
-                batch.slot = backend->tx_slot();
-                if (!batch.slot) {
-                    stash.emplace_back(r.peer, std::vector<std::uint8_t>(old + at_off, old + at_off + n));
-                    return false;
-                }
-                batch.peer = r.peer;
-                std::memmove(batch.slot, old + at_off, n);
-                note_appended(n);
-            }
+            if (!batch->commit(n)) return false;
         }
     }
 
@@ -400,13 +327,13 @@ struct Endpoint::Impl final : io::RxHandler {
                 // so a turn's fixed costs (ring enter, ACK processing, an io-wq
                 // wake-up) are spread over more data.
                 for (unsigned burst = 0;; ++burst) {
-                    const std::uint64_t before = st.datagrams_sent + batch.count;
+                    const std::uint64_t before = st.datagrams_sent + batch->pending();
                     if (!poll_into_slots(r, now)) {
                         tx_blocked = true;
                         mark(r);  // more to send once slots come back
                         break;
                     }
-                    if (burst + 1 >= kMaxTurnBursts || st.datagrams_sent + batch.count == before) break;
+                    if (burst + 1 >= kMaxTurnBursts || st.datagrams_sent + batch->pending() == before) break;
                     now = steady_now();
                 }
             } else {
@@ -436,7 +363,7 @@ struct Endpoint::Impl final : io::RxHandler {
             Record& r = *rp;
             if (r.egress) {
                 while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out)) {
-                    if (!r.abandoned) send_or_stash(r.peer, link_out);
+                    if (!r.abandoned && !batch->send_or_stash(r.peer, link_out)) tx_blocked = true;
                 }
             }
             if (r.ingress) {
@@ -461,7 +388,7 @@ struct Endpoint::Impl final : io::RxHandler {
 
     void service(Instant now) {
         service_needed = false;
-        tx_blocked = !flush_stash();
+        tx_blocked = !batch->flush_stash();
         run_links(now);
         for (auto& [h, r] : conns) {
             if (r->conn->next_timeout() <= now) {
@@ -486,7 +413,7 @@ struct Endpoint::Impl final : io::RxHandler {
             if (r->dirty) continue;
             remove(*r);
         }
-        if (!dirty.empty() || !stash.empty()) next_deadline = now;
+        if (!dirty.empty() || !batch->stash_empty()) next_deadline = now;
         service_needed = false;
     }
 
@@ -585,107 +512,6 @@ EndpointStats Endpoint::stats() const {
     EndpointStats s = impl_->st;
     s.send_calls = impl_->backend->send_calls();
     return s;
-}
-
-// ---------------------------------------------------------------------------
-// BlockingStream
-
-namespace {
-std::string close_reason(const Endpoint& ep, ConnectionHandle h) {
-    if (const CloseInfo* ci = ep.close_info(h)) {
-        return ci->reason.empty() ? fmt::format("closed with code {:#x}", ci->code) : ci->reason;
-    }
-    return "connection closed";
-}
-}  // namespace
-
-BlockingStream BlockingStream::connect(Endpoint& ep, const std::string& host, std::uint16_t port, Duration timeout) {
-    const ConnectionHandle h = ep.connect(host, port);
-    ep.run_until(
-        [&] {
-            const Connection* c = ep.find(h);
-            return !c || c->state() != ConnectionState::handshaking;
-        },
-        timeout);
-    Connection* c = ep.connection(h);
-    if (!c || !c->is_established()) {
-        std::string why = c && c->state() == ConnectionState::handshaking ? "timed out" : close_reason(ep, h);
-        if (c && c->state() == ConnectionState::handshaking) c->close(0, "connect timed out", steady_now());
-        throw EndpointError(fmt::format("ndm: connect to {}:{} failed: {}", host, port, why));
-    }
-    auto s = c->open_stream();
-    if (!s) throw EndpointError("ndm: peer allows no streams");
-    return BlockingStream(ep, h, *s);
-}
-
-BlockingStream BlockingStream::accept(Endpoint& ep, Duration timeout) {
-    std::optional<ConnectionHandle> h;
-    const Instant end = steady_now() + timeout;
-    ep.run_until([&] { return (h = ep.next_accepted()).has_value(); }, timeout);
-    if (!h) throw EndpointError("ndm: accept timed out");
-    const Duration left = std::max(Duration{0}, end - steady_now());
-    ep.run_until([&] { return ep.peer_stream(*h).has_value() || !ep.find(*h) || ep.close_info(*h); }, left);
-    auto s = ep.peer_stream(*h);
-    if (!s) {
-        throw EndpointError(ep.find(*h) && !ep.close_info(*h) ? "ndm: accept timed out waiting for the peer's stream"
-                                                               : "ndm: accepted connection closed: " +
-                                                                     close_reason(ep, *h));
-    }
-    return BlockingStream(ep, *h, *s);
-}
-
-Connection& BlockingStream::conn(const char* what) {
-    Connection* c = ep_->connection(handle_);
-    if (!c || ep_->close_info(handle_)) {
-        throw EndpointError(fmt::format("ndm: {} failed: {}", what, close_reason(*ep_, handle_)));
-    }
-    return *c;
-}
-
-void BlockingStream::write(std::span<const std::uint8_t> data, Duration timeout) {
-    const Instant end = steady_now() + timeout;
-    while (!data.empty()) {
-        const std::size_t n = conn("write").write(stream_, data);
-        written_ += n;
-        data = data.subspan(n);
-        if (data.empty()) break;
-        if (steady_now() >= end) throw EndpointError("ndm: write timed out");
-        ep_->run_once(end);
-    }
-}
-
-std::size_t BlockingStream::read(std::span<std::uint8_t> out, Duration timeout) {
-    const Instant end = steady_now() + timeout;
-    for (;;) {
-        Connection* c = ep_->connection(handle_);
-        if (c) {
-            if (std::size_t n = c->read(stream_, out)) return n;
-            if (c->stream_finished(stream_)) return 0;
-        }
-        conn("read");  // throws once closed
-        if (steady_now() >= end) throw EndpointError("ndm: read timed out");
-        ep_->run_once(end);
-    }
-}
-
-void BlockingStream::finish() { conn("finish").finish(stream_); }
-
-void BlockingStream::close(Duration timeout) {
-    const Instant end = steady_now() + timeout;
-    // Linger until what we wrote is acknowledged: a close abandons unsent data.
-    ep_->run_until(
-        [&] {
-            const Connection* c = ep_->find(handle_);
-            return !c || !c->is_established() || c->stats(steady_now()).stream_bytes_acked >= written_;
-        },
-        std::max(Duration{0}, end - steady_now()));
-    Connection* c = ep_->connection(handle_);
-    if (!c) return;
-    if (c->state() == ConnectionState::handshaking || c->state() == ConnectionState::established) {
-        c->close(0, "closed by application", steady_now());
-    }
-    // A few loop turns send the close frame.
-    for (int i = 0; i < 3 && ep_->find(handle_); ++i) ep_->run_once(steady_now());
 }
 
 }  // namespace ndm

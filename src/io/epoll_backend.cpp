@@ -1,5 +1,5 @@
 // The fallback data path on Asio (epoll): readiness from Asio, the bytes moved
-// with recvmmsg/sendmmsg on the native socket so that GRO control messages and
+// with recvmmsg (ndm::UdpReceiveBatch) and sendmmsg on the native socket so that GRO control messages and
 // per-message UDP_SEGMENT cmsgs still work. Used when io_uring is unavailable
 // (seccomp, io_uring_disabled, old kernels) or chosen explicitly.
 #include <sys/socket.h>
@@ -15,6 +15,7 @@
 
 #include "io/backend.hpp"
 #include "io/tx_pool.hpp"
+#include "ndm/udp_socket.hpp"
 
 namespace ndm::io {
 
@@ -23,7 +24,6 @@ namespace {
 constexpr unsigned kRxBatch = 32;
 constexpr unsigned kTxSlots = 64;
 constexpr std::size_t kRxBufSize = 65536;
-constexpr std::size_t kControlSize = 64;
 
 std::chrono::steady_clock::time_point to_steady(Instant t) {
     return std::chrono::steady_clock::time_point(
@@ -32,7 +32,9 @@ std::chrono::steady_clock::time_point to_steady(Instant t) {
 
 class EpollBackend final : public Backend {
 public:
-    explicit EpollBackend(const SocketOptions& opt) : io_(1), tx_(kTxSlots) {
+    explicit EpollBackend(const SocketOptions& opt)
+        : io_(1), rx_mem_(kRxBatch * kRxBufSize), rx_(kRxBatch, kRxBufSize, {rx_mem_.data(), rx_mem_.size()}),
+          tx_(kTxSlots) {
         fd_ = adopt(open_udp_socket(opt));
         try {
             socket_.assign(local_.family() == AF_INET6 ? asio::ip::udp::v6() : asio::ip::udp::v4(), fd_);
@@ -40,8 +42,6 @@ public:
             close(fd_);
             throw EndpointError(fmt::format("ndm: asio cannot adopt the UDP socket: {}", e.what()));
         }
-        rx_mem_ = PageBuffer(kRxBatch * kRxBufSize);
-        rx_.resize(kRxBatch);
         spdlog::debug("ndm io: epoll backend on {} (gso={}, gro={})", local_.to_string(), gso_, gro_);
     }
 
@@ -120,12 +120,6 @@ public:
     }
 
 private:
-    struct RxSlot {
-        iovec iov{};
-        sockaddr_storage name{};
-        alignas(cmsghdr) std::uint8_t control[kControlSize]{};
-    };
-
     void arm() {
         if (!read_armed_) {
             read_armed_ = true;
@@ -147,23 +141,9 @@ private:
     // Receives until EAGAIN (true) or the batch budget is spent (false).
     bool drain(RxHandler& h) {
         for (int round = 0; round < 8; ++round) {
-            mmsghdr msgs[kRxBatch];
-            for (unsigned k = 0; k < kRxBatch; ++k) {
-                RxSlot& r = rx_[k];
-                r.iov = {rx_mem_.data() + std::size_t{k} * kRxBufSize, kRxBufSize};
-                msghdr& m = msgs[k].msg_hdr;
-                m = {};
-                m.msg_name = &r.name;
-                m.msg_namelen = sizeof r.name;
-                m.msg_iov = &r.iov;
-                m.msg_iovlen = 1;
-                m.msg_control = r.control;
-                m.msg_controllen = sizeof r.control;
-                msgs[k].msg_len = 0;
-            }
-            const int n = recvmmsg(fd_, msgs, kRxBatch, MSG_DONTWAIT, nullptr);
+            const int n = rx_.receive(fd_);
             if (n < 0) {
-                const int e = errno;
+                const int e = -n;
                 if (e == EAGAIN) return true;
                 if (e == EINTR) continue;
                 if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
@@ -174,12 +154,9 @@ private:
                 return true;
             }
             for (int k = 0; k < n; ++k) {
-                const msghdr& m = msgs[k].msg_hdr;
-                if (m.msg_flags & MSG_TRUNC) continue;
+                if (rx_.truncated(k)) continue;
                 ++received_;
-                const Address from = Address::from(static_cast<const sockaddr*>(m.msg_name), m.msg_namelen);
-                deliver_split({static_cast<const std::uint8_t*>(rx_[k].iov.iov_base), msgs[k].msg_len},
-                              gro_segment_size(m), from, h);
+                deliver_split(rx_.payload(k), rx_.gro_segment(k), Address::from(rx_.from(k), rx_.from_len(k)), h);
             }
             if (static_cast<unsigned>(n) < kRxBatch) return true;
         }
@@ -190,7 +167,7 @@ private:
     asio::ip::udp::socket socket_{io_};
     int fd_ = -1;
     PageBuffer rx_mem_;
-    std::vector<RxSlot> rx_;
+    UdpReceiveBatch rx_;  // in rx_mem_
     TxPool tx_;
     std::vector<unsigned> pending_;
     bool read_armed_ = false, write_armed_ = false;

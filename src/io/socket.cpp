@@ -1,5 +1,6 @@
 // UDP socket set-up and the pieces both backends share: addresses, the error
-// queue (ICMP via IP_RECVERR), GRO splitting and the GSO control message.
+// queue (ICMP via IP_RECVERR), GRO splitting. The socket itself and the
+// UDP_GRO / UDP_SEGMENT control messages are udp_socket.cpp's.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/errqueue.h>
@@ -14,19 +15,14 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "io/backend.hpp"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
+#include "ndm/udp_socket.hpp"
 
 namespace ndm::io {
 
@@ -187,90 +183,56 @@ PageBuffer& PageBuffer::operator=(PageBuffer&& o) noexcept {
 
 namespace {
 
-void set_buffer(int fd, int force_opt, int opt, int bytes, const char* name) {
-    // SO_*BUFFORCE ignores net.core.[rw]mem_max when we have CAP_NET_ADMIN.
-    if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) == 0) return;
-    if (setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes) != 0) {
-        spdlog::debug("ndm io: {} {} refused: {}", name, bytes, std::strerror(errno));
+// A socket of the bind address's family, configured and bound; the error
+// text (strerror) when that fails.
+std::optional<ndm::UdpSocket> try_open(const SocketOptions& opt, const Address& bind_addr, std::string& error) {
+    try {
+        ndm::UdpSocket s(bind_addr.family(), {.buffer_bytes = opt.buffer_bytes, .report_errors = true});
+        if (const int e = s.bind(bind_addr.sa(), bind_addr.length); e != 0) {
+            error = std::strerror(e);
+            return std::nullopt;
+        }
+        return s;
+    } catch (const ndm::UdpSocketError& e) {
+        error = std::strerror(e.code());
+        return std::nullopt;
     }
-}
-
-int try_open(const SocketOptions& opt, const Address& bind_addr, std::string& error) {
-    const int fd = socket(bind_addr.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        error = std::strerror(errno);
-        return -1;
-    }
-    const int one = 1, zero = 0;
-    if (bind_addr.family() == AF_INET6) {
-        const auto* a = reinterpret_cast<const sockaddr_in6*>(&bind_addr.storage);
-        // Dual-stack only for the wildcard: a specific v6 address cannot take v4.
-        const int v6only = IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr) ? 0 : 1;
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-        setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one);
-        // Path MTU discovery would drop our 64 KB datagrams with EMSGSIZE on
-        // loopback-sized MTUs; let the kernel fragment instead.
-        int pmtu = IPV6_PMTUDISC_DONT;
-        setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
-    }
-    // ICMP errors (port unreachable) become socket errors and error-queue
-    // entries, so a dead peer is reported instead of timing out. Set for v4 on
-    // v6 sockets too: v4-mapped traffic uses the IPv4 error path.
-    setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
-    int pmtu4 = IP_PMTUDISC_DONT;
-    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu4, sizeof pmtu4);
-    (void)zero;
-    set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, opt.buffer_bytes, "SO_RCVBUF");
-    set_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, opt.buffer_bytes, "SO_SNDBUF");
-    if (bind(fd, bind_addr.sa(), bind_addr.length) != 0) {
-        error = std::strerror(errno);
-        close(fd);
-        return -1;
-    }
-    return fd;
 }
 
 }  // namespace
 
-UdpSocket open_udp_socket(const SocketOptions& opt) {
-    UdpSocket s;
+OpenedSocket open_udp_socket(const SocketOptions& opt) {
     std::string error;
     Address bind_addr = opt.bind;
-    s.fd = try_open(opt, bind_addr, error);
-    if (s.fd < 0 && bind_addr.family() == AF_INET6 && (error == std::strerror(EAFNOSUPPORT) ||
-                                                         error == std::strerror(EADDRNOTAVAIL))) {
+    auto sock = try_open(opt, bind_addr, error);
+    if (!sock && bind_addr.family() == AF_INET6 && (error == std::strerror(EAFNOSUPPORT) ||
+                                                     error == std::strerror(EADDRNOTAVAIL))) {
         const auto* a = reinterpret_cast<const sockaddr_in6*>(&bind_addr.storage);
         if (IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr)) {
             spdlog::info("ndm io: IPv6 unavailable ({}), binding 0.0.0.0 instead", error);
             bind_addr = Address::parse("0.0.0.0", opt.bind.port());
-            s.fd = try_open(opt, bind_addr, error);
+            sock = try_open(opt, bind_addr, error);
         }
     }
-    if (s.fd < 0) throw BindError(fmt::format("ndm: cannot bind UDP {}: {}", opt.bind.to_string(), error));
-    s.local.length = sizeof(s.local.storage);
-    getsockname(s.fd, s.local.sa(), &s.local.length);
+    if (!sock) throw BindError(fmt::format("ndm: cannot bind UDP {}: {}", opt.bind.to_string(), error));
+    OpenedSocket s;
+    s.local.storage = sock->local_address(s.local.length);
 
-    const int one = 1;
     if (opt.gro) {
-        if (setsockopt(s.fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one) == 0) {
-            s.gro = true;
-        } else {
-            spdlog::info("ndm io: UDP GRO refused by the kernel ({}); receiving datagram by datagram",
-                         std::strerror(errno));
+        if (const int e = sock->enable_gro(); e != 0) {
+            spdlog::info("ndm io: UDP GRO refused by the kernel ({}); receiving datagram by datagram", std::strerror(e));
         }
     }
     if (opt.gso) {
-        // getsockopt(UDP_SEGMENT) exists exactly when the kernel supports GSO
-        // (4.18+). A route that refuses it (EIO at send) disables it later.
-        int seg = 0;
-        socklen_t len = sizeof seg;
-        if (getsockopt(s.fd, IPPROTO_UDP, UDP_SEGMENT, &seg, &len) == 0) {
-            s.gso = true;
-        } else {
+        // A route that refuses GSO (EIO at send) disables it later (TxPool).
+        if (const int e = sock->enable_gso(); e != 0) {
             spdlog::info("ndm io: UDP GSO unsupported by the kernel ({}); sending datagram by datagram",
-                         std::strerror(errno));
+                         std::strerror(e));
         }
     }
+    s.gro = sock->gro();
+    s.gso = sock->gso();
+    s.fd = sock->release();
     return s;
 }
 
@@ -318,48 +280,9 @@ void drain_error_queue(int fd, RxHandler& h) {
     }
 }
 
-int gro_segment_size(const msghdr& received) {
-    // io_uring's recvmsg_out layout may place the control data at an address
-    // that is not aligned for cmsghdr: walk an aligned copy instead.
-    alignas(cmsghdr) std::uint8_t control[256];
-    msghdr msg{};
-    msg.msg_controllen = std::min<std::size_t>(received.msg_controllen, sizeof control);
-    if (msg.msg_controllen == 0 || received.msg_control == nullptr) return 0;
-    std::memcpy(control, received.msg_control, msg.msg_controllen);
-    msg.msg_control = control;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
-            int seg = 0;
-            std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
-            return seg;
-        }
-    }
-    return 0;
-}
-
 void deliver_split(std::span<const std::uint8_t> payload, int segment, const Address& from, RxHandler& h) {
-    if (segment <= 0 || static_cast<std::size_t>(segment) >= payload.size()) {
-        h.on_datagram(payload, from);
-        return;
-    }
-    const auto seg = static_cast<std::size_t>(segment);
-    for (std::size_t off = 0; off < payload.size(); off += seg) {
-        h.on_datagram(payload.subspan(off, std::min(seg, payload.size() - off)), from);
-    }
+    ndm::for_each_gro_segment(payload, segment, [&](std::span<const std::uint8_t> d) { h.on_datagram(d, from); });
 }
-
-std::size_t write_gso_cmsg(std::uint8_t* buf, std::size_t cap, std::uint16_t segment) {
-    if (cap < CMSG_SPACE(sizeof(std::uint16_t))) return 0;
-    std::memset(buf, 0, CMSG_SPACE(sizeof(std::uint16_t)));
-    auto* c = reinterpret_cast<cmsghdr*>(buf);
-    c->cmsg_level = IPPROTO_UDP;
-    c->cmsg_type = UDP_SEGMENT;
-    c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
-    std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
-    return CMSG_SPACE(sizeof(std::uint16_t));
-}
-
-bool is_gso_refusal(int error) { return error == EIO || error == EINVAL || error == ENOPROTOOPT; }
 
 int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to) {
     if (segment == 0) segment = len;

@@ -1,0 +1,162 @@
+// ndm::UdpSocket: one non-blocking UDP socket with batched I/O: recvmmsg
+// batches in (UDP_GRO super-datagrams split into their datagrams), runs of
+// datagrams to one destination out as UDP GSO sends (UDP_SEGMENT, udp(7)),
+// datagram by datagram with sendmmsg where the path refuses GSO.
+//
+// Why a socket and not the Endpoint: the tools' second data path, the
+// `ndm-emu relay` (tools/common/emu_relay.*), forwards datagrams between
+// addresses and carries no connection, so the connection-routing Endpoint
+// does not fit it; what it shares with the Endpoint is the socket. There is
+// one implementation of each socket job: the Endpoint's backends (src/io)
+// open their socket through this class (buffers, ICMP reporting, the GRO and
+// GSO probes), the epoll backend receives through UdpReceiveBatch, and
+// send() groups datagrams with the GSO rule the Endpoint's TransmitBatch
+// follows (io::GsoRun). The backends keep their own send slots (io_uring needs
+// each message header to outlive the call), built on the same cmsg helper.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ndm {
+
+// A socket call failed; code() is the errno.
+class UdpSocketError : public std::runtime_error {
+public:
+    UdpSocketError(const std::string& what, int code) : std::runtime_error(what), code_(code) {}
+    [[nodiscard]] int code() const { return code_; }
+
+private:
+    int code_;
+};
+
+struct UdpSocketOptions {
+    // SO_RCVBUF / SO_SNDBUF request (SO_*BUFFORCE when privileged): bursts are
+    // absorbed by the socket, not dropped by the kernel.
+    int buffer_bytes = 8 << 20;
+    // ICMP errors reported (IP_RECVERR / IPV6_RECVERR, read from the error
+    // queue) and path MTU discovery off, so 64 KB datagrams are fragmented
+    // rather than refused: what the Endpoint needs. A socket that never reads
+    // its error queue leaves this off.
+    bool report_errors = false;
+};
+
+// A datagram to send: its bytes and destination (nullptr on a connected socket).
+struct UdpDatagram {
+    std::span<const std::uint8_t> data;
+    const sockaddr* to = nullptr;
+    socklen_t to_len = 0;
+};
+
+struct UdpSendResult {
+    std::size_t dropped = 0;    // datagrams the kernel did not take (full buffer, unreachable)
+    std::size_t gso_sends = 0;  // sends that carried several datagrams as one GSO super-datagram
+    bool gso_refused = false;   // the path refused GSO: gso() is off from now on
+};
+
+// Calls f(datagram) for each datagram of a received payload: a GRO
+// super-datagram of `segment`-byte datagrams (the last may be shorter), or
+// one datagram when segment is 0 or covers it all.
+template <class F>
+void for_each_gro_segment(std::span<const std::uint8_t> payload, int segment, F&& f) {
+    if (segment <= 0 || static_cast<std::size_t>(segment) >= payload.size()) {
+        f(payload);
+        return;
+    }
+    const auto seg = static_cast<std::size_t>(segment);
+    for (std::size_t off = 0; off < payload.size(); off += seg) {
+        f(payload.subspan(off, payload.size() - off < seg ? payload.size() - off : seg));
+    }
+}
+
+// Buffers for one recvmmsg call: `count` messages of up to `size` bytes with
+// their source address and control data (the UDP_GRO segment size).
+class UdpReceiveBatch {
+public:
+    // In `memory` (count × size bytes, owned by the caller) or, when it is
+    // empty, in memory of its own.
+    UdpReceiveBatch(std::size_t count, std::size_t size, std::span<std::uint8_t> memory = {});
+
+    // One recvmmsg without blocking: the messages received, or -errno
+    // (-EAGAIN when nothing waits).
+    int receive(int fd);
+
+    // Message i of the last receive().
+    [[nodiscard]] std::span<const std::uint8_t> payload(std::size_t i) const;
+    [[nodiscard]] const sockaddr* from(std::size_t i) const;
+    [[nodiscard]] socklen_t from_len(std::size_t i) const;
+    [[nodiscard]] bool truncated(std::size_t i) const;
+    // The UDP_GRO segment size, 0 when the message is one datagram.
+    [[nodiscard]] int gro_segment(std::size_t i) const;
+    [[nodiscard]] std::size_t capacity() const { return msgs_.size(); }
+
+private:
+    struct Control {
+        alignas(cmsghdr) std::uint8_t bytes[64];
+    };
+    std::vector<std::uint8_t> own_;
+    std::uint8_t* memory_;
+    std::size_t size_;
+    std::vector<mmsghdr> msgs_;
+    std::vector<iovec> iov_;
+    std::vector<sockaddr_storage> names_;
+    std::vector<Control> control_;
+};
+
+class UdpSocket {
+public:
+    UdpSocket() = default;
+    // A non-blocking socket of `family` (AF_INET, AF_INET6) with the options
+    // applied. Throws UdpSocketError("socket: <reason>").
+    UdpSocket(int family, const UdpSocketOptions& options);
+    ~UdpSocket();
+    UdpSocket(UdpSocket&& o) noexcept;
+    UdpSocket& operator=(UdpSocket&& o) noexcept;
+    UdpSocket(const UdpSocket&) = delete;
+    UdpSocket& operator=(const UdpSocket&) = delete;
+
+    // 0 or the errno. An IPv6 socket bound to the wildcard takes IPv4 peers
+    // too (v4-mapped); bound to a specific address it is IPv6 only.
+    int bind(const sockaddr* address, socklen_t length);
+    int connect(const sockaddr* address, socklen_t length);
+    // Turns on UDP_GRO; 0 or the errno (gro() tells).
+    int enable_gro();
+    // Turns on GSO sends when the kernel supports them (getsockopt(UDP_SEGMENT),
+    // Linux 4.18+); 0 or the errno (gso() tells). A path that refuses GSO at
+    // send time turns it off again (send(), or the caller via set_gso).
+    int enable_gso();
+    void set_gso(bool on) { gso_ = on; }
+
+    [[nodiscard]] int fd() const { return fd_; }
+    [[nodiscard]] bool gso() const { return gso_; }
+    [[nodiscard]] bool gro() const { return gro_; }
+    [[nodiscard]] sockaddr_storage local_address(socklen_t& length) const;
+    [[nodiscard]] std::uint16_t local_port() const;
+    // Gives up the descriptor (the caller closes it).
+    int release();
+
+    int receive(UdpReceiveBatch& batch) const { return batch.receive(fd_); }
+    // Sends the datagrams in order: each run to one destination as GSO sends
+    // while gso() holds, else with sendmmsg. Never blocks: what the kernel
+    // does not take is dropped and counted, as a router would drop it.
+    UdpSendResult send(std::span<const UdpDatagram> datagrams);
+
+private:
+    void send_run(std::span<const UdpDatagram> run, UdpSendResult& r);
+    void send_each(std::size_t from, std::size_t to, UdpSendResult& r);
+
+    int fd_ = -1;
+    bool gso_ = false;
+    bool gro_ = false;
+    std::vector<iovec> iov_;     // of the run being sent
+    std::vector<mmsghdr> msgs_;  // likewise
+};
+
+}  // namespace ndm

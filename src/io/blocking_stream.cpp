@@ -1,0 +1,111 @@
+// The blocking facade over an Endpoint (ndm/endpoint.hpp): one bidirectional
+// stream per connection, each call running the endpoint's loop until it can
+// return. Uses only the Endpoint's public API, so it is a client of the event
+// loop rather than part of it.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ndm/endpoint.hpp"
+
+namespace ndm {
+
+namespace {
+std::string close_reason(const Endpoint& ep, ConnectionHandle h) {
+    if (const CloseInfo* ci = ep.close_info(h)) {
+        return ci->reason.empty() ? fmt::format("closed with code {:#x}", ci->code) : ci->reason;
+    }
+    return "connection closed";
+}
+}  // namespace
+
+BlockingStream BlockingStream::connect(Endpoint& ep, const std::string& host, std::uint16_t port, Duration timeout) {
+    const ConnectionHandle h = ep.connect(host, port);
+    ep.run_until(
+        [&] {
+            const Connection* c = ep.find(h);
+            return !c || c->state() != ConnectionState::handshaking;
+        },
+        timeout);
+    Connection* c = ep.connection(h);
+    if (!c || !c->is_established()) {
+        std::string why = c && c->state() == ConnectionState::handshaking ? "timed out" : close_reason(ep, h);
+        if (c && c->state() == ConnectionState::handshaking) c->close(0, "connect timed out", steady_now());
+        throw EndpointError(fmt::format("ndm: connect to {}:{} failed: {}", host, port, why));
+    }
+    auto s = c->open_stream();
+    if (!s) throw EndpointError("ndm: peer allows no streams");
+    return BlockingStream(ep, h, *s);
+}
+
+BlockingStream BlockingStream::accept(Endpoint& ep, Duration timeout) {
+    std::optional<ConnectionHandle> h;
+    const Instant end = steady_now() + timeout;
+    ep.run_until([&] { return (h = ep.next_accepted()).has_value(); }, timeout);
+    if (!h) throw EndpointError("ndm: accept timed out");
+    const Duration left = std::max(Duration{0}, end - steady_now());
+    ep.run_until([&] { return ep.peer_stream(*h).has_value() || !ep.find(*h) || ep.close_info(*h); }, left);
+    auto s = ep.peer_stream(*h);
+    if (!s) {
+        throw EndpointError(ep.find(*h) && !ep.close_info(*h) ? "ndm: accept timed out waiting for the peer's stream"
+                                                               : "ndm: accepted connection closed: " +
+                                                                     close_reason(ep, *h));
+    }
+    return BlockingStream(ep, *h, *s);
+}
+
+Connection& BlockingStream::conn(const char* what) {
+    Connection* c = ep_->connection(handle_);
+    if (!c || ep_->close_info(handle_)) {
+        throw EndpointError(fmt::format("ndm: {} failed: {}", what, close_reason(*ep_, handle_)));
+    }
+    return *c;
+}
+
+void BlockingStream::write(std::span<const std::uint8_t> data, Duration timeout) {
+    const Instant end = steady_now() + timeout;
+    while (!data.empty()) {
+        const std::size_t n = conn("write").write(stream_, data);
+        written_ += n;
+        data = data.subspan(n);
+        if (data.empty()) break;
+        if (steady_now() >= end) throw EndpointError("ndm: write timed out");
+        ep_->run_once(end);
+    }
+}
+
+std::size_t BlockingStream::read(std::span<std::uint8_t> out, Duration timeout) {
+    const Instant end = steady_now() + timeout;
+    for (;;) {
+        Connection* c = ep_->connection(handle_);
+        if (c) {
+            if (std::size_t n = c->read(stream_, out)) return n;
+            if (c->stream_finished(stream_)) return 0;
+        }
+        conn("read");  // throws once closed
+        if (steady_now() >= end) throw EndpointError("ndm: read timed out");
+        ep_->run_once(end);
+    }
+}
+
+void BlockingStream::finish() { conn("finish").finish(stream_); }
+
+void BlockingStream::close(Duration timeout) {
+    const Instant end = steady_now() + timeout;
+    // Linger until what we wrote is acknowledged: a close abandons unsent data.
+    ep_->run_until(
+        [&] {
+            const Connection* c = ep_->find(handle_);
+            return !c || !c->is_established() || c->stats(steady_now()).stream_bytes_acked >= written_;
+        },
+        std::max(Duration{0}, end - steady_now()));
+    Connection* c = ep_->connection(handle_);
+    if (!c) return;
+    if (c->state() == ConnectionState::handshaking || c->state() == ConnectionState::established) {
+        c->close(0, "closed by application", steady_now());
+    }
+    // A few loop turns send the close frame.
+    for (int i = 0; i < 3 && ep_->find(handle_); ++i) ep_->run_once(steady_now());
+}
+
+}  // namespace ndm
