@@ -40,6 +40,12 @@ struct Packet {
             if (f.type == type) return &f;
         return nullptr;
     }
+    // The value (limit, maximum) of the frame of this type, which must be there.
+    std::uint64_t value(FT type) const {
+        const trace::Frame* f = find(type);
+        REQUIRE(f != nullptr);
+        return f->value;
+    }
 };
 
 struct Fixture {
@@ -146,9 +152,7 @@ TEST_CASE("stream set: connection credit caps all streams together and DATA_BLOC
     CHECK(p1.bytes_of(a) + p1.bytes_of(b) == 150);
     Packet p2;
     f.set.write_stream_frames(p2.sink);
-    const trace::Frame* blocked = p2.find(FT::data_blocked);
-    REQUIRE(blocked != nullptr);
-    CHECK(blocked->value == 150);
+    CHECK(p2.value(FT::data_blocked) == 150);
     f.set.on_max_data(300);
     Packet p3;
     f.set.write_stream_frames(p3.sink);
@@ -210,12 +214,8 @@ TEST_CASE("stream set: receive windows are enforced per stream and per connectio
     CHECK(server.set.has_control_frames());
     Packet p;
     server.set.write_control_frames(p.sink);
-    const trace::Frame* msd = p.find(FT::max_stream_data);
-    REQUIRE(msd != nullptr);
-    CHECK(msd->value == 180);
-    const trace::Frame* md = p.find(FT::max_data);
-    REQUIRE(md != nullptr);
-    CHECK(md->value == 230);
+    CHECK(p.value(FT::max_stream_data) == 180);
+    CHECK(p.value(FT::max_data) == 230);
     CHECK_FALSE(server.set.has_control_frames());
 }
 
@@ -249,9 +249,7 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
     REQUIRE(server.set.has_control_frames());
     Packet ctl;
     server.set.write_control_frames(ctl.sink);
-    const trace::Frame* ms = ctl.find(FT::max_streams);
-    REQUIRE(ms != nullptr);
-    CHECK(ms->value == 2);
+    CHECK(ctl.value(FT::max_streams) == 2);
 
     // A late duplicate of the reaped stream is ignored, not reopened.
     const std::size_t before = server.events.size();
