@@ -6,6 +6,7 @@
 // quinn-proto's streams object writes its own frames). Sans-I/O, no clock.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
