@@ -11,6 +11,7 @@
 //   auto cc = ndm::cc::make("mine", params, "gain=2");
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -103,10 +104,30 @@ public:
     // Pacing rate in bytes per second, or nullopt to let the core pace at
     // 1.25 * cwnd / smoothed_rtt (RFC 9002 §7.7).
     [[nodiscard]] virtual std::optional<double> pacing_rate() const { return std::nullopt; }
-    // A short state name for statistics and qlog ("slow_start", "recovery", ...).
+    // A short state name for statistics and qlog ("slow_start", "recovery", ...);
+    // state_class() below says how the statistics count it.
     [[nodiscard]] virtual std::string_view state() const = 0;
     [[nodiscard]] virtual std::string_view name() const = 0;
 };
+
+// The classes ConnectionStats counts time in (time_in_slow_start, ...).
+enum class StateClass : std::uint8_t { slow_start, congestion_avoidance, recovery, other };
+inline constexpr std::size_t kStateClasses = 4;
+
+// The class of a state() name. state() stays a free-form name rather than an
+// enum: qlog and the stats print it, and controllers written outside the
+// library (cc::register_controller) name their own states, so an enum in the
+// interface would either break them or grow with every experiment. The core
+// calls this once per state change and keys its time accounting by the
+// result. Any name ending in "slow_start" is slow start (HyStart++'s
+// "conservative_slow_start" too, RFC 9406 §4.2); names it does not know count
+// as other.
+constexpr StateClass state_class(std::string_view state) {
+    if (state.ends_with("slow_start")) return StateClass::slow_start;
+    if (state == "congestion_avoidance") return StateClass::congestion_avoidance;
+    if (state == "recovery") return StateClass::recovery;
+    return StateClass::other;
+}
 
 // Options are "key=value" pairs separated by commas ("beta=0.7,hystart=off").
 using Options = std::map<std::string, std::string, std::less<>>;

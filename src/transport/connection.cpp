@@ -1,39 +1,26 @@
-// The connection state machine: handshake, packet assembly, frame dispatch,
-// streams and flow control, glued to the recovery pieces (AckTracker,
-// LossDetector, Pacer) and the congestion controller. Sans-I/O throughout.
+// The connection state machine: handshake, frame dispatch, packet assembly
+// and timers, glued to the recovery pieces (AckTracker, LossDetector, Pacer),
+// the congestion controller and the stream set (stream_set.cpp). Tracing and
+// statistics are in connection_trace.cpp. Sans-I/O throughout.
 #include "ndm/connection.hpp"
 
 #include <algorithm>
-#include <deque>
-#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "ndm/cc.hpp"
-#include "transport/ack_tracker.hpp"
-#include "transport/cwnd_usage.hpp"
-#include "transport/flow_control.hpp"
-#include "transport/frame.hpp"
-#include "transport/loss_detector.hpp"
-#include "transport/pacer.hpp"
-#include "transport/packet.hpp"
-#include "transport/sent_frame.hpp"
-#include "transport/stream.hpp"
-#include "transport/transport_params.hpp"
+#include "transport/connection_impl.hpp"
 #include "util/rng.hpp"
 
 namespace ndm {
 
 using namespace transport;
-namespace wf = wire::frame_type;
 
 namespace {
 
 constexpr std::size_t kInitialPacketSize = kMinDatagramSize;  // client hellos are padded to this
 constexpr double kPacingGain = 1.25;                         // RFC 9002 §7.7
-constexpr std::size_t kMinRecvRangeCap = 1024;  // out-of-order ranges a stream may hold, at least
 
 wire::ConnectionId random_cid(std::uint64_t& state) {
     // Derived from the configured seed so that simulations are reproducible.
@@ -43,10 +30,6 @@ wire::ConnectionId random_cid(std::uint64_t& state) {
     for (std::size_t i = 0; i < wire::kShortCidLength; ++i) cid.bytes[i] = static_cast<std::uint8_t>(v >> (8 * i));
     return cid;
 }
-
-bool is_client_stream(StreamId id) { return (id & 0x1) == 0; }
-bool is_bidi_stream(StreamId id) { return (id & 0x2) == 0; }
-
 // RFC 9000 §12.4: which frames each packet type may carry.
 bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
     bool long_header = type != wire::PacketType::one_rtt;
@@ -69,203 +52,7 @@ const char* frame_name(const wire::Frame& f) {
     return names[f.index()];
 }
 
-// Statistics group controller states into slow start (any variant, such as
-// HyStart++'s conservative slow start), congestion avoidance, recovery, other.
-std::size_t state_bucket_index(std::string_view state) {
-    if (state.ends_with("slow_start")) return 0;
-    if (state == "congestion_avoidance") return 1;
-    if (state == "recovery") return 2;
-    return 3;
-}
-
-// ---- tracing: wire structures to the public trace structs (observer only)
-trace::PacketType trace_type(wire::PacketType t) {
-    switch (t) {
-        case wire::PacketType::initial: return trace::PacketType::initial;
-        case wire::PacketType::handshake: return trace::PacketType::handshake;
-        case wire::PacketType::version_negotiation: return trace::PacketType::version_negotiation;
-        default: return trace::PacketType::one_rtt;
-    }
-}
-
-trace::Frame trace_frame(const wire::Frame& frame) {
-    using T = trace::Frame::Type;
-    trace::Frame t;
-    t.type = static_cast<T>(frame.index());  // same order as wire::Frame's alternatives
-    std::visit(
-        [&](const auto& f) {
-            using F = std::decay_t<decltype(f)>;
-            if constexpr (std::is_same_v<F, wire::PaddingFrame>) {
-                t.length = f.length;
-            } else if constexpr (std::is_same_v<F, wire::AckFrame>) {
-                t.ack_delay = f.ack_delay;
-                for (const auto& r : f.ranges) t.acked_ranges.emplace_back(r.smallest, r.largest);
-            } else if constexpr (std::is_same_v<F, wire::CryptoFrame>) {
-                t.offset = f.offset;
-                t.length = f.data.size();
-            } else if constexpr (std::is_same_v<F, wire::StreamFrame>) {
-                t.stream_id = f.stream_id;
-                t.offset = f.offset;
-                t.length = f.data.size();
-                t.fin = f.fin;
-            } else if constexpr (std::is_same_v<F, wire::MaxDataFrame> || std::is_same_v<F, wire::MaxStreamsFrame>) {
-                t.value = f.maximum;
-            } else if constexpr (std::is_same_v<F, wire::MaxStreamDataFrame>) {
-                t.stream_id = f.stream_id;
-                t.value = f.maximum;
-            } else if constexpr (std::is_same_v<F, wire::DataBlockedFrame>) {
-                t.value = f.limit;
-            } else if constexpr (std::is_same_v<F, wire::StreamDataBlockedFrame>) {
-                t.stream_id = f.stream_id;
-                t.value = f.limit;
-            } else if constexpr (std::is_same_v<F, wire::ConnectionCloseFrame>) {
-                t.value = f.error_code;
-                t.application = f.application;
-            }
-        },
-        frame);
-    return t;
-}
-static_assert(static_cast<std::size_t>(trace::Frame::Type::handshake_done) + 1 == std::variant_size_v<wire::Frame>);
-
-struct StreamState {
-    StreamState(std::size_t send_buffer, std::uint64_t send_limit, std::uint64_t recv_window)
-        : send(send_buffer), credit(send_limit), window(recv_window) {}
-    SendStream send;
-    RecvStream recv;
-    SendCredit credit;     // the peer's MAX_STREAM_DATA
-    ReceiveWindow window;  // ours
-    bool max_stream_data_pending = false;
-    std::uint64_t blocked_sent_at = UINT64_MAX;  // STREAM_DATA_BLOCKED already sent at this limit
-    bool readable_notified = false;
-    bool writable_wanted = false;
-};
-
 }  // namespace
-
-struct Connection::Impl {
-    Impl(const ConnectionConfig& config, bool is_client, Instant now);
-
-    // ---- configuration and identity
-    ConnectionConfig cfg;
-    bool client;
-    ConnectionState state = ConnectionState::handshaking;
-    std::uint64_t rng;
-    wire::ConnectionId local_cid, peer_cid, original_dcid;
-    wire::TransportParams local_params, peer_params;
-    bool have_peer_params = false;
-    std::vector<std::uint8_t> hello;  // our encoded transport parameters
-    bool crypto_pending = true;
-    bool handshake_confirmed = false;
-    bool handshake_done_pending = false;
-    std::size_t mds;
-
-    // ---- recovery and congestion control
-    LossDetector loss;
-    AckOutcome ack_out;  // reused by every ACK frame (keeps its vectors' storage)
-    std::vector<wire::Frame> rx_frames;  // of the packet being read, reused likewise
-    AckTracker acks;
-    Pacer pacer;
-    CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
-    std::unique_ptr<cc::Controller> cc;
-    double pacing_rate = 0;  // bytes per second
-    std::uint64_t largest_acked_by_peer = 0;
-    bool peer_acked_any = false;
-    unsigned probes_pending = 0;
-    Instant last_eliciting_sent{};
-    bool sent_eliciting_since_receive = false;
-
-    // ---- flow control and streams
-    SendCredit conn_credit;
-    ReceiveWindow conn_window;
-    std::uint64_t conn_received_total = 0;  // sum of highest offsets over streams
-    bool max_data_pending = false;
-    std::uint64_t data_blocked_sent_at = UINT64_MAX;
-    std::map<StreamId, StreamState> streams;
-    std::uint64_t next_local_index = 0;   // streams we opened
-    std::uint64_t peer_next_index = 0;    // streams the peer opened (implicitly or not)
-    std::uint64_t peer_max_streams = 0;   // how many we may open
-    std::uint64_t local_max_streams = 0;  // how many the peer may open
-    bool max_streams_pending = false;
-    StreamId rr_cursor = 0;  // round-robin position among streams
-
-    // ---- lifecycle
-    std::deque<Event> events;
-    CloseInfo close;
-    bool close_frame_pending = false;
-    bool send_version_negotiation = false;
-    std::uint32_t offered_version = 0;
-    Instant last_now{};  // the latest time the driver told us (next_timeout() has no clock)
-    Instant idle_deadline = kNever;
-    Instant handshake_deadline = kNever;
-    Instant close_deadline = kNever;
-
-    // ---- statistics
-    ConnectionStats st;
-    std::string cc_state;
-    Instant cc_state_since{};
-    Duration in_ss{0}, in_ca{0}, in_rec{0}, in_other{0};
-
-    // ---- tracing: all of it behind `if (obs)`
-    std::unique_ptr<trace::ConnectionObserver> obs;
-    std::vector<trace::Frame> trace_frames;  // of the packet being built or read
-    struct {
-        std::uint64_t cwnd = 0, bytes_in_flight = 0, ssthresh = 0;
-        Duration srtt{-1}, min_rtt{-1}, latest_rtt{-1}, rttvar{-1};
-        double pacing = -1;
-    } traced;  // the values the observer last saw
-    void attach_observer(const trace::ObserverFactory& factory, Instant now);
-    void trace_metrics(Instant now);
-    void trace_state(const std::string& old_state, Instant now) {
-        if (obs && old_state != cc_state) obs->on_congestion_state_updated({now, old_state, cc_state});
-    }
-
-    // ---- methods
-    void make_controller(std::size_t datagram_size, Instant now);
-    void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
-    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now);
-    Instant next_timeout() const;
-    void on_timeout(Instant now);
-
-    bool process_frame(const wire::Frame& f, Instant now);
-    void on_ack_frame(const wire::AckFrame& ack, Instant now);
-    void on_lost_packets(std::vector<SentPacket>& lost, bool persistent, Instant now);
-    void on_peer_params(std::span<const std::uint8_t> data, Instant now);
-    bool on_stream_frame(const wire::StreamFrame& f, Instant now);
-    StreamState* stream_for_peer_frame(StreamId id, bool& closed_ok, Instant now);
-    void set_established(Instant now);
-    void maybe_reap_stream(StreamId id);
-    void on_consumed(StreamId id, StreamState& s, std::size_t n);
-    // Creates a stream with our buffer and window and the peer's initial credit.
-    void add_stream(StreamId id) {
-        streams.try_emplace(id, cfg.stream_send_buffer, peer_params.initial_max_stream_data,
-                            cfg.initial_max_stream_data);
-    }
-
-    void close_with_error(CloseCode code, std::string reason, Instant now);
-    void start_close(std::uint64_t code, std::string reason, bool application, Instant now);
-    void enter_draining(const wire::ConnectionCloseFrame& f, Instant now);
-    void terminate();
-
-    wire::PacketType send_packet_type() const;
-    bool can_send_eliciting(Instant now) const;
-    bool has_eliciting_data() const;
-    bool stream_data_pending() const;
-    std::uint64_t new_data_limit(const StreamState& s) const;
-    std::uint64_t sendable_new_data(std::uint64_t enough) const;
-    bool note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now);
-    void update_pacer();
-    void track_cc_state(Instant now);
-    Duration& state_bucket(std::string_view state) {
-        Duration* b[] = {&in_ss, &in_ca, &in_rec, &in_other};
-        return *b[state_bucket_index(state)];
-    }
-    Duration pto_period() const { return loss.rtt().pto_period(loss.max_ack_delay()); }
-    Duration three_pto() const { return 3 * pto_period(); }
-    void reset_idle_timer(Instant now);
-    Duration effective_idle_timeout() const;
-    void push_readable(StreamId id, StreamState& s);
-};
 
 // ============================================================================
 // Construction
@@ -277,8 +64,9 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
       mds(config.max_datagram_size),
       loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff}),
       acks(AckTracker::Config{config.max_ack_delay, 2, wire::kMaxAckRanges}),
-      conn_credit(0),
-      conn_window(config.initial_max_data) {
+      streams(StreamSet::Config{is_client, config.stream_send_buffer, config.initial_max_data,
+                                config.initial_max_stream_data, config.initial_max_streams},
+              events) {
     if (cfg.max_datagram_size < kMinDatagramSize || cfg.max_datagram_size > kMaxDatagramSize) {
         throw std::invalid_argument(fmt::format("max datagram size {} outside {}..{} bytes",
                                                 cfg.max_datagram_size, kMinDatagramSize, kMaxDatagramSize));
@@ -302,7 +90,6 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     wire::Writer w(hello);
     if (!wire::encode_transport_params(w, local_params)) throw std::logic_error("transport parameters do not fit");
     hello.resize(w.position());
-    local_max_streams = cfg.initial_max_streams;
     // Before the handshake, only the minimum datagram size is known to pass.
     mds = kMinDatagramSize;
     make_controller(mds, now);
@@ -316,41 +103,8 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
     p.max_datagram_size = datagram_size;
     p.now = now;
     cc = cc::make(cfg.cc, p, cfg.cc_options);
-    const std::string old = cc_state;
-    cc_state = std::string(cc->state());
-    trace_state(old, now);
+    adopt_cc_state(now);
     update_pacer();
-}
-
-void Connection::Impl::attach_observer(const trace::ObserverFactory& factory, Instant now) {
-    if (!factory) return;
-    obs = factory(trace::ConnectionInfo{client, original_dcid.span(), now});
-    trace_metrics(now);
-}
-
-void Connection::Impl::trace_metrics(Instant now) {
-    if (!obs) return;
-    trace::MetricsUpdated m{};
-    m.time = now;
-    bool any = false;
-    auto diff = [&](auto& last, auto current, auto& field) {
-        if (last == current) return;
-        last = current;
-        field = current;
-        any = true;
-    };
-    const auto& rtt = loss.rtt();
-    diff(traced.cwnd, cc->cwnd(), m.cwnd);
-    diff(traced.bytes_in_flight, loss.bytes_in_flight(), m.bytes_in_flight);
-    if (cc->ssthresh() != UINT64_MAX) diff(traced.ssthresh, cc->ssthresh(), m.ssthresh);
-    if (rtt.has_sample()) {
-        diff(traced.srtt, rtt.smoothed(), m.smoothed_rtt);
-        diff(traced.min_rtt, rtt.min(), m.min_rtt);
-        diff(traced.latest_rtt, rtt.latest(), m.latest_rtt);
-        diff(traced.rttvar, rtt.rttvar(), m.rtt_variance);
-    }
-    if (pacing_rate > 0) diff(traced.pacing, pacing_rate * 8, m.pacing_rate);
-    if (any) obs->on_metrics_updated(m);
 }
 
 std::unique_ptr<Connection> Connection::connect(const ConnectionConfig& config, Instant now) {
@@ -398,7 +152,6 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
 
 Connection::Connection(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Connection::~Connection() = default;
-
 // ============================================================================
 // Receiving
 
@@ -413,18 +166,7 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     }
     const auto& h = pkt.header;
     if (h.type == wire::PacketType::version_negotiation) {
-        if (client && state == ConnectionState::handshaking && h.dcid == local_cid) {
-            std::string versions;
-            for (auto v : pkt.supported_versions) versions += fmt::format("{}{:#010x}", versions.empty() ? "" : ", ", v);
-            close = {static_cast<std::uint64_t>(CloseCode::version_negotiation_error),
-                     fmt::format("peer does not speak version {:#010x} (it offers: {})", kProtocolVersion,
-                                 versions.empty() ? "none" : versions),
-                     true, false};
-            events.push_back(event::Closed{close});
-            terminate();
-        } else {
-            ++st.packets_dropped;
-        }
+        on_version_negotiation(pkt);
         return;
     }
     if (h.type != wire::PacketType::one_rtt && h.version != kProtocolVersion) {
@@ -445,52 +187,69 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
         return;
     }
 
-    // Decode every frame before acting on any, so that a malformed packet is
-    // rejected whole.
-    std::vector<wire::Frame>& frames = rx_frames;
-    frames.clear();
-    wire::Reader r(pkt.payload);
     bool ack_eliciting = false;
-    while (!r.empty()) {
-        wire::Frame f;
-        if (!wire::decode_frame(r, f, err)) {
-            close_with_error(CloseCode::frame_encoding_error, err.what, now);
-            return;
-        }
-        if (!frame_allowed(f, h.type)) {
-            close_with_error(CloseCode::protocol_violation,
-                             fmt::format("{} frame not allowed in a {} packet", frame_name(f),
-                                         h.type == wire::PacketType::one_rtt ? "1-RTT" : "handshake"),
-                             now);
-            return;
-        }
-        ack_eliciting |= wire::is_ack_eliciting(f);
-        frames.push_back(std::move(f));
-    }
-    if (frames.empty()) {
-        close_with_error(CloseCode::protocol_violation, "packet without frames", now);
-        return;
-    }
+    if (!decode_frames(pkt, ack_eliciting, now)) return;
     if (!acks.on_packet_received(h.packet_number, ack_eliciting, now)) {
         ++st.packets_dropped;  // duplicate
         return;
     }
     ++st.packets_received;
     st.bytes_received += datagram.size();
-    if (obs) {
-        trace_frames.clear();
-        for (const auto& f : frames) trace_frames.push_back(trace_frame(f));
-        obs->on_packet_received({now, trace_type(h.type), h.packet_number, datagram.size(), trace_frames});
-    }
+    trace_received(h, datagram.size(), now);
     reset_idle_timer(now);
     sent_eliciting_since_receive = false;
 
     if (client && h.type == wire::PacketType::handshake) peer_cid = h.scid;
     // A server learns that the client has its hello when it sees a 1-RTT packet.
     if (!client && have_peer_params && h.type == wire::PacketType::one_rtt) set_established(now);
-    for (const auto& f : frames) {
+    for (const auto& f : rx_frames) {
         if (!process_frame(f, now)) return;  // connection closed
     }
+}
+
+void Connection::Impl::on_version_negotiation(const wire::ParsedPacket& pkt) {
+    if (!client || state != ConnectionState::handshaking || pkt.header.dcid != local_cid) {
+        ++st.packets_dropped;
+        return;
+    }
+    std::string versions;
+    for (auto v : pkt.supported_versions) versions += fmt::format("{}{:#010x}", versions.empty() ? "" : ", ", v);
+    close = {static_cast<std::uint64_t>(CloseCode::version_negotiation_error),
+             fmt::format("peer does not speak version {:#010x} (it offers: {})", kProtocolVersion,
+                         versions.empty() ? "none" : versions),
+             true, false};
+    events.push_back(event::Closed{close});
+    terminate();
+}
+
+// Decodes every frame into rx_frames before any is acted on, so that a
+// malformed packet is rejected whole. False: the connection is closing.
+bool Connection::Impl::decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now) {
+    const wire::PacketType type = pkt.header.type;
+    rx_frames.clear();
+    wire::Reader r(pkt.payload);
+    wire::Error err;
+    while (!r.empty()) {
+        wire::Frame f;
+        if (!wire::decode_frame(r, f, err)) {
+            close_with_error(CloseCode::frame_encoding_error, err.what, now);
+            return false;
+        }
+        if (!frame_allowed(f, type)) {
+            close_with_error(CloseCode::protocol_violation,
+                             fmt::format("{} frame not allowed in a {} packet", frame_name(f),
+                                         type == wire::PacketType::one_rtt ? "1-RTT" : "handshake"),
+                             now);
+            return false;
+        }
+        ack_eliciting |= wire::is_ack_eliciting(f);
+        rx_frames.push_back(std::move(f));
+    }
+    if (rx_frames.empty()) {
+        close_with_error(CloseCode::protocol_violation, "packet without frames", now);
+        return false;
+    }
+    return true;
 }
 
 bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
@@ -508,24 +267,13 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
                     on_peer_params(f.data, now);
                 }
             } else if constexpr (std::is_same_v<T, wire::StreamFrame>) {
-                if (!on_stream_frame(f, now)) return false;
+                if (!on_stream_result(streams.on_stream_frame(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::MaxDataFrame>) {
-                if (conn_credit.raise(f.maximum)) {
-                    for (auto& [id, s] : streams) {
-                        if (s.writable_wanted) events.push_back(event::StreamWritable{id});
-                        s.writable_wanted = false;
-                    }
-                }
+                streams.on_max_data(f.maximum);
             } else if constexpr (std::is_same_v<T, wire::MaxStreamDataFrame>) {
-                bool closed_ok = false;
-                StreamState* s = stream_for_peer_frame(f.stream_id, closed_ok, now);
-                if (!s) return closed_ok;
-                if (s->credit.raise(f.maximum) && s->writable_wanted) {
-                    s->writable_wanted = false;
-                    events.push_back(event::StreamWritable{f.stream_id});
-                }
+                if (!on_stream_result(streams.on_max_stream_data(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::MaxStreamsFrame>) {
-                peer_max_streams = std::max(peer_max_streams, f.maximum);
+                streams.on_max_streams(f.maximum);
             } else if constexpr (std::is_same_v<T, wire::DataBlockedFrame> ||
                                  std::is_same_v<T, wire::StreamDataBlockedFrame>) {
                 return true;  // informational: our windows slide as the application reads
@@ -544,6 +292,13 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
         frame);
 }
 
+// A frame the stream set rejected closes the connection; false then.
+bool Connection::Impl::on_stream_result(StreamResult r, Instant now) {
+    if (!r) return true;
+    close_with_error(r->code, std::move(r->reason), now);
+    return false;
+}
+
 void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instant now) {
     wire::Error err;
     if (!wire::decode_transport_params(data, peer_params, err)) {
@@ -552,8 +307,8 @@ void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instan
     }
     have_peer_params = true;
     loss.set_max_ack_delay(std::chrono::milliseconds(peer_params.max_ack_delay_ms));
-    conn_credit.raise(peer_params.initial_max_data);
-    peer_max_streams = peer_params.initial_max_streams;
+    streams.on_peer_params(peer_params.initial_max_data, peer_params.initial_max_stream_data,
+                           peer_params.initial_max_streams);
     if (client) {
         crypto_pending = false;  // the server's hello proves ours arrived
         set_established(now);
@@ -582,92 +337,6 @@ void Connection::Impl::set_established(Instant now) {
     events.push_back(event::Established{});
 }
 
-StreamState* Connection::Impl::stream_for_peer_frame(StreamId id, bool& closed_ok, Instant now) {
-    closed_ok = false;
-    if (auto it = streams.find(id); it != streams.end()) return &it->second;
-    if (!is_bidi_stream(id)) {
-        close_with_error(CloseCode::stream_state_error, fmt::format("unidirectional stream {} not supported", id), now);
-        return nullptr;
-    }
-    std::uint64_t index = id >> 2;
-    bool peer_initiated = is_client_stream(id) != client;
-    if (!peer_initiated) {
-        if (index < next_local_index) {
-            closed_ok = true;  // a stream of ours that already finished
-        } else {
-            close_with_error(CloseCode::stream_state_error, fmt::format("stream {} was never opened", id), now);
-        }
-        return nullptr;
-    }
-    if (index < peer_next_index) {
-        closed_ok = true;  // already finished and forgotten: a late duplicate
-        return nullptr;
-    }
-    if (index >= local_max_streams) {
-        close_with_error(CloseCode::stream_limit_error,
-                         fmt::format("stream {} exceeds the limit of {} streams", id, local_max_streams), now);
-        return nullptr;
-    }
-    // Opening stream N implicitly opens the lower ones (RFC 9000 §3.2).
-    for (std::uint64_t i = peer_next_index; i <= index; ++i) {
-        StreamId sid = (i << 2) | (client ? 1u : 0u);
-        add_stream(sid);
-        events.push_back(event::StreamOpened{sid});
-    }
-    peer_next_index = index + 1;
-    return &streams.at(id);
-}
-
-bool Connection::Impl::on_stream_frame(const wire::StreamFrame& f, Instant now) {
-    bool closed_ok = false;
-    StreamState* s = stream_for_peer_frame(f.stream_id, closed_ok, now);
-    if (!s) return closed_ok;
-    std::uint64_t end = f.offset + f.data.size();
-    std::uint64_t prev_high = s->recv.highest_received();
-    if (!s->window.on_received(end)) {
-        close_with_error(CloseCode::flow_control_error,
-                         fmt::format("stream {} data to offset {} exceeds its limit {}", f.stream_id, end,
-                                     s->window.limit()),
-                         now);
-        return false;
-    }
-    if (end > prev_high) {
-        std::uint64_t total = conn_received_total + (end - prev_high);
-        if (!conn_window.on_received(total)) {
-            close_with_error(CloseCode::flow_control_error,
-                             fmt::format("connection data {} exceeds its limit {}", total, conn_window.limit()), now);
-            return false;
-        }
-    }
-    auto before = s->recv.readable();
-    auto res = s->recv.on_frame(f.offset, f.data, f.fin);
-    if (res == RecvStream::Result::final_size_error) {
-        close_with_error(CloseCode::final_size_error,
-                         fmt::format("stream {} final size changed or exceeded", f.stream_id), now);
-        return false;
-    }
-    if (end > prev_high) conn_received_total += end - prev_high;
-    // Holes cost memory and time per insertion: a peer sending 1-byte frames
-    // at every other offset made millions. Real losses leave at most one hole
-    // per lost packet in the window, far fewer than one per KiB.
-    if (const std::size_t cap = std::max<std::uint64_t>(kMinRecvRangeCap, cfg.initial_max_stream_data / 1024);
-        s->recv.range_count() > cap) {
-        close_with_error(CloseCode::protocol_violation,
-                         fmt::format("stream {} too fragmented: more than {} out-of-order ranges", f.stream_id, cap), now);
-        return false;
-    }
-    if (res == RecvStream::Result::ok) {
-        if (s->recv.readable() > before || s->recv.fin_pending()) push_readable(f.stream_id, *s);
-    }
-    return true;
-}
-
-void Connection::Impl::push_readable(StreamId id, StreamState& s) {
-    if (s.readable_notified) return;
-    s.readable_notified = true;
-    events.push_back(event::StreamReadable{id});
-}
-
 void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
     AckOutcome& out = ack_out;
     loss.on_ack_received(ack, now, handshake_confirmed, out);
@@ -687,26 +356,8 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
 
     std::uint64_t acked_bytes = 0;
     std::uint64_t acked_packets = 0;
-    auto release = [&](const SentPacket& p) {
-        for (const auto& sf : p.frames) {
-            if (auto* s = std::get_if<sent::Stream>(&sf)) {
-                if (auto it = streams.find(s->id); it != streams.end()) {
-                    st.stream_bytes_acked += it->second.send.on_acked(s->offset, s->length, s->fin);
-                    if (it->second.writable_wanted && it->second.send.capacity() > 0) {
-                        it->second.writable_wanted = false;
-                        events.push_back(event::StreamWritable{s->id});
-                    }
-                    maybe_reap_stream(s->id);
-                }
-            } else if (auto* a = std::get_if<sent::Ack>(&sf)) {
-                acks.on_ack_acknowledged(a->largest);
-            } else if (std::holds_alternative<sent::Crypto>(sf)) {
-                if (!client && have_peer_params) set_established(now);
-            }
-        }
-    };
     for (const auto& p : out.acked) {
-        release(p);
+        release_acked(p, now);
         if (p.in_flight) {
             acked_bytes += p.bytes;
             ++acked_packets;
@@ -714,30 +365,47 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
     }
     for (const auto& p : out.late_acked) {
         ++st.spurious_losses;
-        release(p);
+        release_acked(p, now);
     }
     st.bytes_acked += acked_bytes;
-    if (acked_packets > 0) {
-        cc::AckEvent ev;
-        ev.now = now;
-        ev.bytes_acked = acked_bytes;
-        ev.packets_acked = acked_packets;
-        ev.has_rtt_sample = out.rtt_sample;
-        const auto& rtt = loss.rtt();
-        ev.latest_rtt = rtt.latest();
-        ev.smoothed_rtt = rtt.smoothed();
-        ev.rttvar = rtt.rttvar();
-        ev.min_rtt = rtt.min();
-        ev.prior_bytes_in_flight = out.prior_bytes_in_flight;
-        ev.bytes_in_flight = loss.bytes_in_flight();
-        ev.largest_acked_sent_time = out.largest_acked_time_sent;
-        cwnd_usage.on_ack(loss.largest_acked());
-        ev.app_limited = !cwnd_usage.cwnd_limited(cc->cwnd(), cc->ssthresh());
-        cc->on_ack(ev);
-    }
+    if (acked_packets > 0) on_acked_bytes(acked_bytes, acked_packets, now);
     track_cc_state(now);
     update_pacer();
     trace_metrics(now);
+}
+
+// What an acknowledged packet carried is delivered.
+void Connection::Impl::release_acked(const SentPacket& p, Instant now) {
+    for (const auto& sf : p.frames) {
+        if (auto* s = std::get_if<sent::Stream>(&sf)) {
+            streams.on_acked(*s);
+        } else if (auto* a = std::get_if<sent::Ack>(&sf)) {
+            acks.on_ack_acknowledged(a->largest);
+        } else if (std::holds_alternative<sent::Crypto>(sf)) {
+            if (!client && have_peer_params) set_established(now);
+        }
+    }
+}
+
+// The controller's view of the in-flight packets this ACK acknowledged.
+void Connection::Impl::on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now) {
+    const AckOutcome& out = ack_out;
+    cc::AckEvent ev;
+    ev.now = now;
+    ev.bytes_acked = bytes;
+    ev.packets_acked = packets;
+    ev.has_rtt_sample = out.rtt_sample;
+    const auto& rtt = loss.rtt();
+    ev.latest_rtt = rtt.latest();
+    ev.smoothed_rtt = rtt.smoothed();
+    ev.rttvar = rtt.rttvar();
+    ev.min_rtt = rtt.min();
+    ev.prior_bytes_in_flight = out.prior_bytes_in_flight;
+    ev.bytes_in_flight = loss.bytes_in_flight();
+    ev.largest_acked_sent_time = out.largest_acked_time_sent;
+    cwnd_usage.on_ack(loss.largest_acked());
+    ev.app_limited = !cwnd_usage.cwnd_limited(cc->cwnd(), cc->ssthresh());
+    cc->on_ack(ev);
 }
 
 void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persistent, Instant now) {
@@ -752,32 +420,15 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
             ++lost_packets;
             largest_sent = std::max(largest_sent, p.time_sent);
         }
-        // RFC 9000 §13.3: retransmit information, not packets.
+        // RFC 9000 §13.3: retransmit information, not packets. The stream
+        // set takes back what its frames carried.
         for (const auto& sf : p.frames) {
-            std::visit(
-                [&](const auto& f) {
-                    using T = std::decay_t<decltype(f)>;
-                    if constexpr (std::is_same_v<T, sent::Stream>) {
-                        if (auto it = streams.find(f.id); it != streams.end()) it->second.send.on_lost(f.offset, f.length, f.fin);
-                    } else if constexpr (std::is_same_v<T, sent::Crypto>) {
-                        if (state == ConnectionState::handshaking) crypto_pending = true;
-                    } else if constexpr (std::is_same_v<T, sent::MaxData>) {
-                        if (conn_window.limit() == f.maximum) max_data_pending = true;
-                    } else if constexpr (std::is_same_v<T, sent::MaxStreamData>) {
-                        if (auto it = streams.find(f.id); it != streams.end() && it->second.window.limit() == f.maximum)
-                            it->second.max_stream_data_pending = true;
-                    } else if constexpr (std::is_same_v<T, sent::MaxStreams>) {
-                        if (local_max_streams == f.maximum) max_streams_pending = true;
-                    } else if constexpr (std::is_same_v<T, sent::DataBlocked>) {
-                        if (data_blocked_sent_at == f.limit) data_blocked_sent_at = UINT64_MAX;
-                    } else if constexpr (std::is_same_v<T, sent::StreamDataBlocked>) {
-                        if (auto it = streams.find(f.id); it != streams.end() && it->second.blocked_sent_at == f.limit)
-                            it->second.blocked_sent_at = UINT64_MAX;
-                    } else if constexpr (std::is_same_v<T, sent::HandshakeDone>) {
-                        handshake_done_pending = true;
-                    }
-                },
-                sf);
+            if (streams.on_lost(sf)) continue;
+            if (std::holds_alternative<sent::Crypto>(sf)) {
+                if (state == ConnectionState::handshaking) crypto_pending = true;
+            } else if (std::holds_alternative<sent::HandshakeDone>(sf)) {
+                handshake_done_pending = true;
+            }
         }
     }
     if (lost_packets > 0) {
@@ -795,20 +446,6 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
         update_pacer();
     }
     trace_metrics(now);
-}
-
-void Connection::Impl::maybe_reap_stream(StreamId id) {
-    auto it = streams.find(id);
-    if (it == streams.end()) return;
-    const auto& s = it->second;
-    if (!s.send.all_acked() || !s.recv.finished()) return;
-    bool peer_initiated = is_client_stream(id) != client;
-    streams.erase(it);
-    if (peer_initiated) {
-        // Let the peer open one more in its place (RFC 9000 §4.6).
-        ++local_max_streams;
-        max_streams_pending = true;
-    }
 }
 
 // ============================================================================
@@ -855,31 +492,6 @@ wire::PacketType Connection::Impl::send_packet_type() const {
         return wire::PacketType::one_rtt;
     return client ? wire::PacketType::initial : wire::PacketType::handshake;
 }
-
-std::uint64_t Connection::Impl::new_data_limit(const StreamState& s) const {
-    return std::min(s.credit.limit(), s.send.sent_end() + conn_credit.available());
-}
-
-bool Connection::Impl::stream_data_pending() const {
-    if (state != ConnectionState::established) return false;
-    for (const auto& [id, s] : streams) {
-        if (s.send.has_pending(new_data_limit(s))) return true;
-    }
-    return false;
-}
-
-// New stream data flow control lets go now, counted up to `enough`.
-std::uint64_t Connection::Impl::sendable_new_data(std::uint64_t enough) const {
-    const std::uint64_t conn = conn_credit.available();
-    std::uint64_t total = 0;
-    for (const auto& [id, s] : streams) {
-        const std::uint64_t end = std::min(s.send.written(), s.credit.limit());
-        if (end > s.send.sent_end()) total += end - s.send.sent_end();
-        if (total >= enough || total >= conn) break;
-    }
-    return std::min(total, conn);
-}
-
 // After an in-flight packet was counted (and paced): tells cwnd_usage how
 // much of the window is used, and returns whether the window is not what
 // limits the sender now (PacketSent::app_limited).
@@ -889,7 +501,7 @@ bool Connection::Impl::note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight
     s.bytes_in_flight = in_flight;
     s.cwnd = cc->cwnd();
     s.paced_out = cfg.pacing && !pacer.can_send(now);
-    if (s.paced_out && in_flight < s.cwnd) s.sendable = sendable_new_data(s.cwnd - in_flight);
+    if (s.paced_out && in_flight < s.cwnd) s.sendable = streams.sendable_new_data(s.cwnd - in_flight);
     cwnd_usage.on_packet_sent(s);
     return !cwnd_usage.cwnd_limited(s.cwnd, cc->ssthresh());
 }
@@ -897,11 +509,7 @@ bool Connection::Impl::note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight
 bool Connection::Impl::has_eliciting_data() const {
     if (crypto_pending) return true;
     if (state != ConnectionState::established) return false;
-    if (handshake_done_pending || max_data_pending || max_streams_pending) return true;
-    for (const auto& [id, s] : streams) {
-        if (s.max_stream_data_pending) return true;
-    }
-    return stream_data_pending();
+    return handshake_done_pending || streams.has_control_frames() || streams.has_pending_data();
 }
 
 bool Connection::Impl::can_send_eliciting(Instant now) const {
@@ -926,16 +534,7 @@ void Connection::Impl::update_pacer() {
 std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant now) {
     if (state == ConnectionState::closed || state == ConnectionState::draining) return 0;
     if (out.size() < mds) throw std::invalid_argument("poll_datagram: buffer smaller than the datagram size");
-
-    if (send_version_negotiation) {
-        send_version_negotiation = false;
-        const std::uint32_t versions[] = {kProtocolVersion};
-        std::size_t n = wire::write_version_negotiation(out, peer_cid, original_dcid, versions);
-        terminate();
-        st.bytes_sent += n;
-        ++st.packets_sent;
-        return n;
-    }
+    if (send_version_negotiation) return write_version_negotiation(out);
 
     bool closing = state == ConnectionState::closing;
     if (closing && !close_frame_pending) return 0;
@@ -944,6 +543,50 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     bool probe = !closing && probes_pending > 0;
     if (!closing && !ack_due && !send_eliciting && !probe) return 0;
 
+    const wire::PacketHeader h = next_header();
+    std::size_t limit = (h.type == wire::PacketType::one_rtt ? mds : kInitialPacketSize) - wire::kIntegrityTagSize;
+    wire::Writer w(out.first(limit));
+    if (!wire::write_header(w, h)) throw std::logic_error("packet header does not fit");
+    std::size_t header_end = w.position();
+
+    SentFrames sent_frames;
+    if (obs) trace_frames.clear();
+    FrameSink sink(w, sent_frames, obs ? &trace_frames : nullptr);
+    bool retransmission = false;
+    if (closing) {
+        write_close_frame(sink, h.type);
+    } else {
+        write_ack_frame(sink, now);
+        if (send_eliciting || probe) retransmission = write_eliciting_frames(sink, probe);
+    }
+
+    if (w.position() == header_end) return 0;  // nothing fit (cannot happen with >= 1200-byte packets)
+    // Client hellos are padded so that the path is known to carry 1200-byte datagrams.
+    bool padded = false;
+    if (h.type == wire::PacketType::initial && !closing) {
+        std::size_t pad = w.remaining();
+        if (pad > 0) {
+            sink.put(wire::PaddingFrame{pad});
+            padded = true;
+        }
+    }
+    std::size_t len = w.position() + wire::kIntegrityTagSize;
+    wire::seal(out.first(len), h);
+    on_packet_built(h, len, std::move(sent_frames), sink.eliciting(), padded, retransmission, now);
+    return len;
+}
+
+std::size_t Connection::Impl::write_version_negotiation(std::span<std::uint8_t> out) {
+    send_version_negotiation = false;
+    const std::uint32_t versions[] = {kProtocolVersion};
+    std::size_t n = wire::write_version_negotiation(out, peer_cid, original_dcid, versions);
+    terminate();
+    st.bytes_sent += n;
+    ++st.packets_sent;
+    return n;
+}
+
+wire::PacketHeader Connection::Impl::next_header() const {
     wire::PacketHeader h;
     h.type = send_packet_type();
     h.version = kProtocolVersion;
@@ -955,145 +598,50 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     // packets (such a packet would decode wrongly and fail its tag).
     h.pn_length = std::max<std::size_t>(
         2, wire::packet_number_length(h.packet_number, largest_acked_by_peer, peer_acked_any));
+    return h;
+}
 
-    std::size_t limit = (h.type == wire::PacketType::one_rtt ? mds : kInitialPacketSize) - wire::kIntegrityTagSize;
-    wire::Writer w(out.first(limit));
-    if (!wire::write_header(w, h)) throw std::logic_error("packet header does not fit");
-    std::size_t header_end = w.position();
+void Connection::Impl::write_close_frame(FrameSink& sink, wire::PacketType type) {
+    wire::ConnectionCloseFrame f;
+    f.error_code = close.code;
+    f.reason = close.reason;
+    f.application = close.application && type == wire::PacketType::one_rtt;
+    sink.put(f);
+    close_frame_pending = false;
+}
 
-    SentFrames sent_frames;
-    bool eliciting = false;
+void Connection::Impl::write_ack_frame(FrameSink& sink, Instant now) {
+    if (!acks.ack_pending()) return;
+    auto ack = acks.build_ack(now);
+    if (sink.put(ack, sent::Ack{ack.largest()})) acks.on_ack_sent(now);
+}
+
+// CRYPTO, HANDSHAKE_DONE, the stream set's flow-control and STREAM frames,
+// and a PING when a probe carries nothing else (RFC 9002 §6.2.4). Returns
+// whether any stream data was a retransmission.
+bool Connection::Impl::write_eliciting_frames(FrameSink& sink, bool probe) {
     bool retransmission = false;
-    if (obs) trace_frames.clear();
-    auto put = [&](const wire::Frame& f) {
-        if (!wire::encode_frame(w, f)) return false;
-        eliciting |= wire::is_ack_eliciting(f);
-        if (obs) trace_frames.push_back(trace_frame(f));
-        return true;
-    };
-
-    if (closing) {
-        wire::ConnectionCloseFrame f;
-        f.error_code = close.code;
-        f.reason = close.reason;
-        f.application = close.application && h.type == wire::PacketType::one_rtt;
-        put(f);
-        close_frame_pending = false;
-    } else {
-        if (acks.ack_pending()) {
-            auto ack = acks.build_ack(now);
-            if (put(ack)) {
-                sent_frames.push_back(sent::Ack{ack.largest()});
-                acks.on_ack_sent(now);
-            }
-        }
-        if (send_eliciting || probe) {
-            if (crypto_pending) {
-                if (put(wire::CryptoFrame{0, hello})) {
-                    sent_frames.push_back(sent::Crypto{hello.size()});
-                    crypto_pending = false;
-                }
-            }
-            if (state == ConnectionState::established) {
-                if (handshake_done_pending && put(wire::HandshakeDoneFrame{})) {
-                    sent_frames.push_back(sent::HandshakeDone{});
-                    handshake_done_pending = false;
-                }
-                if (max_data_pending || conn_window.should_update()) {
-                    std::uint64_t m = conn_window.update();
-                    if (put(wire::MaxDataFrame{m})) {
-                        sent_frames.push_back(sent::MaxData{m});
-                        max_data_pending = false;
-                    }
-                }
-                if (max_streams_pending && put(wire::MaxStreamsFrame{local_max_streams})) {
-                    sent_frames.push_back(sent::MaxStreams{local_max_streams});
-                    max_streams_pending = false;
-                }
-                for (auto& [id, s] : streams) {
-                    if (!s.max_stream_data_pending) continue;
-                    std::uint64_t m = s.window.update();
-                    if (!put(wire::MaxStreamDataFrame{id, m})) break;
-                    sent_frames.push_back(sent::MaxStreamData{id, m});
-                    s.max_stream_data_pending = false;
-                }
-                // Stream data, round-robin from the cursor so no stream starves.
-                if (!streams.empty()) {
-                    auto it = streams.lower_bound(rr_cursor);
-                    std::size_t visited = 0;
-                    const std::size_t n = streams.size();
-                    while (visited < n && w.remaining() > 16) {
-                        if (it == streams.end()) it = streams.begin();
-                        auto& [id, s] = *it;
-                        std::uint64_t lim = new_data_limit(s);
-                        std::size_t overhead = 1 + wire::varint_size(id) + wire::varint_size(s.send.written()) +
-                                               wire::varint_size(w.remaining());
-                        if (w.remaining() <= overhead) break;
-                        auto chunk = s.send.next_chunk(w.remaining() - overhead, lim);
-                        if (!chunk) {
-                            // Tell the peer when flow control, not the application, holds data back.
-                            if (s.send.blocked_at(lim)) {
-                                if (lim == s.credit.limit() && s.blocked_sent_at != lim &&
-                                    put(wire::StreamDataBlockedFrame{id, lim})) {
-                                    sent_frames.push_back(sent::StreamDataBlocked{id, lim});
-                                    s.blocked_sent_at = lim;
-                                } else if (conn_credit.available() == 0 && data_blocked_sent_at != conn_credit.limit() &&
-                                           put(wire::DataBlockedFrame{conn_credit.limit()})) {
-                                    sent_frames.push_back(sent::DataBlocked{conn_credit.limit()});
-                                    data_blocked_sent_at = conn_credit.limit();
-                                }
-                            }
-                            ++it;
-                            ++visited;
-                            continue;
-                        }
-                        std::uint64_t prev_end = s.send.sent_end();
-                        if (!put(wire::StreamFrame{id, chunk->offset, chunk->data, chunk->fin})) break;
-                        s.send.on_sent(*chunk);
-                        // The next packets' bytes were written long ago (a bulk send buffer
-                        // is megabytes deep): start loading them while this one is finished.
-                        if (!chunk->retransmission) s.send.prefetch(s.send.sent_end() + 2 * chunk->data.size(), chunk->data.size());
-                        std::uint64_t fresh = s.send.sent_end() - prev_end;
-                        conn_credit.consume(fresh);
-                        st.stream_bytes_sent += fresh;
-                        if (chunk->retransmission) {
-                            st.stream_bytes_retransmitted += chunk->data.size();
-                            retransmission = true;
-                        }
-                        sent_frames.push_back(sent::Stream{id, chunk->offset, chunk->data.size(), chunk->fin});
-                        // Stay on this stream while it fills the packet; move on once it has nothing.
-                        if (!s.send.has_pending(new_data_limit(s))) {
-                            ++it;
-                            ++visited;
-                        }
-                    }
-                    rr_cursor = it == streams.end() ? 0 : it->first;
-                }
-            }
-            if (probe && !eliciting && put(wire::PingFrame{})) sent_frames.push_back(sent::Ping{});
-        }
+    if (crypto_pending && sink.put(wire::CryptoFrame{0, hello}, sent::Crypto{hello.size()})) crypto_pending = false;
+    if (state == ConnectionState::established) {
+        if (handshake_done_pending && sink.put(wire::HandshakeDoneFrame{}, sent::HandshakeDone{}))
+            handshake_done_pending = false;
+        streams.write_control_frames(sink);
+        retransmission = streams.write_stream_frames(sink);
     }
+    if (probe && !sink.eliciting()) sink.put(wire::PingFrame{}, sent::Ping{});
+    return retransmission;
+}
 
-    if (w.position() == header_end) return 0;  // nothing fit (cannot happen with >= 1200-byte packets)
-    // Client hellos are padded so that the path is known to carry 1200-byte datagrams.
-    bool padded = false;
-    if (h.type == wire::PacketType::initial && !closing) {
-        std::size_t pad = w.remaining();
-        if (pad > 0) {
-            put(wire::PaddingFrame{pad});
-            padded = true;
-        }
-    }
-    std::size_t len = w.position() + wire::kIntegrityTagSize;
-    wire::seal(out.first(len), h);
-
+// Hands the sealed packet to loss recovery, the controller and the pacer.
+void Connection::Impl::on_packet_built(const wire::PacketHeader& h, std::size_t len, SentFrames frames,
+                                       bool eliciting, bool padded, bool retransmission, Instant now) {
     SentPacket p;
     p.pn = h.packet_number;
     p.time_sent = now;
     p.bytes = static_cast<std::uint32_t>(len);
     p.ack_eliciting = eliciting;
     p.in_flight = eliciting || padded;  // RFC 9002 §2
-    p.frames = std::move(sent_frames);
+    p.frames = std::move(frames);
     if (p.in_flight) {
         if (loss.bytes_in_flight() == 0 && last_eliciting_sent != Instant{} && now - last_eliciting_sent > pto_period()) {
             cc->on_idle_restart(now);
@@ -1114,11 +662,7 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     loss.on_packet_sent(std::move(p));
     ++st.packets_sent;
     st.bytes_sent += len;
-    if (obs) {
-        obs->on_packet_sent({now, trace_type(h.type), h.packet_number, len, trace_frames});
-        trace_metrics(now);
-    }
-    return len;
+    trace_sent(h, len, now);
 }
 
 // ============================================================================
@@ -1192,16 +736,6 @@ void Connection::Impl::on_timeout(Instant now) {
     }
 }
 
-void Connection::Impl::track_cc_state(Instant now) {
-    std::string_view current = cc->state();
-    if (current == cc_state) return;
-    state_bucket(cc_state) += now - cc_state_since;
-    const std::string old = obs ? cc_state : std::string();
-    cc_state = std::string(current);
-    cc_state_since = now;
-    trace_state(old, now);
-}
-
 // ============================================================================
 // Public API
 
@@ -1227,33 +761,12 @@ std::optional<Event> Connection::poll_event() {
 }
 
 std::optional<StreamId> Connection::open_stream() {
-    auto& d = *impl_;
-    if (d.state != ConnectionState::established) return std::nullopt;
-    if (d.next_local_index >= d.peer_max_streams) return std::nullopt;
-    StreamId id = (d.next_local_index++ << 2) | (d.client ? 0u : 1u);
-    d.add_stream(id);
-    return id;
+    if (impl_->state != ConnectionState::established) return std::nullopt;
+    return impl_->streams.open();
 }
-
-namespace {
-StreamState& require_stream(std::map<StreamId, StreamState>& streams, StreamId id) {
-    auto it = streams.find(id);
-    if (it == streams.end()) throw std::invalid_argument(fmt::format("stream {} is not open", id));
-    return it->second;
-}
-
-// The stream the application may write to now, or nullptr before the
-// handshake completes or after the connection ends.
-StreamState* writable_stream(Connection::Impl& d, StreamId id) {
-    if (d.state != ConnectionState::established) return nullptr;
-    auto& s = require_stream(d.streams, id);
-    if (s.send.finished()) throw std::logic_error(fmt::format("stream {}: write after finish", id));
-    return &s;
-}
-}  // namespace
 
 std::size_t Connection::write(StreamId id, std::span<const std::uint8_t> data, bool fin) {
-    StreamState* s = writable_stream(*impl_, id);
+    StreamState* s = impl_->writable_stream(id);
     if (!s) return 0;
     std::size_t n = s->send.write(data);
     if (n < data.size()) s->writable_wanted = true;
@@ -1262,7 +775,7 @@ std::size_t Connection::write(StreamId id, std::span<const std::uint8_t> data, b
 }
 
 std::span<std::uint8_t> Connection::prepare(StreamId id, std::size_t max) {
-    StreamState* s = writable_stream(*impl_, id);
+    StreamState* s = impl_->writable_stream(id);
     if (!s) return {};
     // Short for want of buffer space (not just where the ring wraps): the
     // application waits for StreamWritable, as after a partial write().
@@ -1271,7 +784,7 @@ std::span<std::uint8_t> Connection::prepare(StreamId id, std::size_t max) {
 }
 
 void Connection::commit(StreamId id, std::size_t n, bool fin) {
-    StreamState* s = writable_stream(*impl_, id);
+    StreamState* s = impl_->writable_stream(id);
     if (!s) {
         if (n > 0) throw std::logic_error(fmt::format("stream {}: commit without a prepared buffer", id));
         return;
@@ -1281,72 +794,44 @@ void Connection::commit(StreamId id, std::size_t n, bool fin) {
 }
 
 void Connection::finish(StreamId id) {
-    auto& d = *impl_;
-    if (d.state != ConnectionState::established) return;
-    require_stream(d.streams, id).send.finish();
+    if (impl_->state != ConnectionState::established) return;
+    impl_->streams.require(id).send.finish();
 }
 
 std::size_t Connection::read(StreamId id, std::span<std::uint8_t> out) {
-    auto& d = *impl_;
-    auto it = d.streams.find(id);
-    if (it == d.streams.end()) return 0;
-    it->second.readable_notified = false;
-    const std::size_t n = it->second.recv.read(out);
-    d.on_consumed(id, it->second, n);
+    StreamState* s = impl_->streams.find(id);
+    if (!s) return 0;
+    s->readable_notified = false;
+    const std::size_t n = s->recv.read(out);
+    impl_->streams.on_consumed(id, n);
     return n;
 }
 
 std::span<const std::uint8_t> Connection::peek(StreamId id) {
-    auto it = impl_->streams.find(id);
-    if (it == impl_->streams.end()) return {};
+    StreamState* s = impl_->streams.find(id);
+    if (!s) return {};
     // Looked at, maybe not taken: more data must raise StreamReadable again.
-    it->second.readable_notified = false;
-    return it->second.recv.peek();
+    s->readable_notified = false;
+    return s->recv.peek();
 }
 
 void Connection::consume(StreamId id, std::size_t n) {
-    auto& d = *impl_;
-    auto it = d.streams.find(id);
-    if (it == d.streams.end()) {
+    StreamState* s = impl_->streams.find(id);
+    if (!s) {
         if (n > 0) throw std::logic_error(fmt::format("stream {}: consume of bytes never peeked", id));
         return;
     }
-    it->second.readable_notified = false;
-    it->second.recv.consume(n);
-    d.on_consumed(id, it->second, n);
+    s->readable_notified = false;
+    s->recv.consume(n);
+    impl_->streams.on_consumed(id, n);
 }
 
-// Bytes the application took: flow-control credit back to the peer, and the
-// stream's end once its FIN has been read. May reap the stream (s dangles then).
-void Connection::Impl::on_consumed(StreamId id, StreamState& s, std::size_t n) {
-    if (n > 0) {
-        st.stream_bytes_delivered += n;
-        s.window.on_consumed(n);
-        conn_window.on_consumed(n);
-        if (s.window.should_update() && !s.recv.finished()) s.max_stream_data_pending = true;
-        if (conn_window.should_update()) max_data_pending = true;
-    }
-    if (s.recv.finished()) {
-        s.recv.mark_fin_reported();
-        maybe_reap_stream(id);
-    }
-}
-
-bool Connection::stream_finished(StreamId id) const {
-    auto it = impl_->streams.find(id);
-    if (it == impl_->streams.end()) {
-        // Reaped streams were finished both ways.
-        std::uint64_t index = id >> 2;
-        bool ours = is_client_stream(id) == impl_->client;
-        return index < (ours ? impl_->next_local_index : impl_->peer_next_index);
-    }
-    return it->second.recv.finished();
-}
+bool Connection::stream_finished(StreamId id) const { return impl_->streams.finished(id); }
 
 std::size_t Connection::stream_send_capacity(StreamId id) const {
-    auto it = impl_->streams.find(id);
-    if (it == impl_->streams.end() || impl_->state != ConnectionState::established) return 0;
-    return it->second.send.capacity();
+    const StreamState* s = impl_->streams.find(id);
+    if (!s || impl_->state != ConnectionState::established) return 0;
+    return s->send.capacity();
 }
 
 void Connection::set_congestion_control(const std::string& name, const std::string& options) {
@@ -1357,12 +842,10 @@ void Connection::set_congestion_control(const std::string& name, const std::stri
     auto fresh = cc::make(name, p, options);  // throws before anything changes
     d.cfg.cc = name;
     d.cfg.cc_options = options;
-    if (d.last_now > d.cc_state_since) d.state_bucket(d.cc_state) += d.last_now - d.cc_state_since;
+    if (d.last_now > d.cc_state_since) d.account_cc_state(d.last_now);
     d.cc = std::move(fresh);
-    const std::string old = d.cc_state;
-    d.cc_state = std::string(d.cc->state());
     d.cc_state_since = d.last_now;
-    d.trace_state(old, d.last_now);
+    d.adopt_cc_state(d.last_now);
     d.update_pacer();
     d.trace_metrics(d.last_now);
 }
@@ -1379,30 +862,5 @@ std::span<const std::uint8_t> Connection::peer_application_params() const {
     return impl_->peer_params.application_params;
 }
 std::span<const std::uint8_t> Connection::local_cid() const { return impl_->local_cid.span(); }
-
-ConnectionStats Connection::stats(Instant now) const {
-    const auto& d = *impl_;
-    ConnectionStats s = d.st;
-    s.stream_bytes_received = d.conn_received_total;
-    s.cwnd = d.cc->cwnd();
-    s.ssthresh = d.cc->ssthresh();
-    s.bytes_in_flight = d.loss.bytes_in_flight();
-    s.pacing_rate = d.pacing_rate;
-    const auto& rtt = d.loss.rtt();
-    s.smoothed_rtt = rtt.smoothed();
-    s.rttvar = rtt.rttvar();
-    s.min_rtt = rtt.min();
-    s.latest_rtt = rtt.latest();
-    s.cc_state = d.cc_state;
-    s.time_in_slow_start = d.in_ss;
-    s.time_in_congestion_avoidance = d.in_ca;
-    s.time_in_recovery = d.in_rec;
-    s.time_in_other_states = d.in_other;
-    Duration current = now > d.cc_state_since ? now - d.cc_state_since : Duration{0};
-    Duration* bucket[] = {&s.time_in_slow_start, &s.time_in_congestion_avoidance, &s.time_in_recovery,
-                          &s.time_in_other_states};
-    *bucket[state_bucket_index(d.cc_state)] += current;
-    return s;
-}
 
 }  // namespace ndm

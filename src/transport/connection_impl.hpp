@@ -1,0 +1,158 @@
+// Connection::Impl, the private state of ndm::Connection, shared by the files
+// that implement it: connection.cpp (handshake, frame dispatch, packet
+// assembly, timers, the public API), connection_trace.cpp (tracing,
+// statistics and congestion-state time accounting) and, through StreamSet,
+// stream_set.cpp (streams, flow control, STREAM frame scheduling).
+#pragma once
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ndm/cc.hpp"
+#include "ndm/connection.hpp"
+#include "transport/ack_tracker.hpp"
+#include "transport/cwnd_usage.hpp"
+#include "transport/frame.hpp"
+#include "transport/frame_sink.hpp"
+#include "transport/loss_detector.hpp"
+#include "transport/pacer.hpp"
+#include "transport/packet.hpp"
+#include "transport/stream_set.hpp"
+#include "transport/transport_params.hpp"
+
+namespace ndm {
+
+namespace transport {
+// The trace form of a packet type.
+trace::PacketType trace_type(wire::PacketType t);
+}  // namespace transport
+
+struct Connection::Impl {
+    Impl(const ConnectionConfig& config, bool is_client, Instant now);
+
+    // ---- configuration and identity
+    ConnectionConfig cfg;
+    bool client;
+    ConnectionState state = ConnectionState::handshaking;
+    std::uint64_t rng;
+    wire::ConnectionId local_cid, peer_cid, original_dcid;
+    wire::TransportParams local_params, peer_params;
+    bool have_peer_params = false;
+    std::vector<std::uint8_t> hello;  // our encoded transport parameters
+    bool crypto_pending = true;
+    bool handshake_confirmed = false;
+    bool handshake_done_pending = false;
+    std::size_t mds;
+
+    // ---- recovery and congestion control
+    transport::LossDetector loss;
+    transport::AckOutcome ack_out;  // reused by every ACK frame (keeps its vectors' storage)
+    std::vector<wire::Frame> rx_frames;  // of the packet being read, reused likewise
+    transport::AckTracker acks;
+    transport::Pacer pacer;
+    transport::CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
+    std::unique_ptr<cc::Controller> cc;
+    double pacing_rate = 0;  // bytes per second
+    std::uint64_t largest_acked_by_peer = 0;
+    bool peer_acked_any = false;
+    unsigned probes_pending = 0;
+    Instant last_eliciting_sent{};
+    bool sent_eliciting_since_receive = false;
+
+    // ---- lifecycle
+    std::deque<Event> events;
+    CloseInfo close;
+    bool close_frame_pending = false;
+    bool send_version_negotiation = false;
+    std::uint32_t offered_version = 0;
+    Instant last_now{};  // the latest time the driver told us (next_timeout() has no clock)
+    Instant idle_deadline = kNever;
+    Instant handshake_deadline = kNever;
+    Instant close_deadline = kNever;
+
+    // ---- streams and flow control (pushes its events to `events`)
+    transport::StreamSet streams;
+
+    // ---- statistics (connection_trace.cpp)
+    ConnectionStats st;
+    std::string cc_state;  // the controller's state() as last seen
+    cc::StateClass cc_state_class = cc::StateClass::other;
+    Instant cc_state_since{};
+    std::array<Duration, cc::kStateClasses> state_time{};  // closed periods per class
+    // Takes the controller's current state name (and its class) without
+    // counting time: the caller settles the period that ends.
+    void adopt_cc_state(Instant now);
+    // Counts the period in the current state up to now.
+    void account_cc_state(Instant now) {
+        state_time[static_cast<std::size_t>(cc_state_class)] += now - cc_state_since;
+    }
+    void track_cc_state(Instant now);
+    ConnectionStats stats(Instant now) const;
+
+    // ---- tracing: all of it behind `if (obs)` (connection_trace.cpp)
+    std::unique_ptr<trace::ConnectionObserver> obs;
+    std::vector<trace::Frame> trace_frames;  // of the packet being built or read
+    struct {
+        std::uint64_t cwnd = 0, bytes_in_flight = 0, ssthresh = 0;
+        Duration srtt{-1}, min_rtt{-1}, latest_rtt{-1}, rttvar{-1};
+        double pacing = -1;
+    } traced;  // the values the observer last saw
+    void attach_observer(const trace::ObserverFactory& factory, Instant now);
+    void trace_metrics(Instant now);
+    void trace_received(const wire::PacketHeader& h, std::size_t size, Instant now);
+    void trace_sent(const wire::PacketHeader& h, std::size_t size, Instant now);
+
+    // ---- receiving
+    void make_controller(std::size_t datagram_size, Instant now);
+    void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
+    bool decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now);
+    bool process_frame(const wire::Frame& f, Instant now);
+    bool on_stream_result(transport::StreamResult r, Instant now);
+    void on_ack_frame(const wire::AckFrame& ack, Instant now);
+    void release_acked(const transport::SentPacket& p, Instant now);
+    void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now);
+    void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, Instant now);
+    void on_peer_params(std::span<const std::uint8_t> data, Instant now);
+    void on_version_negotiation(const wire::ParsedPacket& pkt);
+    void set_established(Instant now);
+
+    // ---- closing
+    void close_with_error(CloseCode code, std::string reason, Instant now);
+    void start_close(std::uint64_t code, std::string reason, bool application, Instant now);
+    void enter_draining(const wire::ConnectionCloseFrame& f, Instant now);
+    void terminate();
+
+    // ---- sending
+    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now);
+    std::size_t write_version_negotiation(std::span<std::uint8_t> out);
+    wire::PacketHeader next_header() const;
+    void write_close_frame(transport::FrameSink& sink, wire::PacketType type);
+    void write_ack_frame(transport::FrameSink& sink, Instant now);
+    bool write_eliciting_frames(transport::FrameSink& sink, bool probe);
+    void on_packet_built(const wire::PacketHeader& h, std::size_t len, transport::SentFrames frames, bool eliciting,
+                         bool padded, bool retransmission, Instant now);
+    wire::PacketType send_packet_type() const;
+    bool can_send_eliciting(Instant now) const;
+    bool has_eliciting_data() const;
+    bool note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now);
+    void update_pacer();
+
+    // ---- timers
+    Instant next_timeout() const;
+    void on_timeout(Instant now);
+    Duration pto_period() const { return loss.rtt().pto_period(loss.max_ack_delay()); }
+    Duration three_pto() const { return 3 * pto_period(); }
+    void reset_idle_timer(Instant now);
+    Duration effective_idle_timeout() const;
+
+    // The stream the application may write to now, or nullptr before the
+    // handshake completes or after the connection ends.
+    transport::StreamState* writable_stream(StreamId id) {
+        return state == ConnectionState::established ? &streams.writable(id) : nullptr;
+    }
+};
+
+}  // namespace ndm

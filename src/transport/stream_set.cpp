@@ -1,0 +1,332 @@
+#include "transport/stream_set.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ndm::transport {
+
+namespace {
+constexpr std::size_t kMinRecvRangeCap = 1024;  // out-of-order ranges a stream may hold, at least
+
+bool is_bidi_stream(StreamId id) { return (id & 0x2) == 0; }
+}  // namespace
+
+StreamSet::StreamSet(const Config& config, std::deque<Event>& events)
+    : cfg_(config), events_(events), conn_credit_(0), conn_window_(config.max_data),
+      local_max_streams_(config.max_streams) {}
+
+void StreamSet::on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data, std::uint64_t max_streams) {
+    conn_credit_.raise(max_data);
+    peer_max_stream_data_ = max_stream_data;
+    peer_max_streams_ = max_streams;
+}
+
+// Creates a stream with our buffer and window and the peer's initial credit.
+void StreamSet::add(StreamId id) {
+    streams_.try_emplace(id, cfg_.send_buffer, peer_max_stream_data_, cfg_.max_stream_data);
+}
+
+// ============================================================================
+// The application's side
+
+std::optional<StreamId> StreamSet::open() {
+    if (next_local_index_ >= peer_max_streams_) return std::nullopt;
+    StreamId id = (next_local_index_++ << 2) | (cfg_.client ? 0u : 1u);
+    add(id);
+    return id;
+}
+
+StreamState* StreamSet::find(StreamId id) {
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : &it->second;
+}
+
+const StreamState* StreamSet::find(StreamId id) const {
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : &it->second;
+}
+
+StreamState& StreamSet::require(StreamId id) {
+    StreamState* s = find(id);
+    if (!s) throw std::invalid_argument(fmt::format("stream {} is not open", id));
+    return *s;
+}
+
+StreamState& StreamSet::writable(StreamId id) {
+    StreamState& s = require(id);
+    if (s.send.finished()) throw std::logic_error(fmt::format("stream {}: write after finish", id));
+    return s;
+}
+
+void StreamSet::on_consumed(StreamId id, std::size_t n) {
+    StreamState* s = find(id);
+    if (!s) return;
+    if (n > 0) {
+        counters_.delivered += n;
+        s->window.on_consumed(n);
+        conn_window_.on_consumed(n);
+        if (s->window.should_update() && !s->recv.finished()) s->max_stream_data_pending = true;
+        if (conn_window_.should_update()) max_data_pending_ = true;
+    }
+    if (s->recv.finished()) {
+        s->recv.mark_fin_reported();
+        maybe_reap(id);
+    }
+}
+
+bool StreamSet::finished(StreamId id) const {
+    if (const StreamState* s = find(id)) return s->recv.finished();
+    std::uint64_t index = id >> 2;
+    return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_);
+}
+
+void StreamSet::maybe_reap(StreamId id) {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return;
+    const auto& s = it->second;
+    if (!s.send.all_acked() || !s.recv.finished()) return;
+    streams_.erase(it);
+    if (peer_initiated(id)) {
+        // Let the peer open one more in its place (RFC 9000 §4.6).
+        ++local_max_streams_;
+        max_streams_pending_ = true;
+    }
+}
+
+// ============================================================================
+// The peer's frames
+
+StreamState* StreamSet::stream_for_peer_frame(StreamId id, StreamResult& error) {
+    if (auto it = streams_.find(id); it != streams_.end()) return &it->second;
+    if (!is_bidi_stream(id)) {
+        error = StreamError{CloseCode::stream_state_error, fmt::format("unidirectional stream {} not supported", id)};
+        return nullptr;
+    }
+    std::uint64_t index = id >> 2;
+    if (!peer_initiated(id)) {
+        // Below next_local_index_: a stream of ours that already finished.
+        if (index >= next_local_index_) {
+            error = StreamError{CloseCode::stream_state_error, fmt::format("stream {} was never opened", id)};
+        }
+        return nullptr;
+    }
+    if (index < peer_next_index_) return nullptr;  // already finished and forgotten: a late duplicate
+    if (index >= local_max_streams_) {
+        error = StreamError{CloseCode::stream_limit_error,
+                            fmt::format("stream {} exceeds the limit of {} streams", id, local_max_streams_)};
+        return nullptr;
+    }
+    // Opening stream N implicitly opens the lower ones (RFC 9000 §3.2).
+    for (std::uint64_t i = peer_next_index_; i <= index; ++i) {
+        StreamId sid = (i << 2) | (cfg_.client ? 1u : 0u);
+        add(sid);
+        events_.push_back(event::StreamOpened{sid});
+    }
+    peer_next_index_ = index + 1;
+    return &streams_.at(id);
+}
+
+StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
+    StreamResult error;
+    StreamState* s = stream_for_peer_frame(f.stream_id, error);
+    if (!s) return error;
+    std::uint64_t end = f.offset + f.data.size();
+    std::uint64_t prev_high = s->recv.highest_received();
+    if (!s->window.on_received(end)) {
+        return StreamError{CloseCode::flow_control_error,
+                           fmt::format("stream {} data to offset {} exceeds its limit {}", f.stream_id, end,
+                                       s->window.limit())};
+    }
+    if (end > prev_high) {
+        std::uint64_t total = counters_.received + (end - prev_high);
+        if (!conn_window_.on_received(total)) {
+            return StreamError{CloseCode::flow_control_error,
+                               fmt::format("connection data {} exceeds its limit {}", total, conn_window_.limit())};
+        }
+    }
+    auto before = s->recv.readable();
+    auto res = s->recv.on_frame(f.offset, f.data, f.fin);
+    if (res == RecvStream::Result::final_size_error) {
+        return StreamError{CloseCode::final_size_error,
+                           fmt::format("stream {} final size changed or exceeded", f.stream_id)};
+    }
+    if (end > prev_high) counters_.received += end - prev_high;
+    // Holes cost memory and time per insertion: a peer sending 1-byte frames
+    // at every other offset made millions. Real losses leave at most one hole
+    // per lost packet in the window, far fewer than one per KiB.
+    if (const std::size_t cap = std::max<std::uint64_t>(kMinRecvRangeCap, cfg_.max_stream_data / 1024);
+        s->recv.range_count() > cap) {
+        return StreamError{CloseCode::protocol_violation,
+                           fmt::format("stream {} too fragmented: more than {} out-of-order ranges", f.stream_id, cap)};
+    }
+    if (res == RecvStream::Result::ok && (s->recv.readable() > before || s->recv.fin_pending()) &&
+        !s->readable_notified) {
+        s->readable_notified = true;
+        events_.push_back(event::StreamReadable{f.stream_id});
+    }
+    return std::nullopt;
+}
+
+StreamResult StreamSet::on_max_stream_data(const wire::MaxStreamDataFrame& f) {
+    StreamResult error;
+    StreamState* s = stream_for_peer_frame(f.stream_id, error);
+    if (!s) return error;
+    if (s->credit.raise(f.maximum) && s->writable_wanted) {
+        s->writable_wanted = false;
+        events_.push_back(event::StreamWritable{f.stream_id});
+    }
+    return std::nullopt;
+}
+
+void StreamSet::on_max_data(std::uint64_t maximum) {
+    if (!conn_credit_.raise(maximum)) return;
+    for (auto& [id, s] : streams_) {
+        if (s.writable_wanted) events_.push_back(event::StreamWritable{id});
+        s.writable_wanted = false;
+    }
+}
+
+// ============================================================================
+// Recovery
+
+void StreamSet::on_acked(const sent::Stream& f) {
+    StreamState* s = find(f.id);
+    if (!s) return;
+    counters_.acked += s->send.on_acked(f.offset, f.length, f.fin);
+    if (s->writable_wanted && s->send.capacity() > 0) {
+        s->writable_wanted = false;
+        events_.push_back(event::StreamWritable{f.id});
+    }
+    maybe_reap(f.id);
+}
+
+bool StreamSet::on_lost(const SentFrame& frame) {
+    return std::visit(
+        [&](const auto& f) {
+            using T = std::decay_t<decltype(f)>;
+            if constexpr (std::is_same_v<T, sent::Stream>) {
+                if (StreamState* s = find(f.id)) s->send.on_lost(f.offset, f.length, f.fin);
+            } else if constexpr (std::is_same_v<T, sent::MaxData>) {
+                if (conn_window_.limit() == f.maximum) max_data_pending_ = true;
+            } else if constexpr (std::is_same_v<T, sent::MaxStreamData>) {
+                if (StreamState* s = find(f.id); s && s->window.limit() == f.maximum) s->max_stream_data_pending = true;
+            } else if constexpr (std::is_same_v<T, sent::MaxStreams>) {
+                if (local_max_streams_ == f.maximum) max_streams_pending_ = true;
+            } else if constexpr (std::is_same_v<T, sent::DataBlocked>) {
+                if (data_blocked_sent_at_ == f.limit) data_blocked_sent_at_ = UINT64_MAX;
+            } else if constexpr (std::is_same_v<T, sent::StreamDataBlocked>) {
+                if (StreamState* s = find(f.id); s && s->blocked_sent_at == f.limit) s->blocked_sent_at = UINT64_MAX;
+            } else {
+                return false;
+            }
+            return true;
+        },
+        frame);
+}
+
+// ============================================================================
+// Sending
+
+std::uint64_t StreamSet::new_data_limit(const StreamState& s) const {
+    return std::min(s.credit.limit(), s.send.sent_end() + conn_credit_.available());
+}
+
+bool StreamSet::has_control_frames() const {
+    if (max_data_pending_ || max_streams_pending_) return true;
+    return std::any_of(streams_.begin(), streams_.end(),
+                       [](const auto& e) { return e.second.max_stream_data_pending; });
+}
+
+bool StreamSet::has_pending_data() const {
+    return std::any_of(streams_.begin(), streams_.end(),
+                       [&](const auto& e) { return e.second.send.has_pending(new_data_limit(e.second)); });
+}
+
+std::uint64_t StreamSet::sendable_new_data(std::uint64_t enough) const {
+    const std::uint64_t conn = conn_credit_.available();
+    std::uint64_t total = 0;
+    for (const auto& [id, s] : streams_) {
+        const std::uint64_t end = std::min(s.send.written(), s.credit.limit());
+        if (end > s.send.sent_end()) total += end - s.send.sent_end();
+        if (total >= enough || total >= conn) break;
+    }
+    return std::min(total, conn);
+}
+
+void StreamSet::write_control_frames(FrameSink& sink) {
+    if (max_data_pending_ || conn_window_.should_update()) {
+        std::uint64_t m = conn_window_.update();
+        if (sink.put(wire::MaxDataFrame{m}, sent::MaxData{m})) max_data_pending_ = false;
+    }
+    if (max_streams_pending_ && sink.put(wire::MaxStreamsFrame{local_max_streams_}, sent::MaxStreams{local_max_streams_}))
+        max_streams_pending_ = false;
+    for (auto& [id, s] : streams_) {
+        if (!s.max_stream_data_pending) continue;
+        std::uint64_t m = s.window.update();
+        if (!sink.put(wire::MaxStreamDataFrame{id, m}, sent::MaxStreamData{id, m})) break;
+        s.max_stream_data_pending = false;
+    }
+}
+
+// Round-robin from the cursor so that no stream starves; a stream keeps the
+// packet while it has data, the next packet starts where this one stopped.
+bool StreamSet::write_stream_frames(FrameSink& sink) {
+    bool retransmission = false;
+    if (streams_.empty()) return false;
+    auto it = streams_.lower_bound(rr_cursor_);
+    std::size_t visited = 0;
+    const std::size_t n = streams_.size();
+    while (visited < n && sink.remaining() > 16) {
+        if (it == streams_.end()) it = streams_.begin();
+        const Step step = write_stream_step(sink, it->first, it->second, retransmission);
+        if (step == Step::full) break;
+        if (step == Step::drained) {
+            ++it;
+            ++visited;
+        }
+    }
+    rr_cursor_ = it == streams_.end() ? 0 : it->first;
+    return retransmission;
+}
+
+StreamSet::Step StreamSet::write_stream_step(FrameSink& sink, StreamId id, StreamState& s, bool& retransmission) {
+    std::uint64_t lim = new_data_limit(s);
+    std::size_t overhead =
+        1 + wire::varint_size(id) + wire::varint_size(s.send.written()) + wire::varint_size(sink.remaining());
+    if (sink.remaining() <= overhead) return Step::full;
+    auto chunk = s.send.next_chunk(sink.remaining() - overhead, lim);
+    if (!chunk) {
+        // Tell the peer when flow control, not the application, holds data back.
+        if (s.send.blocked_at(lim)) {
+            if (lim == s.credit.limit() && s.blocked_sent_at != lim &&
+                sink.put(wire::StreamDataBlockedFrame{id, lim}, sent::StreamDataBlocked{id, lim})) {
+                s.blocked_sent_at = lim;
+            } else if (conn_credit_.available() == 0 && data_blocked_sent_at_ != conn_credit_.limit() &&
+                       sink.put(wire::DataBlockedFrame{conn_credit_.limit()}, sent::DataBlocked{conn_credit_.limit()})) {
+                data_blocked_sent_at_ = conn_credit_.limit();
+            }
+        }
+        return Step::drained;
+    }
+    std::uint64_t prev_end = s.send.sent_end();
+    if (!sink.put(wire::StreamFrame{id, chunk->offset, chunk->data, chunk->fin},
+                  sent::Stream{id, chunk->offset, chunk->data.size(), chunk->fin}))
+        return Step::full;
+    s.send.on_sent(*chunk);
+    // The next packets' bytes were written long ago (a bulk send buffer is
+    // megabytes deep): start loading them while this one is finished.
+    if (!chunk->retransmission) s.send.prefetch(s.send.sent_end() + 2 * chunk->data.size(), chunk->data.size());
+    std::uint64_t fresh = s.send.sent_end() - prev_end;
+    conn_credit_.consume(fresh);
+    counters_.sent += fresh;
+    if (chunk->retransmission) {
+        counters_.retransmitted += chunk->data.size();
+        retransmission = true;
+    }
+    // Stay on this stream while it fills the packet; move on once it has nothing.
+    return s.send.has_pending(new_data_limit(s)) ? Step::sent : Step::drained;
+}
+
+}  // namespace ndm::transport

@@ -1,0 +1,144 @@
+// The connection's streams (RFC 9000 §2-§4): their send and receive state,
+// the stream limits both ways (MAX_STREAMS), flow-control credit at stream
+// and connection level (MAX_DATA, MAX_STREAM_DATA, *_BLOCKED), reaping of
+// streams finished both ways, and the scheduling of STREAM frames: the
+// connection hands it the rest of a packet and it fills it round-robin (as
+// quinn-proto's streams object writes its own frames). Sans-I/O, no clock.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+
+#include "ndm/connection.hpp"
+#include "transport/flow_control.hpp"
+#include "transport/frame.hpp"
+#include "transport/frame_sink.hpp"
+#include "transport/sent_frame.hpp"
+#include "transport/stream.hpp"
+
+namespace ndm::transport {
+
+struct StreamState {
+    StreamState(std::size_t send_buffer, std::uint64_t send_limit, std::uint64_t recv_window)
+        : send(send_buffer), credit(send_limit), window(recv_window) {}
+    SendStream send;
+    RecvStream recv;
+    SendCredit credit;     // the peer's MAX_STREAM_DATA
+    ReceiveWindow window;  // ours
+    bool max_stream_data_pending = false;
+    std::uint64_t blocked_sent_at = UINT64_MAX;  // STREAM_DATA_BLOCKED already sent at this limit
+    bool readable_notified = false;
+    bool writable_wanted = false;
+};
+
+// A peer frame the stream set rejects: the connection closes with it.
+struct StreamError {
+    CloseCode code;
+    std::string reason;
+};
+using StreamResult = std::optional<StreamError>;
+
+// Stream byte counters, copied into ConnectionStats.
+struct StreamCounters {
+    std::uint64_t sent = 0;           // new bytes, once each
+    std::uint64_t retransmitted = 0;  // bytes sent again
+    std::uint64_t acked = 0;
+    std::uint64_t delivered = 0;      // read by the application
+    std::uint64_t received = 0;       // sum of highest offsets over streams
+};
+
+class StreamSet {
+public:
+    struct Config {
+        bool client = true;
+        std::size_t send_buffer = 16u << 20;   // per stream
+        std::uint64_t max_data = 32u << 20;    // our connection window
+        std::uint64_t max_stream_data = 16u << 20;  // our window per stream
+        std::uint64_t max_streams = 100;       // how many the peer may open
+    };
+    // Stream events (opened, readable, writable) go to events.
+    StreamSet(const Config& config, std::deque<Event>& events);
+
+    // The peer's initial limits from its transport parameters (RFC 9000 §18.2).
+    void on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data, std::uint64_t max_streams);
+
+    // ---- the application's side
+    // nullopt when the peer's stream limit is reached.
+    std::optional<StreamId> open();
+    [[nodiscard]] StreamState* find(StreamId id);
+    [[nodiscard]] const StreamState* find(StreamId id) const;
+    // Throws std::invalid_argument when the stream is not open.
+    StreamState& require(StreamId id);
+    // As require(), and std::logic_error after finish.
+    StreamState& writable(StreamId id);
+    // Bytes the application took: flow-control credit back to the peer, and
+    // the stream's end once its FIN has been read. May reap the stream.
+    void on_consumed(StreamId id, std::size_t n);
+    // Reaped streams were finished both ways.
+    [[nodiscard]] bool finished(StreamId id) const;
+
+    // ---- the peer's frames
+    StreamResult on_stream_frame(const wire::StreamFrame& f);
+    StreamResult on_max_stream_data(const wire::MaxStreamDataFrame& f);
+    void on_max_data(std::uint64_t maximum);
+    void on_max_streams(std::uint64_t maximum) { peer_max_streams_ = std::max(peer_max_streams_, maximum); }
+
+    // ---- recovery: what became of frames the stream set wrote
+    void on_acked(const sent::Stream& f);
+    // Queues again what a lost frame carried; false for frames not its own.
+    bool on_lost(const SentFrame& f);
+
+    // ---- sending
+    // MAX_DATA, MAX_STREAMS or MAX_STREAM_DATA waits to be sent.
+    [[nodiscard]] bool has_control_frames() const;
+    // Some stream has data that flow control lets go.
+    [[nodiscard]] bool has_pending_data() const;
+    // New stream data flow control lets go now, counted up to `enough`.
+    [[nodiscard]] std::uint64_t sendable_new_data(std::uint64_t enough) const;
+    // Writes the pending MAX_DATA, MAX_STREAMS and MAX_STREAM_DATA frames.
+    void write_control_frames(FrameSink& sink);
+    // Fills the rest of the packet with STREAM frames (and *_BLOCKED where
+    // flow control holds data back); returns whether any was a retransmission.
+    bool write_stream_frames(FrameSink& sink);
+
+    [[nodiscard]] const StreamCounters& counters() const { return counters_; }
+    [[nodiscard]] std::size_t size() const { return streams_.size(); }
+    [[nodiscard]] std::uint64_t local_max_streams() const { return local_max_streams_; }
+
+private:
+    StreamState* stream_for_peer_frame(StreamId id, StreamResult& error);
+    void add(StreamId id);
+    void maybe_reap(StreamId id);
+    [[nodiscard]] std::uint64_t new_data_limit(const StreamState& s) const;
+    [[nodiscard]] bool peer_initiated(StreamId id) const { return ((id & 0x1) == 0) != cfg_.client; }
+    // Writes the STREAM frame for s's next chunk, or a *_BLOCKED frame when
+    // flow control holds data back. sent: s has more to send; drained: move
+    // on to the next stream; full: nothing more fits in this packet.
+    enum class Step { sent, drained, full };
+    Step write_stream_step(FrameSink& sink, StreamId id, StreamState& s, bool& retransmission);
+
+    Config cfg_;
+    std::deque<Event>& events_;
+    std::map<StreamId, StreamState> streams_;
+    SendCredit conn_credit_;
+    ReceiveWindow conn_window_;
+    bool max_data_pending_ = false;
+    std::uint64_t data_blocked_sent_at_ = UINT64_MAX;
+    std::uint64_t peer_max_stream_data_ = 0;  // the peer's initial MAX_STREAM_DATA
+    std::uint64_t next_local_index_ = 0;   // streams we opened
+    std::uint64_t peer_next_index_ = 0;    // streams the peer opened (implicitly or not)
+    std::uint64_t peer_max_streams_ = 0;   // how many we may open
+    std::uint64_t local_max_streams_;      // how many the peer may open
+    bool max_streams_pending_ = false;
+    StreamId rr_cursor_ = 0;  // round-robin position among streams
+    StreamCounters counters_;
+};
+
+}  // namespace ndm::transport

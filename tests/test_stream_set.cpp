@@ -1,0 +1,262 @@
+// StreamSet on its own (no connection): the order in which it fills packets
+// with STREAM frames, the stream limits and flow-control credit both ways,
+// and the reaping of streams finished in both directions.
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <vector>
+
+#include "transport/stream_set.hpp"
+
+using namespace ndm;
+using namespace ndm::transport;
+using FT = trace::Frame::Type;
+
+namespace {
+
+// One packet's worth of room; what the stream set wrote, as trace frames.
+struct Packet {
+    std::vector<std::uint8_t> buf;
+    wire::Writer w;
+    SentFrames sent;
+    std::vector<trace::Frame> frames;
+    FrameSink sink;
+    explicit Packet(std::size_t size = 1200) : buf(size), w(buf), sink(w, sent, &frames) {}
+
+    std::vector<StreamId> stream_ids() const {
+        std::vector<StreamId> ids;
+        for (const auto& f : frames)
+            if (f.type == FT::stream) ids.push_back(f.stream_id);
+        return ids;
+    }
+    std::uint64_t bytes_of(StreamId id) const {
+        std::uint64_t n = 0;
+        for (const auto& f : frames)
+            if (f.type == FT::stream && f.stream_id == id) n += f.length;
+        return n;
+    }
+    const trace::Frame* find(FT type) const {
+        for (const auto& f : frames)
+            if (f.type == type) return &f;
+        return nullptr;
+    }
+    // The value (limit, maximum) of the frame of this type, which must be there.
+    std::uint64_t value(FT type) const {
+        const trace::Frame* f = find(type);
+        REQUIRE(f != nullptr);
+        return f->value;
+    }
+};
+
+struct Fixture {
+    std::deque<Event> events;
+    StreamSet set;
+    explicit Fixture(bool client = true, StreamSet::Config cfg = {})
+        : set((cfg.client = client, cfg), events) {}
+
+    void write(StreamId id, std::size_t n, bool fin = false) {
+        std::vector<std::uint8_t> data(n, static_cast<std::uint8_t>(id));
+        auto& s = set.require(id);
+        REQUIRE(s.send.write(data) == n);
+        if (fin) s.send.finish();
+    }
+};
+
+wire::StreamFrame stream_frame(StreamId id, std::uint64_t offset, const std::vector<std::uint8_t>& data,
+                               bool fin = false) {
+    return wire::StreamFrame{id, offset, data, fin};
+}
+
+}  // namespace
+
+TEST_CASE("stream set: packets are filled in stream order from the cursor, which wraps around") {
+    Fixture f;
+    f.set.on_peer_params(1u << 20, 1u << 20, 10);
+    const StreamId a = *f.set.open(), b = *f.set.open(), c = *f.set.open();
+    CHECK(a == 0);
+    CHECK(b == 4);
+    CHECK(c == 8);
+    f.write(b, 1000);
+    f.write(c, 1000);
+    Packet p1;
+    f.set.write_stream_frames(p1.sink);
+    // b drains first; c takes the rest of the packet and keeps the cursor.
+    CHECK(p1.stream_ids() == std::vector<StreamId>{b, c});
+    CHECK(p1.bytes_of(b) == 1000);
+    CHECK(p1.bytes_of(c) > 0);
+    CHECK(p1.bytes_of(c) < 1000);
+    CHECK(p1.sink.remaining() <= 16);
+
+    // The next packet starts at c, then wraps to a (below the cursor).
+    f.write(a, 100);
+    Packet p2;
+    f.set.write_stream_frames(p2.sink);
+    CHECK(p2.stream_ids() == std::vector<StreamId>{c, a});
+    CHECK(p1.bytes_of(c) + p2.bytes_of(c) == 1000);
+    CHECK(p2.bytes_of(a) == 100);
+    CHECK_FALSE(f.set.has_pending_data());
+    CHECK(f.set.counters().sent == 2100);
+
+    // Nothing pending: the packet stays empty.
+    Packet p3;
+    CHECK_FALSE(f.set.write_stream_frames(p3.sink));
+    CHECK(p3.frames.empty());
+}
+
+TEST_CASE("stream set: a stream held back by its credit does not hold back the others") {
+    Fixture f;
+    f.set.on_peer_params(1u << 20, 100, 10);
+    const StreamId a = *f.set.open(), b = *f.set.open();
+    f.write(a, 1000);
+    f.write(b, 50);
+    CHECK(f.set.sendable_new_data(UINT64_MAX) == 150);
+    Packet p1;
+    f.set.write_stream_frames(p1.sink);
+    CHECK(p1.bytes_of(a) == 100);  // the peer's MAX_STREAM_DATA
+    CHECK(p1.bytes_of(b) == 50);
+    CHECK_FALSE(f.set.has_pending_data());
+
+    // Next time the set tells the peer, once, why it stopped.
+    Packet p2;
+    f.set.write_stream_frames(p2.sink);
+    const trace::Frame* blocked = p2.find(FT::stream_data_blocked);
+    REQUIRE(blocked != nullptr);
+    CHECK(blocked->stream_id == a);
+    CHECK(blocked->value == 100);
+    Packet p3;
+    f.set.write_stream_frames(p3.sink);
+    CHECK(p3.frames.empty());
+    // Lost, it goes out again.
+    REQUIRE(p2.sent.size() == 1);
+    CHECK(f.set.on_lost(p2.sent[0]));
+    Packet p4;
+    f.set.write_stream_frames(p4.sink);
+    CHECK(p4.find(FT::stream_data_blocked) != nullptr);
+
+    // More credit releases the rest.
+    CHECK_FALSE(f.set.on_max_stream_data(wire::MaxStreamDataFrame{a, 2000}));
+    CHECK(f.set.has_pending_data());
+    Packet p5;
+    f.set.write_stream_frames(p5.sink);
+    CHECK(p5.bytes_of(a) == 900);
+}
+
+TEST_CASE("stream set: connection credit caps all streams together and DATA_BLOCKED says so") {
+    Fixture f;
+    f.set.on_peer_params(150, 1u << 20, 10);
+    const StreamId a = *f.set.open(), b = *f.set.open();
+    f.write(a, 100);
+    f.write(b, 100);
+    Packet p1;
+    f.set.write_stream_frames(p1.sink);
+    CHECK(p1.bytes_of(a) + p1.bytes_of(b) == 150);
+    Packet p2;
+    f.set.write_stream_frames(p2.sink);
+    CHECK(p2.value(FT::data_blocked) == 150);
+    f.set.on_max_data(300);
+    Packet p3;
+    f.set.write_stream_frames(p3.sink);
+    CHECK(p3.bytes_of(a) + p3.bytes_of(b) == 50);
+}
+
+TEST_CASE("stream set: stream limits both ways") {
+    StreamSet::Config cfg;
+    cfg.max_streams = 2;
+    Fixture client(true, cfg);
+    // Ours: the peer's MAX_STREAMS.
+    client.set.on_peer_params(1u << 20, 1u << 20, 2);
+    CHECK(client.set.open());
+    CHECK(client.set.open());
+    CHECK_FALSE(client.set.open());
+    client.set.on_max_streams(1);  // never lowers
+    CHECK_FALSE(client.set.open());
+    client.set.on_max_streams(3);
+    CHECK(client.set.open() == StreamId{8});
+
+    // The peer's: ours, as a server; opening stream 4 opens 0 implicitly.
+    Fixture server(false, cfg);
+    const std::vector<std::uint8_t> data{1, 2, 3};
+    CHECK_FALSE(server.set.on_stream_frame(stream_frame(4, 0, data)));
+    REQUIRE(server.events.size() == 3);
+    CHECK(std::get<event::StreamOpened>(server.events[0]).id == 0);
+    CHECK(std::get<event::StreamOpened>(server.events[1]).id == 4);
+    CHECK(std::get<event::StreamReadable>(server.events[2]).id == 4);
+    auto over = server.set.on_stream_frame(stream_frame(8, 0, data));
+    REQUIRE(over);
+    CHECK(over->code == CloseCode::stream_limit_error);
+    auto uni = server.set.on_stream_frame(stream_frame(2, 0, data));
+    REQUIRE(uni);
+    CHECK(uni->code == CloseCode::stream_state_error);
+    auto never = server.set.on_stream_frame(stream_frame(1, 0, data));  // server-initiated, never opened
+    REQUIRE(never);
+    CHECK(never->code == CloseCode::stream_state_error);
+}
+
+TEST_CASE("stream set: receive windows are enforced per stream and per connection") {
+    StreamSet::Config cfg;
+    cfg.max_stream_data = 100;
+    cfg.max_data = 150;
+    Fixture server(false, cfg);
+    const std::vector<std::uint8_t> d80(80, 7), d21(21, 7);
+    CHECK_FALSE(server.set.on_stream_frame(stream_frame(0, 0, d80)));
+    auto past_stream = server.set.on_stream_frame(stream_frame(0, 80, d21));
+    REQUIRE(past_stream);
+    CHECK(past_stream->code == CloseCode::flow_control_error);
+    auto past_conn = server.set.on_stream_frame(stream_frame(4, 0, d80));  // 160 > 150
+    REQUIRE(past_conn);
+    CHECK(past_conn->code == CloseCode::flow_control_error);
+    CHECK(server.set.counters().received == 80);
+
+    // Reading half the window asks for MAX_STREAM_DATA (and MAX_DATA).
+    std::vector<std::uint8_t> out(80);
+    REQUIRE(server.set.require(0).recv.read(out) == 80);
+    server.set.on_consumed(0, 80);
+    CHECK(server.set.has_control_frames());
+    Packet p;
+    server.set.write_control_frames(p.sink);
+    CHECK(p.value(FT::max_stream_data) == 180);
+    CHECK(p.value(FT::max_data) == 230);
+    CHECK_FALSE(server.set.has_control_frames());
+}
+
+TEST_CASE("stream set: a stream finished both ways is reaped and the peer may open another") {
+    StreamSet::Config cfg;
+    cfg.max_streams = 1;
+    Fixture server(false, cfg);
+    server.set.on_peer_params(1u << 20, 1u << 20, 10);
+    const std::vector<std::uint8_t> data{1, 2, 3};
+    CHECK_FALSE(server.set.on_stream_frame(stream_frame(0, 0, data, true)));
+    CHECK(server.set.size() == 1);
+    std::vector<std::uint8_t> out(8);
+    REQUIRE(server.set.require(0).recv.read(out) == 3);
+    server.set.on_consumed(0, 3);
+    CHECK(server.set.size() == 1);  // our direction is still open
+    CHECK(server.set.finished(0));
+
+    server.write(0, 10, true);
+    Packet p;
+    server.set.write_stream_frames(p.sink);
+    REQUIRE(p.sent.size() == 1);
+    CHECK_FALSE(server.set.has_control_frames());
+    server.set.on_acked(std::get<sent::Stream>(p.sent[0]));
+    CHECK(server.set.size() == 0);
+    CHECK(server.set.finished(0));
+    CHECK(server.set.find(0) == nullptr);
+    CHECK(server.set.counters().acked == 10);
+
+    // RFC 9000 §4.6: the reaped stream's slot goes back to the peer.
+    CHECK(server.set.local_max_streams() == 2);
+    REQUIRE(server.set.has_control_frames());
+    Packet ctl;
+    server.set.write_control_frames(ctl.sink);
+    CHECK(ctl.value(FT::max_streams) == 2);
+
+    // A late duplicate of the reaped stream is ignored, not reopened.
+    const std::size_t before = server.events.size();
+    CHECK_FALSE(server.set.on_stream_frame(stream_frame(0, 0, data, true)));
+    CHECK(server.set.size() == 0);
+    CHECK(server.events.size() == before);
+    // The slot it freed opens stream 4.
+    CHECK_FALSE(server.set.on_stream_frame(stream_frame(4, 0, data)));
+    CHECK(server.set.size() == 1);
+}
