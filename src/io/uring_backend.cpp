@@ -1,4 +1,4 @@
-// The io_uring data path (transport-notes §3): one multishot recvmsg over a
+// The io_uring data path (docs/architecture.md, "A datagram's path"): one multishot recvmsg over a
 // provided-buffer ring we register by hand (liburing 2.3 has no
 // io_uring_setup_buf_ring), UDP_GRO split on receive, many SENDMSG SQEs with a
 // UDP_SEGMENT cmsg per submit, and the wait timer as a TIMEOUT SQE in the same

@@ -9,7 +9,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$scratch"
 git init -q .
-mkdir -p include/ndm src/transport src/cc src/io src/sim src/util tools/common tools/train
+mkdir -p include/ndm docs src/transport src/cc src/io src/sim src/util tools/common
 put() { printf '%s\n' "${@:2}" > "$1"; }
 put include/ndm/connection.hpp '#include <cstdint>' '#include "ndm/time.hpp"' '#include <nlohmann/json.hpp>'
 put src/transport/connection.cpp '#include "transport/frame.hpp"' '#include "cc/window.hpp"' '#include "ndm/connection.hpp"' \
@@ -19,7 +19,7 @@ put src/io/endpoint.cpp '#include "io/backend.hpp"' '#include "transport/frame.h
 put src/sim/simulator.cpp '#include "ndm/sim.hpp"' '#include "ndm/workload.hpp"'
 put src/util/clock.cpp '#include "ndm/time.hpp"'
 put tools/ndm_send.cpp '#include "common/cli.hpp"' '#include "ndm/endpoint.hpp"' '#include <CLI/CLI.hpp>'
-put tools/train/learn.cpp '#include "train/learn.hpp"' '#include "ndm/cc.hpp"'
+mkdir -p src/train && put src/train/learn.cpp '#include "train/learn.hpp"' '// RFC 9002 §7.8, docs/ndm-lkm.md §1.6'
 git add -A
 
 fail() { echo "FAIL: $*"; exit 1; }
@@ -48,10 +48,12 @@ expect_violation src/io/bad.cpp '#include "common/units.hpp"'
 expect_violation src/sim/bad.cpp '#include "tools/common/units.hpp"'
 expect_violation tools/bad.cpp '#include "transport/frame.hpp"'
 expect_violation tools/common/bad.cpp '#include "io/backend.hpp"'
-expect_violation tools/train/bad.hpp '#include "cc/ndm/model.hpp"'
+expect_violation tools/common/bad.hpp '#include "cc/ndm/model.hpp"'
 expect_violation tools/bad.cpp '#include <util/rng.hpp>'
 expect_violation include/ndm/bad.hpp '#include "util/rng.hpp"'
 expect_violation include/ndm/bad.hpp '#include "common/cli.hpp"'
+expect_violation src/cc/bad.cpp '// as ndm-spec.md §1.6 says'
+expect_violation docs/bad.md 'see ../shared/docs/transport-notes.md'
 # A new private directory of src/ is private at once.
 mkdir -p src/newlayer && put src/newlayer/x.cpp '#include "ndm/time.hpp"'
 expect_violation tools/bad.cpp '#include "newlayer/x.hpp"'
