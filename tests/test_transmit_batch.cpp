@@ -102,6 +102,7 @@ TEST_CASE("transmit batch: a shorter datagram closes the batch, a larger one or 
     CHECK(split(be.sent[2]) == std::vector<std::size_t>{800});
     CHECK(be.sent[3].to == kB);
     CHECK(be.sent[3].bytes[0] == 5);
+    CHECK(b.queued() == 5);  // the flushes copy() made on its own count too
 }
 
 TEST_CASE("transmit batch: at most 64 segments and 65507 bytes per send") {

@@ -297,7 +297,7 @@ struct Endpoint::Impl final : io::RxHandler {
 
     // ---- send path ---------------------------------------------------------
 
-    void end_batch() { st.datagrams_sent += batch->flush(); }
+    void end_batch() { batch->flush(); }
 
     // Polls a connection's datagrams straight into send slots (no copy in the
     // common case). Returns false when it ran out of slots.
@@ -327,13 +327,13 @@ struct Endpoint::Impl final : io::RxHandler {
                 // so a turn's fixed costs (ring enter, ACK processing, an io-wq
                 // wake-up) are spread over more data.
                 for (unsigned burst = 0;; ++burst) {
-                    const std::uint64_t before = st.datagrams_sent + batch->pending();
+                    const std::uint64_t before = batch->queued() + batch->pending();
                     if (!poll_into_slots(r, now)) {
                         tx_blocked = true;
                         mark(r);  // more to send once slots come back
                         break;
                     }
-                    if (burst + 1 >= kMaxTurnBursts || st.datagrams_sent + batch->pending() == before) break;
+                    if (burst + 1 >= kMaxTurnBursts || batch->queued() + batch->pending() == before) break;
                     now = steady_now();
                 }
             } else {
@@ -510,6 +510,7 @@ bool Endpoint::gro_enabled() const { return impl_->backend->gro(); }
 
 EndpointStats Endpoint::stats() const {
     EndpointStats s = impl_->st;
+    s.datagrams_sent = impl_->batch ? impl_->batch->queued() : 0;
     s.send_calls = impl_->backend->send_calls();
     return s;
 }

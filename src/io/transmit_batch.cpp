@@ -14,6 +14,7 @@ bool TransmitBatch::open(const Address& to) {
 std::size_t TransmitBatch::flush() {
     const std::size_t n = run_.count();
     if (n) backend_->tx_queue(run_.len(), n > 1 ? run_.segment() : 0, peer_);
+    queued_ += n;
     slot_ = nullptr;
     run_.clear();
     return n;

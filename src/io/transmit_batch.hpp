@@ -73,6 +73,9 @@ public:
     std::size_t flush();
     // Datagrams in the open batch.
     [[nodiscard]] std::size_t pending() const { return run_.count(); }
+    // Datagrams handed to the backend so far, by every flush (the explicit
+    // ones and those reserve(), commit() and copy() make on their own).
+    [[nodiscard]] std::uint64_t queued() const { return queued_; }
 
 private:
     [[nodiscard]] bool joins(const Address& to, std::size_t n) const {
@@ -84,6 +87,7 @@ private:
     std::uint8_t* slot_ = nullptr;
     Address peer_;
     GsoRun run_;
+    std::uint64_t queued_ = 0;
     std::deque<std::pair<Address, std::vector<std::uint8_t>>> stash_;  // sends without a free slot
 };
 
