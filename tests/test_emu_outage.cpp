@@ -17,17 +17,6 @@ using ndm::emu::EmulatedLink;
 using ndm::emu::PacketEvent;
 using ndm::emu::parse_profile;
 
-namespace {
-std::string error_of(const std::string& spec) {
-    try {
-        (void)parse_profile(spec);
-    } catch (const std::invalid_argument& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
-}  // namespace
-
 TEST_CASE("emu outage: outage=DUR@START parses, repeats, clears and describes itself") {
     const auto p = parse_profile("delay=20ms,outage=10s@5s");
     REQUIRE(p.up.outages.size() == 1);

@@ -13,14 +13,6 @@ using namespace emu_test;
 using ndm::emu::parse_profile;
 
 namespace {
-std::string error_of(const std::string& spec) {
-    try {
-        (void)parse_profile(spec);
-    } catch (const std::invalid_argument& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 std::string temp_file(const std::string& name, const std::string& text) {
     const auto path = std::filesystem::temp_directory_path() / ("ndm_emu_test_" + name);

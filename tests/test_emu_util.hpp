@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ndm/emu.hpp"
@@ -18,6 +20,16 @@ using ndm::Duration;
 using ndm::Instant;
 
 inline Instant at(Duration d) { return Instant{} + d; }
+
+// The message parse_profile(spec) throws, or "(no error)".
+inline std::string error_of(const std::string& spec) {
+    try {
+        (void)ndm::emu::parse_profile(spec);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
 inline double ms(Duration d) { return static_cast<double>(d.count()) / 1e6; }
 
 struct Delivered {

@@ -17,13 +17,13 @@ start_server
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 2 -J > "$out/fwd.json" 2> "$out/err.txt" || fail "-J -P 2 exit $?"
 fwd_port=$port
 finish_server
-"$check" shape "$doc" "$out/fwd.json" > /dev/null 2> "$out/shape.txt" || fail "forward -J shape: $(cat "$out/shape.txt")"
+check_shape fwd.json forward
 [ "$(get fwd.json start.test_start.num_streams)" = 2 ] || fail "num_streams"
 get fwd.json end.streams.1.byte_exact > /dev/null
 start_server
 timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -R -J > "$out/rev.json" 2> "$out/err.txt" || fail "-J -R exit $?"
 finish_server
-"$check" shape "$doc" "$out/rev.json" > /dev/null 2> "$out/shape.txt" || fail "reverse -J shape: $(cat "$out/shape.txt")"
+check_shape rev.json reverse
 [ "$(get rev.json start.test_start.reverse)" = 1 ] || fail "reverse flag"
 [ "$(get rev.json end.byte_exact)" = true ] || fail "reverse not byte-exact"
 # Provenance: what produced the document; the drain after the send phase is its own key.
@@ -42,7 +42,7 @@ set -e
 [ "$rc" -eq 1 ] || fail "no server: exit $rc, not 1"
 [ -n "$(get fail.json error)" ] || fail "no error in the failure document"
 [ "$(get fail.json error)" = "$(sed 's/^ndm-send: //' "$out/fail_err.txt")" ] || fail "JSON error differs from stderr"
-"$check" shape "$doc" "$out/fail.json" > /dev/null 2> "$out/shape.txt" || fail "failure -J shape: $(cat "$out/shape.txt")"
+check_shape fail.json failure
 
 # 2. -n: exactly that many bytes, both sides agree; ndm-recv -J records its provenance too.
 start_server -J

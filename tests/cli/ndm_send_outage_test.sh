@@ -16,7 +16,7 @@ start_server
 timeout 40 "$send" -c 127.0.0.1 -p "$port" -t 8 --emu outage=3s@2s -J > "$out/outage.json" 2> "$out/err.txt" \
   || fail "ndm-send --emu outage=3s@2s: exit $?"
 finish_server
-"$check" shape "$doc" "$out/outage.json" > /dev/null 2> "$out/shape.txt" || fail "-J shape: $(cat "$out/shape.txt")"
+check_shape outage.json the
 [ "$(get outage.json end.byte_exact)" = true ] || fail "not byte-exact"
 [ "$(get outage.json end.sum_received.bytes)" = "$(get outage.json end.sum_sent.bytes)" ] || fail "byte counts differ"
 [ "$(get outage.json start.profile)" = "outage=3s@2s" ] || fail "profile name"

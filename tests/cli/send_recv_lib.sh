@@ -13,6 +13,10 @@ cleanup() {
 trap cleanup EXIT
 # get FILE KEY: a value of $out/FILE's JSON, read with ndm_json_check ($check).
 get() { "$check" get "$out/$1" "$2" || fail "no $2 in $1"; }
+# check_shape <file in $out> <what>: the -J document has docs/ndm-send-json.md's shape ($doc).
+check_shape() {
+    "$check" shape "$doc" "$out/$1" > /dev/null 2> "$out/shape.txt" || fail "$2 -J shape: $(cat "$out/shape.txt")"
+}
 fail() {
   echo "FAIL: $*"
   for f in "$out"/*.txt "$out"/*.json; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
