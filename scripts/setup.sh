@@ -12,6 +12,7 @@ PACKAGES=(
   libasio-dev                        # fallback event loop, timers, signals
   liburing-dev                       # io_uring data path
   libspdlog-dev libfmt-dev           # logging
+  libgnutls28-dev nettle-dev         # TLS 1.3 and QUIC packet protection (RFC 9001)
   doctest-dev                        # unit and integration tests
   libcli11-dev                       # command lines of the tools
   nlohmann-json3-dev                 # JSON output, profiles, model files
