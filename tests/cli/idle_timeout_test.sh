@@ -8,7 +8,7 @@ declare -A base=([ndm-send]="-c 127.0.0.1" [ndm-recv]="" [ndm-compare]="--virtua
 for tool in "$@"; do
   name=$(basename "$tool")
   "$tool" --help | grep -q -- "--idle-timeout" || fail "$name --help does not list --idle-timeout"
-  "$tool" --help | grep -A3 -- "--idle-timeout" | grep -q "30" || fail "$name --help does not show the default 30"
+  "$tool" --help | grep -A3 -- "--idle-timeout" | grep -q "120" || fail "$name --help does not show the default 120"
   for bad in 0 -1 0.5 86401 nan inf abc 1e400; do
     # shellcheck disable=SC2086
     err=$("$tool" ${base[$name]} --idle-timeout "$bad" 2>&1 >/dev/null); rc=$?

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/idle_timeout.hpp"
 #include "common/report.hpp"
 
 namespace ndm::tools {
@@ -45,7 +46,7 @@ struct CompeteSpec {
     std::size_t packet_size = 1452;
     std::uint64_t seed = 1;
     std::chrono::system_clock::time_point start_time{};  // for the provenance record
-    double idle_timeout_s = 30;  // both sides of every flow (--idle-timeout)
+    double idle_timeout_s = kDefaultIdleTimeoutSeconds;  // both sides of every flow (--idle-timeout)
 };
 
 // One run; throws std::invalid_argument on a bad profile or controller.

@@ -15,10 +15,12 @@
 
 namespace ndm::tools {
 
-// Long enough for outages kernel TCP rides out in a test (its RTO backs off
-// to 120 s and retries for ~15 min, so TCP survives this too), short enough
-// that a vanished peer ends a run within a minute.
-inline constexpr double kDefaultIdleTimeoutSeconds = 30;
+// iperf3's own receive timeout (--rcv-timeout, 120 s by default): long enough
+// for what kernel TCP rides out in a test (its RTO backs off to 120 s and it
+// retries for ~15 min), including a Gilbert–Elliott burst that swallows 66 ACKs
+// in a row, which at one ACK per probe period takes 45-60 s to cross
+// (tests/test_sim_outage.cpp); a vanished peer still ends a run within minutes.
+inline constexpr double kDefaultIdleTimeoutSeconds = 120;
 inline constexpr double kMinIdleTimeoutSeconds = 1;
 inline constexpr double kMaxIdleTimeoutSeconds = 86400;
 

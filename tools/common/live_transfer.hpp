@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "common/idle_timeout.hpp"
 #include "common/report.hpp"
 #include "ndm/endpoint.hpp"
 
@@ -22,7 +23,7 @@ struct LiveSpec {
     IoBackend backend = IoBackend::automatic;
     LinkFactory up;    // client egress; may be empty
     LinkFactory down;  // client ingress; may be empty
-    Duration idle_timeout = std::chrono::seconds(30);  // both sides (--idle-timeout)
+    Duration idle_timeout = idle_timeout_duration(kDefaultIdleTimeoutSeconds);  // both sides (--idle-timeout)
     std::function<void(double elapsed_s)> progress;
 };
 
