@@ -2,6 +2,7 @@
 // line breaks) as bytes, and bytes back as hex for readable failures.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -9,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "crypto/suite.hpp"
 
 namespace ndm::test {
 
@@ -41,6 +44,22 @@ inline std::string hex(std::span<const std::uint8_t> bytes) {
         out += kDigits[b & 0x0f];
     }
     return out;
+}
+
+// RFC 9001 Appendix A: the client's first Destination Connection ID, which
+// the Initial keys, the A.2/A.3 packets and the A.4 Retry are built from.
+inline const std::vector<std::uint8_t>& rfc9001_dcid() {
+    static const std::vector<std::uint8_t> dcid = unhex("8394c8f03e515708");
+    return dcid;
+}
+
+// A traffic secret from its bytes (32 or 48).
+inline crypto::Secret secret_of(const std::vector<std::uint8_t>& bytes) {
+    crypto::Secret s;
+    if (bytes.size() > s.bytes.size()) throw std::invalid_argument("secret_of: longer than 48 bytes");
+    std::copy(bytes.begin(), bytes.end(), s.bytes.begin());
+    s.size = static_cast<std::uint8_t>(bytes.size());
+    return s;
 }
 
 }  // namespace ndm::test

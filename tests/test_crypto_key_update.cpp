@@ -63,6 +63,16 @@ struct Pair {
     OneRttKeys server{kSuite, secret(1), secret(2)};
 };
 
+// Packet 0 read and acknowledged, the client updates, packet 1 (phase 1)
+// makes the server answer.
+void client_updates(Pair& p, Instant now) {
+    CHECK(receive(p.server, send(p.client, 0), now) == Open::ok);
+    p.client.on_packet_acked(0);
+    REQUIRE(p.client.initiate_update());
+    CHECK(receive(p.server, send(p.client, 1), now) == Open::ok);
+    CHECK(p.server.key_phase());
+}
+
 }  // namespace
 
 TEST_CASE("crypto key update: initiated, answered, late packets read with the previous keys for 3 PTO") {
@@ -98,10 +108,7 @@ TEST_CASE("crypto key update: initiated, answered, late packets read with the pr
 TEST_CASE("crypto key update: the server initiates the second update and the client answers") {
     Pair p;
     const Instant t0{};
-    CHECK(receive(p.server, send(p.client, 0), t0) == Open::ok);
-    p.client.on_packet_acked(0);
-    REQUIRE(p.client.initiate_update());
-    CHECK(receive(p.server, send(p.client, 1), t0) == Open::ok);
+    client_updates(p, t0);
     CHECK(receive(p.client, send(p.server, 0), t0) == Open::ok);
     CHECK(receive(p.client, send(p.server, 1), t0) == Open::ok);
 
@@ -133,10 +140,7 @@ TEST_CASE("crypto key update: a new-phase packet numbered below the current phas
 TEST_CASE("crypto key update: the peer's second update before any answer is KEY_UPDATE_ERROR") {
     Pair p;
     const Instant t0{};
-    CHECK(receive(p.server, send(p.client, 0), t0) == Open::ok);
-    p.client.on_packet_acked(0);
-    REQUIRE(p.client.initiate_update());
-    CHECK(receive(p.server, send(p.client, 1), t0) == Open::ok);  // the server answers, sends nothing
+    client_updates(p, t0);  // the server answers, sends nothing
 
     // A client that updates again at once (phase 0, generation 2), built by hand.
     const Secret gen2 = ndm::crypto::next_secret(kSuite, ndm::crypto::next_secret(kSuite, secret(1)));

@@ -14,21 +14,11 @@
 using ndm::crypto::CipherSuite;
 using ndm::crypto::Secret;
 using ndm::test::hex;
+using ndm::test::secret_of;
 using ndm::test::unhex;
 
 namespace {
-
-// RFC 9001 Appendix A: the client's first Destination Connection ID.
-const std::vector<std::uint8_t> kDcid = unhex("8394c8f03e515708");
-
-Secret secret_of(const std::vector<std::uint8_t>& bytes) {
-    Secret s;
-    REQUIRE(bytes.size() <= s.bytes.size());
-    std::copy(bytes.begin(), bytes.end(), s.bytes.begin());
-    s.size = static_cast<std::uint8_t>(bytes.size());
-    return s;
-}
-
+const std::vector<std::uint8_t>& kDcid = ndm::test::rfc9001_dcid();
 }  // namespace
 
 TEST_CASE("crypto keys: HKDF-Extract of the v1 salt over the DCID (RFC 9001 A.1)") {

@@ -17,11 +17,12 @@ using ndm::crypto::DirectionKeys;
 using ndm::crypto::kAeadTagSize;
 using ndm::crypto::Secret;
 using ndm::test::hex;
+using ndm::test::secret_of;
 using ndm::test::unhex;
 
 namespace {
 
-const std::vector<std::uint8_t> kDcid = unhex("8394c8f03e515708");
+const std::vector<std::uint8_t>& kDcid = ndm::test::rfc9001_dcid();
 
 // RFC 9001 A.2: the CRYPTO frame of the client's Initial, padded to 1162 bytes.
 std::vector<std::uint8_t> client_initial_payload() {
@@ -103,13 +104,6 @@ std::optional<std::vector<std::uint8_t>> unprotect(std::vector<std::uint8_t> pac
                                                  keys.aead);
     if (!plain) return std::nullopt;
     return std::vector<std::uint8_t>(plain->begin(), plain->end());
-}
-
-Secret secret_of(const std::vector<std::uint8_t>& bytes) {
-    Secret s;
-    std::copy(bytes.begin(), bytes.end(), s.bytes.begin());
-    s.size = static_cast<std::uint8_t>(bytes.size());
-    return s;
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ using ndm::test::hex;
 using ndm::test::unhex;
 
 namespace {
-const std::vector<std::uint8_t> kOdcid = unhex("8394c8f03e515708");
+const std::vector<std::uint8_t>& kOdcid = ndm::test::rfc9001_dcid();
 const std::vector<std::uint8_t> kRetry =
     unhex("ff000000010008f067a5502a4262b574 6f6b656e04a265ba2eff4d829058fb3f 0f2496ba");
 }  // namespace

@@ -34,7 +34,7 @@ std::vector<std::uint8_t> draw(ndm::crypto::RandomSource& r, std::size_t n) {
 // 192.0.2.1 port 4433, and the same host on another port.
 const std::vector<std::uint8_t> kAddress = {192, 0, 2, 1, 0x11, 0x51};
 const std::vector<std::uint8_t> kOtherPort = {192, 0, 2, 1, 0x11, 0x52};
-const std::vector<std::uint8_t> kOdcid = unhex("8394c8f03e515708");
+const std::vector<std::uint8_t>& kOdcid = ndm::test::rfc9001_dcid();
 const Instant kT0 = Instant{} + 1000s;
 
 }  // namespace
