@@ -19,10 +19,10 @@ OneRttKeys::OneRttKeys(CipherSuite suite, const Secret& read_secret, const Secre
 
 OneRttKeys::OneRttKeys(CipherSuite suite, const Secret& read_secret, const Secret& write_secret, AeadUsage usage)
     : suite_(suite),
-      read_hp_(derive_packet_keys(suite, read_secret)),
-      write_hp_(derive_packet_keys(suite, write_secret)),
       read_keys_(derive_packet_keys(suite, read_secret)),
       write_keys_(derive_packet_keys(suite, write_secret)),
+      read_hp_(read_keys_),
+      write_hp_(write_keys_),
       read_secret_(read_secret),
       write_secret_(write_secret),
       read_(read_keys_),

@@ -75,10 +75,10 @@ private:
     void rotate_write();
 
     CipherSuite suite_;
-    HeaderProtection read_hp_;
-    HeaderProtection write_hp_;
     PacketKeys read_keys_;  // current phase, kept for deriving the next
     PacketKeys write_keys_;
+    HeaderProtection read_hp_;  // §6.1: the same in every key phase
+    HeaderProtection write_hp_;
     Secret read_secret_;    // secret of the current read phase
     Secret write_secret_;
     Aead read_;
