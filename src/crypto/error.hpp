@@ -1,0 +1,14 @@
+// The one exception src/crypto throws for a GnuTLS or nettle call that cannot
+// fail on valid input (library or memory failure). Peer input never throws:
+// it is refused with a false or an empty optional.
+#pragma once
+
+#include <stdexcept>
+
+namespace ndm::crypto {
+
+struct CryptoError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace ndm::crypto

@@ -1,0 +1,43 @@
+#include "crypto/retry.hpp"
+
+#include <nettle/memops.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "crypto/packet_keys.hpp"
+
+namespace ndm::crypto {
+
+namespace {
+
+// RFC 9001 §5.8, QUIC version 1.
+constexpr std::array<std::uint8_t, 16> kRetryKeyV1 = {0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a,
+                                                      0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8, 0x4e};
+constexpr std::array<std::uint8_t, kAeadIvSize> kRetryNonceV1 = {0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63,
+                                                                 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb};
+
+}  // namespace
+
+RetryTag retry_integrity_tag(std::span<const std::uint8_t> odcid, std::span<const std::uint8_t> retry_without_tag) {
+    if (odcid.size() > kMaxConnectionIdSize) throw std::invalid_argument("original DCID longer than 20 bytes");
+    // Retry packets are rare (one per client Initial at most): a vector is fine here.
+    std::vector<std::uint8_t> pseudo;
+    pseudo.reserve(1 + odcid.size() + retry_without_tag.size());
+    pseudo.push_back(static_cast<std::uint8_t>(odcid.size()));
+    pseudo.insert(pseudo.end(), odcid.begin(), odcid.end());
+    pseudo.insert(pseudo.end(), retry_without_tag.begin(), retry_without_tag.end());
+    Aead aead(CipherSuite::aes128_gcm_sha256, kRetryKeyV1, kRetryNonceV1);
+    RetryTag tag{};
+    aead.seal(0, pseudo, tag);  // pn 0: the nonce is the fixed one
+    return tag;
+}
+
+bool verify_retry_integrity(std::span<const std::uint8_t> odcid, std::span<const std::uint8_t> retry_packet) {
+    if (retry_packet.size() < kAeadTagSize || odcid.size() > kMaxConnectionIdSize) return false;
+    const std::size_t body = retry_packet.size() - kAeadTagSize;
+    const RetryTag expected = retry_integrity_tag(odcid, retry_packet.first(body));
+    return memeql_sec(expected.data(), retry_packet.data() + body, kAeadTagSize) != 0;
+}
+
+}  // namespace ndm::crypto

@@ -1,0 +1,28 @@
+// The Retry Integrity Tag (RFC 9001 §5.8): AES-128-GCM with the fixed v1 key
+// and nonce over the Retry pseudo-packet (ODCID length, ODCID, the Retry
+// packet without its tag), empty plaintext. It proves the Retry came from a
+// host that saw the client's Initial (not an off-path one).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "crypto/aead.hpp"
+
+namespace ndm::crypto {
+
+using RetryTag = std::array<std::uint8_t, kAeadTagSize>;
+
+// retry_without_tag: the Retry packet up to (excluding) its tag. odcid: the
+// Destination Connection ID of the client's first Initial, at most 20 bytes
+// (std::invalid_argument).
+RetryTag retry_integrity_tag(std::span<const std::uint8_t> odcid, std::span<const std::uint8_t> retry_without_tag);
+
+// retry_packet: the whole Retry packet, tag last. False if it is shorter
+// than a tag or the tag does not match (constant-time comparison).
+[[nodiscard]] bool verify_retry_integrity(std::span<const std::uint8_t> odcid,
+                                          std::span<const std::uint8_t> retry_packet);
+
+}  // namespace ndm::crypto
