@@ -434,10 +434,10 @@ std::vector<std::uint8_t> rewrite_hello(const std::vector<std::uint8_t>& d,
         REQUIRE(wire::decode_frame(r, f, err));
         if (auto* c = std::get_if<wire::CryptoFrame>(&f)) {
             wire::TransportParams tp;
-            REQUIRE(wire::decode_transport_params(c->data, tp, err));
+            REQUIRE(wire::decode_transport_params(c->data, wire::Role::client, tp, err));
             edit(tp);
             wire::Writer pw(params);
-            REQUIRE(wire::encode_transport_params(pw, tp));
+            REQUIRE(wire::encode_transport_params(pw, tp, wire::Role::client));
             c->data = std::span(params).first(pw.position());
         }
         if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);

@@ -71,7 +71,7 @@ wire::StreamFrame stream_frame(StreamId id, std::uint64_t offset, const std::vec
 
 TEST_CASE("stream set: packets are filled in stream order from the cursor, which wraps around") {
     Fixture f;
-    f.set.on_peer_params(1u << 20, 1u << 20, 10);
+    f.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 10);
     const StreamId a = *f.set.open(), b = *f.set.open(), c = *f.set.open();
     CHECK(a == 0);
     CHECK(b == 4);
@@ -105,7 +105,7 @@ TEST_CASE("stream set: packets are filled in stream order from the cursor, which
 
 TEST_CASE("stream set: a stream held back by its credit does not hold back the others") {
     Fixture f;
-    f.set.on_peer_params(1u << 20, 100, 10);
+    f.set.on_peer_params(1u << 20, 100, 100, 10);
     const StreamId a = *f.set.open(), b = *f.set.open();
     f.write(a, 1000);
     f.write(b, 50);
@@ -143,7 +143,7 @@ TEST_CASE("stream set: a stream held back by its credit does not hold back the o
 
 TEST_CASE("stream set: connection credit caps all streams together and DATA_BLOCKED says so") {
     Fixture f;
-    f.set.on_peer_params(150, 1u << 20, 10);
+    f.set.on_peer_params(150, 1u << 20, 1u << 20, 10);
     const StreamId a = *f.set.open(), b = *f.set.open();
     f.write(a, 100);
     f.write(b, 100);
@@ -164,7 +164,7 @@ TEST_CASE("stream set: stream limits both ways") {
     cfg.max_streams = 2;
     Fixture client(true, cfg);
     // Ours: the peer's MAX_STREAMS.
-    client.set.on_peer_params(1u << 20, 1u << 20, 2);
+    client.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 2);
     CHECK(client.set.open());
     CHECK(client.set.open());
     CHECK_FALSE(client.set.open());
@@ -223,7 +223,7 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
     StreamSet::Config cfg;
     cfg.max_streams = 1;
     Fixture server(false, cfg);
-    server.set.on_peer_params(1u << 20, 1u << 20, 10);
+    server.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 10);
     const std::vector<std::uint8_t> data{1, 2, 3};
     CHECK_FALSE(server.set.on_stream_frame(stream_frame(0, 0, data, true)));
     CHECK(server.set.size() == 1);
