@@ -260,3 +260,18 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
     CHECK_FALSE(server.set.on_stream_frame(stream_frame(4, 0, data)));
     CHECK(server.set.size() == 1);
 }
+
+TEST_CASE("stream set: the peer's bidi_local credit covers streams it opened, bidi_remote ours (RFC 9000 18.2)") {
+    Fixture f(false);  // a server
+    f.set.on_peer_params(1u << 20, 100, 300, 10);
+    const std::vector<std::uint8_t> one{1};
+    REQUIRE_FALSE(f.set.on_stream_frame(stream_frame(0, 0, one)));  // the client opens stream 0
+    const StreamId ours = *f.set.open();
+    CHECK(ours == 1);
+    f.write(0, 1000);
+    f.write(ours, 1000);
+    Packet p(4000);
+    f.set.write_stream_frames(p.sink);
+    CHECK(p.bytes_of(0) == 100);
+    CHECK(p.bytes_of(ours) == 300);
+}
