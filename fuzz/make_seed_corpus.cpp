@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     tp.application_params = {'n', 'd', 'm'};
     Bytes tp_bytes(256);
     Writer tw(tp_bytes);
-    encode_transport_params(tw, tp);
+    encode_transport_params(tw, tp, Role::client);
     tp_bytes.resize(tw.position());
 
     std::vector<Bytes> seeds;

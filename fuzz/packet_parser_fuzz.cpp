@@ -74,12 +74,12 @@ void check_packet(std::span<const std::uint8_t> datagram, std::uint64_t largest,
 void check_transport_params(std::span<const std::uint8_t> in) {
     TransportParams p;
     Error err;
-    if (!decode_transport_params(in, p, err)) return;
+    if (!decode_transport_params(in, Role::server, p, err)) return;
     std::vector<std::uint8_t> buf(4096);
     Writer w(buf);
-    FUZZ_CHECK(encode_transport_params(w, p));
+    FUZZ_CHECK(encode_transport_params(w, p, Role::server));
     TransportParams again;
-    FUZZ_CHECK(decode_transport_params(w.written(), again, err));
+    FUZZ_CHECK(decode_transport_params(w.written(), Role::server, again, err));
     FUZZ_CHECK(again == p);
 }
 

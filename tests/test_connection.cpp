@@ -327,23 +327,166 @@ TEST_CASE("hostile frames close the connection with a reason") {
     }
 }
 
-TEST_CASE("malformed frames inside a valid packet close with a frame encoding error") {
+TEST_CASE("v1 frames ndm does not act on close with PROTOCOL_VIOLATION naming the frame") {
+    static const std::uint8_t cid[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static const std::uint8_t token[16] = {};
+    SUBCASE("RESET_STREAM") {
+        expect_close({wire::ResetStreamFrame{0, 1, 0}}, CloseCode::protocol_violation, "RESET_STREAM frame not supported");
+    }
+    SUBCASE("STOP_SENDING") {
+        expect_close({wire::StopSendingFrame{0, 1}}, CloseCode::protocol_violation, "STOP_SENDING frame not supported");
+    }
+    SUBCASE("NEW_CONNECTION_ID") {
+        expect_close({wire::NewConnectionIdFrame{1, 0, cid, token}}, CloseCode::protocol_violation,
+                     "NEW_CONNECTION_ID frame not supported");
+    }
+    SUBCASE("RETIRE_CONNECTION_ID: ndm issued only sequence 0, which the packet uses (RFC 9000 19.16)") {
+        expect_close({wire::RetireConnectionIdFrame{0}}, CloseCode::protocol_violation,
+                     "RETIRE_CONNECTION_ID frame for sequence number 0");
+        expect_close({wire::RetireConnectionIdFrame{7}}, CloseCode::protocol_violation,
+                     "RETIRE_CONNECTION_ID frame for sequence number 7");
+    }
+    SUBCASE("NEW_TOKEN from a client (RFC 9000 19.7)") {
+        static const std::uint8_t t[] = {1};
+        expect_close({wire::NewTokenFrame{t}}, CloseCode::protocol_violation, "NEW_TOKEN frame sent by a client");
+    }
+}
+
+TEST_CASE("PATH_CHALLENGE is answered with its data in a PATH_RESPONSE, padded to 1200 bytes (RFC 9000 8.2.2)") {
     ConnectionPair p;
     REQUIRE(p.handshake());
-    std::vector<std::uint8_t> out(100);
-    wire::Writer w(out);
-    wire::PacketHeader h;
-    h.type = wire::PacketType::one_rtt;
-    h.dcid = wire::ConnectionId::from(p.server->local_cid());
-    h.packet_number = next_pn(*p.client, p.now);
-    REQUIRE(wire::write_header(w, h));
-    const std::uint8_t stream_past_end[] = {0x0e, 0x00, 0x00, 0x40, 0x64, 1, 2, 3};  // LEN=100, 3 bytes follow
-    REQUIRE(w.bytes(stream_past_end));
-    out.resize(w.position() + wire::kIntegrityTagSize);
-    wire::seal(out);
-    p.server->on_datagram(out, p.now);
-    CHECK(p.server->state() == ConnectionState::closing);
-    CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::frame_encoding_error));
+    const std::array<std::uint8_t, 8> data{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4};
+    int responses = 0;
+    std::size_t response_size = 0;
+    p.to_client = [&](std::vector<std::uint8_t>& d) {
+        wire::ParsedPacket pkt;
+        wire::Error err;
+        REQUIRE(wire::parse_packet(d, 0, false, pkt, err));
+        wire::Reader r(pkt.payload);
+        while (!r.empty()) {
+            wire::Frame f;
+            REQUIRE(wire::decode_frame(r, f, err, 0));
+            if (const auto* pr = std::get_if<wire::PathResponseFrame>(&f)) {
+                CHECK(pr->data == data);
+                ++responses;
+                response_size = d.size();
+            }
+        }
+        return false;  // it also ACKs the crafted packet number, which the client never sent
+    };
+    p.server->on_datagram(craft(*p.server, next_pn(*p.client, p.now), {wire::PathChallengeFrame{data}}), p.now);
+    p.exchange();
+    CHECK(responses == 1);
+    CHECK(response_size >= kMinDatagramSize);
+    CHECK(p.server->is_established());
+    // An unsolicited PATH_RESPONSE is ignored (RFC 9000 8.2.2 allows it).
+    p.client->on_datagram(craft(*p.client, 1000, {wire::PathResponseFrame{data}}), p.now);
+    CHECK(p.client->is_established());
+}
+
+TEST_CASE("informational v1 frames leave the connection working") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    // A packet number the client really sent and the server never saw, so
+    // that the server's ACK of the crafted packet is an ACK of a sent packet.
+    const auto id = p.client->open_stream();
+    REQUIRE(id);
+    static const std::uint8_t one[] = {0x5a};
+    REQUIRE(p.client->write(*id, one, false) == 1);
+    std::optional<std::uint64_t> dropped;
+    p.to_server = [&](std::vector<std::uint8_t>& d) {
+        wire::ParsedPacket pkt;
+        wire::Error err;
+        if (!dropped && wire::parse_packet(d, 0, false, pkt, err)) dropped = pkt.header.packet_number;
+        return false;
+    };
+    p.exchange();
+    p.to_server = nullptr;
+    REQUIRE(dropped);
+    wire::AckFrame ack_ecn;  // of the server's first packet, with ECN counts ndm does not use
+    ack_ecn.ranges = {{0, 0}};
+    ack_ecn.ecn = wire::EcnCounts{1, 0, 0};
+    p.server->on_datagram(craft(*p.server, *dropped,
+                                {wire::StreamsBlockedFrame{100, true}, wire::StreamsBlockedFrame{0, false},
+                                 wire::MaxStreamsFrame{5, false}, ack_ecn}),
+                          p.now);
+    CHECK(p.server->is_established());
+    const auto data = bytes(200'000, 7);
+    CHECK(transfer(p, data) == data);
+    // A client may receive NEW_TOKEN (and ndm keeps none).
+    static const std::uint8_t t[] = {9, 9};
+    p.client->on_datagram(craft(*p.client, 100'000, {wire::NewTokenFrame{t}}), p.now);
+    CHECK(p.client->is_established());
+}
+
+TEST_CASE("the hello carries RFC 9000 transport parameters mapped from the config") {
+    ConnectionPair p;
+    p.client_cfg.initial_max_stream_data = 123'456;
+    p.client_cfg.initial_max_streams = 9;
+    p.client_cfg.max_datagram_size = 1400;
+    std::optional<wire::TransportParams> seen;
+    p.to_server = [&](std::vector<std::uint8_t>& d) {
+        wire::ParsedPacket pkt;
+        wire::Error err;
+        REQUIRE(wire::parse_packet(d, 0, false, pkt, err));
+        wire::Reader r(pkt.payload);
+        while (!r.empty() && !seen) {
+            wire::Frame f;
+            REQUIRE(wire::decode_frame(r, f, err));
+            if (const auto* c = std::get_if<wire::CryptoFrame>(&f)) {
+                wire::TransportParams tp;
+                REQUIRE(wire::decode_transport_params(c->data, wire::Role::client, tp, err));
+                seen = tp;
+            }
+        }
+        return true;
+    };
+    REQUIRE(p.handshake());
+    REQUIRE(seen);
+    CHECK(seen->initial_max_stream_data_bidi_local == 123'456);
+    CHECK(seen->initial_max_stream_data_bidi_remote == 123'456);
+    CHECK(seen->initial_max_stream_data_uni == 0);
+    CHECK(seen->initial_max_streams_bidi == 9);
+    CHECK(seen->initial_max_streams_uni == 0);
+    CHECK(seen->max_udp_payload_size == 1400);
+    CHECK(seen->ack_delay_exponent == 0);
+    CHECK(seen->max_ack_delay_ms == 25);
+    CHECK(seen->max_idle_timeout_ms == 30'000);
+}
+
+TEST_CASE("malformed frames inside a valid packet close with the code the RFC names") {
+    struct Case {
+        std::vector<std::uint8_t> frame;
+        CloseCode code;
+        const char* reason;
+    };
+    const Case cases[] = {
+        // STREAM with LEN=100 and 3 bytes following.
+        {{0x0e, 0x00, 0x00, 0x40, 0x64, 1, 2, 3}, CloseCode::frame_encoding_error, "past end of packet"},
+        {{0x13, 0xd0, 0, 0, 0, 0, 0, 0, 1}, CloseCode::frame_encoding_error, "exceeds 2^60"},
+        {{0x07, 0x00}, CloseCode::frame_encoding_error, "empty token"},
+        {{0x1f}, CloseCode::frame_encoding_error, "unknown frame type"},
+        {{0x40, 0x01}, CloseCode::protocol_violation, "non-minimal"},  // RFC 9000 §12.4
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.reason);
+        ConnectionPair p;
+        REQUIRE(p.handshake());
+        std::vector<std::uint8_t> out(100);
+        wire::Writer w(out);
+        wire::PacketHeader h;
+        h.type = wire::PacketType::one_rtt;
+        h.dcid = wire::ConnectionId::from(p.server->local_cid());
+        h.packet_number = next_pn(*p.client, p.now);
+        REQUIRE(wire::write_header(w, h));
+        REQUIRE(w.bytes(c.frame));
+        out.resize(w.position() + wire::kIntegrityTagSize);
+        wire::seal(out);
+        p.server->on_datagram(out, p.now);
+        CHECK(p.server->state() == ConnectionState::closing);
+        CHECK(p.server->close_info().code == static_cast<std::uint64_t>(c.code));
+        CHECK(p.server->close_info().reason.find(c.reason) != std::string::npos);
+    }
 }
 
 TEST_CASE("10^5 random datagrams during a transfer: all dropped, data intact") {
@@ -434,10 +577,10 @@ std::vector<std::uint8_t> rewrite_hello(const std::vector<std::uint8_t>& d,
         REQUIRE(wire::decode_frame(r, f, err));
         if (auto* c = std::get_if<wire::CryptoFrame>(&f)) {
             wire::TransportParams tp;
-            REQUIRE(wire::decode_transport_params(c->data, tp, err));
+            REQUIRE(wire::decode_transport_params(c->data, wire::Role::client, tp, err));
             edit(tp);
             wire::Writer pw(params);
-            REQUIRE(wire::encode_transport_params(pw, tp));
+            REQUIRE(wire::encode_transport_params(pw, tp, wire::Role::client));
             c->data = std::span(params).first(pw.position());
         }
         if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);

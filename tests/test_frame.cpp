@@ -1,8 +1,10 @@
-// Frame codec (RFC 9000 §19): golden bytes, round trips, malformed input and
-// randomized properties (fixed seeds).
+// Frame codec (RFC 9000 §19): golden bytes, round trips, malformed input with
+// the RFC's error codes, the ACK delay exponent, the frame-per-packet-type
+// table (§12.4) and randomized properties (fixed seeds).
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <string>
 #include <string_view>
@@ -13,6 +15,8 @@
 
 using namespace ndm::wire;
 using namespace std::chrono_literals;
+using ndm::CloseCode;
+using ndm::Duration;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {
@@ -41,12 +45,15 @@ Frame decode_one(std::span<const std::uint8_t> bytes) {
     return f;
 }
 
-Error decode_error(const Bytes& bytes) {
+// Decoding fails with the error code the RFC names (FRAME_ENCODING_ERROR
+// unless stated).
+Error decode_error(const Bytes& bytes, CloseCode code = CloseCode::frame_encoding_error) {
     Reader r(bytes);
     Frame f;
     Error err{};
     REQUIRE_FALSE(decode_frame(r, f, err));
     CHECK_FALSE(err.what.empty());
+    CHECK(err.code == code);
     return err;
 }
 
@@ -72,12 +79,20 @@ Frame random_frame(std::mt19937_64& rng, std::span<const std::uint8_t> pool) {
         const std::size_t len = rng() % 64 == 0 ? rng() % pool.size() : rng() % 40;
         return pool.subspan(rng() % (pool.size() - len + 1), len);
     };
-    switch (rng() % 12) {
+    static const std::uint8_t kToken[kStatelessResetTokenSize] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    auto path_data = [&]() {
+        std::array<std::uint8_t, kPathDataSize> d;
+        for (auto& b : d) b = static_cast<std::uint8_t>(rng());
+        return d;
+    };
+    switch (rng() % 20) {
         case 0: return PaddingFrame{1 + rng() % 50};
         case 1: return PingFrame{};
         case 2: {
             AckFrame a;
-            a.ack_delay = std::chrono::microseconds(random_varint(rng) % 10'000'000'000ull);
+            // A multiple of 8 us: the default exponent's resolution.
+            a.ack_delay = std::chrono::microseconds((random_varint(rng) % 10'000'000'000ull) & ~std::uint64_t{7});
+            if (rng() % 3 == 0) a.ecn = EcnCounts{random_varint(rng), random_varint(rng), random_varint(rng)};
             std::uint64_t hi = random_varint(rng);
             const std::size_t n = 1 + rng() % kMaxAckRanges;
             for (std::size_t i = 0; i < n; ++i) {
@@ -102,7 +117,7 @@ Frame random_frame(std::mt19937_64& rng, std::span<const std::uint8_t> pool) {
         }
         case 5: return MaxDataFrame{random_varint(rng)};
         case 6: return MaxStreamDataFrame{random_varint(rng), random_varint(rng)};
-        case 7: return MaxStreamsFrame{random_varint(rng) >> 2};
+        case 7: return MaxStreamsFrame{random_varint(rng) >> 2, rng() % 2 == 0};
         case 8: return DataBlockedFrame{random_varint(rng)};
         case 9: return StreamDataBlockedFrame{random_varint(rng), random_varint(rng)};
         case 10: {
@@ -115,6 +130,23 @@ Frame random_frame(std::mt19937_64& rng, std::span<const std::uint8_t> pool) {
                                         std::min(d.size(), kMaxReasonLength));
             return c;
         }
+        case 12: return ResetStreamFrame{random_varint(rng), random_varint(rng), random_varint(rng)};
+        case 13: return StopSendingFrame{random_varint(rng), random_varint(rng)};
+        case 14: {
+            auto d = data();
+            return NewTokenFrame{d.empty() ? pool.first(1) : d};
+        }
+        case 15: return StreamsBlockedFrame{random_varint(rng) >> 2, rng() % 2 == 0};
+        case 16: {
+            NewConnectionIdFrame n;
+            n.sequence = random_varint(rng);
+            n.retire_prior_to = n.sequence == 0 ? 0 : rng() % (n.sequence + 1);
+            n.cid = pool.subspan(rng() % 100, 1 + rng() % kMaxConnectionIdLength);
+            n.reset_token = kToken;
+            return n;
+        }
+        case 17: return RetireConnectionIdFrame{random_varint(rng)};
+        case 18: return rng() % 2 ? Frame{PathChallengeFrame{path_data()}} : Frame{PathResponseFrame{path_data()}};
         default: return HandshakeDoneFrame{};
     }
 }
@@ -124,7 +156,11 @@ std::vector<Frame> sample_frames() {
     static const Bytes data{'h', 'e', 'l', 'l', 'o'};
     AckFrame ack;
     ack.ranges = {{95, 100}, {80, 90}, {3, 3}};
-    ack.ack_delay = 1500us;
+    ack.ack_delay = 1504us;  // a multiple of 2^3 us
+    AckFrame ack_ecn = ack;
+    ack_ecn.ecn = EcnCounts{10, 0, 2};
+    static const std::uint8_t cid[] = {0xc1, 0xc2, 0xc3, 0xc4};
+    static const std::uint8_t token[kStatelessResetTokenSize] = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xaf};
     return {
         PaddingFrame{7},
         PingFrame{},
@@ -140,6 +176,17 @@ std::vector<Frame> sample_frames() {
         ConnectionCloseFrame{0x0a, 0x08, "bad frame", false},
         ConnectionCloseFrame{42, 0, "bye", true},
         HandshakeDoneFrame{},
+        ack_ecn,
+        ResetStreamFrame{4, 0x101, 12345},
+        StopSendingFrame{8, 7},
+        NewTokenFrame{data},
+        MaxStreamsFrame{7, false},
+        StreamsBlockedFrame{100, true},
+        StreamsBlockedFrame{1ull << 60, false},
+        NewConnectionIdFrame{3, 1, cid, token},
+        RetireConnectionIdFrame{2},
+        PathChallengeFrame{{1, 2, 3, 4, 5, 6, 7, 8}},
+        PathResponseFrame{{8, 7, 6, 5, 4, 3, 2, 1}},
     };
 }
 
@@ -165,8 +212,27 @@ TEST_CASE("frame: golden encodings") {
     AckFrame ack;
     ack.ranges = {{90, 100}, {80, 83}, {78, 78}};
     ack.ack_delay = 2ms;
-    // largest 100, delay 2000us, 2 more ranges, first range 10, (gap 5, len 3), (gap 0, len 0).
-    CHECK(encode(ack) == Bytes{0x02, 0x40, 0x64, 0x47, 0xd0, 0x02, 0x0a, 0x05, 0x03, 0x00, 0x00});
+    // largest 100, delay 2000us = 250 units of 8us (default exponent 3), 2 more
+    // ranges, first range 10, (gap 5, len 3), (gap 0, len 0).
+    CHECK(encode(ack) == Bytes{0x02, 0x40, 0x64, 0x40, 0xfa, 0x02, 0x0a, 0x05, 0x03, 0x00, 0x00});
+    // ECN counts follow the ranges (type 0x03, RFC 9000 §19.3.2).
+    ack.ecn = EcnCounts{1, 2, 3};
+    CHECK(encode(ack) == Bytes{0x03, 0x40, 0x64, 0x40, 0xfa, 0x02, 0x0a, 0x05, 0x03, 0x00, 0x00, 0x01, 0x02, 0x03});
+    // RFC 9000 §19.4-§19.18 layouts.
+    CHECK(encode(ResetStreamFrame{4, 1, 1000}) == Bytes{0x04, 0x04, 0x01, 0x43, 0xe8});
+    CHECK(encode(StopSendingFrame{4, 9}) == Bytes{0x05, 0x04, 0x09});
+    CHECK(encode(NewTokenFrame{hi}) == Bytes{0x07, 0x02, 'h', 'i'});
+    CHECK(encode(MaxStreamsFrame{100, false}) == Bytes{0x13, 0x40, 0x64});
+    CHECK(encode(StreamsBlockedFrame{5, true}) == Bytes{0x16, 0x05});
+    CHECK(encode(StreamsBlockedFrame{5, false}) == Bytes{0x17, 0x05});
+    static const Bytes cid{0xaa, 0xbb};
+    static const Bytes token(16, 0x77);
+    Bytes ncid{0x18, 0x05, 0x02, 0x02, 0xaa, 0xbb};
+    ncid.insert(ncid.end(), token.begin(), token.end());
+    CHECK(encode(NewConnectionIdFrame{5, 2, cid, token}) == ncid);
+    CHECK(encode(RetireConnectionIdFrame{5}) == Bytes{0x19, 0x05});
+    CHECK(encode(PathChallengeFrame{{1, 2, 3, 4, 5, 6, 7, 8}}) == Bytes{0x1a, 1, 2, 3, 4, 5, 6, 7, 8});
+    CHECK(encode(PathResponseFrame{{1, 2, 3, 4, 5, 6, 7, 8}}) == Bytes{0x1b, 1, 2, 3, 4, 5, 6, 7, 8});
 }
 
 TEST_CASE("frame: every type round-trips and encoded_size is exact") {
@@ -230,11 +296,13 @@ TEST_CASE("frame: PADDING folds a run of zeros") {
 }
 
 TEST_CASE("frame: ACK ranges decode per RFC 9000 19.3.1") {
-    // largest 100, delay 3us, 2 more ranges, first range 10, (gap 5, len 3), (gap 0, len 0).
+    // largest 100, delay 3 units (24us at the default exponent 3), 2 more
+    // ranges, first range 10, (gap 5, len 3), (gap 0, len 0).
     const Bytes bytes{0x02, 0x40, 0x64, 0x03, 0x02, 0x0a, 0x05, 0x03, 0x00, 0x00};
     const auto a = std::get<AckFrame>(decode_one(bytes));
     CHECK(a.largest() == 100);
-    CHECK(a.ack_delay == 3us);
+    CHECK(a.ack_delay == 24us);
+    CHECK_FALSE(a.ecn);
     CHECK(a.ranges == std::vector<AckRange>{{90, 100}, {80, 83}, {78, 78}});
 
     // Ranges reaching exactly packet number 0 are fine.
@@ -274,10 +342,18 @@ TEST_CASE("frame: ACK underflow and limits are rejected") {
         const Error e = decode_error(Bytes{0x02, 0x05, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00});
         CHECK(e.kind == ErrorKind::bad_value);
     }
-    {  // ack delay that would overflow Duration
-        const Error e = decode_error(Bytes{0x02, 0x05, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00});
-        CHECK(e.kind == ErrorKind::bad_value);
-        CHECK(contains(e.what, "ACK frame: ack delay"));
+    {  // ECN counts truncated
+        const Error e = decode_error(Bytes{0x03, 0x05, 0x00, 0x00, 0x00, 0x01, 0x02});
+        CHECK(e.kind == ErrorKind::truncated);
+        CHECK(contains(e.what, "ACK_ECN frame: ECN-CE count truncated"));
+    }
+    {  // largest - first range must not wrap: first range 2^62-1 over largest 5
+        const Error e = decode_error(Bytes{0x02, 0x05, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+        CHECK(contains(e.what, "first range 4611686018427387903 exceeds largest acknowledged 5"));
+        // Both at the top of the varint range: the range [0, 2^62-1].
+        const auto a = std::get<AckFrame>(decode_one(Bytes{0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00,
+                                                           0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+        CHECK(a.ranges == std::vector<AckRange>{{0, kVarintMax}});
     }
     {  // ranges truncated
         const Error e = decode_error(Bytes{0x02, 0x40, 0x64, 0x00, 0x02, 0x0a, 0x05, 0x03, 0x00});
@@ -326,6 +402,19 @@ TEST_CASE("frame: encoder refuses frames a peer would reject, writing nothing") 
     CHECK(refuses(inverted));
     CHECK(refuses(MaxDataFrame{kVarintMax + 1}));
     CHECK(refuses(MaxStreamsFrame{(1ull << 60) + 1}));
+    CHECK(refuses(MaxStreamsFrame{(1ull << 60) + 1, false}));
+    CHECK(refuses(StreamsBlockedFrame{(1ull << 60) + 1, true}));
+    CHECK(refuses(NewTokenFrame{}));
+    static const Bytes token(16, 1), short_token(15, 1), cid21(21, 1), cid1{1};
+    CHECK(refuses(NewConnectionIdFrame{1, 0, {}, token}));
+    CHECK(refuses(NewConnectionIdFrame{1, 0, cid21, token}));
+    CHECK(refuses(NewConnectionIdFrame{1, 2, cid1, token}));
+    CHECK(refuses(NewConnectionIdFrame{1, 0, cid1, short_token}));
+    CHECK_FALSE(refuses(NewConnectionIdFrame{1, 1, cid1, token}));
+    AckFrame ecn_over;
+    ecn_over.ranges = {{1, 2}};
+    ecn_over.ecn = EcnCounts{kVarintMax + 1, 0, 0};
+    CHECK(refuses(ecn_over));
     static const Bytes two{1, 2};
     CHECK(refuses(StreamFrame{0, kVarintMax - 1, two, false}));
     CHECK(refuses(CryptoFrame{kVarintMax, two}));
@@ -426,15 +515,18 @@ TEST_CASE("frame: CONNECTION_CLOSE variants and reason limits") {
 }
 
 TEST_CASE("frame: unknown types, bad varints and truncation") {
-    for (const Bytes& b : {Bytes{0x03}, Bytes{0x1f}, Bytes{0x07}, Bytes{0x13}, Bytes{0x40, 0x40}, Bytes{0x80, 0x00, 0x40, 0x00}}) {
+    // RFC 9000 §12.4: unknown types are FRAME_ENCODING_ERROR.
+    for (const Bytes& b : {Bytes{0x1f}, Bytes{0x20}, Bytes{0x3f}, Bytes{0x40, 0x40}, Bytes{0x80, 0x00, 0x40, 0x00}}) {
         const Error e = decode_error(b);
         CHECK(e.kind == ErrorKind::unknown_frame);
         CHECK(contains(e.what, "unknown frame type 0x"));
     }
-    CHECK(contains(decode_error(Bytes{0x03}).what, "unknown frame type 0x3"));
-    // Non-minimal type encodings (RFC 9000 §12.4).
-    CHECK(decode_error(Bytes{0x40, 0x01}).kind == ErrorKind::bad_varint);
-    CHECK(decode_error(Bytes{0x40, 0x00}).kind == ErrorKind::bad_varint);
+    CHECK(contains(decode_error(Bytes{0x1f}).what, "unknown frame type 0x1f"));
+    // Non-minimal type encodings (RFC 9000 §12.4: MAY be a PROTOCOL_VIOLATION).
+    CHECK(decode_error(Bytes{0x40, 0x01}, CloseCode::protocol_violation).kind == ErrorKind::bad_varint);
+    CHECK(decode_error(Bytes{0x40, 0x00}, CloseCode::protocol_violation).kind == ErrorKind::bad_varint);
+    CHECK(decode_error(Bytes{0x40, 0x1a, 1, 2, 3, 4, 5, 6, 7, 8}, CloseCode::protocol_violation).kind ==
+          ErrorKind::bad_varint);
     CHECK(decode_error(Bytes{}).kind == ErrorKind::truncated);
     CHECK(decode_error(Bytes{0x40}).kind == ErrorKind::truncated);
     CHECK(decode_error(Bytes{0x10, 0x80, 0x01}).kind == ErrorKind::truncated);
@@ -494,8 +586,9 @@ TEST_CASE("frame: random frames round-trip (property)") {
 
 TEST_CASE("frame: random bytes never crash, decoded frames re-encode (property)") {
     std::mt19937_64 rng(0xf4a3e'0002);
-    static constexpr std::uint8_t kTypes[] = {0x00, 0x01, 0x02, 0x06, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
-                                              0x0f, 0x10, 0x11, 0x12, 0x14, 0x15, 0x1c, 0x1d, 0x1e};
+    static constexpr std::uint8_t kTypes[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
+                                              0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15,
+                                              0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e};
     int decoded = 0, failed = 0;
     for (int i = 0; i < 30000; ++i) {
         Bytes b(rng() % 48);
@@ -523,4 +616,164 @@ TEST_CASE("frame: random bytes never crash, decoded frames re-encode (property)"
     }
     CHECK(decoded > 10000);
     CHECK(failed > 1000);
+}
+
+TEST_CASE("frame: range checks of the v1 frames, each a FRAME_ENCODING_ERROR (RFC 9000 19)") {
+    // MAX_STREAMS and STREAMS_BLOCKED, both directions: at most 2^60 (§19.11, §19.14).
+    for (std::uint8_t type : {0x12, 0x13, 0x16, 0x17}) {
+        CAPTURE(int(type));
+        const Bytes over{type, 0xd0, 0, 0, 0, 0, 0, 0, 1};
+        CHECK(contains(decode_error(over).what, "maximum streams 1152921504606846977 exceeds 2^60"));
+        Bytes limit = over;
+        limit.back() = 0;
+        const Frame f = decode_one(limit);
+        CHECK(type_of(f) == type);
+    }
+    CHECK(std::get<MaxStreamsFrame>(decode_one(Bytes{0x13, 0x05})).bidi == false);
+    CHECK(std::get<StreamsBlockedFrame>(decode_one(Bytes{0x16, 0x05})).bidi == true);
+    // NEW_TOKEN: empty token (§19.7), token past the end.
+    CHECK(contains(decode_error(Bytes{0x07, 0x00}).what, "NEW_TOKEN frame: empty token"));
+    CHECK(decode_error(Bytes{0x07, 0x03, 'a'}).kind == ErrorKind::truncated);
+    // NEW_CONNECTION_ID (§19.15): length 1..20, retire_prior_to <= sequence, 16-byte token.
+    auto ncid = [](std::uint8_t seq, std::uint8_t rpt, std::uint8_t len, std::size_t token) {
+        Bytes b{0x18, seq, rpt, len};
+        b.insert(b.end(), len, 0xc1);
+        b.insert(b.end(), token, 0x70);
+        return b;
+    };
+    CHECK(std::get<NewConnectionIdFrame>(decode_one(ncid(5, 5, 20, 16))).cid.size() == 20);
+    CHECK(std::get<NewConnectionIdFrame>(decode_one(ncid(5, 0, 1, 16))).reset_token.size() == 16);
+    CHECK(contains(decode_error(ncid(5, 0, 0, 16)).what, "connection id length 0 outside 1..20"));
+    CHECK(contains(decode_error(ncid(5, 0, 21, 16)).what, "connection id length 21 outside 1..20"));
+    CHECK(contains(decode_error(ncid(5, 6, 8, 16)).what, "retire prior to 6 exceeds sequence number 5"));
+    {
+        const Error e = decode_error(ncid(5, 0, 8, 15));
+        CHECK(e.kind == ErrorKind::truncated);
+        CHECK(contains(e.what, "stateless reset token"));
+    }
+    // PATH_CHALLENGE / PATH_RESPONSE: exactly 8 bytes of data.
+    CHECK(decode_error(Bytes{0x1a, 1, 2, 3, 4, 5, 6, 7}).kind == ErrorKind::truncated);
+    CHECK(contains(decode_error(Bytes{0x1b, 1}).what, "PATH_RESPONSE frame: data"));
+    // Decoded frames point into the datagram.
+    const Bytes tok{0x07, 0x02, 'x', 'y'};
+    CHECK(std::get<NewTokenFrame>(decode_one(tok)).token.data() == tok.data() + 2);
+    const Bytes nc = ncid(1, 0, 4, 16);
+    const auto n = std::get<NewConnectionIdFrame>(decode_one(nc));
+    CHECK(n.cid.data() == nc.data() + 4);
+    CHECK(n.reset_token.data() == nc.data() + 8);
+}
+
+TEST_CASE("frame: ACK delay with ack_delay_exponent 0, 3 and 20 round-trips") {
+    AckFrame a;
+    a.ranges = {{5, 9}};
+    for (unsigned e : {0u, 3u, 20u}) {
+        CAPTURE(e);
+        a.ack_delay = std::chrono::microseconds(std::uint64_t{12345} << e);
+        Bytes buf(encoded_size(a, e));
+        Writer w(buf);
+        REQUIRE(encode_frame(w, a, e));
+        REQUIRE(w.position() == buf.size());
+        // The field holds the delay in units of 2^e microseconds.
+        Reader fr(std::span<const std::uint8_t>(buf).subspan(2));
+        CHECK(fr.varint() == 12345u);
+        Reader r(buf);
+        Frame f;
+        Error err;
+        REQUIRE(decode_frame(r, f, err, e));
+        CHECK(std::get<AckFrame>(f).ack_delay == a.ack_delay);
+        // Decoded with another exponent, the same bytes mean another delay.
+        Reader r3(buf);
+        REQUIRE(decode_frame(r3, f, err, e == 3 ? 0 : 3));
+        CHECK(std::get<AckFrame>(f).ack_delay != a.ack_delay);
+    }
+    // Encoding truncates to the resolution: 1001 us is 125 units of 8 us.
+    CHECK(encode_ack_delay(1001us, 3) == 125);
+    CHECK(decode_ack_delay(125, 3) == 1000us);
+    CHECK(encode_ack_delay(1001us, 0) == 1001);
+    CHECK(encode_ack_delay(-5us, 3) == 0);
+    CHECK(encode_ack_delay(999ns, 0) == 0);
+}
+
+TEST_CASE("frame: a hostile ACK delay or exponent saturates without overflow") {
+    // The largest microsecond count a Duration (int64 ns) holds.
+    constexpr std::int64_t max_us = std::numeric_limits<std::int64_t>::max() / 1000;
+    for (unsigned e : {0u, 3u, 20u, 21u, 63u, 64u, 200u, ~0u}) {
+        CAPTURE(e);
+        const unsigned eff = std::min(e, kMaxAckDelayExponent);  // larger exponents count as 20
+        const Duration d = decode_ack_delay(kVarintMax, e);
+        CHECK(d > Duration::zero());
+        CHECK(std::chrono::duration_cast<std::chrono::microseconds>(d).count() <= max_us);
+        CHECK(std::chrono::duration_cast<std::chrono::microseconds>(d).count() > max_us - (std::int64_t{1} << eff));
+        // Saturated values re-encode to a field that decodes to themselves.
+        CHECK(decode_ack_delay(encode_ack_delay(d, e), e) == d);
+        CHECK(decode_ack_delay(1, e) == std::chrono::microseconds(std::int64_t{1} << eff));
+        CHECK(encode_ack_delay(Duration::max(), e) == static_cast<std::uint64_t>(max_us) >> eff);
+    }
+    // Through the frame decoder: largest 5, delay 2^62-1, no more ranges.
+    const Bytes b{0x02, 0x05, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00};
+    for (unsigned e : {0u, 3u, 20u, 64u}) {
+        Reader r(b);
+        Frame f;
+        Error err;
+        REQUIRE(decode_frame(r, f, err, e));
+        const AckFrame& a = std::get<AckFrame>(f);
+        CHECK(a.ack_delay == decode_ack_delay(kVarintMax, e));
+        const Bytes again = [&] {
+            Bytes out(encoded_size(a, e));
+            Writer w(out);
+            REQUIRE(encode_frame(w, a, e));
+            return out;
+        }();
+        Reader r2(again);
+        Frame g;
+        REQUIRE(decode_frame(r2, g, err, e));
+        CHECK(frames_equal(f, g));
+    }
+}
+
+TEST_CASE("frame: frames allowed per packet type follow RFC 9000 12.4 Table 3") {
+    using K = PacketKind;
+    struct Row {
+        std::uint64_t type;
+        const char* pkts;  // Table 3's "Pkts" column: I, 0, H, 1
+    };
+    const Row table[] = {
+        {0x00, "IH01"}, {0x01, "IH01"}, {0x02, "IH1"}, {0x03, "IH1"}, {0x04, "01"},  {0x05, "01"},
+        {0x06, "IH1"},  {0x07, "1"},    {0x08, "01"},  {0x0f, "01"},  {0x10, "01"},  {0x11, "01"},
+        {0x12, "01"},   {0x13, "01"},   {0x14, "01"},  {0x15, "01"},  {0x16, "01"},  {0x17, "01"},
+        {0x18, "01"},   {0x19, "01"},   {0x1a, "01"},  {0x1b, "1"},   {0x1c, "IH01"}, {0x1d, "01"},
+        {0x1e, "1"},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.type);
+        const std::string_view p = row.pkts;
+        CHECK(frame_allowed(row.type, K::initial) == (p.find('I') != p.npos));
+        CHECK(frame_allowed(row.type, K::zero_rtt) == (p.find('0') != p.npos));
+        CHECK(frame_allowed(row.type, K::handshake) == (p.find('H') != p.npos));
+        CHECK(frame_allowed(row.type, K::one_rtt) == (p.find('1') != p.npos));
+    }
+    for (std::uint64_t unknown : {0x1full, 0x20ull, 0x4000ull})
+        for (K k : {K::initial, K::zero_rtt, K::handshake, K::one_rtt}) CHECK_FALSE(frame_allowed(unknown, k));
+    // By frame: the type it is encoded with decides.
+    CHECK_FALSE(frame_allowed(ConnectionCloseFrame{1, 0, "x", true}, K::handshake));
+    CHECK(frame_allowed(ConnectionCloseFrame{1, 0, "x", false}, K::handshake));
+    CHECK_FALSE(frame_allowed(StreamFrame{}, K::initial));
+    CHECK(frame_allowed(StreamFrame{}, K::zero_rtt));
+    CHECK_FALSE(frame_allowed(PathResponseFrame{}, K::zero_rtt));
+}
+
+TEST_CASE("frame: type_of and frame_name agree with the encoding") {
+    for (const Frame& f : sample_frames()) {
+        if (std::holds_alternative<PaddingFrame>(f)) continue;
+        const Bytes b = encode(f);
+        CHECK(type_of(f) == b[0]);
+        CHECK(frame_name(f) != "unknown");
+    }
+    CHECK(frame_name(0x02) == "ACK");
+    CHECK(frame_name(0x03) == "ACK_ECN");
+    CHECK(frame_name(0x13) == "MAX_STREAMS");
+    CHECK(frame_name(0x0b) == "STREAM");
+    CHECK(frame_name(0x1b) == "PATH_RESPONSE");
+    CHECK(frame_name(0x1f) == "unknown");
+    CHECK(frame_name(kVarintMax) == "unknown");
 }

@@ -212,7 +212,7 @@ TEST_CASE("packet: a 1-RTT packet carries frames of every kind") {
     static const Bytes data(100, 'd');
     AckFrame ack;
     ack.ranges = {{40, 50}, {10, 20}};
-    ack.ack_delay = std::chrono::microseconds(250);
+    ack.ack_delay = std::chrono::microseconds(248);  // a multiple of 8 us: the default ack_delay_exponent 3
     const std::vector<Frame> frames = {ack, StreamFrame{4, 1000, data, true}, MaxStreamDataFrame{4, 1 << 20},
                                        ConnectionCloseFrame{0, 0, "done", true}, PaddingFrame{10}};
     const Bytes b = build(short_header(77, 1), frames);

@@ -71,7 +71,7 @@ wire::StreamFrame stream_frame(StreamId id, std::uint64_t offset, const std::vec
 
 TEST_CASE("stream set: packets are filled in stream order from the cursor, which wraps around") {
     Fixture f;
-    f.set.on_peer_params(1u << 20, 1u << 20, 10);
+    f.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 10);
     const StreamId a = *f.set.open(), b = *f.set.open(), c = *f.set.open();
     CHECK(a == 0);
     CHECK(b == 4);
@@ -105,7 +105,7 @@ TEST_CASE("stream set: packets are filled in stream order from the cursor, which
 
 TEST_CASE("stream set: a stream held back by its credit does not hold back the others") {
     Fixture f;
-    f.set.on_peer_params(1u << 20, 100, 10);
+    f.set.on_peer_params(1u << 20, 100, 100, 10);
     const StreamId a = *f.set.open(), b = *f.set.open();
     f.write(a, 1000);
     f.write(b, 50);
@@ -143,7 +143,7 @@ TEST_CASE("stream set: a stream held back by its credit does not hold back the o
 
 TEST_CASE("stream set: connection credit caps all streams together and DATA_BLOCKED says so") {
     Fixture f;
-    f.set.on_peer_params(150, 1u << 20, 10);
+    f.set.on_peer_params(150, 1u << 20, 1u << 20, 10);
     const StreamId a = *f.set.open(), b = *f.set.open();
     f.write(a, 100);
     f.write(b, 100);
@@ -164,7 +164,7 @@ TEST_CASE("stream set: stream limits both ways") {
     cfg.max_streams = 2;
     Fixture client(true, cfg);
     // Ours: the peer's MAX_STREAMS.
-    client.set.on_peer_params(1u << 20, 1u << 20, 2);
+    client.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 2);
     CHECK(client.set.open());
     CHECK(client.set.open());
     CHECK_FALSE(client.set.open());
@@ -223,7 +223,7 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
     StreamSet::Config cfg;
     cfg.max_streams = 1;
     Fixture server(false, cfg);
-    server.set.on_peer_params(1u << 20, 1u << 20, 10);
+    server.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 10);
     const std::vector<std::uint8_t> data{1, 2, 3};
     CHECK_FALSE(server.set.on_stream_frame(stream_frame(0, 0, data, true)));
     CHECK(server.set.size() == 1);
@@ -259,4 +259,19 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
     // The slot it freed opens stream 4.
     CHECK_FALSE(server.set.on_stream_frame(stream_frame(4, 0, data)));
     CHECK(server.set.size() == 1);
+}
+
+TEST_CASE("stream set: the peer's bidi_local credit covers streams it opened, bidi_remote ours (RFC 9000 18.2)") {
+    Fixture f(false);  // a server
+    f.set.on_peer_params(1u << 20, 100, 300, 10);
+    const std::vector<std::uint8_t> one{1};
+    REQUIRE_FALSE(f.set.on_stream_frame(stream_frame(0, 0, one)));  // the client opens stream 0
+    const StreamId ours = *f.set.open();
+    CHECK(ours == 1);
+    f.write(0, 1000);
+    f.write(ours, 1000);
+    Packet p(4000);
+    f.set.write_stream_frames(p.sink);
+    CHECK(p.bytes_of(0) == 100);
+    CHECK(p.bytes_of(ours) == 300);
 }

@@ -43,16 +43,20 @@ enum class PacketType : std::uint8_t { initial, handshake, one_rtt, version_nego
 struct Frame {
     enum class Type : std::uint8_t {
         padding, ping, ack, crypto, stream, max_data, max_stream_data, max_streams,
-        data_blocked, stream_data_blocked, connection_close, handshake_done
+        data_blocked, stream_data_blocked, connection_close, handshake_done,
+        reset_stream, stop_sending, new_token, streams_blocked, new_connection_id,
+        retire_connection_id, path_challenge, path_response
     };
     Type type = Type::padding;
-    StreamId stream_id = 0;   // STREAM, MAX_STREAM_DATA, STREAM_DATA_BLOCKED
+    StreamId stream_id = 0;   // STREAM, MAX_STREAM_DATA, STREAM_DATA_BLOCKED, RESET_STREAM, STOP_SENDING
     std::uint64_t offset = 0; // STREAM, CRYPTO
     std::uint64_t length = 0; // STREAM/CRYPTO data bytes, PADDING bytes
     bool fin = false;         // STREAM
-    // MAX_* maximum, *_BLOCKED limit, CONNECTION_CLOSE error code.
+    // MAX_* maximum, *_BLOCKED limit, CONNECTION_CLOSE/RESET_STREAM/STOP_SENDING
+    // error code, NEW_/RETIRE_CONNECTION_ID sequence number.
     std::uint64_t value = 0;
     bool application = false;  // CONNECTION_CLOSE: application error space
+    bool unidirectional = false;  // MAX_STREAMS, STREAMS_BLOCKED
     Duration ack_delay{0};
     // ACK: [smallest, largest] per range, largest first.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> acked_ranges;

@@ -41,6 +41,8 @@ std::string hex(std::span<const std::uint8_t> bytes) {
     return s;
 }
 
+const char* stream_type(const trace::Frame& f) { return f.unidirectional ? "unidirectional" : "bidirectional"; }
+
 json frame_json(const trace::Frame& f) {
     using T = trace::Frame::Type;
     switch (f.type) {
@@ -61,7 +63,19 @@ json frame_json(const trace::Frame& f) {
         case T::max_stream_data:
             return {{"frame_type", "max_stream_data"}, {"stream_id", f.stream_id}, {"maximum", f.value}};
         case T::max_streams:
-            return {{"frame_type", "max_streams"}, {"stream_type", "bidirectional"}, {"maximum", f.value}};
+            return {{"frame_type", "max_streams"}, {"stream_type", stream_type(f)}, {"maximum", f.value}};
+        case T::streams_blocked:
+            return {{"frame_type", "streams_blocked"}, {"stream_type", stream_type(f)}, {"limit", f.value}};
+        case T::reset_stream:
+            return {{"frame_type", "reset_stream"}, {"stream_id", f.stream_id}, {"error_code", f.value},
+                    {"final_size", f.offset}};
+        case T::stop_sending:
+            return {{"frame_type", "stop_sending"}, {"stream_id", f.stream_id}, {"error_code", f.value}};
+        case T::new_token: return {{"frame_type", "new_token"}, {"length", f.length}};
+        case T::new_connection_id: return {{"frame_type", "new_connection_id"}, {"sequence_number", f.value}};
+        case T::retire_connection_id: return {{"frame_type", "retire_connection_id"}, {"sequence_number", f.value}};
+        case T::path_challenge: return {{"frame_type", "path_challenge"}};
+        case T::path_response: return {{"frame_type", "path_response"}};
         case T::data_blocked: return {{"frame_type", "data_blocked"}, {"limit", f.value}};
         case T::stream_data_blocked:
             return {{"frame_type", "stream_data_blocked"}, {"stream_id", f.stream_id}, {"limit", f.value}};

@@ -30,26 +30,27 @@ wire::ConnectionId random_cid(std::uint64_t& state) {
     for (std::size_t i = 0; i < wire::kShortCidLength; ++i) cid.bytes[i] = static_cast<std::uint8_t>(v >> (8 * i));
     return cid;
 }
-// RFC 9000 §12.4: which frames each packet type may carry.
+// ndm's own ACK Delay resolution: microseconds, as before QUIC's exponent
+// (RFC 9000 §18.2 allows 0..20; 0 keeps every RTT sample exact).
+constexpr unsigned kAckDelayExponent = 0;
+
+// RFC 9000 §12.4 Table 3, and CRYPTO only before 1-RTT: ndm's handshake has
+// no post-handshake messages.
 bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
-    bool long_header = type != wire::PacketType::one_rtt;
-    if (std::holds_alternative<wire::CryptoFrame>(f)) return long_header;
-    if (long_header) {
-        return std::holds_alternative<wire::PaddingFrame>(f) || std::holds_alternative<wire::PingFrame>(f) ||
-               std::holds_alternative<wire::AckFrame>(f) ||
-               (std::holds_alternative<wire::ConnectionCloseFrame>(f) &&
-                !std::get<wire::ConnectionCloseFrame>(f).application);
-    }
-    return true;
+    const bool one_rtt = type == wire::PacketType::one_rtt;
+    if (std::holds_alternative<wire::CryptoFrame>(f)) return !one_rtt;
+    const auto kind = one_rtt ? wire::PacketKind::one_rtt
+                      : type == wire::PacketType::initial ? wire::PacketKind::initial
+                                                          : wire::PacketKind::handshake;
+    return wire::frame_allowed(f, kind);
 }
 
-const char* frame_name(const wire::Frame& f) {
-    static constexpr const char* names[] = {"PADDING",  "PING",        "ACK",          "CRYPTO",
-                                            "STREAM",   "MAX_DATA",    "MAX_STREAM_DATA", "MAX_STREAMS",
-                                            "DATA_BLOCKED", "STREAM_DATA_BLOCKED", "CONNECTION_CLOSE",
-                                            "HANDSHAKE_DONE"};
-    static_assert(std::size(names) == std::variant_size_v<wire::Frame>);
-    return names[f.index()];
+// The ACK Delay exponent of a packet's ACK frames (RFC 9000 §18.2): the
+// sender's own in 1-RTT packets, the default in Initial and Handshake ones
+// (whose receiver may not have the sender's parameters yet, §19.3).
+unsigned ack_delay_exponent(wire::PacketType type, const wire::TransportParams* sender_params) {
+    if (type != wire::PacketType::one_rtt || !sender_params) return wire::kDefaultAckDelayExponent;
+    return static_cast<unsigned>(sender_params->ack_delay_exponent);
 }
 
 }  // namespace
@@ -79,16 +80,20 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     local_cid = random_cid(rng);
     local_params.max_idle_timeout_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.idle_timeout).count());
-    local_params.max_datagram_size = cfg.max_datagram_size;
+    local_params.max_udp_payload_size = cfg.max_datagram_size;
     local_params.initial_max_data = cfg.initial_max_data;
-    local_params.initial_max_stream_data = cfg.initial_max_stream_data;
-    local_params.initial_max_streams = cfg.initial_max_streams;
+    // One receive window for every stream; ndm has no unidirectional streams
+    // (the peer may open none, RFC 9000 §18.2 initial_max_streams_uni = 0).
+    local_params.initial_max_stream_data_bidi_local = cfg.initial_max_stream_data;
+    local_params.initial_max_stream_data_bidi_remote = cfg.initial_max_stream_data;
+    local_params.initial_max_streams_bidi = cfg.initial_max_streams;
+    local_params.ack_delay_exponent = kAckDelayExponent;
     local_params.max_ack_delay_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_ack_delay).count());
     local_params.application_params = cfg.application_params;
     hello.resize(64 + wire::kMaxApplicationParams);
     wire::Writer w(hello);
-    if (!wire::encode_transport_params(w, local_params)) throw std::logic_error("transport parameters do not fit");
+    if (!wire::encode_transport_params(w, local_params, client ? wire::Role::client : wire::Role::server)) throw std::logic_error("transport parameters do not fit");
     hello.resize(w.position());
     // Before the handshake, only the minimum datagram size is known to pass.
     mds = kMinDatagramSize;
@@ -231,13 +236,13 @@ bool Connection::Impl::decode_frames(const wire::ParsedPacket& pkt, bool& ack_el
     wire::Error err;
     while (!r.empty()) {
         wire::Frame f;
-        if (!wire::decode_frame(r, f, err)) {
-            close_with_error(CloseCode::frame_encoding_error, err.what, now);
+        if (!wire::decode_frame(r, f, err, ack_delay_exponent(type, have_peer_params ? &peer_params : nullptr))) {
+            close_with_error(err.code, err.what, now);
             return false;
         }
         if (!frame_allowed(f, type)) {
             close_with_error(CloseCode::protocol_violation,
-                             fmt::format("{} frame not allowed in a {} packet", frame_name(f),
+                             fmt::format("{} frame not allowed in a {} packet", wire::frame_name(f),
                                          type == wire::PacketType::one_rtt ? "1-RTT" : "handshake"),
                              now);
             return false;
@@ -259,6 +264,8 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
             if constexpr (std::is_same_v<T, wire::PaddingFrame> || std::is_same_v<T, wire::PingFrame>) {
                 return true;
             } else if constexpr (std::is_same_v<T, wire::AckFrame>) {
+                // ECN counts (0x03) are not validated: ndm marks no packet
+                // ECT, so there is nothing to check them against (RFC 9000 §13.4.2).
                 on_ack_frame(f, now);
             } else if constexpr (std::is_same_v<T, wire::CryptoFrame>) {
                 if (f.offset != 0) {
@@ -273,10 +280,11 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
             } else if constexpr (std::is_same_v<T, wire::MaxStreamDataFrame>) {
                 if (!on_stream_result(streams.on_max_stream_data(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::MaxStreamsFrame>) {
-                streams.on_max_streams(f.maximum);
+                if (f.bidi) streams.on_max_streams(f.maximum);  // ndm opens no unidirectional streams
             } else if constexpr (std::is_same_v<T, wire::DataBlockedFrame> ||
-                                 std::is_same_v<T, wire::StreamDataBlockedFrame>) {
-                return true;  // informational: our windows slide as the application reads
+                                 std::is_same_v<T, wire::StreamDataBlockedFrame> ||
+                                 std::is_same_v<T, wire::StreamsBlockedFrame>) {
+                return true;  // informational: our windows and stream limit slide as the application reads
             } else if constexpr (std::is_same_v<T, wire::ConnectionCloseFrame>) {
                 enter_draining(f, now);
                 return false;
@@ -286,10 +294,37 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
                 } else {
                     handshake_confirmed = true;
                 }
+            } else {
+                on_v1_frame(f, now);
             }
             return state == ConnectionState::handshaking || state == ConnectionState::established;
         },
         frame);
+}
+
+// The v1 frames ndm does not act on yet (RFC 9000 §19): what it can answer
+// correctly now, it answers; the rest closes as PROTOCOL_VIOLATION naming it.
+void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
+    if (const auto* c = std::get_if<wire::PathChallengeFrame>(&frame)) {
+        path_response = c->data;  // RFC 9000 §8.2.2: echoed in a PATH_RESPONSE; the latest one only
+    } else if (std::holds_alternative<wire::PathResponseFrame>(frame)) {
+        // ndm sends no PATH_CHALLENGE; an unsolicited response MAY be ignored (RFC 9000 §8.2.2).
+    } else if (std::holds_alternative<wire::NewTokenFrame>(frame)) {
+        // RFC 9000 §19.7: a server must not receive one; a client may keep
+        // it for later connections (ndm keeps none).
+        if (!client) close_with_error(CloseCode::protocol_violation, "NEW_TOKEN frame sent by a client", now);
+    } else if (const auto* r = std::get_if<wire::RetireConnectionIdFrame>(&frame)) {
+        // ndm issues only sequence number 0, the one the peer's packets carry
+        // (RFC 9000 §19.16: a higher number MUST, the packet's own MAY close).
+        close_with_error(CloseCode::protocol_violation,
+                         fmt::format("RETIRE_CONNECTION_ID frame for sequence number {}: only connection id 0 "
+                                     "was issued, and the packet carrying the frame uses it",
+                                     r->sequence),
+                         now);
+    } else {
+        close_with_error(CloseCode::protocol_violation,
+                         fmt::format("{} frame not supported", wire::frame_name(frame)), now);
+    }
 }
 
 // A frame the stream set rejected closes the connection; false then.
@@ -301,14 +336,14 @@ bool Connection::Impl::on_stream_result(StreamResult r, Instant now) {
 
 void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instant now) {
     wire::Error err;
-    if (!wire::decode_transport_params(data, peer_params, err)) {
+    if (!wire::decode_transport_params(data, client ? wire::Role::server : wire::Role::client, peer_params, err)) {
         close_with_error(CloseCode::transport_parameter_error, err.what, now);
         return;
     }
     have_peer_params = true;
     loss.set_max_ack_delay(std::chrono::milliseconds(peer_params.max_ack_delay_ms));
-    streams.on_peer_params(peer_params.initial_max_data, peer_params.initial_max_stream_data,
-                           peer_params.initial_max_streams);
+    streams.on_peer_params(peer_params.initial_max_data, peer_params.initial_max_stream_data_bidi_local,
+                           peer_params.initial_max_stream_data_bidi_remote, peer_params.initial_max_streams_bidi);
     if (client) {
         crypto_pending = false;  // the server's hello proves ours arrived
         set_established(now);
@@ -321,7 +356,8 @@ void Connection::Impl::set_established(Instant now) {
     if (state != ConnectionState::handshaking) return;
     state = ConnectionState::established;
     handshake_deadline = kNever;
-    std::size_t negotiated = std::min<std::size_t>(cfg.max_datagram_size, peer_params.max_datagram_size);
+    // The peer may allow more than 65507 (RFC 9000 §18.2); ours caps it.
+    std::size_t negotiated = std::min<std::uint64_t>(cfg.max_datagram_size, peer_params.max_udp_payload_size);
     if (negotiated != mds) {
         mds = negotiated;
         // The controller's windows are in units of the datagram size.
@@ -509,7 +545,7 @@ bool Connection::Impl::note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight
 bool Connection::Impl::has_eliciting_data() const {
     if (crypto_pending) return true;
     if (state != ConnectionState::established) return false;
-    return handshake_done_pending || streams.has_control_frames() || streams.has_pending_data();
+    return handshake_done_pending || path_response || streams.has_control_frames() || streams.has_pending_data();
 }
 
 bool Connection::Impl::can_send_eliciting(Instant now) const {
@@ -551,8 +587,9 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
 
     SentFrames sent_frames;
     if (obs) trace_frames.clear();
-    FrameSink sink(w, sent_frames, obs ? &trace_frames : nullptr);
+    FrameSink sink(w, sent_frames, obs ? &trace_frames : nullptr, ack_delay_exponent(h.type, &local_params));
     bool retransmission = false;
+    const bool path_response_due = path_response.has_value();
     if (closing) {
         write_close_frame(sink, h.type);
     } else {
@@ -561,10 +598,13 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     }
 
     if (w.position() == header_end) return 0;  // nothing fit (cannot happen with >= 1200-byte packets)
-    // Client hellos are padded so that the path is known to carry 1200-byte datagrams.
+    // Client hellos are padded so that the path is known to carry 1200-byte
+    // datagrams, and so are PATH_RESPONSEs (RFC 9000 §8.2.2).
     bool padded = false;
-    if (h.type == wire::PacketType::initial && !closing) {
-        std::size_t pad = w.remaining();
+    const bool path_response_sent = path_response_due && !path_response;
+    if ((h.type == wire::PacketType::initial && !closing) || path_response_sent) {
+        const std::size_t target = std::min(limit, kMinDatagramSize - wire::kIntegrityTagSize);
+        std::size_t pad = w.position() < target ? target - w.position() : 0;
         if (pad > 0) {
             sink.put(wire::PaddingFrame{pad});
             padded = true;
@@ -625,6 +665,8 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, bool probe) {
     if (state == ConnectionState::established) {
         if (handshake_done_pending && sink.put(wire::HandshakeDoneFrame{}, sent::HandshakeDone{}))
             handshake_done_pending = false;
+        // Never retransmitted (RFC 9000 §13.3): no record for loss recovery.
+        if (path_response && sink.put(wire::PathResponseFrame{*path_response})) path_response.reset();
         streams.write_control_frames(sink);
         retransmission = streams.write_stream_frames(sink);
     }

@@ -8,6 +8,7 @@
 #include <array>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ struct Connection::Impl {
     bool crypto_pending = true;
     bool handshake_confirmed = false;
     bool handshake_done_pending = false;
+    std::optional<std::array<std::uint8_t, wire::kPathDataSize>> path_response;  // PATH_CHALLENGE data to echo
     std::size_t mds;
 
     // ---- recovery and congestion control
@@ -111,6 +113,7 @@ struct Connection::Impl {
     bool decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now);
     bool process_frame(const wire::Frame& f, Instant now);
     bool on_stream_result(transport::StreamResult r, Instant now);
+    void on_v1_frame(const wire::Frame& f, Instant now);
     void on_ack_frame(const wire::AckFrame& ack, Instant now);
     void release_acked(const transport::SentPacket& p, Instant now);
     void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now);

@@ -41,8 +41,26 @@ trace::Frame transport::trace_frame(const wire::Frame& frame) {
                 t.offset = f.offset;
                 t.length = f.data.size();
                 t.fin = f.fin;
-            } else if constexpr (std::is_same_v<F, wire::MaxDataFrame> || std::is_same_v<F, wire::MaxStreamsFrame>) {
+            } else if constexpr (std::is_same_v<F, wire::MaxDataFrame>) {
                 t.value = f.maximum;
+            } else if constexpr (std::is_same_v<F, wire::MaxStreamsFrame>) {
+                t.value = f.maximum;
+                t.unidirectional = !f.bidi;
+            } else if constexpr (std::is_same_v<F, wire::StreamsBlockedFrame>) {
+                t.value = f.limit;
+                t.unidirectional = !f.bidi;
+            } else if constexpr (std::is_same_v<F, wire::ResetStreamFrame>) {
+                t.stream_id = f.stream_id;
+                t.value = f.error_code;
+                t.offset = f.final_size;
+            } else if constexpr (std::is_same_v<F, wire::StopSendingFrame>) {
+                t.stream_id = f.stream_id;
+                t.value = f.error_code;
+            } else if constexpr (std::is_same_v<F, wire::NewTokenFrame>) {
+                t.length = f.token.size();
+            } else if constexpr (std::is_same_v<F, wire::NewConnectionIdFrame> ||
+                                 std::is_same_v<F, wire::RetireConnectionIdFrame>) {
+                t.value = f.sequence;
             } else if constexpr (std::is_same_v<F, wire::MaxStreamDataFrame>) {
                 t.stream_id = f.stream_id;
                 t.value = f.maximum;
@@ -59,7 +77,7 @@ trace::Frame transport::trace_frame(const wire::Frame& frame) {
         frame);
     return t;
 }
-static_assert(static_cast<std::size_t>(trace::Frame::Type::handshake_done) + 1 == std::variant_size_v<wire::Frame>);
+static_assert(static_cast<std::size_t>(trace::Frame::Type::path_response) + 1 == std::variant_size_v<wire::Frame>);
 
 // ============================================================================
 // Tracing

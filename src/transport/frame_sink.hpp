@@ -20,13 +20,15 @@ trace::Frame trace_frame(const wire::Frame& frame);
 
 class FrameSink {
 public:
-    // trace may be null: no tracer, no trace frames.
-    FrameSink(wire::Writer& w, SentFrames& sent, std::vector<trace::Frame>* trace)
-        : w_(w), sent_(sent), trace_(trace) {}
+    // trace may be null: no tracer, no trace frames. ACK frames are encoded
+    // with ack_delay_exponent (RFC 9000 §19.3).
+    FrameSink(wire::Writer& w, SentFrames& sent, std::vector<trace::Frame>* trace,
+              unsigned ack_delay_exponent = wire::kDefaultAckDelayExponent)
+        : w_(w), sent_(sent), trace_(trace), ack_delay_exponent_(ack_delay_exponent) {}
 
     // Encodes f if it fits; false (and nothing written) otherwise.
     bool put(const wire::Frame& f) {
-        if (!wire::encode_frame(w_, f)) return false;
+        if (!wire::encode_frame(w_, f, ack_delay_exponent_)) return false;
         eliciting_ |= wire::is_ack_eliciting(f);
         if (trace_) trace_->push_back(trace_frame(f));
         return true;
@@ -44,6 +46,7 @@ private:
     wire::Writer& w_;
     SentFrames& sent_;
     std::vector<trace::Frame>* trace_;
+    unsigned ack_delay_exponent_;
     bool eliciting_ = false;
 };
 

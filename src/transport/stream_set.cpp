@@ -17,15 +17,20 @@ StreamSet::StreamSet(const Config& config, std::deque<Event>& events)
     : cfg_(config), events_(events), conn_credit_(0), conn_window_(config.max_data),
       local_max_streams_(config.max_streams) {}
 
-void StreamSet::on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data, std::uint64_t max_streams) {
+void StreamSet::on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data_bidi_local,
+                               std::uint64_t max_stream_data_bidi_remote, std::uint64_t max_streams) {
     conn_credit_.raise(max_data);
-    peer_max_stream_data_ = max_stream_data;
+    peer_max_stream_data_local_ = max_stream_data_bidi_local;
+    peer_max_stream_data_remote_ = max_stream_data_bidi_remote;
     peer_max_streams_ = max_streams;
 }
 
-// Creates a stream with our buffer and window and the peer's initial credit.
+// Creates a stream with our buffer and window and the peer's initial credit:
+// RFC 9000 §18.2, the peer's bidi_local limit covers the streams it opened,
+// its bidi_remote limit those we opened.
 void StreamSet::add(StreamId id) {
-    streams_.try_emplace(id, cfg_.send_buffer, peer_max_stream_data_, cfg_.max_stream_data);
+    const std::uint64_t credit = peer_initiated(id) ? peer_max_stream_data_local_ : peer_max_stream_data_remote_;
+    streams_.try_emplace(id, cfg_.send_buffer, credit, cfg_.max_stream_data);
 }
 
 // ============================================================================

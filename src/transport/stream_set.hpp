@@ -67,7 +67,8 @@ public:
     StreamSet(const Config& config, std::deque<Event>& events);
 
     // The peer's initial limits from its transport parameters (RFC 9000 §18.2).
-    void on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data, std::uint64_t max_streams);
+    void on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data_bidi_local,
+                        std::uint64_t max_stream_data_bidi_remote, std::uint64_t max_streams);
 
     // ---- the application's side
     // nullopt when the peer's stream limit is reached.
@@ -131,7 +132,8 @@ private:
     ReceiveWindow conn_window_;
     bool max_data_pending_ = false;
     std::uint64_t data_blocked_sent_at_ = UINT64_MAX;
-    std::uint64_t peer_max_stream_data_ = 0;  // the peer's initial MAX_STREAM_DATA
+    std::uint64_t peer_max_stream_data_local_ = 0;   // the peer's initial MAX_STREAM_DATA, streams it opens
+    std::uint64_t peer_max_stream_data_remote_ = 0;  // and streams we open
     std::uint64_t next_local_index_ = 0;   // streams we opened
     std::uint64_t peer_next_index_ = 0;    // streams the peer opened (implicitly or not)
     std::uint64_t peer_max_streams_ = 0;   // how many we may open

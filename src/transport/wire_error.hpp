@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ndm/connection.hpp"  // CloseCode: the RFC 9000 §20.1 transport error codes
+
 namespace ndm::wire {
 
 enum class ErrorKind {
@@ -20,6 +22,10 @@ enum class ErrorKind {
 struct Error {
     ErrorKind kind;
     std::string what;  // human-readable, names the field
+    // The connection error the RFC names for it (RFC 9000 §20.1): frames fail
+    // with FRAME_ENCODING_ERROR, transport parameters with
+    // TRANSPORT_PARAMETER_ERROR; packet parsing leaves the default.
+    CloseCode code = CloseCode::frame_encoding_error;
 };
 
 }  // namespace ndm::wire

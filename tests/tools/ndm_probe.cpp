@@ -115,12 +115,12 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
     if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) usage("socket/connect failed");
     wire::TransportParams tp;
     tp.initial_max_data = 1u << 20;
-    tp.initial_max_stream_data = 1u << 20;
-    tp.initial_max_streams = 10;
+    tp.initial_max_stream_data_bidi_local = tp.initial_max_stream_data_bidi_remote = 1u << 20;
+    tp.initial_max_streams_bidi = 10;
     tp.application_params.assign(params.begin(), params.end());
     std::vector<std::uint8_t> hello_bytes(1100);
     wire::Writer pw(hello_bytes);
-    if (!wire::encode_transport_params(pw, tp)) usage("params do not fit");
+    if (!wire::encode_transport_params(pw, tp, wire::Role::client)) usage("params do not fit");
     hello_bytes.resize(pw.position());
 
     wire::PacketHeader h;
