@@ -2,8 +2,12 @@
 // memory, level by level, as the connection will do with CRYPTO frames.
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -53,6 +57,31 @@ inline std::string describe(const tls::TlsSession& s) {
     const auto& e = *s.error();
     return std::to_string(e.code) + " " + e.alert_name + ": " + e.message;
 }
+
+// A scratch directory for certificate and key-log files, removed at the end.
+class TempDir {
+public:
+    explicit TempDir(const std::string& name)
+        : path_(std::filesystem::temp_directory_path() / ("ndm_tls_test_" + name + "_" + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    [[nodiscard]] std::string file(const std::string& name, const std::string& content) const {
+        const auto p = path_ / name;
+        std::ofstream(p, std::ios::binary) << content;
+        return p.string();
+    }
+    [[nodiscard]] std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+    std::filesystem::path path_;
+};
 
 // One CRYPTO flight: the bytes one side sent at one level.
 struct Flight {
