@@ -6,6 +6,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -124,6 +125,16 @@ void set_serial(gnutls_x509_crt_t crt) {
     check(gnutls_x509_crt_set_serial(crt, serial.data(), serial.size()), "certificate serial");
 }
 
+// GnuTLS 3.7.9's gnutls_certificate_set_x509_key accepts an Ed25519 key that
+// is not the certificate's; compare the public-key IDs instead.
+bool key_matches(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key) {
+    std::array<unsigned char, 64> a{}, b{};
+    std::size_t na = a.size(), nb = b.size();
+    if (gnutls_x509_crt_get_key_id(crt, GNUTLS_KEYID_USE_SHA256, a.data(), &na) < 0) return false;
+    if (gnutls_x509_privkey_get_key_id(key, GNUTLS_KEYID_USE_SHA256, b.data(), &nb) < 0) return false;
+    return na == nb && std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(na), b.begin());
+}
+
 }  // namespace
 
 PemCertificate generate_self_signed(const std::vector<std::string>& names, std::chrono::system_clock::time_point now,
@@ -191,7 +202,8 @@ ServerCredentials ServerCredentials::from_pem(const PemCertificate& pem, std::st
         free_crts();
         throw;
     }
-    rc = gnutls_certificate_set_x509_key(state->cred, crts, n, key.get());
+    const bool match = key_matches(crts[0], key.get());
+    rc = match ? gnutls_certificate_set_x509_key(state->cred, crts, n, key.get()) : GNUTLS_E_CERTIFICATE_KEY_MISMATCH;
     free_crts();
     if (rc == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
         throw CredentialError(
