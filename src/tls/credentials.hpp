@@ -1,0 +1,101 @@
+// Certificates for the QUIC handshake (RFC 9001 §4.4): what a server presents
+// and how a client decides to trust it. The server loads a PEM chain and key
+// or generates a self-signed Ed25519 certificate and shows its fingerprint;
+// the client trusts the system store, a CA file, a pinned SHA-256 fingerprint
+// of the leaf, or - only when told so - anything. GnuTLS does the work; the
+// handles here are shared by every session that uses them (docs/tls.md).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ndm::tls {
+
+// A certificate or key could not be loaded or made; what() names the file
+// (or the input) and the problem in one line.
+class CredentialError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// SHA-256 of the leaf certificate's DER encoding. Printed as 64 lower-case
+// hex digits without separators; parsed with or without ':' between bytes,
+// in either case.
+struct Fingerprint {
+    std::array<std::uint8_t, 32> bytes{};
+    friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
+};
+std::string to_string(const Fingerprint& fp);
+std::optional<Fingerprint> parse_fingerprint(std::string_view text);
+Fingerprint fingerprint_of_der(const std::uint8_t* der, std::size_t size);
+
+// A PEM certificate (chain, leaf first) with its private key: what the
+// server tools write or read with --cert/--key.
+struct PemCertificate {
+    std::string certificate_pem;
+    std::string key_pem;
+};
+
+// A self-signed certificate with an Ed25519 key (fixed-size signatures,
+// RFC 8032), for `names` (each an IPv4/IPv6 literal becomes an iPAddress
+// SAN, anything else a dNSName; the first is also the subject CN), valid from
+// now - 1 h to now + validity. `now` is a parameter: this module reads no clock.
+PemCertificate generate_self_signed(const std::vector<std::string>& names, std::chrono::system_clock::time_point now,
+                                    std::chrono::seconds validity = std::chrono::hours(24 * 30));
+
+struct ServerCredentialsState;  // gnutls_certificate_credentials_t, shared
+
+// What a server presents: a certificate chain and its key.
+class ServerCredentials {
+public:
+    // From PEM text; the origins name where each part came from in errors.
+    static ServerCredentials from_pem(const PemCertificate& pem, std::string_view cert_origin = "certificate",
+                                      std::string_view key_origin = "private key");
+    // From files (--cert, --key); errors name the file and the problem.
+    static ServerCredentials load(const std::string& cert_file, const std::string& key_file);
+    // generate_self_signed() in memory.
+    static ServerCredentials self_signed(const std::vector<std::string>& names, std::chrono::system_clock::time_point now,
+                                         std::chrono::seconds validity = std::chrono::hours(24 * 30));
+
+    [[nodiscard]] const Fingerprint& fingerprint() const;  // of the leaf
+    [[nodiscard]] const std::string& certificate_pem() const;  // the chain, no key
+    [[nodiscard]] std::shared_ptr<ServerCredentialsState> state() const { return state_; }
+
+private:
+    explicit ServerCredentials(std::shared_ptr<ServerCredentialsState> s) : state_(std::move(s)) {}
+    std::shared_ptr<ServerCredentialsState> state_;
+};
+
+// How a client decides to trust the server's certificate.
+enum class VerifyMode : std::uint8_t {
+    system,    // the system trust store (gnutls_certificate_set_x509_system_trust)
+    ca_file,   // the CAs (or self-signed certificates) of a PEM file (--ca)
+    pin,       // a leaf whose SHA-256 fingerprint matches (--pin); names are not checked
+    insecure,  // anything (--insecure): explicit, never a default
+};
+
+struct ClientCredentialsState;
+
+class ClientCredentials {
+public:
+    static ClientCredentials system();
+    static ClientCredentials ca_file(const std::string& path);
+    static ClientCredentials pinned(const Fingerprint& fp);
+    static ClientCredentials insecure();
+
+    [[nodiscard]] VerifyMode mode() const;
+    [[nodiscard]] std::shared_ptr<ClientCredentialsState> state() const { return state_; }
+
+private:
+    explicit ClientCredentials(std::shared_ptr<ClientCredentialsState> s) : state_(std::move(s)) {}
+    std::shared_ptr<ClientCredentialsState> state_;
+};
+
+}  // namespace ndm::tls
