@@ -11,7 +11,9 @@
 #      than include/ndm offers, the library lacks an API.
 #   4. include/ndm/ includes only include/ndm/ and system or third-party
 #      headers.
-#   5. Comments and docs cite only what a clone of the repository holds (its
+#   5. The cryptography (src/crypto, src/tls) sits below the core: it
+#      includes nothing of ndm but itself, src/util and include/ndm/time.hpp.
+#   6. Comments and docs cite only what a clone of the repository holds (its
 #      docs, RFCs, papers): no notes kept outside it.
 # Prints each violating line (file:line: text) under its rule; exits 1 if
 # there is any, 0 if none. Usage: check_layering.sh [repository] (default:
@@ -44,6 +46,9 @@ rule "the transport core (src/transport, src/cc) includes a higher layer" \
 rule "src/ includes tools/" "${inc}(tools|common)/" src
 rule "tools/ includes a private header of src/" "${inc}(${src_dirs})/" tools
 rule "include/ndm/ includes a private header" "${inc}(${src_dirs}|tools|common|train)/" include
+rule "src/crypto or src/tls includes a layer above it" \
+    "${inc}((transport|cc|io|emu|sim|trace|workload|tools|common|train)/|ndm/(connection|cc|emu|sim|endpoint|link|qlog|stats|train|ndm_model|udp_socket|workload|version)\.hpp)" \
+    src/crypto src/tls
 rule "a comment or doc cites notes outside the repository" \
     'shared/docs|transport-notes|quic-tls-bbr|emulator-notes|ndm-spec\.md|ARCHITECTURE\.md|seed-experiment' \
     src include tools tests bench scripts docs README.md CMakeLists.txt data ':!scripts/check_layering.sh' \

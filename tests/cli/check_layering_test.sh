@@ -19,6 +19,8 @@ put src/io/endpoint.cpp '#include "io/backend.hpp"' '#include "transport/frame.h
 put src/sim/simulator.cpp '#include "ndm/sim.hpp"' '#include "ndm/workload.hpp"'
 put src/util/clock.cpp '#include "ndm/time.hpp"'
 put tools/ndm_send.cpp '#include "common/cli.hpp"' '#include "ndm/endpoint.hpp"' '#include <CLI/CLI.hpp>'
+mkdir -p src/crypto src/tls && put src/crypto/aead.cpp '#include "crypto/aead.hpp"' '#include "ndm/time.hpp"' '#include "util/rng.hpp"'
+put src/tls/tls_session.cpp '#include "tls/tls_session.hpp"' '#include "crypto/suite.hpp"' '#include <gnutls/gnutls.h>'
 mkdir -p src/train && put src/train/learn.cpp '#include "train/learn.hpp"' '// RFC 9002 §7.8, docs/ndm-lkm.md §1.6'
 git add -A
 
@@ -52,6 +54,9 @@ expect_violation tools/common/bad.hpp '#include "cc/ndm/model.hpp"'
 expect_violation tools/bad.cpp '#include <util/rng.hpp>'
 expect_violation include/ndm/bad.hpp '#include "util/rng.hpp"'
 expect_violation include/ndm/bad.hpp '#include "common/cli.hpp"'
+expect_violation src/crypto/bad.cpp '#include "transport/packet.hpp"'
+expect_violation src/tls/bad.cpp '#include "ndm/connection.hpp"'
+expect_violation src/crypto/bad.hpp '#include "io/backend.hpp"'
 expect_violation src/cc/bad.cpp '// as ndm-spec.md §1.6 says'
 expect_violation docs/bad.md 'see ../shared/docs/transport-notes.md'
 # A new private directory of src/ is private at once.
