@@ -62,5 +62,5 @@ err=$("$bin" --repeat 0 --out "$out/x" 2>&1 >/dev/null); rc=$?
 set -e
 [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && echo "$err" | grep -q -- "--repeat" \
   || { echo "FAIL: bad option: rc=$rc $err"; exit 1; }
-"$bin" --help | grep -q -- "--profile" || { echo "FAIL: --help"; exit 1; }
+grep -q -- "--profile" <<<"$("$bin" --help)" || { echo "FAIL: --help"; exit 1; }
 echo "ndm-compare CLI: all checks passed"

@@ -47,7 +47,7 @@ if grep -q $'\e' "$out/recv_err.txt" "$out/recv.txt"; then fail "a raw escape by
 # 2b. A -P 2 test whose second connection never comes ends after one idle
 # timeout, closing the first with the reason, even though that one stays alive.
 idle=()
-if "$recv" --help | grep -q -- --idle-timeout; then idle=(--idle-timeout 3); fi
+if grep -q -- --idle-timeout <<<"$("$recv" --help)"; then idle=(--idle-timeout 3); fi
 start_server "${idle[@]}"
 join=$(params 1 false cubic | sed 's/"streams":1/"streams":2/')
 timeout 70 "$probe" hello --to "127.0.0.1:$port" --params "$join" --keepalive > "$out/probe.txt" || fail "join probe: $(cat "$out/probe.txt")"

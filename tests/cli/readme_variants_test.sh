@@ -160,7 +160,7 @@ known=(
 presets=(urban-lte urban-lte-inorder lte-verizon lte-tmobile lte-att-driving wifi lossy-wifi satellite 3g)
 
 for k in "${known[@]}"; do
-  printf '%s\n' "${shown[@]}" | grep -qxF -- "$k" || fail "README.md no longer shows '$k': update this test"
+  grep -qxF -- "$k" <<<"$(printf '%s\n' "${shown[@]}")" || fail "README.md no longer shows '$k': update this test"
 done
 for c in "${shown[@]}"; do
   echo "README: $c"
