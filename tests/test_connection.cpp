@@ -2,6 +2,7 @@
 // flow control, close, timeouts, and hostile input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 
@@ -718,4 +719,23 @@ TEST_CASE("heavy real loss stays under the fragmentation cap") {
     auto data = bytes(3'000'000, 11);
     CHECK(transfer(p, data) == data);
     CHECK(p.server->is_established());
+}
+
+TEST_CASE("connection IDs come from ConnectionConfig::random_bytes when it is set, else from the seed") {
+    ConnectionConfig cfg;
+    cfg.seed = 7;
+    const auto seeded_a = Connection::connect(cfg, Instant{});
+    const auto seeded_b = Connection::connect(cfg, Instant{});
+    CHECK(std::vector<std::uint8_t>(seeded_a->local_cid().begin(), seeded_a->local_cid().end()) ==
+          std::vector<std::uint8_t>(seeded_b->local_cid().begin(), seeded_b->local_cid().end()));  // reproducible
+    std::size_t calls = 0;
+    cfg.random_bytes = [&calls](std::span<std::uint8_t> out) {
+        ++calls;
+        for (auto& b : out) b = 0xab;
+    };
+    const auto sourced = Connection::connect(cfg, Instant{});
+    CHECK(calls == 2);  // the client's own CID and the server's initial DCID
+    const auto cid = sourced->local_cid();
+    CHECK(cid.size() == 8);
+    CHECK(std::all_of(cid.begin(), cid.end(), [](std::uint8_t b) { return b == 0xab; }));
 }

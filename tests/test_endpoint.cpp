@@ -23,6 +23,7 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "util/rng.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/sim.hpp"
@@ -810,4 +811,68 @@ TEST_CASE("io_uring backend: asynchronous sends leave in submission order") {
     const std::string mode = async ? "asynchronous (io-wq)" : "inline";
     MESSAGE("io_uring sends " << mode << "; received " << seen.size() << " of " << kCount);
     CHECK(async != inline_);  // exactly one of the two modes, and it says which
+}
+
+namespace {
+
+// The inverse of util::splitmix64's finalizer, for the prediction attack below.
+std::uint64_t inverse_mod_2_64(std::uint64_t a) {  // a odd; Newton's iteration
+    std::uint64_t x = a;
+    for (int i = 0; i < 5; ++i) x *= 2 - a * x;
+    return x;
+}
+std::uint64_t unxorshift(std::uint64_t y, unsigned s) {
+    std::uint64_t x = y;
+    for (unsigned k = s; k < 64; k += s) x = y ^ (x >> s);
+    return x;
+}
+std::uint64_t unsplitmix64(std::uint64_t z) {
+    z = unxorshift(z, 31);
+    z *= inverse_mod_2_64(0x94d049bb133111ebull);
+    z = unxorshift(z, 27);
+    z *= inverse_mod_2_64(0xbf58476d1ce4e5b9ull);
+    z = unxorshift(z, 30);
+    return z - 0x9e3779b97f4a7c15ull;
+}
+std::uint64_t cid_word(std::span<const std::uint8_t> cid) {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < 8 && i < cid.size(); ++i) v |= std::uint64_t{cid[i]} << (8 * i);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("endpoint: one observed connection ID does not predict the next connection's (RFC 9000 21.9)") {
+    // The attack of issue 15: with IDs drawn from a seeded splitmix64 chain,
+    // inverting the generator on one client CID gives the connection's seed,
+    // inverting it again the endpoint's state, and running it forward the
+    // next connection's CID. The endpoint draws IDs from GnuTLS's generator,
+    // so the prediction must fail.
+    CHECK(unsplitmix64(util::splitmix64(12345)) == 12345);  // the inversion itself works
+    const auto predict_next = [](std::uint64_t cid1) {
+        const std::uint64_t seed1 = unsplitmix64(cid1);                         // the connection's seed
+        std::uint64_t state = unsplitmix64(seed1) + 0x9e3779b97f4a7c15ull;      // the endpoint's, advanced
+        std::uint64_t seed2 = util::splitmix64_next(state);
+        return util::splitmix64_next(seed2);
+    };
+    {
+        // The attack works on seeded IDs (what the endpoint did before): seeds
+        // drawn from one splitmix64 chain, as Endpoint::with_seed draws them.
+        std::uint64_t chain = 0x5eed;
+        ConnectionConfig seeded;
+        seeded.seed = util::splitmix64_next(chain);
+        const auto a = Connection::connect(seeded, Instant{});
+        seeded.seed = util::splitmix64_next(chain);
+        const auto b = Connection::connect(seeded, Instant{});
+        CHECK(predict_next(cid_word(a->local_cid())) == cid_word(b->local_cid()));
+    }
+    EndpointConfig cfg;
+    cfg.bind_address = "127.0.0.1";
+    Endpoint ep(cfg);
+    const auto first = ep.connect("127.0.0.1", 9);
+    const auto second = ep.connect("127.0.0.1", 9);
+    const std::uint64_t cid1 = cid_word(ep.connection(first)->local_cid());
+    const std::uint64_t cid2 = cid_word(ep.connection(second)->local_cid());
+    CHECK(predict_next(cid1) != cid2);
+    CHECK(cid1 != cid2);
 }

@@ -142,8 +142,15 @@ struct ConnectionConfig {
     bool pacing = true;
     // Opaque bytes carried in the handshake (the tools put test parameters here).
     std::vector<std::uint8_t> application_params;
-    // Seeds connection IDs; give each connection its own.
+    // Seeds connection IDs when `random_bytes` is unset; give each connection
+    // its own.
     std::uint64_t seed = 1;
+    // Where connection IDs come from. They must be unpredictable (RFC 9000
+    // §5.1, §21.9): one observed ID must not reveal the next. Unset, they are
+    // derived from `seed`, deterministic, which only the virtual-time
+    // simulator should rely on; the Endpoint sets a cryptographic source
+    // (GnuTLS's random generator) for every connection it makes.
+    std::function<void(std::span<std::uint8_t>)> random_bytes;
     // Optional tracing (see trace::ConnectionObserver); unset costs nothing.
     trace::ObserverFactory observer;
 };

@@ -64,7 +64,8 @@ struct EndpointConfig {
     // Server side: create connections for unknown Initial datagrams.
     bool accept_connections = false;
     // Defaults for connections this endpoint creates (connect and accept).
-    // The seed is replaced per connection so connection IDs never collide.
+    // The seed is replaced per connection, and unless `random_bytes` is set the
+    // connection IDs come from a cryptographic generator (ConnectionConfig).
     ConnectionConfig connection;
     // Optional impairments, one Link per connection and direction (e.g. a
     // sim::SimpleLink, or src/emu's emulator). Egress sits between

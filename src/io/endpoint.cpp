@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "crypto/random.hpp"
 #include "io/backend.hpp"
 #include "io/probe.hpp"
 #include "io/transmit_batch.hpp"
@@ -232,6 +233,9 @@ struct Endpoint::Impl final : io::RxHandler {
 
     ConnectionConfig with_seed(ConnectionConfig c) {
         c.seed = util::splitmix64_next(seed_state);
+        // On a socket connection IDs are unpredictable (RFC 9000 §21.9): a seeded
+        // generator would give the next connection's away from one observed ID.
+        if (!c.random_bytes) c.random_bytes = [](std::span<std::uint8_t> out) { crypto::CryptoRandom{}.fill(out); };
         if (!c.observer && qlog) c.observer = qlog;
         return c;
     }

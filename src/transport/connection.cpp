@@ -22,11 +22,16 @@ namespace {
 constexpr std::size_t kInitialPacketSize = kMinDatagramSize;  // client hellos are padded to this
 constexpr double kPacingGain = 1.25;                         // RFC 9002 §7.7
 
-wire::ConnectionId random_cid(std::uint64_t& state) {
-    // Derived from the configured seed so that simulations are reproducible.
-    std::uint64_t v = util::splitmix64_next(state);
+// From the configured random source, else derived from the seed so that
+// simulations are reproducible (ConnectionConfig::random_bytes).
+wire::ConnectionId random_cid(const ConnectionConfig& cfg, std::uint64_t& state) {
     wire::ConnectionId cid;
     cid.length = wire::kShortCidLength;
+    if (cfg.random_bytes) {
+        cfg.random_bytes(std::span<std::uint8_t>(cid.bytes.data(), cid.length));
+        return cid;
+    }
+    const std::uint64_t v = util::splitmix64_next(state);
     for (std::size_t i = 0; i < wire::kShortCidLength; ++i) cid.bytes[i] = static_cast<std::uint8_t>(v >> (8 * i));
     return cid;
 }
@@ -77,7 +82,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
         throw std::invalid_argument(fmt::format("application parameters of {} bytes exceed {} bytes",
                                                 cfg.application_params.size(), wire::kMaxApplicationParams));
     }
-    local_cid = random_cid(rng);
+    local_cid = random_cid(cfg, rng);
     local_params.max_idle_timeout_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.idle_timeout).count());
     local_params.max_udp_payload_size = cfg.max_datagram_size;
@@ -114,7 +119,7 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
 
 std::unique_ptr<Connection> Connection::connect(const ConnectionConfig& config, Instant now) {
     auto impl = std::make_unique<Impl>(config, true, now);
-    impl->original_dcid = random_cid(impl->rng);
+    impl->original_dcid = random_cid(impl->cfg, impl->rng);
     impl->peer_cid = impl->original_dcid;
     impl->attach_observer(config.observer, now);
     spdlog::debug("ndm: client connection created, cc={}", config.cc);
