@@ -54,12 +54,20 @@ Bytes long_packet(LongType type, const Bytes& dcid, std::size_t payload, std::ui
     return out;
 }
 
+ShortHeader short_header(std::uint64_t pn, std::size_t pn_length, bool key_phase) {
+    ShortHeader h;
+    h.dcid = cid(kShortDcid);
+    h.packet_number = pn;
+    h.pn_length = pn_length;
+    h.key_phase = key_phase;
+    return h;
+}
+
 Bytes short_packet(const Bytes& dcid, std::size_t payload) {
     Bytes out(1 + dcid.size() + 4 + payload + ndm::crypto::kAeadTagSize);
     Writer w(out);
-    ShortHeader h;
+    ShortHeader h = short_header(0, 1, false);
     h.dcid = cid(dcid);
-    h.pn_length = 1;
     HeaderLayout layout;
     REQUIRE(write_short_header(w, h, layout));
     out.resize(layout.payload_offset + payload + ndm::crypto::kAeadTagSize);
@@ -80,6 +88,24 @@ Bytes with_body(const Bytes& header, std::size_t body) {
     return out;
 }
 
+LongHeader initial_header(const Bytes& dcid, const Bytes& scid, std::uint64_t pn, std::size_t pn_length) {
+    LongHeader h;
+    h.dcid = cid(dcid);
+    h.scid = cid(scid);
+    h.packet_number = pn;
+    h.pn_length = pn_length;
+    return h;
+}
+
+// A packet of `size` bytes with header h written and its Length patched.
+Bytes written(const LongHeader& h, std::size_t size, HeaderLayout& layout) {
+    Bytes out(size);
+    Writer w(out);
+    REQUIRE(write_long_header(w, h, layout));
+    REQUIRE(finish_long_header(out, layout));
+    return out;
+}
+
 HeaderError parse(const Bytes& data, PacketView& out) { return parse_packet_header(data, kShortDcid.size(), out); }
 
 }  // namespace
@@ -97,18 +123,10 @@ TEST_CASE("quic header: the client Initial of RFC 9001 A.2 parses and is written
     CHECK(v.packet.size() == 18 + 0x049e);
     CHECK((v.first_byte & 0x03) + 1 == 4);  // unprotected here: the pn length bits are readable
 
-    Bytes out(kClientInitialHeader.size() + 0x049e);
-    Writer w(out);
-    LongHeader h;
-    h.dcid = cid(kClientDcid);
-    h.packet_number = 2;
-    h.pn_length = 4;
     HeaderLayout layout;
-    REQUIRE(write_long_header(w, h, layout));
+    const Bytes out = written(initial_header(kClientDcid, {}, 2, 4), datagram.size(), layout);
     CHECK(layout.pn_offset == 18);
     CHECK(layout.payload_offset == 22);
-    out.resize(18 + 0x049e);
-    REQUIRE(finish_long_header(out, layout));
     CHECK(hex(std::span(out).first(kClientInitialHeader.size())) == hex(kClientInitialHeader));
 }
 
@@ -122,15 +140,9 @@ TEST_CASE("quic header: the server Initial of RFC 9001 A.3 parses and is written
     CHECK(v.pn_offset == 18);
     CHECK(v.packet.size() == datagram.size());
 
-    Bytes out(datagram.size());
-    Writer w(out);
-    LongHeader h;
-    h.scid = cid(kServerScid);
-    h.packet_number = 1;
-    h.pn_length = 2;
     HeaderLayout layout;
-    REQUIRE(write_long_header(w, h, layout));
-    REQUIRE(finish_long_header(out, layout));
+    const Bytes out = written(initial_header({}, kServerScid, 1, 2), datagram.size(), layout);
+    CHECK(layout.pn_offset == 18);
     CHECK(hex(std::span(out).first(kServerInitialHeader.size())) == hex(kServerInitialHeader));
 }
 
@@ -390,12 +402,8 @@ TEST_CASE("quic header: writers refuse out-of-range fields and the minimum paylo
 TEST_CASE("quic header: spin and key phase bits and the truncated packet number in the short header") {
     Bytes out(64);
     Writer w(out);
-    ShortHeader s;
-    s.dcid = cid(kShortDcid);
-    s.packet_number = 0x1234567;
-    s.pn_length = 2;
+    ShortHeader s = short_header(0x1234567, 2, true);
     s.spin = true;
-    s.key_phase = true;
     HeaderLayout layout;
     REQUIRE(write_short_header(w, s, layout));
     CHECK(out[0] == (0x40 | 0x20 | 0x04 | 0x01));
@@ -458,11 +466,7 @@ TEST_CASE("quic header: protect, parse, remove header protection and open a long
     {
         Bytes packet(200);
         Writer w(packet);
-        ShortHeader h;
-        h.dcid = cid(kShortDcid);
-        h.packet_number = 77;
-        h.pn_length = 1;
-        h.key_phase = true;
+        const ShortHeader h = short_header(77, 1, true);
         HeaderLayout layout;
         REQUIRE(write_short_header(w, h, layout));
         REQUIRE(w.bytes(plaintext));
