@@ -88,7 +88,8 @@ class DatagramPackets {
 public:
     DatagramPackets(std::span<const std::uint8_t> datagram, std::size_t short_dcid_length)
         : datagram_(datagram), short_dcid_length_(short_dcid_length) {}
-    // The next packet, or false at the end of the datagram or on an error.
+    // The next packet, or false at the end of the datagram or on an error
+    // (out is then unspecified).
     [[nodiscard]] bool next(PacketView& out);
     [[nodiscard]] HeaderError error() const { return error_; }
     [[nodiscard]] std::size_t dropped_other_dcid() const { return dropped_; }
