@@ -324,10 +324,10 @@ TEST_CASE("quic header: version negotiation built, parsed and checked (RFC 9000 
 
     const std::uint32_t supported[] = {kVersion1, 0x6b3343cfu};
     Bytes vn(600);
-    const std::size_t n = write_version_negotiation(vn, c.dcid, c.scid, supported, 0x3c);
+    const std::size_t n = write_version_negotiation(vn, c.dcid, c.scid, supported, 0xfc);
     REQUIRE(n == 1 + 4 + 1 + 255 + 1 + 255 + 8);
     vn.resize(n);
-    CHECK(vn[0] == (0x80 | 0x3c));
+    CHECK(vn[0] == (0xc0 | 0x3c));
     PacketView v;
     REQUIRE(parse(vn, v) == HeaderError::none);
     CHECK(v.kind == PacketKind::version_negotiation);

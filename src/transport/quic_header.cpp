@@ -224,7 +224,9 @@ std::size_t write_version_negotiation(std::span<std::uint8_t> out, std::span<con
         return 0;
     Writer w(out);
     // RFC 8999 §6: the DCID echoes the client's SCID and the SCID its DCID.
-    bool ok = w.u8(static_cast<std::uint8_t>(kLongForm | (random_bits & 0x7f))) && w.u32(0) &&
+    // §17.2.1: the unused bits are arbitrary, but 0x40 SHOULD be set so the
+    // packet demultiplexes like QUIC (RFC 7983).
+    bool ok = w.u8(static_cast<std::uint8_t>(kLongForm | kFixedBit | (random_bits & 0x3f))) && w.u32(0) &&
               w.u8(static_cast<std::uint8_t>(client_scid.size())) && w.bytes(client_scid) &&
               w.u8(static_cast<std::uint8_t>(client_dcid.size())) && w.bytes(client_dcid);
     for (const std::uint32_t v : versions) ok = ok && w.u32(v);

@@ -167,8 +167,8 @@ std::size_t write_retry(std::span<std::uint8_t> out, const ConnectionId& dcid, c
 
 // Version Negotiation (§17.2.1, RFC 8999 §6) answering a client packet
 // whose DCID/SCID were client_dcid/client_scid (up to 255 bytes each): the
-// CIDs swapped, version 0, the first byte 0x80 | the low 7 bits of
-// random_bits. Returns the size written, 0 if it does not fit or versions is
+// CIDs swapped, version 0, the first byte 0xc0 | the low 6 bits of
+// random_bits (§17.2.1: the fixed bit set for demultiplexing). Returns the size written, 0 if it does not fit or versions is
 // empty.
 std::size_t write_version_negotiation(std::span<std::uint8_t> out, std::span<const std::uint8_t> client_dcid,
                                       std::span<const std::uint8_t> client_scid,
