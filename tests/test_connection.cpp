@@ -739,3 +739,104 @@ TEST_CASE("connection IDs come from ConnectionConfig::random_bytes when it is se
     CHECK(cid.size() == 8);
     CHECK(std::all_of(cid.begin(), cid.end(), [](std::uint8_t b) { return b == 0xab; }));
 }
+
+namespace {
+
+// The client's first datagram (its padded hello), as a spoofer would replay it.
+std::vector<std::uint8_t> client_hello(ConnectionPair& p) {
+    std::vector<std::uint8_t> buf(2000);
+    const std::size_t n = p.client->poll_datagram(buf, p.now);
+    REQUIRE(n > 0);
+    buf.resize(n);
+    return buf;
+}
+
+}  // namespace
+
+TEST_CASE("a server never sends an unvalidated address more than three times what it received (RFC 9000 8.1)") {
+    // A spoofed hello from an address that never answers: the server's
+    // handshake packets and all their probes, over two minutes, stay within 3x.
+    // The server's hello carries 512 bytes of application parameters (as
+    // ndm-recv's can), so unlimited retransmissions of it would exceed that.
+    ConnectionPair p;
+    p.server_cfg.application_params.assign(512, 0x5a);
+    p.server_cfg.handshake_timeout = std::chrono::seconds(120);
+    p.start();
+    const auto hello = client_hello(p);
+    CHECK(hello.size() >= kMinDatagramSize);
+    auto server = Connection::accept(p.server_cfg, hello, p.now);
+    REQUIRE(server);
+    std::uint64_t sent = 0, datagrams = 0;
+    std::vector<std::uint8_t> out(2000);
+    Instant now = p.now;
+    const Instant end = now + std::chrono::seconds(120);
+    while (now < end && !server->is_closed()) {
+        while (std::size_t n = server->poll_datagram(out, now)) {
+            sent += n;
+            ++datagrams;
+        }
+        const Instant t = server->next_timeout();
+        INFO("t - now = ", (t - now).count(), " ns, sent ", sent, ", closed ", server->is_closed());
+        REQUIRE(t > now);  // blocked by the limit, it waits: no busy loop
+        now = std::min(t, end);
+        server->on_timeout(now);
+    }
+    MESSAGE("server sent ", sent, " bytes in ", datagrams, " datagrams for ", hello.size(), " received");
+    CHECK(datagrams >= 1);  // it did answer
+    CHECK(sent <= 3 * hello.size());
+    // A second copy of the hello (the client retransmitting) raises the limit.
+    ConnectionPair q;
+    q.start();
+    const auto hello2 = client_hello(q);
+    auto server2 = Connection::accept(q.server_cfg, hello2, q.now);
+    REQUIRE(server2);
+    std::uint64_t sent2 = 0;
+    while (std::size_t n = server2->poll_datagram(out, q.now)) sent2 += n;
+    server2->on_datagram(hello2, q.now);  // a duplicate, but bytes from the address all the same
+    while (std::size_t n = server2->poll_datagram(out, q.now)) sent2 += n;
+    CHECK(sent2 <= 6 * hello2.size());
+}
+
+TEST_CASE("the address is validated once the client uses the server's connection ID, and the transfer is unlimited") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    // The server sends 200 kB on a stream of its own, far past 3x what it received.
+    const auto data = bytes(200'000, 3);
+    const auto id = p.server->open_stream();
+    REQUIRE(id);
+    std::size_t written = 0;
+    std::vector<std::uint8_t> received, buf(65536);
+    REQUIRE(p.run_until([&] {
+        if (written < data.size()) written += p.server->write(*id, std::span(data).subspan(written), true);
+        while (p.client->poll_event()) {
+        }
+        while (std::size_t n = p.client->read(*id, buf)) received.insert(received.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+        return p.client->stream_finished(*id);
+    }));
+    CHECK(received == data);
+    CHECK(p.server->stats(p.now).bytes_sent > 3 * p.server->stats(p.now).bytes_received);  // past the limit: validated
+}
+
+TEST_CASE("a server drops a client Initial in a datagram under 1200 bytes (RFC 9000 14.1)") {
+    ConnectionPair p;
+    p.start();
+    const auto hello = client_hello(p);
+    // The same hello without its padding, re-sealed: a valid packet, too small.
+    wire::ParsedPacket pkt;
+    wire::Error err;
+    REQUIRE(wire::parse_packet(hello, 0, false, pkt, err));
+    wire::Reader r(pkt.payload);
+    wire::Frame f;
+    std::size_t end = 0;
+    while (r.remaining() > 0 && wire::decode_frame(r, f, err) && !std::holds_alternative<wire::PaddingFrame>(f))
+        end = r.position();
+    REQUIRE(end > 0);
+    const std::size_t header = static_cast<std::size_t>(pkt.payload.data() - hello.data());
+    std::vector<std::uint8_t> small(hello.begin(), hello.begin() + static_cast<std::ptrdiff_t>(header + end));
+    small.resize(small.size() + wire::kIntegrityTagSize);
+    wire::seal(small);
+    REQUIRE(small.size() < kMinDatagramSize);
+    REQUIRE(wire::parse_packet(small, 0, false, pkt, err));  // well-formed
+    CHECK(Connection::accept(p.server_cfg, small, p.now) == nullptr);
+    CHECK(Connection::accept(p.server_cfg, hello, p.now) != nullptr);
+}

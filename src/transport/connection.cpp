@@ -5,6 +5,7 @@
 #include "ndm/connection.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -21,6 +22,10 @@ namespace {
 
 constexpr std::size_t kInitialPacketSize = kMinDatagramSize;  // client hellos are padded to this
 constexpr double kPacingGain = 1.25;                         // RFC 9002 §7.7
+constexpr std::uint64_t kAmplificationFactor = 3;             // RFC 9000 §8.1
+// Below this budget no packet is built: a long header (27 bytes), the tag and
+// an ACK or a close frame need about this much.
+constexpr std::uint64_t kMinAmplificationPacket = 64;
 
 // From the configured random source, else derived from the seed so that
 // simulations are reproducible (ConnectionConfig::random_bytes).
@@ -132,6 +137,9 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
     wire::Error err;
     if (!wire::parse_packet(datagram, 0, false, pkt, err)) return nullptr;
     if (pkt.header.type != wire::PacketType::initial) return nullptr;
+    // RFC 9000 §14.1: a server discards an Initial in a datagram under 1200
+    // bytes; it could not answer it within the amplification limit anyway.
+    if (datagram.size() < kMinDatagramSize) return nullptr;
     // Mix the client's CID into our seed so that every accepted connection
     // gets distinct IDs even with one server config.
     ConnectionConfig cfg = config;
@@ -141,6 +149,7 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
     impl->peer_cid = pkt.header.scid;
     impl->attach_observer(config.observer, now);
     impl->crypto_pending = false;  // we answer once we have read the client's hello
+    impl->address_validated = false;
     if (pkt.header.version != kProtocolVersion) {
         impl->offered_version = pkt.header.version;
         impl->send_version_negotiation = true;
@@ -190,6 +199,15 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     if (!cid_ok || !type_ok) {
         ++st.packets_dropped;
         return;
+    }
+    if (!client && h.type == wire::PacketType::initial && datagram.size() < kMinDatagramSize) {
+        ++st.packets_dropped;  // RFC 9000 §14.1
+        return;
+    }
+    if (!address_validated) {
+        unvalidated_received += datagram.size();
+        amplification_wait = false;
+        if (h.dcid == local_cid) address_validated = true;
     }
     if (state == ConnectionState::closing) {
         // RFC 9000 §10.2.1: answer with the close again, not with data.
@@ -584,8 +602,11 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     bool probe = !closing && probes_pending > 0;
     if (!closing && !ack_due && !send_eliciting && !probe) return 0;
 
+    if (amplification_blocked()) return 0;
     const wire::PacketHeader h = next_header();
-    std::size_t limit = (h.type == wire::PacketType::one_rtt ? mds : kInitialPacketSize) - wire::kIntegrityTagSize;
+    std::size_t limit = std::min<std::uint64_t>(h.type == wire::PacketType::one_rtt ? mds : kInitialPacketSize,
+                                                amplification_budget()) -
+                        wire::kIntegrityTagSize;
     wire::Writer w(out.first(limit));
     if (!wire::write_header(w, h)) throw std::logic_error("packet header does not fit");
     std::size_t header_end = w.position();
@@ -602,12 +623,15 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
         if (send_eliciting || probe) retransmission = write_eliciting_frames(sink, probe);
     }
 
-    if (w.position() == header_end) return 0;  // nothing fit (cannot happen with >= 1200-byte packets)
+    if (w.position() == header_end) {  // nothing fit: only the amplification limit makes packets this small
+        amplification_wait = !address_validated;
+        return 0;
+    }
     // Client hellos are padded so that the path is known to carry 1200-byte
     // datagrams, and so are PATH_RESPONSEs (RFC 9000 §8.2.2).
     bool padded = false;
     const bool path_response_sent = path_response_due && !path_response;
-    if ((h.type == wire::PacketType::initial && !closing) || path_response_sent) {
+    if (h.type == wire::PacketType::initial || path_response_sent) {
         const std::size_t target = std::min(limit, kMinDatagramSize - wire::kIntegrityTagSize);
         std::size_t pad = w.position() < target ? target - w.position() : 0;
         if (pad > 0) {
@@ -709,6 +733,7 @@ void Connection::Impl::on_packet_built(const wire::PacketHeader& h, std::size_t 
     loss.on_packet_sent(std::move(p));
     ++st.packets_sent;
     st.bytes_sent += len;
+    if (!address_validated) unvalidated_sent += len;
     trace_sent(h, len, now);
 }
 
@@ -731,10 +756,28 @@ Duration Connection::Impl::effective_idle_timeout() const {
 
 void Connection::Impl::reset_idle_timer(Instant now) { idle_deadline = now + effective_idle_timeout(); }
 
+std::uint64_t Connection::Impl::amplification_budget() const {
+    if (address_validated) return std::numeric_limits<std::uint64_t>::max();
+    const std::uint64_t allowed = kAmplificationFactor * unvalidated_received;  // datagram bytes: no overflow
+    return allowed > unvalidated_sent ? allowed - unvalidated_sent : 0;
+}
+
+bool Connection::Impl::amplification_blocked() const {
+    return amplification_wait || amplification_budget() < kMinAmplificationPacket;
+}
+
 Instant Connection::Impl::next_timeout() const {
     if (state == ConnectionState::closed) return kNever;
     if (state == ConnectionState::closing || state == ConnectionState::draining) {
-        return close_frame_pending || send_version_negotiation ? Instant::min() : close_deadline;
+        const bool can_send = !amplification_blocked() || send_version_negotiation;
+        return (close_frame_pending && can_send) || send_version_negotiation ? Instant::min() : close_deadline;
+    }
+    // While the amplification limit holds the server back nothing can be sent
+    // until the client speaks again, so a probe timeout that has fired and
+    // waits for its probes is no deadline (RFC 9002 §6.2.2.1).
+    if (amplification_blocked()) {
+        const Instant t = std::min(idle_deadline, handshake_deadline);
+        return probes_pending > 0 ? t : std::min(t, loss.timer());
     }
     Instant t = std::min({loss.timer(), idle_deadline, handshake_deadline});
     if (acks.ack_pending()) t = std::min(t, acks.ack_deadline());

@@ -46,6 +46,16 @@ struct Connection::Impl {
     bool crypto_pending = true;
     bool handshake_confirmed = false;
     bool handshake_done_pending = false;
+    // RFC 9000 §8.1: until a server has validated the client's address it
+    // sends at most three times the bytes it received from it, so a spoofed
+    // Initial cannot turn the server into an amplifier. Validated when a
+    // packet carries the server's own (unpredictable) connection ID, which
+    // only a client that received the server's packets knows (§8.1.1's
+    // Handshake-packet rule, for this wire).
+    bool address_validated = true;  // a server starts unvalidated (accept)
+    std::uint64_t unvalidated_received = 0;
+    std::uint64_t unvalidated_sent = 0;
+    bool amplification_wait = false;  // the next packet did not fit the budget: wait for the client
     std::optional<std::array<std::uint8_t, wire::kPathDataSize>> path_response;  // PATH_CHALLENGE data to echo
     std::size_t mds;
 
@@ -145,6 +155,10 @@ struct Connection::Impl {
 
     // ---- timers
     Instant next_timeout() const;
+    // Bytes the anti-amplification limit still allows (unbounded once validated).
+    std::uint64_t amplification_budget() const;
+    // Less than the smallest useful packet may be sent (the server must wait).
+    bool amplification_blocked() const;
     void on_timeout(Instant now);
     Duration pto_period() const { return loss.rtt().pto_period(loss.max_ack_delay()); }
     Duration three_pto() const { return 3 * pto_period(); }
