@@ -33,6 +33,15 @@ std::vector<std::uint8_t> craft(const Connection& to, std::uint64_t pn, const st
     return out;
 }
 
+// The client's first datagram (its padded hello), as a spoofer would replay it.
+std::vector<std::uint8_t> client_hello(ConnectionPair& p) {
+    std::vector<std::uint8_t> buf(2000);
+    const std::size_t n = p.client->poll_datagram(buf, p.now);
+    REQUIRE(n > 0);
+    buf.resize(n);
+    return buf;
+}
+
 std::uint64_t next_pn(const Connection& from, Instant now) { return from.stats(now).packets_sent + 5; }
 
 std::vector<std::uint8_t> bytes(std::size_t n, std::uint32_t seed) {
@@ -241,10 +250,7 @@ TEST_CASE("handshake timeout when nobody answers") {
 TEST_CASE("an unknown version gets a version negotiation answer and a clear error") {
     ConnectionPair p;
     p.start();
-    std::vector<std::uint8_t> buf(2000);
-    std::size_t n = p.client->poll_datagram(buf, p.now);
-    REQUIRE(n > 0);
-    buf.resize(n);
+    auto buf = client_hello(p);
     buf[1] ^= 0x7f;  // change the version, then re-seal
     wire::seal(buf);
     auto server = Connection::accept(p.server_cfg, buf, p.now);
@@ -739,19 +745,6 @@ TEST_CASE("connection IDs come from ConnectionConfig::random_bytes when it is se
     CHECK(cid.size() == 8);
     CHECK(std::all_of(cid.begin(), cid.end(), [](std::uint8_t b) { return b == 0xab; }));
 }
-
-namespace {
-
-// The client's first datagram (its padded hello), as a spoofer would replay it.
-std::vector<std::uint8_t> client_hello(ConnectionPair& p) {
-    std::vector<std::uint8_t> buf(2000);
-    const std::size_t n = p.client->poll_datagram(buf, p.now);
-    REQUIRE(n > 0);
-    buf.resize(n);
-    return buf;
-}
-
-}  // namespace
 
 TEST_CASE("a server never sends an unvalidated address more than three times what it received (RFC 9000 8.1)") {
     // A spoofed hello from an address that never answers: the server's

@@ -769,8 +769,8 @@ bool Connection::Impl::amplification_blocked() const {
 Instant Connection::Impl::next_timeout() const {
     if (state == ConnectionState::closed) return kNever;
     if (state == ConnectionState::closing || state == ConnectionState::draining) {
-        const bool can_send = !amplification_blocked() || send_version_negotiation;
-        return (close_frame_pending && can_send) || send_version_negotiation ? Instant::min() : close_deadline;
+        return (close_frame_pending && !amplification_blocked()) || send_version_negotiation ? Instant::min()
+                                                                                             : close_deadline;
     }
     // While the amplification limit holds the server back nothing can be sent
     // until the client speaks again, so a probe timeout that has fired and
