@@ -247,6 +247,21 @@ TEST_CASE("handshake timeout when nobody answers") {
     CHECK(p.client->stats(p.now).pto_count >= 3);  // the hello was retried with backoff
 }
 
+TEST_CASE("close codes have RFC 9000's names, and the local ones lie outside every assigned range") {
+    CHECK(close_code_name(0x0) == "NO_ERROR");
+    CHECK(close_code_name(static_cast<std::uint64_t>(CloseCode::protocol_violation)) == "PROTOCOL_VIOLATION");
+    CHECK(close_code_name(0x11) == "VERSION_NEGOTIATION_ERROR");
+    CHECK(close_code_name(0x12) == "0x12");
+    CHECK(close_code_name(0x100 + 120) == "CRYPTO_ERROR");  // no_application_protocol (RFC 9001 §8.1)
+    CHECK(close_code_name(0x200) == "0x200");
+    for (auto c : {CloseCode::idle_timeout, CloseCode::handshake_timeout}) {
+        const auto v = static_cast<std::uint64_t>(c);
+        CHECK(v > 0x1ff);                    // not CRYPTO_ERROR (0x100..0x1ff)
+        CHECK(v <= wire::kVarintMax);         // representable, though never sent
+    }
+    CHECK(close_code_name(static_cast<std::uint64_t>(CloseCode::idle_timeout)) == "IDLE_TIMEOUT");
+}
+
 TEST_CASE("an unknown version gets a version negotiation answer and a clear error") {
     ConnectionPair p;
     p.start();

@@ -157,21 +157,39 @@ struct ConnectionConfig {
 
 enum class ConnectionState { handshaking, established, closing, draining, closed };
 
-// Well-known close codes (transport errors follow RFC 9000 §20.1 numbering).
+// Close codes. Transport errors are RFC 9000 §20.1's; a TLS alert closes with
+// CRYPTO_ERROR, crypto_error_base + the alert (RFC 9001 §4.8). The last two
+// are local only, never sent: the connection ended silently (RFC 9000 §10.1)
+// and no code went on the wire. They sit at the top of the varint range,
+// outside every range the RFCs assign.
 enum class CloseCode : std::uint64_t {
     no_error = 0x0,
     internal_error = 0x1,
+    connection_refused = 0x2,
     flow_control_error = 0x3,
     stream_limit_error = 0x4,
     stream_state_error = 0x5,
     final_size_error = 0x6,
     frame_encoding_error = 0x7,
     transport_parameter_error = 0x8,
+    connection_id_limit_error = 0x9,
     protocol_violation = 0xa,
-    version_negotiation_error = 0x11,
-    idle_timeout = 0x100,     // local only: never sent
-    handshake_timeout = 0x101,  // local only: never sent
+    invalid_token = 0xb,
+    application_error = 0xc,
+    crypto_buffer_exceeded = 0xd,
+    key_update_error = 0xe,
+    aead_limit_reached = 0xf,
+    no_viable_path = 0x10,
+    version_negotiation_error = 0x11,  // RFC 9368 §4.2: the versions offered share none
+    crypto_error_base = 0x100,         // 0x100..0x1ff: CRYPTO_ERROR + TLS alert
+    idle_timeout = 0x3fff'ffff'ffff'ff00,       // local only: never sent
+    handshake_timeout = 0x3fff'ffff'ffff'ff01,  // local only: never sent
 };
+
+// The transport error's name as RFC 9000 §20.1 spells it ("PROTOCOL_VIOLATION",
+// "CRYPTO_ERROR", "IDLE_TIMEOUT" for the local ones); "0x…" for a code without
+// a name. Application codes (CloseInfo::application) have no names here.
+std::string close_code_name(std::uint64_t code);
 
 struct CloseInfo {
     std::uint64_t code = 0;
