@@ -4,6 +4,8 @@
 #include <map>
 #include <random>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,6 +19,7 @@ using ndm::kNever;
 using ndm::transport::AckOutcome;
 using ndm::transport::AckTracker;
 using ndm::transport::LossDetector;
+using ndm::transport::PacketSpace;
 using ndm::transport::SentPacket;
 namespace sent = ndm::transport::sent;
 
@@ -559,4 +562,188 @@ TEST_CASE("LossDetector: a reused AckOutcome is reset by every ACK") {
     CHECK_FALSE(out.invalid);
     CHECK_FALSE(out.rtt_sample);
     CHECK(out.acked.empty());
+}
+
+TEST_CASE("LossDetector: each packet number space numbers its packets from 0") {
+    LossDetector ld({});
+    ld.on_packet_sent(packet(0, t0), PacketSpace::initial);
+    ld.on_packet_sent(packet(1, t0), PacketSpace::initial);
+    ld.on_packet_sent(packet(0, t0 + 1ms), PacketSpace::handshake);
+    ld.on_packet_sent(packet(0, t0 + 2ms));  // application, the default
+    CHECK(ld.next_packet_number(PacketSpace::initial) == 2);
+    CHECK(ld.next_packet_number(PacketSpace::handshake) == 1);
+    CHECK(ld.next_packet_number() == 1);
+    CHECK(ld.next_packet_number(PacketSpace::application) == 1);
+    CHECK(ld.ack_eliciting_in_flight(PacketSpace::initial) == 2);
+    CHECK(ld.ack_eliciting_in_flight(PacketSpace::handshake) == 1);
+    CHECK(ld.ack_eliciting_in_flight() == 1);
+    CHECK(ld.outstanding(PacketSpace::initial) == 2);
+    CHECK(ld.time_of_last_ack_eliciting(PacketSpace::handshake) == t0 + 1ms);
+    CHECK(ld.bytes_in_flight() == 4 * 1200);  // shared by the spaces
+    CHECK(std::string(ndm::transport::space_name(PacketSpace::handshake)) == "handshake");
+}
+
+TEST_CASE("LossDetector: an ACK in the Handshake space acknowledges only Handshake packets") {
+    LossDetector ld({});
+    for (std::uint64_t pn = 0; pn < 5; ++pn) ld.on_packet_sent(packet(pn, t0));
+    ld.on_packet_sent(packet(0, t0), PacketSpace::handshake);
+    ld.on_packet_sent(packet(1, t0), PacketSpace::handshake);
+    auto out = ld.on_ack_received(ack({{0, 1}}), t0 + 50ms, false, PacketSpace::handshake);
+    CHECK_FALSE(out.invalid);
+    CHECK(pns(out.acked) == Pns{0, 1});
+    CHECK(out.rtt_sample);  // RFC 9002 §5.1: samples from any space
+    CHECK(ld.rtt().latest() == 50ms);
+    CHECK(ld.has_largest_acked(PacketSpace::handshake));
+    CHECK(ld.largest_acked(PacketSpace::handshake) == 1);
+    CHECK_FALSE(ld.has_largest_acked());  // application: nothing acked
+    CHECK(ld.ack_eliciting_in_flight() == 5);
+    CHECK(ld.bytes_in_flight() == 5 * 1200);
+    // Handshake pn 3 was never sent, although application pn 3 was.
+    auto bad = ld.on_ack_received(ack({{3, 3}}), t0 + 60ms, false, PacketSpace::handshake);
+    CHECK(bad.invalid);
+    CHECK(ld.bytes_in_flight() == 5 * 1200);
+}
+
+TEST_CASE("LossDetector: Initial and Handshake RTT samples ignore ack_delay") {
+    // Second sample 140 ms with a reported ack_delay of 30 ms after a first of 100 ms.
+    auto second_smoothed = [](PacketSpace s) {
+        LossDetector ld({.max_ack_delay = 25ms});
+        ld.on_packet_sent(packet(0, t0), s);
+        ld.on_packet_sent(packet(1, t0 + 200ms), s);
+        REQUIRE(ld.on_ack_received(ack({{0, 0}}), t0 + 100ms, true, s).rtt_sample);
+        REQUIRE(ld.on_ack_received(ack({{0, 1}}, 30ms), t0 + 340ms, true, s).rtt_sample);
+        return ld.rtt().smoothed();
+    };
+    CHECK(second_smoothed(PacketSpace::initial) == Duration{7 * 100ms + 140ms} / 8);
+    CHECK(second_smoothed(PacketSpace::handshake) == Duration{7 * 100ms + 140ms} / 8);
+    // Application: ack_delay capped at max_ack_delay (confirmed) and subtracted.
+    CHECK(second_smoothed(PacketSpace::application) == Duration{7 * 100ms + 115ms} / 8);
+}
+
+TEST_CASE("LossDetector: no application PTO before confirmation, no max_ack_delay for the handshake spaces") {
+    LossDetector ld({.max_ack_delay = 25ms});
+    ld.set_handshake_confirmed(false);
+    ld.on_packet_sent(packet(0, t0));  // 0-RTT/1-RTT
+    CHECK(ld.timer() == kNever);       // RFC 9002 §6.2.1: not armed for it yet
+    ld.on_packet_sent(packet(0, t0 + 10ms), PacketSpace::handshake);
+    // Initial RTT, no max_ack_delay: 333 ms + 4 · 166.5 ms.
+    CHECK(ld.timer() == t0 + 10ms + 999ms);
+    auto to = ld.on_timeout(t0 + 1009ms);
+    CHECK(to.pto);
+    CHECK(to.probes == 2);
+    CHECK(to.space == PacketSpace::handshake);
+    CHECK(ld.timer() == t0 + 10ms + 2 * 999ms);
+    // Confirmed: the application space competes, with max_ack_delay.
+    ld.set_handshake_confirmed(true);
+    ld.discard_space(PacketSpace::handshake);  // resets pto_count
+    CHECK(ld.timer() == t0 + 1024ms);
+    to = ld.on_timeout(t0 + 1024ms);
+    CHECK(to.pto);
+    CHECK(to.space == PacketSpace::application);
+}
+
+TEST_CASE("LossDetector: a client with nothing in flight arms the anti-deadlock PTO") {
+    LossDetector ld({.max_ack_delay = 25ms});
+    ld.set_handshake_confirmed(false);
+    ld.set_peer_completed_address_validation(false);
+    CHECK(ld.timer() == kNever);  // nothing sent yet
+    ld.on_packet_sent(packet(0, t0), PacketSpace::initial);
+    // The server's Initial acks the client's: nothing in flight, but the
+    // server may be blocked by its amplification limit (RFC 9002 §6.2.2.1).
+    auto out = ld.on_ack_received(ack({{0, 0}}), t0 + 100ms, false, PacketSpace::initial);
+    REQUIRE(out.rtt_sample);
+    CHECK(ld.ack_eliciting_in_flight(PacketSpace::initial) == 0);
+    // From now: smoothed 100 + 4 · rttvar 50 (no max_ack_delay).
+    CHECK(ld.timer() == t0 + 400ms);
+    auto to = ld.on_timeout(t0 + 400ms);
+    CHECK(to.pto);
+    CHECK(to.probes == 1);
+    CHECK(to.space == PacketSpace::initial);  // no Handshake keys yet
+    CHECK(ld.pto_count() == 1);
+    CHECK(ld.timer() == t0 + 400ms + 600ms);  // backed off from the timeout
+    // The probe is acked, still without address validation: pto_count stays.
+    ld.on_packet_sent(packet(1, t0 + 400ms), PacketSpace::initial);
+    REQUIRE(ld.on_ack_received(ack({{1, 1}}), t0 + 500ms, false, PacketSpace::initial).rtt_sample);
+    CHECK(ld.pto_count() == 1);
+    CHECK(ld.timer() == t0 + 500ms + 2 * (ld.rtt().smoothed() + 4 * ld.rtt().rttvar()));
+    ld.set_has_handshake_keys(true);
+    to = ld.on_timeout(ld.timer());
+    CHECK(to.pto);
+    CHECK(to.space == PacketSpace::handshake);
+    // Once the server has validated the address, nothing in flight means no timer.
+    ld.set_peer_completed_address_validation(true);
+    CHECK(ld.timer() == kNever);
+}
+
+TEST_CASE("LossDetector: discard_space removes its bytes in flight and resets pto_count") {
+    LossDetector ld({.max_ack_delay = 25ms});
+    for (std::uint64_t pn = 0; pn < 5; ++pn) ld.on_packet_sent(packet(pn, t0 + pn * 1ms), PacketSpace::initial);
+    ld.on_packet_sent(packet(0, t0 + 10ms));
+    // Ack 4 at t0 + 100 ms: 0 and 1 lost by packet threshold, 2 and 3 outstanding.
+    auto out = ld.on_ack_received(ack({{4, 4}}), t0 + 100ms, false, PacketSpace::initial);
+    REQUIRE(pns(out.lost) == Pns{0, 1});
+    REQUIRE(ld.bytes_in_flight() == 3 * 1200);
+    ld.on_timeout(ld.timer());  // Initial loss time for 2
+    ld.on_timeout(ld.timer());  // and for 3
+    REQUIRE(ld.on_timeout(ld.timer()).pto);
+    REQUIRE(ld.pto_count() == 1);
+    ld.on_packet_sent(packet(5, t0 + 1s), PacketSpace::initial);
+    ld.on_packet_sent(packet(6, t0 + 1s, 40, false), PacketSpace::initial);  // not in flight
+    CHECK(ld.discard_space(PacketSpace::initial) == 1200);  // only pn 5: lost ones left already
+    CHECK(ld.bytes_in_flight() == 1200);
+    CHECK(ld.pto_count() == 0);
+    CHECK(ld.discarded(PacketSpace::initial));
+    CHECK(ld.ack_eliciting_in_flight(PacketSpace::initial) == 0);
+    CHECK(ld.outstanding(PacketSpace::initial) == 0);
+    CHECK(ld.time_of_last_ack_eliciting(PacketSpace::initial) == Instant{});
+    CHECK(ld.timer() == t0 + 10ms + ld.pto_backoff_period());  // the application packet
+    CHECK(ld.discard_space(PacketSpace::initial) == 0);  // idempotent
+}
+
+TEST_CASE("LossDetector: an ACK for a discarded space is ignored") {
+    LossDetector ld({});
+    ld.on_packet_sent(packet(0, t0), PacketSpace::handshake);
+    ld.on_packet_sent(packet(0, t0));
+    ld.discard_space(PacketSpace::handshake);
+    for (auto f : {ack({{0, 0}}), ack({{7, 7}})}) {  // one sent, one never sent
+        auto out = ld.on_ack_received(f, t0 + 50ms, true, PacketSpace::handshake);
+        CHECK_FALSE(out.invalid);
+        CHECK(out.acked.empty());
+        CHECK_FALSE(out.rtt_sample);
+    }
+    CHECK_FALSE(ld.rtt().has_sample());
+    CHECK(ld.bytes_in_flight() == 1200);
+}
+
+TEST_CASE("LossDetector: sending in a discarded space throws") {
+    LossDetector ld({});
+    ld.on_packet_sent(packet(0, t0), PacketSpace::initial);
+    ld.discard_space(PacketSpace::initial);
+    CHECK_THROWS_AS(ld.on_packet_sent(packet(1, t0), PacketSpace::initial), std::logic_error);
+    CHECK(ld.bytes_in_flight() == 0);
+    ld.on_packet_sent(packet(0, t0), PacketSpace::handshake);  // other spaces still work
+    CHECK(ld.bytes_in_flight() == 1200);
+}
+
+TEST_CASE("LossDetector: packet-threshold and time-threshold loss in the Initial space") {
+    LossDetector ld({});
+    for (std::uint64_t pn = 0; pn < 5; ++pn) {
+        ld.on_packet_sent(packet(pn, t0 + pn * 1ms), PacketSpace::initial);
+        ld.on_packet_sent(packet(pn, t0 + pn * 1ms));
+    }
+    auto out = ld.on_ack_received(ack({{4, 4}}), t0 + 100ms, false, PacketSpace::initial);
+    CHECK(pns(out.acked) == Pns{4});
+    CHECK(pns(out.lost) == Pns{0, 1});  // RFC 9002 §6.1.1
+    CHECK(out.lost[0].frames.size() == 1);
+    CHECK(ld.ack_eliciting_in_flight() == 5);  // the application space is untouched
+    CHECK(ld.ack_eliciting_in_flight(PacketSpace::initial) == 2);
+    // §6.1.2: 2 is lost 9/8 · 96 ms after it was sent; the Initial loss time
+    // comes before any PTO.
+    const Instant loss_time = t0 + 2ms + 96ms * 9 / 8;
+    CHECK(ld.timer() == loss_time);
+    auto to = ld.on_timeout(loss_time);
+    CHECK_FALSE(to.pto);
+    CHECK(to.space == PacketSpace::initial);
+    CHECK(pns(to.lost) == Pns{2});
+    CHECK(ld.ack_eliciting_in_flight() == 5);
 }

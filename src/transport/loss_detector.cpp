@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace ndm::transport {
@@ -25,44 +27,48 @@ Instant add_saturating(Instant t, Duration d) {
 
 LossDetector::LossDetector(Config cfg) : cfg_(cfg) {}
 
-void LossDetector::on_packet_sent(SentPacket p) {
-    assert(p.pn == next_pn_ && "packet numbers come from next_packet_number()");
-    if (p.pn < next_pn_) return;  // contract violation: cannot be tracked
-    if (sent_.empty()) base_ = next_pn_;
-    while (next_pn_ < p.pn) {  // contract violation: track the skipped numbers as done
-        Slot& gap = sent_.push_back();
+void LossDetector::on_packet_sent(SentPacket p, PacketSpace space_id) {
+    Space& sp = space(space_id);
+    if (sp.discarded) throw std::logic_error(std::string("packet sent in discarded space ") + space_name(space_id));
+    assert(p.pn == sp.next_pn && "packet numbers come from next_packet_number()");
+    if (p.pn < sp.next_pn) return;  // contract violation: cannot be tracked
+    if (sp.sent.empty()) sp.base = sp.next_pn;
+    while (sp.next_pn < p.pn) {  // contract violation: track the skipped numbers as done
+        Slot& gap = sp.sent.push_back();
         gap = Slot{};
-        gap.p.pn = next_pn_++;
+        gap.p.pn = sp.next_pn++;
         gap.state = State::acked;
     }
     // RFC 9002 §A.5 OnPacketSent.
     if (p.in_flight) {
         bytes_in_flight_ += p.bytes;
         if (p.ack_eliciting) {
-            ++eliciting_in_flight_;
-            last_ack_eliciting_time_ = p.time_sent;
+            ++sp.eliciting_in_flight;
+            sp.last_ack_eliciting_time = p.time_sent;
         }
+        timer_anchor_ = p.time_sent;
     }
-    next_pn_ = p.pn + 1;
-    Slot& s = sent_.push_back();
+    sp.next_pn = p.pn + 1;
+    Slot& s = sp.sent.push_back();
     s.p = std::move(p);
     s.state = State::outstanding;
     s.event = 0;
 }
 
-void LossDetector::remove_from_flight(const SentPacket& p) {
+void LossDetector::remove_from_flight(Space& sp, const SentPacket& p) {
     if (!p.in_flight) return;
     bytes_in_flight_ -= std::min<std::uint64_t>(bytes_in_flight_, p.bytes);
-    if (p.ack_eliciting && eliciting_in_flight_ > 0) --eliciting_in_flight_;
+    if (p.ack_eliciting && sp.eliciting_in_flight > 0) --sp.eliciting_in_flight;
 }
 
-void LossDetector::late_ack(Slot& s, AckOutcome& out) {
+void LossDetector::late_ack(Space& sp, Slot& s, AckOutcome& out) {
     // A packet we declared lost was delivered after all: the path reorders
     // more than the thresholds allow. Widen them so that the same reordering
     // is not mistaken for loss again (jittery paths such as netem's i.i.d.
-    // jitter reorder by tens of packets).
-    if (has_largest_acked_ && largest_acked_ > s.p.pn) {
-        packet_threshold_ = std::clamp(largest_acked_ - s.p.pn + 1, packet_threshold_, kMaxPacketThreshold);
+    // jitter reorder by tens of packets). The thresholds describe the path,
+    // so they are shared by the spaces.
+    if (sp.has_largest_acked && sp.largest_acked > s.p.pn) {
+        packet_threshold_ = std::clamp(sp.largest_acked - s.p.pn + 1, packet_threshold_, kMaxPacketThreshold);
     }
     time_threshold_num_ = std::min(time_threshold_num_ + 1, kMaxTimeThresholdNum);
     // When that completes the most recent congestion event, the event was spurious.
@@ -75,68 +81,78 @@ void LossDetector::late_ack(Slot& s, AckOutcome& out) {
 }
 
 AckOutcome LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now,
-                                         bool handshake_confirmed) {
+                                         bool handshake_confirmed, PacketSpace s) {
     AckOutcome out;
-    on_ack_received(ack, now, handshake_confirmed, out);
+    on_ack_received(ack, now, handshake_confirmed, out, s);
     return out;
 }
 
+bool LossDetector::valid_ack(const Space& sp, const wire::AckFrame& ack) {
+    // RFC 9000 §13.1: an ACK of a packet never sent MAY be treated as
+    // PROTOCOL_VIOLATION.
+    if (ack.ranges.empty() || ack.largest() >= sp.next_pn) return false;
+    for (std::size_t i = 0; i < ack.ranges.size(); ++i) {
+        const auto& r = ack.ranges[i];
+        if (r.smallest > r.largest || (i > 0 && r.largest >= ack.ranges[i - 1].smallest)) return false;
+    }
+    return true;
+}
+
+void LossDetector::take_acked(Space& sp, const wire::AckFrame& ack, AckOutcome& out) {
+    // Ascending pn. Packet numbers below everything remembered were acked
+    // (or lost and forgotten) long ago.
+    for (auto r = ack.ranges.rbegin(); r != ack.ranges.rend(); ++r) {
+        if (r->smallest < sp.base && !sp.lost.empty()) {
+            for (auto it = sp.lost.lower_bound(r->smallest);
+                 it != sp.lost.end() && it->first <= r->largest && it->first < sp.base;) {
+                late_ack(sp, it->second, out);
+                it = sp.lost.erase(it);
+            }
+        }
+        if (sp.sent.empty()) continue;
+        const std::uint64_t end = sp.base + sp.sent.size();  // == sp.next_pn
+        for (std::uint64_t pn = std::max(r->smallest, sp.base); pn <= r->largest && pn < end; ++pn) {
+            Slot& s = sp.slot(pn);
+            if (s.state == State::outstanding) {
+                s.state = State::acked;
+                remove_from_flight(sp, s.p);
+                out.acked.push_back(std::move(s.p));
+            } else if (s.state == State::lost) {
+                late_ack(sp, s, out);
+            }
+        }
+    }
+}
+
 void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed,
-                                   AckOutcome& out) {
+                                   AckOutcome& out, PacketSpace space_id) {
     out.acked.clear();
     out.lost.clear();
     out.late_acked.clear();
     out.invalid = out.rtt_sample = out.persistent_congestion = out.spurious_congestion = false;
     out.prior_bytes_in_flight = 0;
     out.largest_acked_time_sent = out.largest_lost_time_sent = Instant{};
-    // Validate everything before changing any state. RFC 9000 §13.1: an ACK
-    // of a packet never sent MAY be treated as PROTOCOL_VIOLATION.
-    if (ack.ranges.empty() || ack.largest() >= next_pn_) {
+    Space& sp = space(space_id);
+    // RFC 9002 §6.4: the space's packets are gone; an ACK still in the
+    // network for it is no error.
+    if (sp.discarded) return;
+    // Validate everything before changing any state.
+    if (!valid_ack(sp, ack)) {
         out.invalid = true;
         return;
     }
-    for (std::size_t i = 0; i < ack.ranges.size(); ++i) {
-        const auto& r = ack.ranges[i];
-        if (r.smallest > r.largest || (i > 0 && r.largest >= ack.ranges[i - 1].smallest)) {
-            out.invalid = true;
-            return;
-        }
-    }
 
     out.prior_bytes_in_flight = bytes_in_flight_;
-    forget_old_losses(now);
-    if (!has_largest_acked_ || ack.largest() > largest_acked_) {
-        largest_acked_ = ack.largest();
-        has_largest_acked_ = true;
+    timer_anchor_ = now;
+    forget_old_losses(sp, now);
+    if (!sp.has_largest_acked || ack.largest() > sp.largest_acked) {
+        sp.largest_acked = ack.largest();
+        sp.has_largest_acked = true;
     }
-
-    // RFC 9002 §A.7 DetectAndRemoveAckedPackets, ascending pn. Packet numbers
-    // below everything remembered were acked (or lost and forgotten) long ago.
-    for (auto r = ack.ranges.rbegin(); r != ack.ranges.rend(); ++r) {
-        if (r->smallest < base_ && !lost_.empty()) {
-            for (auto it = lost_.lower_bound(r->smallest);
-                 it != lost_.end() && it->first <= r->largest && it->first < base_;) {
-                late_ack(it->second, out);
-                it = lost_.erase(it);
-            }
-        }
-        if (sent_.empty()) continue;
-        const std::uint64_t end = base_ + sent_.size();  // == next_pn_
-        for (std::uint64_t pn = std::max(r->smallest, base_); pn <= r->largest && pn < end; ++pn) {
-            Slot& s = slot(pn);
-            if (s.state == State::outstanding) {
-                s.state = State::acked;
-                remove_from_flight(s.p);
-                out.acked.push_back(std::move(s.p));
-            } else if (s.state == State::lost) {
-                late_ack(s, out);
-            }
-        }
-    }
-
+    take_acked(sp, ack, out);
     if (out.acked.empty()) {
         // RFC 9002 §A.7: nothing newly acknowledged, nothing more to do.
-        cleanup(now);
+        cleanup(sp, now);
         return;
     }
 
@@ -145,10 +161,12 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
 
     // RFC 9002 §5.1: a sample only when the largest acknowledged packet is
     // newly acknowledged and at least one newly acked packet was ack-eliciting.
+    // Samples from every space feed the one estimate.
     const bool any_eliciting = std::any_of(out.acked.begin(), out.acked.end(),
                                            [](const SentPacket& p) { return p.ack_eliciting; });
     if (largest.pn == ack.largest() && any_eliciting) {
-        rtt_.update(now - largest.time_sent, ack.ack_delay, handshake_confirmed, cfg_.max_ack_delay);
+        const Duration ack_delay = space_id == PacketSpace::application ? ack.ack_delay : Duration{0};
+        rtt_.update(now - largest.time_sent, ack_delay, handshake_confirmed, cfg_.max_ack_delay);
         out.rtt_sample = true;
         if (!has_first_rtt_sample_) {
             has_first_rtt_sample_ = true;
@@ -156,15 +174,15 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
         }
     }
 
-    LossBatch batch = detect_lost(now, out.lost);
+    LossBatch batch = detect_lost(sp, now, out.lost);
     out.persistent_congestion = batch.persistent;
     out.largest_lost_time_sent = batch.largest_lost_time_sent;
 
-    // RFC 9002 §A.7: reset the PTO backoff (no client address-validation
-    // exception: a single packet-number space).
-    pto_count_ = 0;
-    cleanup(now);
-    return;
+    // RFC 9002 §A.7: reset the PTO backoff, except at a client whose
+    // Initial ACKs do not yet prove the server validated its address
+    // (§6.2.1: the server may be blocked by its amplification limit).
+    if (peer_validated_) pto_count_ = 0;
+    cleanup(sp, now);
 }
 
 Duration LossDetector::loss_delay() const {
@@ -173,37 +191,37 @@ Duration LossDetector::loss_delay() const {
     return std::max(rtt * time_threshold_num_ / kTimeThresholdDen, kGranularity);
 }
 
-LossDetector::LossBatch LossDetector::detect_lost(Instant now, std::vector<SentPacket>& lost) {
+LossDetector::LossBatch LossDetector::detect_lost(Space& sp, Instant now, std::vector<SentPacket>& lost) {
     LossBatch batch;
-    loss_time_ = kNever;
-    if (!has_largest_acked_ || sent_.empty()) return batch;
+    sp.loss_time = kNever;
+    if (!sp.has_largest_acked || sp.sent.empty()) return batch;
 
     const Duration delay = loss_delay();
     const Instant lost_send_time = now - delay;
-    const std::uint64_t end = std::min(largest_acked_ + 1, base_ + sent_.size());
+    const std::uint64_t end = std::min(sp.largest_acked + 1, sp.base + sp.sent.size());
     const std::uint64_t event = event_counter_ + 1;  // taken if in-flight packets are lost
     const std::size_t lost_before = lost.size();
     std::size_t in_flight_lost = 0;
     std::size_t first_idx = 0, last_idx = 0;
 
-    for (std::uint64_t pn = base_; pn < end; ++pn) {
-        Slot& s = slot(pn);
+    for (std::uint64_t pn = sp.base; pn < end; ++pn) {
+        Slot& s = sp.slot(pn);
         if (s.state != State::outstanding) continue;
         // RFC 9002 §6.1: lost when sent kPacketThreshold before an acked
         // packet, or long enough before now.
-        if (s.p.time_sent <= lost_send_time || largest_acked_ >= pn + packet_threshold_) {
+        if (s.p.time_sent <= lost_send_time || sp.largest_acked >= pn + packet_threshold_) {
             s.state = State::lost;
-            remove_from_flight(s.p);
+            remove_from_flight(sp, s.p);
             if (s.p.in_flight) {
                 s.event = event;
                 ++in_flight_lost;
                 batch.largest_lost_time_sent = std::max(batch.largest_lost_time_sent, s.p.time_sent);
             }
-            if (lost.size() == lost_before) first_idx = pn - base_;
-            last_idx = pn - base_;
+            if (lost.size() == lost_before) first_idx = pn - sp.base;
+            last_idx = pn - sp.base;
             lost.push_back(s.p);  // a copy: the slot keeps its frames for late_acked
         } else {
-            loss_time_ = std::min(loss_time_, add_saturating(s.p.time_sent, delay));
+            sp.loss_time = std::min(sp.loss_time, add_saturating(s.p.time_sent, delay));
         }
     }
 
@@ -212,7 +230,7 @@ LossDetector::LossBatch LossDetector::detect_lost(Instant now, std::vector<SentP
         event_counter_ = event;
         current_event_ = event;
         event_unacked_ = in_flight_lost;
-        batch.persistent = in_persistent_congestion(first_idx, last_idx, event);
+        batch.persistent = in_persistent_congestion(sp, first_idx, last_idx, event);
         if (batch.persistent) rtt_.reset_min_rtt();  // RFC 9002 §5.2
     }
     return batch;
@@ -221,15 +239,18 @@ LossDetector::LossBatch LossDetector::detect_lost(Instant now, std::vector<SentP
 // RFC 9002 §7.6.2: two ack-eliciting packets of this loss batch, both sent
 // after the first RTT sample, more than the persistent congestion duration
 // apart, with no packet sent between them acknowledged. Slots
-// [first, last] of sent_ hold every packet sent in that span.
-bool LossDetector::in_persistent_congestion(std::size_t first, std::size_t last,
+// [first, last] of sp.sent hold every packet sent in that span. §7.6.2 looks
+// "across all packet number spaces"; one batch is one space's, so a span is
+// judged within a space (the handshake spaces are short-lived; a span over
+// them and 1-RTT would need their send times merged).
+bool LossDetector::in_persistent_congestion(const Space& sp, std::size_t first, std::size_t last,
                                             std::uint64_t event) const {
     if (!has_first_rtt_sample_) return false;  // §7.6.2: needs a prior RTT sample
     const Duration duration = rtt_.pto_period(cfg_.max_ack_delay) * kPersistentCongestionThreshold;
     bool in_span = false;
     Instant start{};
     for (std::size_t i = first; i <= last; ++i) {
-        const Slot& s = sent_[i];
+        const Slot& s = sp.sent[i];
         if (s.state == State::acked) {
             in_span = false;  // an acknowledgement in between breaks the span
             continue;
@@ -248,45 +269,85 @@ bool LossDetector::in_persistent_congestion(std::size_t first, std::size_t last,
     return false;
 }
 
-void LossDetector::cleanup(Instant now) {
-    // Retire acked slots from the front; lost ones move to lost_.
-    while (!sent_.empty() && sent_.front().state != State::outstanding) {
-        Slot& s = sent_.front();
+void LossDetector::cleanup(Space& sp, Instant now) {
+    // Retire acked slots from the front; lost ones move to sp.lost.
+    while (!sp.sent.empty() && sp.sent.front().state != State::outstanding) {
+        Slot& s = sp.sent.front();
         if (s.state == State::lost) {
             const std::uint64_t pn = s.p.pn;
-            lost_.emplace_hint(lost_.end(), pn, std::move(s));
+            sp.lost.emplace_hint(sp.lost.end(), pn, std::move(s));
         }
-        sent_.pop_front();
-        ++base_;
+        sp.sent.pop_front();
+        ++sp.base;
     }
-    if (sent_.empty()) base_ = next_pn_;
+    if (sp.sent.empty()) sp.base = sp.next_pn;
 
-    forget_old_losses(now);
+    forget_old_losses(sp, now);
 }
 
-void LossDetector::forget_old_losses(Instant now) {
+void LossDetector::forget_old_losses(Space& sp, Instant now) {
     // Lost packets old enough that no acknowledgement is expected any more.
-    if (lost_.empty()) return;
+    if (sp.lost.empty()) return;
     const Duration keep = rtt_.pto_period(cfg_.max_ack_delay) * kLostRetentionPtos;
-    while (!lost_.empty()) {
-        const Slot& s = lost_.begin()->second;
-        if (lost_.size() <= kMaxLostRetained && add_saturating(s.p.time_sent, keep) >= now) break;
+    while (!sp.lost.empty()) {
+        const Slot& s = sp.lost.begin()->second;
+        if (sp.lost.size() <= kMaxLostRetained && add_saturating(s.p.time_sent, keep) >= now) break;
         // This event can no longer be shown spurious.
         if (s.event != 0 && s.event == current_event_) current_event_ = 0;
-        lost_.erase(lost_.begin());
+        sp.lost.erase(sp.lost.begin());
     }
+}
+
+std::size_t LossDetector::total_eliciting_in_flight() const {
+    std::size_t n = 0;
+    for (const Space& sp : spaces_) n += sp.eliciting_in_flight;
+    return n;
+}
+
+LossDetector::SpaceTime LossDetector::loss_time_and_space() const {
+    SpaceTime best;
+    for (std::size_t i = 0; i < kPacketSpaces; ++i) {
+        if (spaces_[i].loss_time < best.time) best = {spaces_[i].loss_time, static_cast<PacketSpace>(i)};
+    }
+    return best;
+}
+
+LossDetector::SpaceTime LossDetector::pto_time_and_space() const {
+    if (total_eliciting_in_flight() == 0) {
+        // RFC 9002 §6.2.2.1: the client's anti-deadlock probe, from now.
+        const PacketSpace probe = has_handshake_keys_ ? PacketSpace::handshake : PacketSpace::initial;
+        return {add_saturating(timer_anchor_, pto_backoff_period(Duration{0})), probe};
+    }
+    SpaceTime best;
+    for (std::size_t i = 0; i < kPacketSpaces; ++i) {
+        const Space& sp = spaces_[i];
+        if (sp.eliciting_in_flight == 0) continue;
+        const auto id = static_cast<PacketSpace>(i);
+        Duration max_ack_delay{0};
+        if (id == PacketSpace::application) {
+            // RFC 9002 §6.2.1: no application PTO before confirmation (the
+            // peer may not have the keys to acknowledge); only this space's
+            // ACKs are delayed.
+            if (!handshake_confirmed_) break;
+            max_ack_delay = cfg_.max_ack_delay;
+        }
+        // RFC 9002 §6.2.1: PTO = last ack-eliciting send + pto_period · 2^pto_count.
+        const Instant t = add_saturating(sp.last_ack_eliciting_time, pto_backoff_period(max_ack_delay));
+        if (t < best.time) best = {t, id};
+    }
+    return best;
 }
 
 Instant LossDetector::timer() const {
     // RFC 9002 §A.8 SetLossDetectionTimer.
-    if (loss_time_ != kNever) return loss_time_;
-    if (eliciting_in_flight_ == 0) return kNever;
-    // RFC 9002 §6.2.1: PTO = last ack-eliciting send + pto_period · 2^pto_count.
-    return add_saturating(last_ack_eliciting_time_, pto_backoff_period());
+    const SpaceTime loss = loss_time_and_space();
+    if (loss.time != kNever) return loss.time;
+    if (total_eliciting_in_flight() == 0 && peer_validated_) return kNever;
+    return pto_time_and_space().time;
 }
 
-Duration LossDetector::pto_backoff_period() const {
-    const Duration base = rtt_.pto_period(cfg_.max_ack_delay);
+Duration LossDetector::pto_backoff_period(Duration max_ack_delay) const {
+    const Duration base = rtt_.pto_period(max_ack_delay);
     const Duration cap = cfg_.max_pto_backoff > Duration::zero() ? std::max(cfg_.max_pto_backoff, base) : Duration::max();
     Duration d = base;
     // Doubling stops at the cap (or where it would overflow: then the timer
@@ -299,30 +360,61 @@ TimeoutOutcome LossDetector::on_timeout(Instant now) {
     TimeoutOutcome out;
     const Instant t = timer();
     if (t == kNever || now < t) return out;  // spurious wake-up
+    timer_anchor_ = now;
 
-    if (loss_time_ != kNever) {
+    const SpaceTime loss = loss_time_and_space();
+    if (loss.time != kNever) {
         // RFC 9002 §A.9: time-threshold loss detection; not a PTO.
-        LossBatch batch = detect_lost(now, out.lost);
+        Space& sp = space(loss.space);
+        out.space = loss.space;
+        LossBatch batch = detect_lost(sp, now, out.lost);
         out.persistent_congestion = batch.persistent;
         out.largest_lost_time_sent = batch.largest_lost_time_sent;
-        cleanup(now);
+        cleanup(sp, now);
         return out;
     }
     // RFC 9002 §6.2.4: the PTO expired: send probes (nothing is declared lost)
-    // and back off.
+    // and back off. The anti-deadlock probe is one packet (§A.9).
     out.pto = true;
-    out.probes = 2;
+    out.probes = total_eliciting_in_flight() == 0 ? 1 : 2;
+    out.space = pto_time_and_space().space;
     ++pto_count_;
     return out;
 }
 
+std::uint64_t LossDetector::discard_space(PacketSpace space_id) {
+    Space& sp = space(space_id);
+    // RFC 9002 §A.11: in-flight packets leave bytes_in_flight (lost ones
+    // already did); no congestion event.
+    std::uint64_t removed = 0;
+    for (std::size_t i = 0; i < sp.sent.size(); ++i) {
+        const Slot& s = sp.sent[i];
+        if (s.state == State::outstanding && s.p.in_flight) removed += s.p.bytes;
+        if (s.event != 0 && s.event == current_event_) current_event_ = 0;  // can no longer be undone
+    }
+    for (const auto& [pn, s] : sp.lost) {
+        if (s.event != 0 && s.event == current_event_) current_event_ = 0;
+    }
+    removed = std::min(removed, bytes_in_flight_);
+    bytes_in_flight_ -= removed;
+    forget_packets(sp);
+    sp.last_ack_eliciting_time = Instant{};
+    sp.discarded = true;
+    pto_count_ = 0;
+    return removed;
+}
+
+void LossDetector::forget_packets(Space& sp) {
+    sp.sent.clear();
+    sp.lost.clear();
+    sp.base = sp.next_pn;
+    sp.eliciting_in_flight = 0;
+    sp.loss_time = kNever;
+}
+
 void LossDetector::discard_all() {
-    sent_.clear();
-    lost_.clear();
-    base_ = next_pn_;
+    for (Space& sp : spaces_) forget_packets(sp);
     bytes_in_flight_ = 0;
-    eliciting_in_flight_ = 0;
-    loss_time_ = kNever;
     pto_count_ = 0;
     current_event_ = 0;
     event_unacked_ = 0;

@@ -1,11 +1,16 @@
-// Sender side of loss detection (RFC 9002 §6, Appendix A) for the single
-// packet-number space this transport uses for handshake and data: sent
-// packet bookkeeping, ACK processing, packet/time-threshold loss, the probe
-// timeout, persistent congestion (§7.6) and spurious-loss detection. The
-// results are plain structs the connection turns into cc:: events.
+// Sender side of loss detection (RFC 9002 §6, Appendix A) over the three
+// packet number spaces (RFC 9000 §12.3): sent packet bookkeeping, ACK
+// processing, packet/time-threshold loss, the probe timeout, persistent
+// congestion (§7.6) and spurious-loss detection. Each space has its own
+// packet numbers, sent packets, largest_acked and loss_time; the RTT
+// estimate, bytes_in_flight and pto_count are shared (§A.3). Every call
+// defaults to the application space, so a connection that uses only that
+// space sees one packet number space. The results are plain structs the
+// connection turns into cc:: events.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +19,7 @@
 
 #include "ndm/time.hpp"
 #include "transport/frame.hpp"
+#include "transport/packet_space.hpp"
 #include "transport/rtt_estimator.hpp"
 #include "transport/sent_frame.hpp"
 
@@ -40,8 +46,8 @@ struct SentPacket {
 };
 
 struct AckOutcome {
-    // Acknowledges a packet number never sent (>= next_packet_number()) or is
-    // malformed: nothing was changed; the caller closes with PROTOCOL_VIOLATION.
+    // Acknowledges a packet number never sent in its space (>=
+    // next_packet_number(space)) or is malformed: nothing was changed; the caller closes with PROTOCOL_VIOLATION.
     bool invalid = false;
     std::vector<SentPacket> acked;       // newly acked, not previously lost; ascending pn
     std::vector<SentPacket> lost;        // newly declared lost by this ACK; ascending pn
@@ -65,6 +71,8 @@ struct TimeoutOutcome {
     bool pto = false;                    // the probe timeout fired: send probes
     unsigned probes = 0;                 // RFC 9002 §6.2.4: "MAY send two"
     Instant largest_lost_time_sent{};
+    // RFC 9002 §A.9: the space whose loss time fired, or that carries the probes.
+    PacketSpace space = PacketSpace::application;
 };
 
 class LossDetector {
@@ -79,47 +87,88 @@ public:
 
     explicit LossDetector(Config cfg);
 
-    // Packet numbers are allocated here, strictly increasing from 0.
-    [[nodiscard]] std::uint64_t next_packet_number() const { return next_pn_; }
-    // Records a sent packet; p.pn must equal next_packet_number(). Packets
-    // that are not in flight (ACK-only) are tracked too, so that their
-    // acknowledgement or loss is reported.
-    void on_packet_sent(SentPacket p);
+    static constexpr PacketSpace kApp = PacketSpace::application;
 
-    // RFC 9002 §A.7 OnAckReceived.
-    AckOutcome on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed);
+    // Packet numbers are allocated here, per space strictly increasing from 0.
+    [[nodiscard]] std::uint64_t next_packet_number(PacketSpace s = kApp) const { return space(s).next_pn; }
+    // Records a packet sent in space s; p.pn must equal next_packet_number(s).
+    // Packets that are not in flight (ACK-only) are tracked too, so that their
+    // acknowledgement or loss is reported. Throws std::logic_error once s is
+    // discarded (RFC 9001 §4.9: its keys are gone).
+    void on_packet_sent(SentPacket p, PacketSpace s = kApp);
+
+    // RFC 9002 §A.7 OnAckReceived for an ACK frame carried in space s: it
+    // acknowledges only that space's packets. handshake_confirmed governs the
+    // RTT sample alone (§5.3: ack_delay is capped by max_ack_delay only once
+    // confirmed); the timer reads set_handshake_confirmed(). Initial and
+    // Handshake ACKs' ack_delay is ignored (§5.3 allows it; their ACKs are
+    // not delayed). An ACK for a discarded space is ignored: `out` says
+    // nothing happened, and it is not invalid.
+    AckOutcome on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed,
+                               PacketSpace s = kApp);
     // The same into `out`, which is reset first; reusing one AckOutcome keeps
     // its vectors' storage from ACK to ACK.
-    void on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed, AckOutcome& out);
+    void on_ack_received(const wire::AckFrame& ack, Instant now, bool handshake_confirmed, AckOutcome& out,
+                         PacketSpace s = kApp);
 
-    // When on_timeout() wants to run: the loss time if a time-threshold loss
-    // is pending, else the PTO deadline while ack-eliciting packets are in
-    // flight, else kNever (RFC 9002 §6.2.1, §A.8).
-    // The PTO period, backed off by pto_count() and bounded by max_pto_backoff.
-    [[nodiscard]] Duration pto_backoff_period() const;
+    // The application space's PTO period, backed off by pto_count() and
+    // bounded by max_pto_backoff.
+    [[nodiscard]] Duration pto_backoff_period() const { return pto_backoff_period(cfg_.max_ack_delay); }
+    // When on_timeout() wants to run (RFC 9002 §A.8 SetLossDetectionTimer):
+    // the earliest loss time over the spaces if a time-threshold loss is
+    // pending; else the earliest PTO deadline over the spaces with
+    // ack-eliciting packets in flight (the application space only once the
+    // handshake is confirmed; only it adds max_ack_delay, §6.2.1); else, for
+    // a client whose peer has not completed address validation, the
+    // anti-deadlock PTO (§6.2.2.1) from the last call that moved the timer;
+    // else kNever.
     [[nodiscard]] Instant timer() const;
     // RFC 9002 §A.9 OnLossDetectionTimeout. Does nothing when now < timer().
     TimeoutOutcome on_timeout(Instant now);
 
+    // RFC 9002 §6.4, §A.11 OnPacketNumberSpaceDiscarded (its keys are
+    // discarded, RFC 9001 §4.9): the space's packets leave bytes_in_flight
+    // without a congestion event, its timers are cleared, pto_count is reset.
+    // Returns the bytes removed from bytes_in_flight. Idempotent.
+    std::uint64_t discard_space(PacketSpace s);
+    [[nodiscard]] bool discarded(PacketSpace s) const { return space(s).discarded; }
+
+    // Connection state the timer depends on (RFC 9002 §A.8). The defaults
+    // (confirmed, address validated) give a single application space today's
+    // behaviour; a connection using all three spaces sets the first two to
+    // false at creation and true as the handshake progresses (RFC 9001
+    // §4.1.2; RFC 9000 §8.1: a server always considers the client's address
+    // validation complete).
+    void set_handshake_confirmed(bool v) { handshake_confirmed_ = v; }
+    void set_peer_completed_address_validation(bool v) { peer_validated_ = v; }
+    void set_has_handshake_keys(bool v) { has_handshake_keys_ = v; }
+
     [[nodiscard]] std::uint64_t bytes_in_flight() const { return bytes_in_flight_; }
-    [[nodiscard]] std::size_t ack_eliciting_in_flight() const { return eliciting_in_flight_; }
+    [[nodiscard]] std::size_t ack_eliciting_in_flight(PacketSpace s = kApp) const {
+        return space(s).eliciting_in_flight;
+    }
     [[nodiscard]] unsigned pto_count() const { return pto_count_; }
     // Current loss thresholds (adapted upwards by spurious losses).
     [[nodiscard]] std::uint64_t packet_threshold() const { return packet_threshold_; }
     [[nodiscard]] int time_threshold_eighths() const { return time_threshold_num_; }
     [[nodiscard]] const RttEstimator& rtt() const { return rtt_; }
-    // Packets remembered: outstanding, plus acked/lost ones awaiting cleanup.
-    [[nodiscard]] std::size_t outstanding() const { return sent_.size() + lost_.size(); }
-    [[nodiscard]] bool has_largest_acked() const { return has_largest_acked_; }
-    [[nodiscard]] std::uint64_t largest_acked() const { return largest_acked_; }
-    [[nodiscard]] Instant time_of_last_ack_eliciting() const { return last_ack_eliciting_time_; }
+    // Packets of space s remembered: outstanding, plus acked/lost ones
+    // awaiting cleanup.
+    [[nodiscard]] std::size_t outstanding(PacketSpace s = kApp) const {
+        return space(s).sent.size() + space(s).lost.size();
+    }
+    [[nodiscard]] bool has_largest_acked(PacketSpace s = kApp) const { return space(s).has_largest_acked; }
+    [[nodiscard]] std::uint64_t largest_acked(PacketSpace s = kApp) const { return space(s).largest_acked; }
+    [[nodiscard]] Instant time_of_last_ack_eliciting(PacketSpace s = kApp) const {
+        return space(s).last_ack_eliciting_time;
+    }
 
     // The peer's max_ack_delay (known once its transport parameters arrive).
     void set_max_ack_delay(Duration d) { cfg_.max_ack_delay = d; }
     [[nodiscard]] Duration max_ack_delay() const { return cfg_.max_ack_delay; }
 
-    // On close: forget every packet; bytes_in_flight becomes 0. Packet
-    // numbers keep increasing.
+    // On close: forget every packet of every space; bytes_in_flight becomes
+    // 0. Packet numbers keep increasing.
     void discard_all();
 
 private:
@@ -171,36 +220,66 @@ private:
         std::size_t n_ = 0;
     };
 
-    Slot& slot(std::uint64_t pn) { return sent_[pn - base_]; }
+    // One packet number space's state (RFC 9002 §A.3).
+    struct Space {
+        std::uint64_t next_pn = 0;
+        // Contiguous packet numbers: sent[i] holds pn base + i. Acked slots are
+        // removed lazily from the front; lost ones move to `lost` when they reach it.
+        SlotRing sent;
+        std::uint64_t base = 0;
+        // Declared lost and no longer in `sent`, remembered for a while so that a
+        // late acknowledgement reveals a spurious loss. Keyed by pn.
+        std::map<std::uint64_t, Slot> lost;
+        std::size_t eliciting_in_flight = 0;
+        Instant last_ack_eliciting_time{};
+        bool has_largest_acked = false;
+        std::uint64_t largest_acked = 0;
+        Instant loss_time = kNever;
+        bool discarded = false;
+
+        Slot& slot(std::uint64_t pn) { return sent[pn - base]; }
+    };
+    struct SpaceTime {
+        Instant time = kNever;
+        PacketSpace space = PacketSpace::initial;
+    };
+
+    Space& space(PacketSpace s) { return spaces_[static_cast<std::size_t>(s)]; }
+    [[nodiscard]] const Space& space(PacketSpace s) const { return spaces_[static_cast<std::size_t>(s)]; }
+    // The ACK's ranges are well formed and below sp's next packet number.
+    [[nodiscard]] static bool valid_ack(const Space& sp, const wire::AckFrame& ack);
+    // RFC 9002 §A.7 DetectAndRemoveAckedPackets into out.acked / late_acked.
+    void take_acked(Space& sp, const wire::AckFrame& ack, AckOutcome& out);
     [[nodiscard]] Duration loss_delay() const;
     // RFC 9002 §A.10 DetectAndRemoveLostPackets + §B.8 OnPacketsLost; the
     // lost packets are appended to `lost`.
-    LossBatch detect_lost(Instant now, std::vector<SentPacket>& lost);
-    [[nodiscard]] bool in_persistent_congestion(std::size_t first, std::size_t last,
+    LossBatch detect_lost(Space& sp, Instant now, std::vector<SentPacket>& lost);
+    [[nodiscard]] bool in_persistent_congestion(const Space& sp, std::size_t first, std::size_t last,
                                                 std::uint64_t event) const;
-    void late_ack(Slot& s, AckOutcome& out);
-    void remove_from_flight(const SentPacket& p);
-    void cleanup(Instant now);
-    void forget_old_losses(Instant now);
+    void late_ack(Space& sp, Slot& s, AckOutcome& out);
+    void remove_from_flight(Space& sp, const SentPacket& p);
+    void cleanup(Space& sp, Instant now);
+    void forget_old_losses(Space& sp, Instant now);
+    // Forgets sp's packets and loss time (packet numbers keep increasing).
+    static void forget_packets(Space& sp);
+    [[nodiscard]] Duration pto_backoff_period(Duration max_ack_delay) const;
+    [[nodiscard]] std::size_t total_eliciting_in_flight() const;
+    // RFC 9002 §A.8 GetLossTimeAndSpace and GetPtoTimeAndSpace.
+    [[nodiscard]] SpaceTime loss_time_and_space() const;
+    [[nodiscard]] SpaceTime pto_time_and_space() const;
 
     Config cfg_;
     RttEstimator rtt_;
-    std::uint64_t next_pn_ = 0;
-    // Contiguous packet numbers: sent_[i] holds pn base_ + i. Acked slots are
-    // removed lazily from the front; lost ones move to lost_ when they reach it.
-    SlotRing sent_;
-    std::uint64_t base_ = 0;
-    // Declared lost and no longer in sent_, remembered for a while so that a
-    // late acknowledgement reveals a spurious loss. Keyed by pn.
-    std::map<std::uint64_t, Slot> lost_;
+    std::array<Space, kPacketSpaces> spaces_;
 
     std::uint64_t bytes_in_flight_ = 0;
-    std::size_t eliciting_in_flight_ = 0;
-    Instant last_ack_eliciting_time_{};
-    bool has_largest_acked_ = false;
-    std::uint64_t largest_acked_ = 0;
-    Instant loss_time_ = kNever;
     unsigned pto_count_ = 0;
+    bool handshake_confirmed_ = true;
+    bool peer_validated_ = true;
+    bool has_handshake_keys_ = false;
+    // Where SetLossDetectionTimer last ran (send, ACK, timeout): the
+    // anti-deadlock PTO counts from there (RFC 9002 §A.8 "now()").
+    Instant timer_anchor_ = kNever;
     std::uint64_t packet_threshold_ = kPacketThreshold;
     int time_threshold_num_ = kTimeThresholdNum;  // in eighths of an RTT
     bool has_first_rtt_sample_ = false;
