@@ -28,8 +28,8 @@ using Bytes = std::vector<std::uint8_t>;
 
 const Bytes& kClientDcid = ndm::test::rfc9001_dcid();
 // RFC 9001 A.2 and A.3: the unprotected headers; A.4: the Retry packet.
-const Bytes kClientInitialHeader = unhex("c300000001088394c8f03e5157080000449e00000002");
-const Bytes kServerInitialHeader = unhex("c1000000010008f067a5502a4262b50040750001");
+const Bytes kClientInitialHeader = unhex(ndm::test::kRfc9001ClientInitialHeader);
+const Bytes kServerInitialHeader = unhex(ndm::test::kRfc9001ServerInitialHeader);
 const Bytes kServerScid = unhex("f067a5502a4262b5");
 const Bytes kRetry = unhex("ff000000010008f067a5502a4262b574 6f6b656e04a265ba2eff4d829058fb3f 0f2496ba");
 const Bytes kShortDcid = unhex("0102030405060708");

@@ -12,10 +12,6 @@ namespace ndm::wire::quic {
 
 namespace {
 
-constexpr std::uint8_t kLongForm = 0x80;
-constexpr std::uint8_t kFixedBit = 0x40;
-constexpr std::uint8_t kSpinBit = 0x20;
-constexpr std::uint8_t kKeyPhaseBit = 0x04;
 constexpr std::uint8_t kRetryFirstByte = 0xf0;  // long form, fixed bit, type 3
 
 std::uint8_t pn_length_bits(std::size_t pn_length) { return static_cast<std::uint8_t>(pn_length - 1); }

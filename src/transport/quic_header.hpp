@@ -10,6 +10,7 @@
 // crypto::open_payload(). Send path: write_long_header()/write_short_header()
 // → frames (at least min_payload_length(pn_length) bytes) → 16 bytes of tag
 // room → finish_long_header() (patches Length) → crypto::protect().
+// packet_codec.hpp runs both paths for one packet (PacketBuilder, open_packet).
 #pragma once
 
 #include <cstddef>
@@ -28,6 +29,15 @@ inline constexpr std::size_t kMaxInvariantCidLength = 255;  // RFC 8999 §5.1: u
 // and the bytes from the packet number offset that the header protection
 // sample needs (§5.4.2) are src/crypto's: crypto::kAeadTagSize,
 // crypto::kMinBytesAfterPnOffset.
+
+// First-byte bits (RFC 9000 §17.2, §17.3.1). The reserved bits and the key
+// phase lie under header protection (RFC 9001 §5.4.1).
+inline constexpr std::uint8_t kLongForm = 0x80;
+inline constexpr std::uint8_t kFixedBit = 0x40;
+inline constexpr std::uint8_t kSpinBit = 0x20;        // short header
+inline constexpr std::uint8_t kKeyPhaseBit = 0x04;    // short header
+inline constexpr std::uint8_t kLongReservedBits = 0x0c;
+inline constexpr std::uint8_t kShortReservedBits = 0x18;
 
 enum class PacketKind : std::uint8_t {
     initial,              // v1 long header, type 0
