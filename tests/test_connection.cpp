@@ -583,14 +583,16 @@ TEST_CASE("sealed random frames to a correct CID never crash, errors are protoco
 // old code; the release build checks that the resulting value is sane.
 
 namespace {
-// The client's hello datagram with its transport parameters changed by `edit`,
+// A hello datagram (the client's or the server's) with its transport parameters changed by `edit`,
 // re-encoded and re-sealed as a well-formed Initial packet.
 std::vector<std::uint8_t> rewrite_hello(const std::vector<std::uint8_t>& d,
                                         const std::function<void(wire::TransportParams&)>& edit) {
     wire::ParsedPacket pkt;
     wire::Error err;
     REQUIRE(wire::parse_packet(d, 0, false, pkt, err));
-    REQUIRE(pkt.header.type == wire::PacketType::initial);
+    // The client's hello travels in Initial packets, the server's in Handshake ones.
+    REQUIRE((pkt.header.type == wire::PacketType::initial || pkt.header.type == wire::PacketType::handshake));
+    const auto role = pkt.header.type == wire::PacketType::initial ? wire::Role::client : wire::Role::server;
     std::vector<std::uint8_t> params(2048);
     std::vector<wire::Frame> frames;
     wire::Reader r(pkt.payload);
@@ -599,10 +601,10 @@ std::vector<std::uint8_t> rewrite_hello(const std::vector<std::uint8_t>& d,
         REQUIRE(wire::decode_frame(r, f, err));
         if (auto* c = std::get_if<wire::CryptoFrame>(&f)) {
             wire::TransportParams tp;
-            REQUIRE(wire::decode_transport_params(c->data, wire::Role::client, tp, err));
+            REQUIRE(wire::decode_transport_params(c->data, role, tp, err));
             edit(tp);
             wire::Writer pw(params);
-            REQUIRE(wire::encode_transport_params(pw, tp, wire::Role::client));
+            REQUIRE(wire::encode_transport_params(pw, tp, role));
             c->data = std::span(params).first(pw.position());
         }
         if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
@@ -640,6 +642,44 @@ TEST_CASE("a peer's max_idle_timeout beyond what a Duration holds leaves the loc
         CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
         CHECK(p.now - t0 >= std::chrono::seconds(29));
         CHECK_MESSAGE(p.server->close_info().reason.find("30000 ms") != std::string::npos, p.server->close_info().reason);
+    }
+}
+
+TEST_CASE("transport parameters must name the connection IDs the packets carry (RFC 9000 7.3)") {
+    const auto first_only = [](std::function<void(wire::TransportParams&)> edit) {
+        return [edit, first = true](std::vector<std::uint8_t>& d) mutable {
+            if (first) d = rewrite_hello(d, edit);
+            first = false;
+            return true;
+        };
+    };
+    SUBCASE("a client that states no initial_source_connection_id") {
+        ConnectionPair p;
+        p.to_server = first_only([](wire::TransportParams& tp) { tp.initial_source_connection_id.reset(); });
+        CHECK_FALSE(p.handshake());
+        CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::transport_parameter_error));
+        CHECK(p.client->close_info().by_peer);
+    }
+    SUBCASE("a client Initial whose Source Connection ID was rewritten") {
+        ConnectionPair p;
+        p.to_server = first_only([](wire::TransportParams& tp) { tp.initial_source_connection_id->bytes[0] ^= 1; });
+        CHECK_FALSE(p.handshake());
+        CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::protocol_violation));
+        CHECK(p.client->close_info().reason.find("initial_source_connection_id") != std::string::npos);
+    }
+    SUBCASE("a server that names another original_destination_connection_id") {
+        ConnectionPair p;
+        p.to_client = first_only([](wire::TransportParams& tp) { tp.original_destination_connection_id->bytes[0] ^= 1; });
+        CHECK_FALSE(p.handshake());
+        CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::protocol_violation));
+        CHECK_FALSE(p.client->close_info().by_peer);
+        CHECK(p.client->close_info().reason.find("original_destination_connection_id") != std::string::npos);
+    }
+    SUBCASE("a server that states no initial_source_connection_id") {
+        ConnectionPair p;
+        p.to_client = first_only([](wire::TransportParams& tp) { tp.initial_source_connection_id.reset(); });
+        CHECK_FALSE(p.handshake());
+        CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::transport_parameter_error));
     }
 }
 

@@ -101,10 +101,6 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     local_params.max_ack_delay_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_ack_delay).count());
     local_params.application_params = cfg.application_params;
-    hello.resize(64 + wire::kMaxApplicationParams);
-    wire::Writer w(hello);
-    if (!wire::encode_transport_params(w, local_params, client ? wire::Role::client : wire::Role::server)) throw std::logic_error("transport parameters do not fit");
-    hello.resize(w.position());
     // Before the handshake, only the minimum datagram size is known to pass.
     mds = kMinDatagramSize;
     make_controller(mds, now);
@@ -122,10 +118,25 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
     update_pacer();
 }
 
+// Our transport parameters, once the connection IDs they name are known.
+// RFC 9000 §7.3: both sides state the Source Connection ID of their first
+// packet, and the server the Destination Connection ID of the client's first
+// one, so that a rewritten ID in an unprotected header is caught.
+void Connection::Impl::encode_local_params() {
+    local_params.initial_source_connection_id = local_cid;
+    if (!client) local_params.original_destination_connection_id = original_dcid;
+    hello.resize(128 + wire::kMaxApplicationParams);
+    wire::Writer w(hello);
+    if (!wire::encode_transport_params(w, local_params, client ? wire::Role::client : wire::Role::server))
+        throw std::logic_error("transport parameters do not fit");
+    hello.resize(w.position());
+}
+
 std::unique_ptr<Connection> Connection::connect(const ConnectionConfig& config, Instant now) {
     auto impl = std::make_unique<Impl>(config, true, now);
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
     impl->peer_cid = impl->original_dcid;
+    impl->encode_local_params();
     impl->attach_observer(config.observer, now);
     spdlog::debug("ndm: client connection created, cc={}", config.cc);
     return std::unique_ptr<Connection>(new Connection(std::move(impl)));
@@ -147,6 +158,7 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
     auto impl = std::make_unique<Impl>(cfg, false, now);
     impl->original_dcid = pkt.header.dcid;
     impl->peer_cid = pkt.header.scid;
+    impl->encode_local_params();
     impl->attach_observer(config.observer, now);
     impl->crypto_pending = false;  // we answer once we have read the client's hello
     impl->address_validated = false;
@@ -363,6 +375,7 @@ void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instan
         close_with_error(CloseCode::transport_parameter_error, err.what, now);
         return;
     }
+    if (!check_peer_cids(now)) return;
     have_peer_params = true;
     loss.set_max_ack_delay(std::chrono::milliseconds(peer_params.max_ack_delay_ms));
     streams.on_peer_params(peer_params.initial_max_data, peer_params.initial_max_stream_data_bidi_local,
@@ -373,6 +386,31 @@ void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instan
     } else {
         crypto_pending = true;  // answer with our hello
     }
+}
+
+// RFC 9000 §7.3: the IDs the peer's parameters state must be the ones its
+// first packet carried (and, from a server, the one the client chose).
+// Absent is TRANSPORT_PARAMETER_ERROR, different PROTOCOL_VIOLATION.
+bool Connection::Impl::check_peer_cids(Instant now) {
+    const auto check = [&](const std::optional<wire::ConnectionId>& stated, const wire::ConnectionId& seen,
+                           const char* name) {
+        if (!stated) {
+            close_with_error(CloseCode::transport_parameter_error, fmt::format("peer sent no {}", name), now);
+            return false;
+        }
+        if (!(*stated == seen)) {
+            close_with_error(CloseCode::protocol_violation,
+                             fmt::format("peer's {} does not match the connection ID its packets carry", name), now);
+            return false;
+        }
+        return true;
+    };
+    // peer_cid is the Source Connection ID of the peer's first packet (a
+    // client takes it from the server's first Handshake packet before its
+    // frames are processed).
+    if (!check(peer_params.initial_source_connection_id, peer_cid, "initial_source_connection_id")) return false;
+    return !client || check(peer_params.original_destination_connection_id, original_dcid,
+                            "original_destination_connection_id");
 }
 
 void Connection::Impl::set_established(Instant now) {

@@ -119,6 +119,7 @@ struct Connection::Impl {
 
     // ---- receiving
     void make_controller(std::size_t datagram_size, Instant now);
+    void encode_local_params();
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
     bool decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now);
     bool process_frame(const wire::Frame& f, Instant now);
@@ -129,6 +130,7 @@ struct Connection::Impl {
     void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now);
     void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, Instant now);
     void on_peer_params(std::span<const std::uint8_t> data, Instant now);
+    bool check_peer_cids(Instant now);
     void on_version_negotiation(const wire::ParsedPacket& pkt);
     void set_established(Instant now);
 

@@ -118,6 +118,8 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
     tp.initial_max_stream_data_bidi_local = tp.initial_max_stream_data_bidi_remote = 1u << 20;
     tp.initial_max_streams_bidi = 10;
     tp.application_params.assign(params.begin(), params.end());
+    const wire::ConnectionId scid = random_cid();
+    tp.initial_source_connection_id = scid;  // RFC 9000 §7.3: the SCID of our Initial
     std::vector<std::uint8_t> hello_bytes(1100);
     wire::Writer pw(hello_bytes);
     if (!wire::encode_transport_params(pw, tp, wire::Role::client)) usage("params do not fit");
@@ -127,7 +129,7 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
     h.type = wire::PacketType::initial;
     h.version = kProtocolVersion;
     h.dcid = random_cid();
-    h.scid = random_cid();
+    h.scid = scid;
     h.packet_number = 0;
     h.pn_length = 2;
     const auto first = packet(h, {wire::CryptoFrame{0, hello_bytes}}, kMinDatagramSize);
