@@ -876,3 +876,52 @@ TEST_CASE("endpoint: one observed connection ID does not predict the next connec
     CHECK(predict_next(cid1) != cid2);
     CHECK(cid1 != cid2);
 }
+
+TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a real client still gets in") {
+    // Initials from a plain socket that never answers: each makes a half-open
+    // server connection. Beyond max_half_open the oldest are evicted.
+    EndpointConfig scfg;
+    scfg.bind_address = "127.0.0.1";
+    scfg.accept_connections = true;
+    scfg.max_half_open = 4;
+    Endpoint server(scfg);
+    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(server.local_port());
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    constexpr int kFlood = 12;
+    std::vector<std::uint8_t> buf(kMaxDatagramSize);
+    for (int i = 0; i < kFlood; ++i) {
+        ConnectionConfig c;
+        c.seed = 1000 + static_cast<std::uint64_t>(i);  // distinct connection IDs
+        const auto conn = Connection::connect(c, Instant{});
+        const std::size_t n = conn->poll_datagram(buf, Instant{});
+        REQUIRE(n >= kMinDatagramSize);
+        REQUIRE(sendto(fd, buf.data(), n, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(n));
+    }
+    server.run_until([&] { return server.stats().datagrams_received >= kFlood; }, 5s);
+    // fd stays open (and silent): closed, its port would answer the server
+    // with ICMP errors, which end those handshakes before the cap does.
+    CHECK(server.stats().datagrams_received >= kFlood);
+    CHECK(server.connection_count() <= 4);
+    CHECK(server.stats().half_open_evicted == static_cast<std::uint64_t>(kFlood - 4));
+
+    EndpointConfig ccfg;
+    ccfg.bind_address = "127.0.0.1";
+    Endpoint client(ccfg);
+    const auto h = client.connect("127.0.0.1", server.local_port());
+    const bool up = client.run_until(
+        [&] {
+            server.run_once(steady_now() + 1ms);
+            const Connection* c = client.find(h);
+            return c && c->is_established();
+        },
+        5s);
+    CHECK(up);
+    server.run_until([&] { return server.next_accepted().has_value(); }, 2s);
+    CHECK(server.stats().half_open_evicted == static_cast<std::uint64_t>(kFlood - 3));  // one more made room for the real client
+    CHECK(server.connection_count() <= 4);
+    close(fd);
+}

@@ -63,6 +63,14 @@ struct EndpointConfig {
     bool gro = true;  // UDP_GRO coalescing on receive (probed likewise)
     // Server side: create connections for unknown Initial datagrams.
     bool accept_connections = false;
+    // Server side: accepted connections still in their handshake (half-open)
+    // at once. Each costs state until it completes or its handshake timeout,
+    // so a flood of Initials from spoofed addresses would otherwise grow
+    // without bound. At the cap a new Initial evicts the oldest half-open
+    // connection (silently, as a SYN cache does), so a client whose handshake
+    // completes within the time the flood takes to fill the cap still gets
+    // in. (Address validation with Retry, RFC 9000 §8.1.2, is the next step.)
+    std::size_t max_half_open = 1024;
     // Defaults for connections this endpoint creates (connect and accept).
     // The seed is replaced per connection, and unless `random_bytes` is set the
     // connection IDs come from a cryptographic generator (ConnectionConfig).
@@ -96,6 +104,7 @@ struct EndpointStats {
     std::uint64_t unroutable = 0;          // no connection for the CID (and not an Initial we accept)
     std::uint64_t send_errors = 0;
     std::uint64_t icmp_errors = 0;
+    std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open
 };
 
 class Endpoint {

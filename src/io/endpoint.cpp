@@ -95,6 +95,7 @@ struct Endpoint::Impl final : io::RxHandler {
         std::optional<StreamId> peer_stream;
         bool dirty = false;
         bool abandoned = false;  // peer unreachable: remove without a closing period
+        bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
     };
 
     EndpointConfig cfg;
@@ -105,6 +106,8 @@ struct Endpoint::Impl final : io::RxHandler {
     std::unordered_map<std::uint64_t, Record*> routes;
     std::vector<Record*> dirty;
     std::deque<ConnectionHandle> accepted;
+    std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
+    std::size_t half_open_count = 0;
     std::unordered_map<ConnectionHandle, CloseInfo> close_infos;
     std::deque<ConnectionHandle> close_order;
     ConnectionHandle next_handle = 1;
@@ -215,12 +218,45 @@ struct Endpoint::Impl final : io::RxHandler {
     }
 
     void remove(Record& r) {
+        leave_half_open(r);
         for (auto k : r.keys) {
             auto it = routes.find(k);
             if (it != routes.end() && it->second == &r) routes.erase(it);
         }
         if (!close_infos.count(r.handle)) remember_close(r.handle, r.conn->close_info());
         conns.erase(r.handle);  // r is gone
+    }
+
+    void leave_half_open(Record& r) {
+        if (!r.half_open) return;
+        r.half_open = false;
+        --half_open_count;
+    }
+
+    // Completed handshakes leave their handles behind in half_open_order;
+    // they are swept when they outnumber the live ones, so it stays bounded.
+    void prune_half_open_order() {
+        if (half_open_order.size() <= 2 * half_open_count + 64) return;
+        std::erase_if(half_open_order, [&](ConnectionHandle h) {
+            const Record* r = find(h);
+            return !r || !r->half_open;
+        });
+    }
+
+    // Makes room for one more half-open connection (EndpointConfig::max_half_open):
+    // the oldest is dropped without a closing period, as an unreachable peer is.
+    void make_half_open_room(Instant now) {
+        while (half_open_count >= std::max<std::size_t>(cfg.max_half_open, 1) && !half_open_order.empty()) {
+            Record* r = find(half_open_order.front());
+            half_open_order.pop_front();
+            if (!r || !r->half_open) continue;  // completed or gone since
+            leave_half_open(*r);
+            r->conn->close(static_cast<std::uint64_t>(CloseCode::connection_refused),
+                           "server busy: too many handshakes in progress", now, false);
+            r->abandoned = true;
+            mark(*r);
+            ++st.half_open_evicted;
+        }
     }
 
     void remember_close(ConnectionHandle h, const CloseInfo& info) {
@@ -277,7 +313,14 @@ struct Endpoint::Impl final : io::RxHandler {
             ++st.unroutable;
             return;
         }
+        make_half_open_room(now);
         Record& r = add(std::move(conn), from, cfg.connection.max_datagram_size);
+        if (r.conn->state() == ConnectionState::handshaking) {
+            r.half_open = true;
+            ++half_open_count;
+            half_open_order.push_back(r.handle);
+            prune_half_open_order();
+        }
         // Retransmitted Initials still carry the client's original DCID.
         add_route(r, hp.dcid);
         spdlog::debug("ndm: accepted a connection from {}", from.to_string());
@@ -350,6 +393,7 @@ struct Endpoint::Impl final : io::RxHandler {
 
     void dispatch(Record& r, const Event& ev) {
         if (std::holds_alternative<event::Established>(ev)) {
+            leave_half_open(r);
             if (!r.conn->is_client()) {
                 accepted.push_back(r.handle);
                 if (accepted.size() > kAcceptQueueMax) accepted.pop_front();
@@ -357,6 +401,7 @@ struct Endpoint::Impl final : io::RxHandler {
         } else if (auto* so = std::get_if<event::StreamOpened>(&ev)) {
             if (!r.peer_stream) r.peer_stream = so->id;
         } else if (auto* cl = std::get_if<event::Closed>(&ev)) {
+            leave_half_open(r);
             remember_close(r.handle, cl->info);
         }
         if (handler) handler(r.handle, ev);  // may re-enter: connect, connection(), ...
