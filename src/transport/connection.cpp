@@ -728,7 +728,7 @@ void Connection::Impl::write_ack_frame(FrameSink& sink, Instant now) {
 // whether any stream data was a retransmission.
 bool Connection::Impl::write_eliciting_frames(FrameSink& sink, bool probe) {
     bool retransmission = false;
-    if (crypto_pending && sink.put(wire::CryptoFrame{0, hello}, sent::Crypto{hello.size()})) crypto_pending = false;
+    if (crypto_pending && sink.put(wire::CryptoFrame{0, hello}, sent::Crypto{0, hello.size()})) crypto_pending = false;
     if (state == ConnectionState::established) {
         if (handshake_done_pending && sink.put(wire::HandshakeDoneFrame{}, sent::HandshakeDone{}))
             handshake_done_pending = false;

@@ -13,7 +13,7 @@ namespace ndm::transport {
 
 namespace sent {
 struct Stream { std::uint64_t id; std::uint64_t offset; std::uint64_t length; bool fin; };
-struct Crypto { std::uint64_t length; };           // the handshake message
+struct Crypto { std::uint64_t offset; std::uint64_t length; };  // CRYPTO data of the packet's level
 struct Ack { std::uint64_t largest; };             // for ack-of-ack pruning
 struct MaxData { std::uint64_t maximum; };
 struct MaxStreamData { std::uint64_t id; std::uint64_t maximum; };
@@ -27,6 +27,8 @@ struct Ping {};
 using SentFrame = std::variant<sent::Stream, sent::Crypto, sent::Ack, sent::MaxData,
                                sent::MaxStreamData, sent::MaxStreams, sent::DataBlocked,
                                sent::StreamDataBlocked, sent::HandshakeDone, sent::Ping>;
+// The largest alternative sets SentFrames' inline size (see below).
+static_assert(sizeof(sent::Crypto) <= sizeof(sent::Stream));
 
 // The frames of one sent packet. A data packet carries an ACK and a STREAM
 // frame or two, so the first few live inline: no allocation per packet

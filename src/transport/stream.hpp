@@ -111,6 +111,8 @@ public:
     // Highest offset ever sent (counts against flow control once).
     [[nodiscard]] std::uint64_t sent_end() const { return sent_end_; }
     [[nodiscard]] std::uint64_t written() const { return buffer_.end(); }
+    // Every byte below this offset is acknowledged.
+    [[nodiscard]] std::uint64_t acked_end() const { return buffer_.begin(); }
     [[nodiscard]] bool all_acked() const;
     // Blocked on flow control: data waits beyond the limit.
     [[nodiscard]] bool blocked_at(std::uint64_t new_data_limit) const {
