@@ -583,6 +583,19 @@ TEST_CASE("sealed random frames to a correct CID never crash, errors are protoco
 // old code; the release build checks that the resulting value is sane.
 
 namespace {
+// Every frame of a parsed packet (it must decode).
+std::vector<wire::Frame> frames_of(const wire::ParsedPacket& pkt) {
+    std::vector<wire::Frame> out;
+    wire::Reader r(pkt.payload);
+    wire::Error err;
+    while (!r.empty()) {
+        wire::Frame f;
+        REQUIRE(wire::decode_frame(r, f, err));
+        out.push_back(f);
+    }
+    return out;
+}
+
 // A hello datagram (the client's or the server's) with its transport parameters changed by `edit`,
 // re-encoded and re-sealed as a well-formed Initial packet.
 std::vector<std::uint8_t> rewrite_hello(const std::vector<std::uint8_t>& d,
@@ -646,10 +659,20 @@ TEST_CASE("a peer's max_idle_timeout beyond what a Duration holds leaves the loc
 }
 
 TEST_CASE("transport parameters must name the connection IDs the packets carry (RFC 9000 7.3)") {
+    // Edits the first hello: the client's Initial, the server's first
+    // Handshake packet (its Initial before it carries only an ACK).
     const auto first_only = [](std::function<void(wire::TransportParams&)> edit) {
         return [edit, first = true](std::vector<std::uint8_t>& d) mutable {
-            if (first) d = rewrite_hello(d, edit);
-            first = false;
+            wire::ParsedPacket pkt;
+            wire::Error err;
+            const bool hello = wire::parse_packet(d, 0, false, pkt, err) && pkt.header.type != wire::PacketType::one_rtt &&
+                               std::ranges::any_of(frames_of(pkt), [](const wire::Frame& f) {
+                                   return std::holds_alternative<wire::CryptoFrame>(f);
+                               });
+            if (first && hello) {
+                d = rewrite_hello(d, edit);
+                first = false;
+            }
             return true;
         };
     };
@@ -712,6 +735,11 @@ TEST_CASE("extreme flow-control and stream values from the peer: limits hold or 
     }
     SUBCASE("MAX_DATA, MAX_STREAM_DATA and MAX_STREAMS at their maxima, then a transfer") {
         ConnectionPair p;
+        std::uint64_t client_one_rtt = 0;  // the client's 1-RTT packets: its next packet number in that space
+        p.to_server = [&](std::vector<std::uint8_t>& d) {
+            if ((d[0] & 0x80) == 0) ++client_one_rtt;
+            return true;
+        };
         REQUIRE(p.handshake());
         const auto id = p.server->open_stream();  // a server stream the client may raise
         REQUIRE(id);
@@ -723,7 +751,7 @@ TEST_CASE("extreme flow-control and stream values from the peer: limits hold or 
         REQUIRE(cid);
         const std::uint8_t one[1] = {1};
         REQUIRE(p.client->write(*cid, one, true) == 1);
-        p.server->on_datagram(craft(*p.server, p.client->stats(p.now).packets_sent,
+        p.server->on_datagram(craft(*p.server, client_one_rtt,
                                     {wire::MaxDataFrame{wire::kVarintMax}, wire::MaxStreamDataFrame{*id, wire::kVarintMax},
                                      wire::MaxStreamsFrame{std::uint64_t{1} << 60}}),
                               p.now);

@@ -80,6 +80,7 @@ struct PacketLost {
     Instant time;
     std::uint64_t packet_number;
     std::size_t size;
+    PacketType type = PacketType::one_rtt;  // names the packet number space
 };
 // Only the values that changed since the previous event are set.
 struct MetricsUpdated {

@@ -116,18 +116,14 @@ public:
     ~Writer() override { out_.flush(); }
 
     void on_packet_sent(const trace::PacketSent& e) override {
-        if (e.type != trace::PacketType::one_rtt) long_header_[e.packet_number] = e.type;
         event(e.time, "transport:packet_sent", packet(e.type, e.packet_number, e.size, e.frames));
     }
     void on_packet_received(const trace::PacketReceived& e) override {
         event(e.time, "transport:packet_received", packet(e.type, e.packet_number, e.size, e.frames));
     }
     void on_packet_lost(const trace::PacketLost& e) override {
-        // One packet number space: only handshake-time packets are not 1-RTT.
-        auto it = long_header_.find(e.packet_number);
-        const trace::PacketType type = it == long_header_.end() ? trace::PacketType::one_rtt : it->second;
         event(e.time, "recovery:packet_lost",
-              {{"header", {{"packet_type", packet_type_name(type)}, {"packet_number", e.packet_number}}},
+              {{"header", {{"packet_type", packet_type_name(e.type)}, {"packet_number", e.packet_number}}},
                {"raw", {{"length", e.size}}}});
     }
     void on_metrics_updated(const trace::MetricsUpdated& e) override {
@@ -164,7 +160,6 @@ private:
     std::unique_ptr<std::ostream> owned_;
     std::ostream& out_;
     Instant ref_;
-    std::unordered_map<std::uint64_t, trace::PacketType> long_header_;
 };
 
 }  // namespace

@@ -55,6 +55,31 @@ bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
     return wire::frame_allowed(f, kind);
 }
 
+// RFC 9000 §12.3: Initial packets, Handshake packets and 1-RTT packets
+// each have their own packet number space.
+PacketSpace space_of(wire::PacketType t) {
+    if (t == wire::PacketType::initial) return PacketSpace::initial;
+    if (t == wire::PacketType::handshake) return PacketSpace::handshake;
+    return PacketSpace::application;
+}
+wire::PacketType type_of(PacketSpace s) {
+    if (s == PacketSpace::initial) return wire::PacketType::initial;
+    if (s == PacketSpace::handshake) return wire::PacketType::handshake;
+    return wire::PacketType::one_rtt;
+}
+// The space of a datagram's packet from its first byte (docs/wire-format.md
+// §3; version negotiation, type 5, is handled before any space is used):
+// its packet number is expanded against that space's largest.
+PacketSpace rx_space(std::span<const std::uint8_t> d) {
+    if (d.empty() || (d[0] & 0x80) == 0) return PacketSpace::application;
+    return space_of(static_cast<wire::PacketType>((d[0] & 0x30) >> 4));  // 1 1 TT 00 PP
+}
+// RFC 9000 §13.2.1: Initial and Handshake packets are acknowledged at once.
+AckTracker::Config ack_config(PacketSpace s, Duration max_ack_delay) {
+    if (s != PacketSpace::application) return {Duration::zero(), 1, wire::kMaxAckRanges};
+    return {max_ack_delay, 2, wire::kMaxAckRanges};
+}
+
 // The ACK Delay exponent of a packet's ACK frames (RFC 9000 §18.2): the
 // sender's own in 1-RTT packets, the default in Initial and Handshake ones
 // (whose receiver may not have the sender's parameters yet, §19.3).
@@ -74,7 +99,9 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
       rng(config.seed),
       mds(config.max_datagram_size),
       loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff}),
-      acks(AckTracker::Config{config.max_ack_delay, 2, wire::kMaxAckRanges}),
+      acks{AckTracker(ack_config(PacketSpace::initial, config.max_ack_delay)),
+           AckTracker(ack_config(PacketSpace::handshake, config.max_ack_delay)),
+           AckTracker(ack_config(PacketSpace::application, config.max_ack_delay))},
       streams(StreamSet::Config{is_client, config.stream_send_buffer, config.initial_max_data,
                                 config.initial_max_stream_data, config.initial_max_streams},
               events) {
@@ -101,6 +128,11 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     local_params.max_ack_delay_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_ack_delay).count());
     local_params.application_params = cfg.application_params;
+    // RFC 9002 §6.2.2.1: no application probe timeout before confirmation,
+    // and a client arms the anti-deadlock timer until the server has
+    // validated its address (here: until confirmation).
+    loss.set_handshake_confirmed(false);
+    loss.set_peer_completed_address_validation(!client);
     // Before the handshake, only the minimum datagram size is known to pass.
     mds = kMinDatagramSize;
     make_controller(mds, now);
@@ -190,7 +222,9 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     if (state == ConnectionState::closed || state == ConnectionState::draining) return;
     wire::ParsedPacket pkt;
     wire::Error err;
-    if (!wire::parse_packet(datagram, acks.largest_received(), acks.has_received(), pkt, err)) {
+    const PacketSpace space = rx_space(datagram);
+    AckTracker& tracker = acks_of(space);
+    if (!wire::parse_packet(datagram, tracker.largest_received(), tracker.has_received(), pkt, err)) {
         ++st.packets_dropped;
         spdlog::debug("ndm: dropped datagram of {} bytes: {}", datagram.size(), err.what);
         return;
@@ -205,10 +239,8 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
         return;
     }
     bool cid_ok = h.dcid == local_cid || (!client && h.type == wire::PacketType::initial && h.dcid == original_dcid);
-    // Clients send Initial packets, servers Handshake packets (RFC 9000 §17.2).
-    bool type_ok = h.type == wire::PacketType::one_rtt ||
-                   (client ? h.type == wire::PacketType::handshake : h.type == wire::PacketType::initial);
-    if (!cid_ok || !type_ok) {
+    // RFC 9001 §4.9: packets of a discarded space are dropped.
+    if (!cid_ok || loss.discarded(space)) {
         ++st.packets_dropped;
         return;
     }
@@ -229,7 +261,7 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
 
     bool ack_eliciting = false;
     if (!decode_frames(pkt, ack_eliciting, now)) return;
-    if (!acks.on_packet_received(h.packet_number, ack_eliciting, now)) {
+    if (!tracker.on_packet_received(h.packet_number, ack_eliciting, now)) {
         ++st.packets_dropped;  // duplicate
         return;
     }
@@ -239,11 +271,20 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     reset_idle_timer(now);
     sent_eliciting_since_receive = false;
 
-    if (client && h.type == wire::PacketType::handshake) peer_cid = h.scid;
+    if (client && h.type != wire::PacketType::one_rtt) peer_cid = h.scid;
+    // RFC 9001 §4.9.1: a server is done with Initial packets once it has
+    // processed a Handshake packet from the client.
+    if (!client && h.type == wire::PacketType::handshake) discard_space(PacketSpace::initial);
     // A server learns that the client has its hello when it sees a 1-RTT packet.
     if (!client && have_peer_params && h.type == wire::PacketType::one_rtt) set_established(now);
     for (const auto& f : rx_frames) {
-        if (!process_frame(f, now)) return;  // connection closed
+        if (!process_frame(f, space, now)) return;  // connection closed
+    }
+    // The rest of a Handshake packet that completed the handshake is still
+    // read in its space (a second ACK frame in it is checked, not ignored).
+    if (handshake_discard_due) {
+        handshake_discard_due = false;
+        discard_space(PacketSpace::handshake);
     }
 }
 
@@ -292,7 +333,7 @@ bool Connection::Impl::decode_frames(const wire::ParsedPacket& pkt, bool& ack_el
     return true;
 }
 
-bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
+bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space, Instant now) {
     return std::visit(
         [&](const auto& f) -> bool {
             using T = std::decay_t<decltype(f)>;
@@ -301,7 +342,7 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
             } else if constexpr (std::is_same_v<T, wire::AckFrame>) {
                 // ECN counts (0x03) are not validated: ndm marks no packet
                 // ECT, so there is nothing to check them against (RFC 9000 §13.4.2).
-                on_ack_frame(f, now);
+                on_ack_frame(f, space, now);
             } else if constexpr (std::is_same_v<T, wire::CryptoFrame>) {
                 if (f.offset != 0) {
                     close_with_error(CloseCode::protocol_violation, "CRYPTO frame with non-zero offset", now);
@@ -326,8 +367,12 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, Instant now) {
             } else if constexpr (std::is_same_v<T, wire::HandshakeDoneFrame>) {
                 if (!client) {
                     close_with_error(CloseCode::protocol_violation, "HANDSHAKE_DONE sent by a client", now);
-                } else {
+                } else if (!handshake_confirmed) {
+                    // RFC 9001 §4.1.2, §4.9.2: confirmed; Handshake packets are done.
                     handshake_confirmed = true;
+                    loss.set_handshake_confirmed(true);
+                    loss.set_peer_completed_address_validation(true);
+                    discard_space(PacketSpace::handshake);
                 }
             } else {
                 on_v1_frame(f, now);
@@ -426,35 +471,53 @@ void Connection::Impl::set_established(Instant now) {
         cc_state_since = now;
     }
     if (!client) {
-        // RFC 9001 §4.1.2: the server's handshake is confirmed on completion.
+        // RFC 9001 §4.1.2: the server's handshake is confirmed on completion,
+        // and its Handshake packets are done (§4.9.2).
         handshake_confirmed = true;
         handshake_done_pending = true;
+        loss.set_handshake_confirmed(true);
+        handshake_discard_due = true;  // once the packet being read is done
+    } else {
+        // RFC 9001 §4.9.1: the client's next packets are Handshake ones (the
+        // ACK of the server's hello): its Initial packets are done.
+        loss.set_has_handshake_keys(true);
+        discard_space(PacketSpace::initial);
     }
     spdlog::debug("ndm: {} established, datagram size {}", client ? "client" : "server", mds);
     events.push_back(event::Established{});
 }
 
-void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
+// RFC 9002 §6.4: a discarded space's packets leave bytes in flight without
+// a congestion event; its receive record goes too.
+void Connection::Impl::discard_space(PacketSpace space) {
+    if (loss.discarded(space)) return;
+    loss.discard_space(space);
+    acks_of(space) = AckTracker(ack_config(space, cfg.max_ack_delay));
+    if (probe_space == space) probes_pending = 0;
+    // The hello travels only in its own space: once that is gone, so is the
+    // need to (re)send it.
+    if (space == (client ? PacketSpace::initial : PacketSpace::handshake)) crypto_pending = false;
+}
+
+void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space, Instant now) {
     AckOutcome& out = ack_out;
-    loss.on_ack_received(ack, now, handshake_confirmed, out);
+    loss.on_ack_received(ack, now, handshake_confirmed, out, space);
     if (out.invalid) {
         close_with_error(CloseCode::protocol_violation,
                          fmt::format("ACK of packet {} which was never sent", ack.largest()), now);
         return;
     }
-    if (!peer_acked_any || ack.largest() > largest_acked_by_peer) largest_acked_by_peer = ack.largest();
-    peer_acked_any = true;
 
     // The undo of an earlier reduction comes before this ACK's own losses,
     // and losses before acknowledgements (RFC 9002 A.7).
     if (out.spurious_congestion) cc->on_spurious_congestion(cc::SpuriousEvent{now});
-    if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, now);
+    if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, space, now);
     if (state != ConnectionState::handshaking && state != ConnectionState::established) return;
 
     std::uint64_t acked_bytes = 0;
     std::uint64_t acked_packets = 0;
     for (const auto& p : out.acked) {
-        release_acked(p, now);
+        release_acked(p, space, now);
         if (p.in_flight) {
             acked_bytes += p.bytes;
             ++acked_packets;
@@ -462,7 +525,7 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
     }
     for (const auto& p : out.late_acked) {
         ++st.spurious_losses;
-        release_acked(p, now);
+        release_acked(p, space, now);
     }
     st.bytes_acked += acked_bytes;
     if (acked_packets > 0) on_acked_bytes(acked_bytes, acked_packets, now);
@@ -472,12 +535,12 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, Instant now) {
 }
 
 // What an acknowledged packet carried is delivered.
-void Connection::Impl::release_acked(const SentPacket& p, Instant now) {
+void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space, Instant now) {
     for (const auto& sf : p.frames) {
         if (auto* s = std::get_if<sent::Stream>(&sf)) {
             streams.on_acked(*s);
         } else if (auto* a = std::get_if<sent::Ack>(&sf)) {
-            acks.on_ack_acknowledged(a->largest);
+            acks_of(space).on_ack_acknowledged(a->largest);
         } else if (std::holds_alternative<sent::Crypto>(sf)) {
             if (!client && have_peer_params) set_established(now);
         }
@@ -505,13 +568,14 @@ void Connection::Impl::on_acked_bytes(std::uint64_t bytes, std::uint64_t packets
     cc->on_ack(ev);
 }
 
-void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persistent, Instant now) {
+void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persistent, PacketSpace space,
+                                       Instant now) {
     std::uint64_t lost_bytes = 0;
     std::uint64_t lost_packets = 0;
     Instant largest_sent{};
     for (auto& p : lost) {
         ++st.packets_lost;
-        if (obs) obs->on_packet_lost({now, p.pn, p.bytes});
+        if (obs) obs->on_packet_lost({now, p.pn, p.bytes, trace_type(type_of(space))});
         if (p.in_flight) {
             lost_bytes += p.bytes;
             ++lost_packets;
@@ -635,13 +699,14 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
 
     bool closing = state == ConnectionState::closing;
     if (closing && !close_frame_pending) return 0;
-    bool ack_due = !closing && acks.ack_pending() && acks.ack_deadline() <= now;
+    const auto space = send_space(closing, now);
+    if (!space) return 0;
     bool send_eliciting = !closing && has_eliciting_data() && can_send_eliciting(now);
-    bool probe = !closing && probes_pending > 0;
-    if (!closing && !ack_due && !send_eliciting && !probe) return 0;
+    bool probe = !closing && probes_pending > 0 && probe_space == *space;
+    if (!closing && !ack_due(*space, now) && !send_eliciting && !probe) return 0;
 
     if (amplification_blocked()) return 0;
-    const wire::PacketHeader h = next_header();
+    const wire::PacketHeader h = next_header(*space);
     std::size_t limit = std::min<std::uint64_t>(h.type == wire::PacketType::one_rtt ? mds : kInitialPacketSize,
                                                 amplification_budget()) -
                         wire::kIntegrityTagSize;
@@ -657,19 +722,20 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     if (closing) {
         write_close_frame(sink, h.type);
     } else {
-        write_ack_frame(sink, now);
-        if (send_eliciting || probe) retransmission = write_eliciting_frames(sink, probe);
+        write_ack_frame(sink, *space, now);
+        if (send_eliciting || probe) retransmission = write_eliciting_frames(sink, *space, probe);
     }
 
     if (w.position() == header_end) {  // nothing fit: only the amplification limit makes packets this small
         amplification_wait = !address_validated;
         return 0;
     }
-    // Client hellos are padded so that the path is known to carry 1200-byte
-    // datagrams, and so are PATH_RESPONSEs (RFC 9000 §8.2.2).
+    // Client Initials are padded so that the path is known to carry 1200-byte
+    // datagrams, and so are a server's ack-eliciting Initials (RFC 9000 §14.1)
+    // and PATH_RESPONSEs (§8.2.2).
     bool padded = false;
     const bool path_response_sent = path_response_due && !path_response;
-    if (h.type == wire::PacketType::initial || path_response_sent) {
+    if ((h.type == wire::PacketType::initial && (client || sink.eliciting())) || path_response_sent) {
         const std::size_t target = std::min(limit, kMinDatagramSize - wire::kIntegrityTagSize);
         std::size_t pad = w.position() < target ? target - w.position() : 0;
         if (pad > 0) {
@@ -679,7 +745,7 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     }
     std::size_t len = w.position() + wire::kIntegrityTagSize;
     wire::seal(out.first(len), h);
-    on_packet_built(h, len, std::move(sent_frames), sink.eliciting(), padded, retransmission, now);
+    on_packet_built(h, *space, len, std::move(sent_frames), sink.eliciting(), padded, retransmission, now);
     return len;
 }
 
@@ -693,18 +759,39 @@ std::size_t Connection::Impl::write_version_negotiation(std::span<std::uint8_t> 
     return n;
 }
 
-wire::PacketHeader Connection::Impl::next_header() const {
+// An ACK is owed in `space` now.
+bool Connection::Impl::ack_due(PacketSpace space, Instant now) const {
+    const AckTracker& a = acks_of(space);
+    return !loss.discarded(space) && a.ack_pending() && a.ack_deadline() <= now;
+}
+
+// The space of the next packet: Initial, then Handshake, then 1-RTT, each
+// while it has something to carry (RFC 9000 §12.2 sends them in this order).
+// nullopt: nothing may go yet (1-RTT packets wait for the handshake).
+std::optional<PacketSpace> Connection::Impl::send_space(bool closing, Instant now) const {
+    if (closing) return space_of(send_packet_type());
+    const auto wants = [&](PacketSpace s, bool hello_here) {
+        if (loss.discarded(s)) return false;
+        return ack_due(s, now) || (hello_here && crypto_pending) || (probes_pending > 0 && probe_space == s);
+    };
+    if (wants(PacketSpace::initial, client)) return PacketSpace::initial;
+    if (wants(PacketSpace::handshake, !client)) return PacketSpace::handshake;
+    if (state != ConnectionState::established) return std::nullopt;
+    return PacketSpace::application;
+}
+
+wire::PacketHeader Connection::Impl::next_header(PacketSpace space) const {
     wire::PacketHeader h;
-    h.type = send_packet_type();
+    h.type = type_of(space);
     h.version = kProtocolVersion;
     h.dcid = peer_cid;
     h.scid = local_cid;
-    h.packet_number = loss.next_packet_number();
+    h.packet_number = loss.next_packet_number(space);
     // At least 2 bytes: RFC 9000 §A.2's minimum assumes reordering within
     // the window, and jittered paths reorder bursts past 1 byte's 128
     // packets (such a packet would decode wrongly and fail its tag).
     h.pn_length = std::max<std::size_t>(
-        2, wire::packet_number_length(h.packet_number, largest_acked_by_peer, peer_acked_any));
+        2, wire::packet_number_length(h.packet_number, loss.largest_acked(space), loss.has_largest_acked(space)));
     return h;
 }
 
@@ -717,19 +804,24 @@ void Connection::Impl::write_close_frame(FrameSink& sink, wire::PacketType type)
     close_frame_pending = false;
 }
 
-void Connection::Impl::write_ack_frame(FrameSink& sink, Instant now) {
-    if (!acks.ack_pending()) return;
-    auto ack = acks.build_ack(now);
-    if (sink.put(ack, sent::Ack{ack.largest()})) acks.on_ack_sent(now);
+void Connection::Impl::write_ack_frame(FrameSink& sink, PacketSpace space, Instant now) {
+    AckTracker& a = acks_of(space);
+    if (!a.ack_pending()) return;
+    auto ack = a.build_ack(now);
+    if (sink.put(ack, sent::Ack{ack.largest()})) a.on_ack_sent(now);
 }
 
 // CRYPTO, HANDSHAKE_DONE, the stream set's flow-control and STREAM frames,
 // and a PING when a probe carries nothing else (RFC 9002 §6.2.4). Returns
 // whether any stream data was a retransmission.
-bool Connection::Impl::write_eliciting_frames(FrameSink& sink, bool probe) {
+bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space, bool probe) {
     bool retransmission = false;
-    if (crypto_pending && sink.put(wire::CryptoFrame{0, hello}, sent::Crypto{0, hello.size()})) crypto_pending = false;
-    if (state == ConnectionState::established) {
+    // The client's hello goes in Initial packets, the server's in Handshake ones.
+    const PacketSpace hello_space = client ? PacketSpace::initial : PacketSpace::handshake;
+    if (space == hello_space && crypto_pending &&
+        sink.put(wire::CryptoFrame{0, hello}, sent::Crypto{0, hello.size()}))
+        crypto_pending = false;
+    if (space == PacketSpace::application && state == ConnectionState::established) {
         if (handshake_done_pending && sink.put(wire::HandshakeDoneFrame{}, sent::HandshakeDone{}))
             handshake_done_pending = false;
         // Never retransmitted (RFC 9000 §13.3): no record for loss recovery.
@@ -742,7 +834,7 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, bool probe) {
 }
 
 // Hands the sealed packet to loss recovery, the controller and the pacer.
-void Connection::Impl::on_packet_built(const wire::PacketHeader& h, std::size_t len, SentFrames frames,
+void Connection::Impl::on_packet_built(const wire::PacketHeader& h, PacketSpace space, std::size_t len, SentFrames frames,
                                        bool eliciting, bool padded, bool retransmission, Instant now) {
     SentPacket p;
     p.pn = h.packet_number;
@@ -757,7 +849,8 @@ void Connection::Impl::on_packet_built(const wire::PacketHeader& h, std::size_t 
         }
         const std::uint64_t in_flight = loss.bytes_in_flight() + len;
         if (cfg.pacing) pacer.on_sent(now, len);
-        const bool app_limited = note_cwnd_usage(p.pn, in_flight, now);
+        // Handshake packets are never what the window limits (RFC 9002 §7.8).
+        const bool app_limited = space != PacketSpace::application || note_cwnd_usage(p.pn, in_flight, now);
         cc->on_packet_sent(cc::PacketSent{now, p.pn, len, in_flight, app_limited});
     }
     if (eliciting) {
@@ -768,7 +861,7 @@ void Connection::Impl::on_packet_built(const wire::PacketHeader& h, std::size_t 
         if (probes_pending > 0) --probes_pending;
     }
     if (retransmission) ++st.packets_retransmitted;
-    loss.on_packet_sent(std::move(p));
+    loss.on_packet_sent(std::move(p), space);
     ++st.packets_sent;
     st.bytes_sent += len;
     if (!address_validated) unvalidated_sent += len;
@@ -818,7 +911,9 @@ Instant Connection::Impl::next_timeout() const {
         return probes_pending > 0 ? t : std::min(t, loss.timer());
     }
     Instant t = std::min({loss.timer(), idle_deadline, handshake_deadline});
-    if (acks.ack_pending()) t = std::min(t, acks.ack_deadline());
+    for (std::size_t i = 0; i < kPacketSpaces; ++i) {
+        if (acks[i].ack_pending() && !loss.discarded(static_cast<PacketSpace>(i))) t = std::min(t, acks[i].ack_deadline());
+    }
     if (probes_pending > 0) return Instant::min();
     if (has_eliciting_data() && loss.bytes_in_flight() < cc->cwnd()) {
         t = std::min(t, cfg.pacing ? pacer.next_send_time(last_now) : last_now);
@@ -852,12 +947,15 @@ void Connection::Impl::on_timeout(Instant now) {
     }
     if (loss.timer() <= now) {
         auto out = loss.on_timeout(now);
-        if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, now);
+        if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, out.space, now);
         if (out.pto) {
             ++st.pto_count;
             probes_pending = out.probes;
+            probe_space = out.space;
             // During the handshake the best probe is the hello itself.
-            if (state == ConnectionState::handshaking && (client || have_peer_params)) crypto_pending = true;
+            if (state == ConnectionState::handshaking && out.space != PacketSpace::application &&
+                (client || have_peer_params))
+                crypto_pending = true;
             spdlog::debug("ndm: PTO #{} ({} in flight)", loss.pto_count(), loss.bytes_in_flight());
         }
         trace_metrics(now);

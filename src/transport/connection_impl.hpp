@@ -20,6 +20,7 @@
 #include "transport/frame_sink.hpp"
 #include "transport/loss_detector.hpp"
 #include "transport/pacer.hpp"
+#include "transport/packet_space.hpp"
 #include "transport/packet.hpp"
 #include "transport/stream_set.hpp"
 #include "transport/transport_params.hpp"
@@ -46,6 +47,7 @@ struct Connection::Impl {
     bool crypto_pending = true;
     bool handshake_confirmed = false;
     bool handshake_done_pending = false;
+    bool handshake_discard_due = false;  // server: confirmed while reading a packet (RFC 9001 §4.9.2)
     // RFC 9000 §8.1: until a server has validated the client's address it
     // sends at most three times the bytes it received from it, so a spoofed
     // Initial cannot turn the server into an amplifier. Validated when a
@@ -63,14 +65,16 @@ struct Connection::Impl {
     transport::LossDetector loss;
     transport::AckOutcome ack_out;  // reused by every ACK frame (keeps its vectors' storage)
     std::vector<wire::Frame> rx_frames;  // of the packet being read, reused likewise
-    transport::AckTracker acks;
+    // RFC 9000 §12.3: one receive record per packet number space.
+    std::array<transport::AckTracker, transport::kPacketSpaces> acks;
+    transport::AckTracker& acks_of(transport::PacketSpace s) { return acks[static_cast<std::size_t>(s)]; }
+    const transport::AckTracker& acks_of(transport::PacketSpace s) const { return acks[static_cast<std::size_t>(s)]; }
     transport::Pacer pacer;
     transport::CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
     std::unique_ptr<cc::Controller> cc;
     double pacing_rate = 0;  // bytes per second
-    std::uint64_t largest_acked_by_peer = 0;
-    bool peer_acked_any = false;
     unsigned probes_pending = 0;
+    transport::PacketSpace probe_space = transport::PacketSpace::application;  // where they go (RFC 9002 §6.2.4)
     Instant last_eliciting_sent{};
     bool sent_eliciting_since_receive = false;
 
@@ -122,13 +126,15 @@ struct Connection::Impl {
     void encode_local_params();
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
     bool decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now);
-    bool process_frame(const wire::Frame& f, Instant now);
+    bool process_frame(const wire::Frame& f, transport::PacketSpace space, Instant now);
     bool on_stream_result(transport::StreamResult r, Instant now);
     void on_v1_frame(const wire::Frame& f, Instant now);
-    void on_ack_frame(const wire::AckFrame& ack, Instant now);
-    void release_acked(const transport::SentPacket& p, Instant now);
+    void on_ack_frame(const wire::AckFrame& ack, transport::PacketSpace space, Instant now);
+    void release_acked(const transport::SentPacket& p, transport::PacketSpace space, Instant now);
+    void discard_space(transport::PacketSpace space);
     void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now);
-    void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, Instant now);
+    void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
+                         Instant now);
     void on_peer_params(std::span<const std::uint8_t> data, Instant now);
     bool check_peer_cids(Instant now);
     void on_version_negotiation(const wire::ParsedPacket& pkt);
@@ -143,11 +149,13 @@ struct Connection::Impl {
     // ---- sending
     std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now);
     std::size_t write_version_negotiation(std::span<std::uint8_t> out);
-    wire::PacketHeader next_header() const;
+    wire::PacketHeader next_header(transport::PacketSpace space) const;
+    std::optional<transport::PacketSpace> send_space(bool closing, Instant now) const;
+    bool ack_due(transport::PacketSpace space, Instant now) const;
     void write_close_frame(transport::FrameSink& sink, wire::PacketType type);
-    void write_ack_frame(transport::FrameSink& sink, Instant now);
-    bool write_eliciting_frames(transport::FrameSink& sink, bool probe);
-    void on_packet_built(const wire::PacketHeader& h, std::size_t len, transport::SentFrames frames, bool eliciting,
+    void write_ack_frame(transport::FrameSink& sink, transport::PacketSpace space, Instant now);
+    bool write_eliciting_frames(transport::FrameSink& sink, transport::PacketSpace space, bool probe);
+    void on_packet_built(const wire::PacketHeader& h, transport::PacketSpace space, std::size_t len, transport::SentFrames frames, bool eliciting,
                          bool padded, bool retransmission, Instant now);
     wire::PacketType send_packet_type() const;
     bool can_send_eliciting(Instant now) const;

@@ -134,7 +134,7 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
     h.pn_length = 2;
     const auto first = packet(h, {wire::CryptoFrame{0, hello_bytes}}, kMinDatagramSize);
     if (send(fd, first.data(), first.size(), 0) < 0) usage("send failed");
-    // The server's hello: its packet 0.
+    // The server's answer: an Initial with its ACK, then its hello.
     const auto reply = receive(fd, 3000);
     Close close;
     if (reply.empty()) {
@@ -142,7 +142,14 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
         return 1;
     }
     if (!find_close(reply, close)) {
-        h.packet_number = 1;
+        // The server's hello is its Handshake packet 0 (its Initial carries
+        // only an ACK): acknowledged in our Handshake packet 0 (RFC 9000 §12.3).
+        wire::ParsedPacket answer;
+        wire::Error perr;
+        if (!wire::parse_packet(reply, 0, false, answer, perr)) usage("cannot parse the server's answer");
+        h.type = wire::PacketType::handshake;
+        h.dcid = answer.header.scid;  // Handshake packets carry the server's own ID
+        h.packet_number = 0;
         wire::AckFrame ack0;
         ack0.ranges = {{0, 0}};
         std::vector<wire::Frame> frames{ack0};
