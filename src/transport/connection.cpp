@@ -67,13 +67,6 @@ wire::PacketType type_of(PacketSpace s) {
     if (s == PacketSpace::handshake) return wire::PacketType::handshake;
     return wire::PacketType::one_rtt;
 }
-// The space of a datagram's packet from its first byte (docs/wire-format.md
-// §3; version negotiation, type 5, is handled before any space is used):
-// its packet number is expanded against that space's largest.
-PacketSpace rx_space(std::span<const std::uint8_t> d) {
-    if (d.empty() || (d[0] & 0x80) == 0) return PacketSpace::application;
-    return space_of(static_cast<wire::PacketType>((d[0] & 0x30) >> 4));  // 1 1 TT 00 PP
-}
 // RFC 9000 §13.2.1: Initial and Handshake packets are acknowledged at once.
 AckTracker::Config ack_config(PacketSpace s, Duration max_ack_delay) {
     if (s != PacketSpace::application) return {Duration::zero(), 1, wire::kMaxAckRanges};
@@ -222,7 +215,8 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     if (state == ConnectionState::closed || state == ConnectionState::draining) return;
     wire::ParsedPacket pkt;
     wire::Error err;
-    const PacketSpace space = rx_space(datagram);
+    // The packet number is expanded against its space's largest.
+    const PacketSpace space = space_of(wire::peek_packet_type(datagram));
     AckTracker& tracker = acks_of(space);
     if (!wire::parse_packet(datagram, tracker.largest_received(), tracker.has_received(), pkt, err)) {
         ++st.packets_dropped;
@@ -451,8 +445,8 @@ bool Connection::Impl::check_peer_cids(Instant now) {
         return true;
     };
     // peer_cid is the Source Connection ID of the peer's first packet (a
-    // client takes it from the server's first Handshake packet before its
-    // frames are processed).
+    // client takes it from each of the server's long-header packets before
+    // their frames are processed).
     if (!check(peer_params.initial_source_connection_id, peer_cid, "initial_source_connection_id")) return false;
     return !client || check(peer_params.original_destination_connection_id, original_dcid,
                             "original_destination_connection_id");
@@ -496,7 +490,7 @@ void Connection::Impl::discard_space(PacketSpace space) {
     if (probe_space == space) probes_pending = 0;
     // The hello travels only in its own space: once that is gone, so is the
     // need to (re)send it.
-    if (space == (client ? PacketSpace::initial : PacketSpace::handshake)) crypto_pending = false;
+    if (space == hello_space()) crypto_pending = false;
 }
 
 void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space, Instant now) {
@@ -761,8 +755,8 @@ std::size_t Connection::Impl::write_version_negotiation(std::span<std::uint8_t> 
 
 // An ACK is owed in `space` now.
 bool Connection::Impl::ack_due(PacketSpace space, Instant now) const {
-    const AckTracker& a = acks_of(space);
-    return !loss.discarded(space) && a.ack_pending() && a.ack_deadline() <= now;
+    const AckTracker& a = acks_of(space);  // fresh once its space is discarded
+    return a.ack_pending() && a.ack_deadline() <= now;
 }
 
 // The space of the next packet: Initial, then Handshake, then 1-RTT, each
@@ -774,8 +768,8 @@ std::optional<PacketSpace> Connection::Impl::send_space(bool closing, Instant no
         if (loss.discarded(s)) return false;
         return ack_due(s, now) || (hello_here && crypto_pending) || (probes_pending > 0 && probe_space == s);
     };
-    if (wants(PacketSpace::initial, client)) return PacketSpace::initial;
-    if (wants(PacketSpace::handshake, !client)) return PacketSpace::handshake;
+    if (wants(PacketSpace::initial, hello_space() == PacketSpace::initial)) return PacketSpace::initial;
+    if (wants(PacketSpace::handshake, hello_space() == PacketSpace::handshake)) return PacketSpace::handshake;
     if (state != ConnectionState::established) return std::nullopt;
     return PacketSpace::application;
 }
@@ -816,9 +810,7 @@ void Connection::Impl::write_ack_frame(FrameSink& sink, PacketSpace space, Insta
 // whether any stream data was a retransmission.
 bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space, bool probe) {
     bool retransmission = false;
-    // The client's hello goes in Initial packets, the server's in Handshake ones.
-    const PacketSpace hello_space = client ? PacketSpace::initial : PacketSpace::handshake;
-    if (space == hello_space && crypto_pending &&
+    if (space == hello_space() && crypto_pending &&
         sink.put(wire::CryptoFrame{0, hello}, sent::Crypto{0, hello.size()}))
         crypto_pending = false;
     if (space == PacketSpace::application && state == ConnectionState::established) {
@@ -911,8 +903,8 @@ Instant Connection::Impl::next_timeout() const {
         return probes_pending > 0 ? t : std::min(t, loss.timer());
     }
     Instant t = std::min({loss.timer(), idle_deadline, handshake_deadline});
-    for (std::size_t i = 0; i < kPacketSpaces; ++i) {
-        if (acks[i].ack_pending() && !loss.discarded(static_cast<PacketSpace>(i))) t = std::min(t, acks[i].ack_deadline());
+    for (const AckTracker& a : acks) {
+        if (a.ack_pending()) t = std::min(t, a.ack_deadline());
     }
     if (probes_pending > 0) return Instant::min();
     if (has_eliciting_data() && loss.bytes_in_flight() < cc->cwnd()) {

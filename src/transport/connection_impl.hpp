@@ -132,6 +132,10 @@ struct Connection::Impl {
     void on_ack_frame(const wire::AckFrame& ack, transport::PacketSpace space, Instant now);
     void release_acked(const transport::SentPacket& p, transport::PacketSpace space, Instant now);
     void discard_space(transport::PacketSpace space);
+    // The client's hello travels in Initial packets, the server's in Handshake ones.
+    transport::PacketSpace hello_space() const {
+        return client ? transport::PacketSpace::initial : transport::PacketSpace::handshake;
+    }
     void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now);
     void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
                          Instant now);

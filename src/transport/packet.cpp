@@ -227,6 +227,11 @@ void reset(ParsedPacket& out) {
 }
 }  // namespace
 
+PacketType peek_packet_type(std::span<const std::uint8_t> datagram) {
+    if (datagram.empty() || !(datagram[0] & kLongForm)) return PacketType::one_rtt;
+    return static_cast<PacketType>((datagram[0] & kLongTypeMask) >> 4);
+}
+
 bool parse_packet(std::span<const std::uint8_t> datagram, std::uint64_t largest_received,
                   bool has_received, ParsedPacket& out, Error& err) {
     reset(out);

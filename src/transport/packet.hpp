@@ -70,6 +70,12 @@ struct ParsedPacket {
     std::vector<std::uint32_t> supported_versions;  // version negotiation only
 };
 
+// The packet type a datagram's first byte announces, before anything is
+// checked: the caller picks the packet number space whose largest received
+// number parse_packet expands against. Short header (or empty): one_rtt; a
+// long header's type bits as they stand (parse_packet rejects the unknown).
+PacketType peek_packet_type(std::span<const std::uint8_t> datagram);
+
 // Checks the tag, then parses the header. largest_received (when
 // has_received) expands the truncated packet number. A long header with an
 // unknown version parses (err kind unknown_version is NOT raised here: the
