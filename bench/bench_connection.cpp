@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ndm/connection.hpp"
+#include "ndm/sim.hpp"
 
 namespace {
 
@@ -47,10 +48,11 @@ std::uint64_t transfer(std::uint64_t bytes, std::size_t mds) {
     std::vector<std::uint8_t> chunk(1 << 20), sink(1 << 20);
     for (std::size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<std::uint8_t>(i * 131 + 7);
 
-    auto client = Connection::connect(cfg, now);
-    const std::size_t first = client->poll_datagram(buf, now);
     ConnectionConfig scfg = cfg;
     scfg.seed = 2;
+    ndm::sim::simulation_tls(cfg, scfg);
+    auto client = Connection::connect(cfg, now);
+    const std::size_t first = client->poll_datagram(buf, now);
     auto server = Connection::accept(scfg, {buf.data(), first}, now);
     if (!server) throw std::runtime_error("bench_connection: handshake refused");
     for (int i = 0; i < 8 && !client->is_established(); ++i) {

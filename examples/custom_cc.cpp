@@ -2,6 +2,7 @@
 // ("fixed", option window=<bytes>) registered with ndm::cc::register_controller
 // and used by a loopback transfer between two endpoints in one process.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -40,6 +41,10 @@ int main() {
     cfg.bind_address = "127.0.0.1";
     cfg.connection.cc = "fixed";
     cfg.connection.cc_options = "window=524288";
+    // TLS 1.3: the server presents a self-signed certificate, the client pins it.
+    cfg.connection.tls.certificate =
+        ndm::tls::ServerCredentials::self_signed({"127.0.0.1"}, std::chrono::system_clock::now());
+    cfg.connection.tls.trust = ndm::tls::ClientCredentials::pinned(cfg.connection.tls.certificate->fingerprint());
     ndm::EndpointConfig scfg = cfg;
     scfg.accept_connections = true;
     ndm::Endpoint server(scfg), client(cfg);

@@ -1,5 +1,8 @@
 // Echo over ndm with the blocking facade: `echo server [port]` answers every
-// stream with its own bytes; `echo client <port> <message>` prints the echo.
+// stream with its own bytes and prints the SHA-256 fingerprint of the
+// self-signed certificate it makes; `echo client <port> <fingerprint>
+// <message>` pins that certificate and prints the echo.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -9,7 +12,7 @@
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: %s server [port] | client <port> <message>\n", argv[0]);
+        std::fprintf(stderr, "usage: %s server [port] | client <port> <fingerprint> <message>\n", argv[0]);
         return 2;
     }
     try {
@@ -18,8 +21,12 @@ int main(int argc, char** argv) {
             ndm::EndpointConfig cfg;
             cfg.port = argc > 2 ? static_cast<std::uint16_t>(std::atoi(argv[2])) : 4433;
             cfg.accept_connections = true;
+            cfg.connection.tls.certificate = ndm::tls::ServerCredentials::self_signed(
+                {"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
             ndm::Endpoint ep(cfg);
-            std::printf("echo server on %s (%s)\n", ep.local_address().c_str(), ndm::to_string(ep.backend()));
+            std::printf("echo server on %s (%s), certificate fingerprint %s\n", ep.local_address().c_str(),
+                        ndm::to_string(ep.backend()), ndm::tls::to_string(cfg.connection.tls.certificate->fingerprint()).c_str());
+            std::fflush(stdout);
             for (;;) {
                 auto s = ndm::BlockingStream::accept(ep, std::chrono::hours(24));
                 std::vector<std::uint8_t> buf(64 * 1024);
@@ -28,10 +35,14 @@ int main(int argc, char** argv) {
                 s.close();
             }
         }
-        if (mode == "client" && argc > 3) {
-            ndm::Endpoint ep(ndm::EndpointConfig{});
+        if (mode == "client" && argc > 4) {
+            const auto pin = ndm::tls::parse_fingerprint(argv[3]);
+            if (!pin) throw std::invalid_argument("bad fingerprint (64 hex digits)");
+            ndm::EndpointConfig cfg;
+            cfg.connection.tls.trust = ndm::tls::ClientCredentials::pinned(*pin);
+            ndm::Endpoint ep(cfg);
             auto s = ndm::BlockingStream::connect(ep, "127.0.0.1", static_cast<std::uint16_t>(std::atoi(argv[2])));
-            const std::string msg = argv[3];
+            const std::string msg = argv[4];
             s.write({reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size()});
             s.finish();
             std::string echoed;

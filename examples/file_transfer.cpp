@@ -1,6 +1,8 @@
 // File transfer with the event API: `file_transfer recv <port> <out>` writes
-// the first stream it receives to <out>; `file_transfer send <port> <in>`
-// sends <in> and reports the goodput. Optional: --io uring|epoll|auto.
+// the first stream it receives to <out> and prints the fingerprint of its
+// self-signed certificate; `file_transfer send <port> <in> --pin <fingerprint>`
+// sends <in> to the server with that certificate and reports the goodput.
+// Optional: --io uring|epoll|auto.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -14,19 +16,32 @@ using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
     if (argc < 4) {
-        std::fprintf(stderr, "usage: %s send|recv <port> <file> [--io uring|epoll|auto]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s recv <port> <file> | send <port> <file> --pin <fingerprint> [--io uring|epoll|auto]\n",
+                     argv[0]);
         return 2;
     }
     const std::string mode = argv[1];
     const auto port = static_cast<std::uint16_t>(std::atoi(argv[2]));
     ndm::EndpointConfig cfg;
     cfg.bind_address = "127.0.0.1";
-    if (argc > 5 && std::strcmp(argv[4], "--io") == 0) cfg.backend = ndm::parse_io_backend(argv[5]);
     try {
+        for (int i = 4; i + 1 < argc; i += 2) {
+            if (std::strcmp(argv[i], "--io") == 0) {
+                cfg.backend = ndm::parse_io_backend(argv[i + 1]);
+            } else if (std::strcmp(argv[i], "--pin") == 0) {
+                const auto pin = ndm::tls::parse_fingerprint(argv[i + 1]);
+                if (!pin) throw std::invalid_argument("--pin: expected 64 hex digits");
+                cfg.connection.tls.trust = ndm::tls::ClientCredentials::pinned(*pin);
+            }
+        }
         if (mode == "recv") {
             cfg.port = port;
             cfg.accept_connections = true;
+            cfg.connection.tls.certificate =
+                ndm::tls::ServerCredentials::self_signed({"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
             ndm::Endpoint ep(cfg);
+            std::printf("certificate fingerprint %s\n", ndm::tls::to_string(cfg.connection.tls.certificate->fingerprint()).c_str());
+            std::fflush(stdout);
             std::ofstream out(argv[3], std::ios::binary);
             bool done = false;
             std::uint64_t total = 0;

@@ -20,6 +20,7 @@ PACKAGES=(
   libxml2-utils                      # xmllint: the tool tests check that SVG reports are well-formed
   iproute2                           # ip (ndm-emu shell, namespace tests), tc (tbf test), ss (free ports)
   python3                            # bench/*.sh summarise their runs with it
+  openssl                            # the TLS tool test makes a certificate ndm did not make
 )
 
 missing=()

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "ndm/connection.hpp"
+#include "ndm/sim.hpp"
+#include "transport/connection_impl.hpp"
 
 namespace ndm::test {
 
@@ -18,10 +20,18 @@ struct ConnectionPair {
     std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(kMaxDatagramSize);
     // Optional taps: return false to drop a datagram.
     std::function<bool(std::vector<std::uint8_t>&)> to_server, to_client;
+    // Optional edits of each side's transport parameters before TLS carries
+    // them: a peer stating what no ConnectionConfig would.
+    Connection::Impl::ParamsEdit client_params, server_params;
 
     ConnectionPair() { server_cfg.seed = 2; }
 
-    void start() { client = Connection::connect(client_cfg, now); }
+    // The configs get the simulator's TLS settings (fixed sizes, a pinned
+    // self-signed certificate) where they set none.
+    void start() {
+        sim::simulation_tls(client_cfg, server_cfg);
+        client = Connection::Impl::connect(client_cfg, now, client_params);
+    }
 
     // Moves datagrams until neither side has anything to send now.
     bool exchange() {
@@ -32,7 +42,7 @@ struct ConnectionPair {
                 std::vector<std::uint8_t> d(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
                 again = moved = true;
                 if (to_server && !to_server(d)) continue;
-                if (!server) server = Connection::accept(server_cfg, d, now);
+                if (!server) server = Connection::Impl::accept(server_cfg, d, now, server_params);
                 else server->on_datagram(d, now);
             }
             while (server) {

@@ -103,6 +103,7 @@ Observed run(const std::string& cc, const std::string& options, const Scenario& 
 
     Instant now{};
     const Instant end = now + sc.length;
+    ndm::sim::simulation_tls(ccfg, scfg);
     auto client = Connection::connect(ccfg, now);
     std::unique_ptr<Connection> server;
     std::optional<StreamId> tx, rx;
@@ -184,7 +185,12 @@ void check_bounded(const Observed& o) {
                      << " (" << o.app_limited_acks << " app-limited), delivered " << o.delivered);
     CHECK(o.delivered > 0);
     CHECK(o.app_limited_acks > 0);
-    CHECK(o.max_cwnd <= 2 * o.max_in_flight + o.max_acked + 2 * kMds);
+    // Slow start may double what was in flight; a window latched as filled
+    // (Linux's is_cwnd_limited) also grows on the ACKs that arrive before the
+    // latch clears: past the doubling by what those ACKs carry (1.2 times the
+    // largest ACK in the bursty case). The runaway this guards against
+    // (gigabytes on loopback) lies far beyond.
+    CHECK(o.max_cwnd <= 2 * o.max_in_flight + 2 * o.max_acked + 2 * kMds);
 }
 
 // Runs the scenario with each controller (named in the failure) and hands the result to check.

@@ -141,6 +141,21 @@ private:
     spdlog::level::level_enum old_level_;
 };
 
+// A certificate valid now (the endpoint checks it against the system time),
+// presented by servers and pinned by clients of every config made here.
+const tls::ServerCredentials& endpoint_certificate() {
+    static const tls::ServerCredentials creds =
+        tls::ServerCredentials::self_signed({"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
+    return creds;
+}
+EndpointConfig tls_endpoint_config() {
+    EndpointConfig cfg;
+    cfg.connection.tls.certificate = endpoint_certificate();
+    cfg.connection.tls.trust = tls::ClientCredentials::pinned(endpoint_certificate().fingerprint());
+    return cfg;
+}
+ConnectionConfig tls_connection_config() { return tls_endpoint_config().connection; }
+
 // Picks the backend for this SUBCASE; false (the subcase skipped) if the machine lacks it.
 bool pick_backend(IoBackend b, EndpointConfig& cfg) {
     if (b == IoBackend::uring && !io::probe_uring().available) {
@@ -346,7 +361,7 @@ double gbits(std::uint64_t bytes, double seconds) { return seconds > 0 ? static_
 }  // namespace
 
 TEST_CASE("endpoint: loopback transfer is byte-exact with and without GSO/GRO") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     for (bool offload : {true, false}) {
@@ -369,7 +384,7 @@ TEST_CASE("endpoint: loopback transfer is byte-exact with and without GSO/GRO") 
 }
 
 TEST_CASE("endpoint: 64 KB datagrams carry a byte-exact transfer") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     cfg.connection.max_datagram_size = 65507;
     FOR_EACH_BACKEND(cfg);
@@ -384,7 +399,7 @@ TEST_CASE("endpoint: 64 KB datagrams carry a byte-exact transfer") {
 }
 
 TEST_CASE("endpoint: impairment link (5% loss, delay, jitter) on egress and ingress stays byte-exact") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     std::atomic<std::uint64_t> seed{1};
@@ -417,7 +432,7 @@ TEST_CASE("endpoint: two connections through one shared emulated link get its ra
     // Issue 13: ndm-send -P N gave each connection its own emulated link, so
     // -P 2 at 20 Mbit/s sent 40. With one emu::SharedLink per direction, a
     // port per connection, they share the 20 Mbit/s (and its 100-packet queue).
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     cfg.connection.max_datagram_size = 1452;
     const auto profile = emu::parse_profile("up.rate=20mbit,up.queue=100pkt");
@@ -441,7 +456,7 @@ TEST_CASE("endpoint: two connections through one shared emulated link get its ra
 }
 
 TEST_CASE("endpoint: 100 concurrent connections on one server endpoint are each byte-exact") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     SinkServer server(cfg);
@@ -452,7 +467,7 @@ TEST_CASE("endpoint: 100 concurrent connections on one server endpoint are each 
 }
 
 TEST_CASE("endpoint: 256 MB byte-exact with GSO/GRO on each backend" * doctest::timeout(120)) {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     SinkServer server(cfg);
@@ -465,7 +480,7 @@ TEST_CASE("endpoint: 256 MB byte-exact with GSO/GRO on each backend" * doctest::
 }
 
 TEST_CASE("endpoint: dual-stack and IPv6 loopback") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     FOR_EACH_BACKEND(cfg);
     int probe = socket(AF_INET6, SOCK_DGRAM, 0);
     sockaddr_in6 a{};
@@ -494,7 +509,7 @@ TEST_CASE("endpoint: dual-stack and IPv6 loopback") {
 
 TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so") {
     std::string log;
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     {
         ScopedLogCapture capture(spdlog::level::info);
@@ -513,7 +528,7 @@ TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so
     }
     CHECK(log.find("io_uring unavailable (forced by NDM_IO_FORCE_PROBE_FAIL=1); using the epoll fallback") !=
           std::string::npos);
-    EndpointConfig again;
+    EndpointConfig again = tls_endpoint_config();
     again.bind_address = "127.0.0.1";
     if (io::probe_uring().available)
         CHECK(Endpoint(again).backend() == IoBackend::uring);
@@ -522,7 +537,7 @@ TEST_CASE("endpoint: io_uring forced unavailable falls back to epoll and says so
 }
 
 TEST_CASE("endpoint: failures are clear errors, never hangs") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     cfg.connection.handshake_timeout = 2s;
     FOR_EACH_BACKEND(cfg);
@@ -606,7 +621,7 @@ TEST_CASE("endpoint: failures are clear errors, never hangs") {
 }
 
 TEST_CASE("endpoint: blocking facade echoes a message") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     EndpointConfig scfg = cfg;
@@ -650,7 +665,7 @@ TEST_CASE("endpoint: blocking facade echoes a message") {
 TEST_CASE("endpoint: destroying an endpoint closes its connections at the peer") {
     // The destructor's CONNECTION_CLOSE must leave before the socket goes,
     // also when sends are asynchronous (io_uring's io-wq worker).
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     const char* send_mode = "inline";
@@ -691,7 +706,7 @@ TEST_CASE("endpoint: destroying an endpoint closes its connections at the peer")
 }
 
 TEST_CASE("endpoint: a foreign loop can poll fd() and next_deadline()") {
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     SinkServer server(cfg);
@@ -859,14 +874,14 @@ TEST_CASE("endpoint: one observed connection ID does not predict the next connec
         // The attack works on seeded IDs (what the endpoint did before): seeds
         // drawn from one splitmix64 chain, as Endpoint::with_seed draws them.
         std::uint64_t chain = 0x5eed;
-        ConnectionConfig seeded;
+        ConnectionConfig seeded = tls_connection_config();
         seeded.seed = util::splitmix64_next(chain);
         const auto a = Connection::connect(seeded, Instant{});
         seeded.seed = util::splitmix64_next(chain);
         const auto b = Connection::connect(seeded, Instant{});
         CHECK(predict_next(cid_word(a->local_cid())) == cid_word(b->local_cid()));
     }
-    EndpointConfig cfg;
+    EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
     Endpoint ep(cfg);
     const auto first = ep.connect("127.0.0.1", 9);
@@ -880,7 +895,7 @@ TEST_CASE("endpoint: one observed connection ID does not predict the next connec
 TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a real client still gets in") {
     // Initials from a plain socket that never answers: each makes a half-open
     // server connection. Beyond max_half_open the oldest are evicted.
-    EndpointConfig scfg;
+    EndpointConfig scfg = tls_endpoint_config();
     scfg.bind_address = "127.0.0.1";
     scfg.accept_connections = true;
     scfg.max_half_open = 4;
@@ -894,7 +909,7 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     constexpr int kFlood = 12;
     std::vector<std::uint8_t> buf(kMaxDatagramSize);
     for (int i = 0; i < kFlood; ++i) {
-        ConnectionConfig c;
+        ConnectionConfig c = tls_connection_config();
         c.seed = 1000 + static_cast<std::uint64_t>(i);  // distinct connection IDs
         const auto conn = Connection::connect(c, Instant{});
         const std::size_t n = conn->poll_datagram(buf, Instant{});
@@ -908,7 +923,7 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     CHECK(server.connection_count() <= 4);
     CHECK(server.stats().half_open_evicted == static_cast<std::uint64_t>(kFlood - 4));
 
-    EndpointConfig ccfg;
+    EndpointConfig ccfg = tls_endpoint_config();
     ccfg.bind_address = "127.0.0.1";
     Endpoint client(ccfg);
     const auto h = client.connect("127.0.0.1", server.local_port());

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tls/alert.hpp"
-#include "tls/keylog.hpp"
+#include "ndm/tls.hpp"
 #include "tls_test_util.hpp"
 
 using ndm::crypto::EncryptionLevel;

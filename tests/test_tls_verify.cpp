@@ -7,7 +7,7 @@
 #include <string>
 
 #include "tls/alert.hpp"
-#include "tls/credentials.hpp"
+#include "ndm/tls.hpp"
 #include "tls_test_util.hpp"
 
 using namespace std::chrono_literals;

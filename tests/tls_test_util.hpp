@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "crypto/suite.hpp"
-#include "tls/credentials.hpp"
+#include "ndm/tls.hpp"
 #include "tls/tls_session.hpp"
 
 namespace ndm::test {

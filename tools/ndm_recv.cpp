@@ -23,6 +23,7 @@
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/tls_flags.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/workload.hpp"
@@ -413,6 +414,8 @@ int main(int argc, char** argv) {
     app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
     app.add_option("--io", io, "socket backend: auto, uring or epoll")->capture_default_str();
     ndm::tools::add_idle_timeout_option(app, idle_timeout);
+    ndm::tools::ServerTlsFlags tls_flags;
+    ndm::tools::add_server_tls_flags(app, tls_flags);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -429,6 +432,8 @@ int main(int argc, char** argv) {
         // The client's -l decides: the effective size is the smaller of both sides'.
         cfg.connection.max_datagram_size = kMaxDatagramSize;
         cfg.connection.idle_timeout = ndm::tools::idle_timeout_duration(idle_timeout);
+        const ndm::tools::ServerTls tls = ndm::tools::server_tls(tls_flags, bind);
+        cfg.connection.tls = tls.options;
         Endpoint ep(cfg);
 
         std::signal(SIGINT, on_signal);
@@ -436,8 +441,11 @@ int main(int argc, char** argv) {
         if (!json_out) {
             std::cout << "-----------------------------------------------------------\n"
                       << fmt::format("Server listening on {} (UDP, {})\n", ep.local_address(), to_string(ep.backend()))
-                      << "-----------------------------------------------------------\n"
-                      << std::flush;
+                      << "-----------------------------------------------------------\n";
+            if (!tls.self_signed_note.empty()) std::cout << tls.self_signed_note << '\n';
+            std::cout << std::flush;
+        } else if (!tls.self_signed_note.empty()) {
+            std::cerr << tls.self_signed_note << '\n';  // stdout holds only the JSON documents
         }
 
         Server s{json_out, ep, std::nullopt, 0};

@@ -26,6 +26,7 @@
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/tls_flags.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
@@ -55,6 +56,8 @@ struct Options {
     std::string io = "auto";
     std::chrono::system_clock::time_point started{};  // for the -J provenance record
     double idle_timeout = tools::kDefaultIdleTimeoutSeconds;
+    tools::ClientTlsFlags tls_flags;
+    TlsOptions tls;  // from tls_flags, checked before any packet is sent
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -143,6 +146,7 @@ private:
         // outages shorter than the idle timeout.
         cfg.connection.handshake_timeout = std::chrono::seconds(5);
         cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
+        cfg.connection.tls = o.tls;
         cfg.qlog_dir = o.qlog;
         // The -P connections share one emulated path per direction, as they would share a bottleneck.
         if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
@@ -525,6 +529,7 @@ int main(int argc, char** argv) {
     app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
     app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
     tools::add_idle_timeout_option(app, o.idle_timeout);
+    tools::add_client_tls_flags(app, o.tls_flags);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& ex) {
@@ -541,6 +546,7 @@ int main(int argc, char** argv) {
         if (!o.emu.empty()) profile = emu::parse_profile(o.emu);
         if (!profile_name.empty()) profile = emu::parse_profile(profile_name);
         if (!o.qlog.empty()) (void)qlog::file_observer(o.qlog);  // creates the directory or names the problem
+        o.tls = tools::client_tls(o.tls_flags);
         params.cc = o.cc;
         params.packet_size = o.packet_size;
         params.interval = o.interval;

@@ -21,6 +21,7 @@
 
 #include "ndm/stats.hpp"
 #include "ndm/time.hpp"
+#include "ndm/tls.hpp"
 
 namespace ndm {
 
@@ -141,8 +142,12 @@ struct ConnectionConfig {
     std::string cc = "reno";
     std::string cc_options;
     bool pacing = true;
-    // Opaque bytes carried in the handshake (the tools put test parameters here).
+    // Opaque bytes carried in the handshake (the tools put test parameters
+    // here), as a transport parameter of ndm's private ID.
     std::vector<std::uint8_t> application_params;
+    // The TLS 1.3 handshake (ndm/tls.hpp): a server needs a certificate, a
+    // client a way to trust it (default: the system store) and its name.
+    TlsOptions tls;
     // Seeds connection IDs when `random_bytes` is unset; give each connection
     // its own.
     std::uint64_t seed = 1;
@@ -293,6 +298,8 @@ public:
     [[nodiscard]] std::span<const std::uint8_t> peer_application_params() const;
     // The connection ID the peer puts in packets to us (endpoints route by it).
     [[nodiscard]] std::span<const std::uint8_t> local_cid() const;
+    // The connection ID this side puts in packets to the peer (the peer's choice).
+    [[nodiscard]] std::span<const std::uint8_t> peer_cid() const;
 
     [[nodiscard]] ConnectionStats stats(Instant now) const;
 

@@ -78,6 +78,15 @@ private:
 // Connection over two Links. Ties between events at the same instant are
 // broken in a fixed order: delivery to the server, delivery to the client,
 // client timer, server timer.
+//
+// TLS in a simulation (simulation_tls): the handshake is real, with sizes
+// that never vary - X25519 and Ed25519 only, and one self-signed Ed25519
+// certificate for "ndm-simulator" made once per process (its DER size is
+// fixed), which the client pins - and certificates are checked at a fixed
+// wall-clock time (2026-01-01), so runs stay identical in timing and sizes.
+// connect() applies it to what the configs leave unset.
+void simulation_tls(ConnectionConfig& client, ConnectionConfig& server);
+
 class Simulator {
 public:
     Simulator(std::unique_ptr<Link> client_to_server, std::unique_ptr<Link> server_to_client,
@@ -88,7 +97,8 @@ public:
 
     // Creates the client (Connection::connect) and queues its first datagram.
     // The server is created with Connection::accept on the first datagram
-    // delivered to it; datagrams accept() rejects are dropped.
+    // delivered to it; datagrams accept() rejects are dropped. Both configs
+    // go through simulation_tls() first.
     Connection& connect(const ConnectionConfig& client, const ConnectionConfig& server);
 
     [[nodiscard]] Instant now() const { return now_; }

@@ -273,6 +273,9 @@ struct Endpoint::Impl final : io::RxHandler {
         // generator would give the next connection's away from one observed ID.
         if (!c.random_bytes) c.random_bytes = [](std::span<std::uint8_t> out) { crypto::CryptoRandom{}.fill(out); };
         if (!c.observer && qlog) c.observer = qlog;
+        // The edge reads the clocks the core does not: certificates are
+        // checked against the system time.
+        if (c.tls.wall_time == std::chrono::system_clock::time_point{}) c.tls.wall_time = std::chrono::system_clock::now();
         return c;
     }
 
@@ -498,7 +501,10 @@ ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port, 
         throw EndpointError(fmt::format("ndm: cannot reach {} from a socket bound to {}", target.to_string(),
                                         d.backend->local_address().to_string()));
     }
-    auto conn = Connection::connect(d.with_seed(config), steady_now());
+    ConnectionConfig c = d.with_seed(config);
+    // The name the certificate must carry is the one connected to, unless told otherwise.
+    if (c.tls.server_name.empty()) c.tls.server_name = host;
+    auto conn = Connection::connect(c, steady_now());
     auto& r = d.add(std::move(conn), peer, config.max_datagram_size);
     spdlog::debug("ndm: connecting to {} (connection {})", peer.to_string(), r.handle);
     return r.handle;

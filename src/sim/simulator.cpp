@@ -22,6 +22,8 @@ constexpr std::uint32_t kMaxStaleTimeouts = 1000;
 // means two endpoints ping-pong at zero delay without end.
 constexpr std::uint64_t kMaxStepsAtOneInstant = 10'000'000;
 constexpr Duration kTick{1};
+// 2026-01-01T00:00:00Z: a simulation reads no clock, certificates included.
+const std::chrono::system_clock::time_point kSimulationWallTime{std::chrono::seconds(1767225600)};
 }  // namespace
 
 Simulator::Simulator(std::unique_ptr<Link> client_to_server, std::unique_ptr<Link> server_to_client,
@@ -34,9 +36,30 @@ Simulator::Simulator(std::unique_ptr<Link> client_to_server, std::unique_ptr<Lin
 
 Simulator::~Simulator() = default;
 
-Connection& Simulator::connect(const ConnectionConfig& client, const ConnectionConfig& server) {
+namespace {
+const tls::ServerCredentials& simulation_certificate() {
+    static const tls::ServerCredentials creds =
+        tls::ServerCredentials::self_signed({"ndm-simulator"}, kSimulationWallTime, std::chrono::hours(24 * 365 * 50));
+    return creds;
+}
+}  // namespace
+
+void simulation_tls(ConnectionConfig& client, ConnectionConfig& server) {
+    for (ConnectionConfig* c : {&client, &server}) {
+        c->tls.fixed_sizes = true;
+        if (c->tls.wall_time == std::chrono::system_clock::time_point{}) c->tls.wall_time = kSimulationWallTime;
+    }
+    if (!server.tls.certificate) {
+        server.tls.certificate = simulation_certificate();
+        if (!client.tls.trust) client.tls.trust = tls::ClientCredentials::pinned(simulation_certificate().fingerprint());
+    }
+}
+
+Connection& Simulator::connect(const ConnectionConfig& client_config, const ConnectionConfig& server_config) {
     if (client_) throw std::logic_error("Simulator::connect called twice");
-    server_config_ = server;
+    ConnectionConfig client = client_config;
+    server_config_ = server_config;
+    simulation_tls(client, server_config_);
     client_ = Connection::connect(client, now_);
     drain(kClient);
     return *client_;

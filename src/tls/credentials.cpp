@@ -1,4 +1,4 @@
-#include "tls/credentials.hpp"
+#include "ndm/tls.hpp"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>

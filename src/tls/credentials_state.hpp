@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tls/credentials.hpp"
+#include "ndm/tls.hpp"
 
 namespace ndm::tls {
 

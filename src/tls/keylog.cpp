@@ -1,4 +1,4 @@
-#include "tls/keylog.hpp"
+#include "ndm/tls.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -18,8 +18,7 @@
 #include <vector>
 
 #include "crypto/suite.hpp"
-#include "tls/credentials.hpp"
-#include "tls/keylog.hpp"
+#include "ndm/tls.hpp"
 
 namespace ndm::tls {
 

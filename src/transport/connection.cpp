@@ -44,11 +44,9 @@ wire::ConnectionId random_cid(const ConnectionConfig& cfg, std::uint64_t& state)
 // (RFC 9000 §18.2 allows 0..20; 0 keeps every RTT sample exact).
 constexpr unsigned kAckDelayExponent = 0;
 
-// RFC 9000 §12.4 Table 3, and CRYPTO only before 1-RTT: ndm's handshake has
-// no post-handshake messages.
+// RFC 9000 §12.4 Table 3.
 bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
     const bool one_rtt = type == wire::PacketType::one_rtt;
-    if (std::holds_alternative<wire::CryptoFrame>(f)) return !one_rtt;
     const auto kind = one_rtt ? wire::PacketKind::one_rtt
                       : type == wire::PacketType::initial ? wire::PacketKind::initial
                                                           : wire::PacketKind::handshake;
@@ -61,6 +59,18 @@ PacketSpace space_of(wire::PacketType t) {
     if (t == wire::PacketType::initial) return PacketSpace::initial;
     if (t == wire::PacketType::handshake) return PacketSpace::handshake;
     return PacketSpace::application;
+}
+// RFC 9001 §4.1.4: the encryption level whose CRYPTO data a space carries.
+crypto::EncryptionLevel level_of(PacketSpace s) {
+    if (s == PacketSpace::initial) return crypto::EncryptionLevel::initial;
+    if (s == PacketSpace::handshake) return crypto::EncryptionLevel::handshake;
+    return crypto::EncryptionLevel::one_rtt;
+}
+std::optional<PacketSpace> space_of(crypto::EncryptionLevel l) {
+    if (l == crypto::EncryptionLevel::initial) return PacketSpace::initial;
+    if (l == crypto::EncryptionLevel::handshake) return PacketSpace::handshake;
+    if (l == crypto::EncryptionLevel::one_rtt) return PacketSpace::application;
+    return std::nullopt;  // 0-RTT: not offered, never accepted
 }
 wire::PacketType type_of(PacketSpace s) {
     if (s == PacketSpace::initial) return wire::PacketType::initial;
@@ -147,21 +157,58 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
 // RFC 9000 §7.3: both sides state the Source Connection ID of their first
 // packet, and the server the Destination Connection ID of the client's first
 // one, so that a rewritten ID in an unprotected header is caught.
-void Connection::Impl::encode_local_params() {
+void Connection::Impl::encode_local_params(const ParamsEdit& edit) {
     local_params.initial_source_connection_id = local_cid;
     if (!client) local_params.original_destination_connection_id = original_dcid;
-    hello.resize(128 + wire::kMaxApplicationParams);
-    wire::Writer w(hello);
+    if (edit) edit(local_params);
+    encoded_params.resize(128 + wire::kMaxApplicationParams);
+    wire::Writer w(encoded_params);
     if (!wire::encode_transport_params(w, local_params, client ? wire::Role::client : wire::Role::server))
         throw std::logic_error("transport parameters do not fit");
-    hello.resize(w.position());
+    encoded_params.resize(w.position());
+}
+
+// The TLS session, given this side's transport parameters (RFC 9001 §8.2);
+// a client's ClientHello is ready in its Initial CRYPTO stream at once.
+void Connection::Impl::start_tls() {
+    const TlsOptions& o = cfg.tls;
+    tls::TlsConfig c;
+    c.role = client ? tls::Role::client : tls::Role::server;
+    c.alpn = o.alpn;
+    c.server_name = o.server_name;
+    c.transport_parameters = encoded_params;
+    if (client) {
+        c.client_credentials = o.trust ? *o.trust : tls::ClientCredentials::system();
+    } else {
+        if (!o.certificate) throw std::invalid_argument("TLS: a server needs a certificate (TlsOptions::certificate)");
+        c.server_credentials = *o.certificate;
+    }
+    c.keylog = o.keylog;
+    c.fixed_sizes = o.fixed_sizes;
+    c.now = o.wall_time;
+    try {
+        tls.emplace(std::move(c));
+    } catch (const tls::TlsSetupError& e) {
+        throw std::invalid_argument(e.what());
+    }
+    tls->start();
+    for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application}) {
+        const auto out = tls->take_output(level_of(s));
+        if (!out.empty()) crypto_of(s).write(out);
+    }
 }
 
 std::unique_ptr<Connection> Connection::connect(const ConnectionConfig& config, Instant now) {
+    return Impl::connect(config, now, nullptr);
+}
+
+std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& config, Instant now,
+                                                      const ParamsEdit& edit) {
     auto impl = std::make_unique<Impl>(config, true, now);
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
     impl->peer_cid = impl->original_dcid;
-    impl->encode_local_params();
+    impl->encode_local_params(edit);
+    impl->start_tls();
     impl->attach_observer(config.observer, now);
     spdlog::debug("ndm: client connection created, cc={}", config.cc);
     return std::unique_ptr<Connection>(new Connection(std::move(impl)));
@@ -169,6 +216,12 @@ std::unique_ptr<Connection> Connection::connect(const ConnectionConfig& config, 
 
 std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
                                                std::span<const std::uint8_t> datagram, Instant now) {
+    return Impl::accept(config, datagram, now, nullptr);
+}
+
+std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& config,
+                                                     std::span<const std::uint8_t> datagram, Instant now,
+                                                     const ParamsEdit& edit) {
     wire::ParsedPacket pkt;
     wire::Error err;
     if (!wire::parse_packet(datagram, 0, false, pkt, err)) return nullptr;
@@ -183,9 +236,8 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
     auto impl = std::make_unique<Impl>(cfg, false, now);
     impl->original_dcid = pkt.header.dcid;
     impl->peer_cid = pkt.header.scid;
-    impl->encode_local_params();
+    impl->encode_local_params(edit);
     impl->attach_observer(config.observer, now);
-    impl->crypto_pending = false;  // we answer once we have read the client's hello
     impl->address_validated = false;
     if (pkt.header.version != kProtocolVersion) {
         impl->offered_version = pkt.header.version;
@@ -199,10 +251,11 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
         impl->close_deadline = now;
         return std::unique_ptr<Connection>(new Connection(std::move(impl)));
     }
+    impl->start_tls();
     auto conn = std::unique_ptr<Connection>(new Connection(std::move(impl)));
     conn->on_datagram(datagram, now);
-    // A first datagram without a valid hello is not a connection attempt.
-    if (!conn->impl_->have_peer_params && conn->impl_->state == ConnectionState::handshaking) return nullptr;
+    // A first datagram that brought TLS nothing is not a connection attempt.
+    if (!conn->impl_->tls_input_seen && conn->impl_->state == ConnectionState::handshaking) return nullptr;
     return conn;
 }
 
@@ -233,8 +286,12 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
         return;
     }
     bool cid_ok = h.dcid == local_cid || (!client && h.type == wire::PacketType::initial && h.dcid == original_dcid);
-    // RFC 9001 §4.9: packets of a discarded space are dropped.
-    if (!cid_ok || loss.discarded(space)) {
+    // RFC 9001 §4.9: packets of a discarded space are dropped, and so are
+    // those of a space whose keys this side does not have yet (§4.1.4).
+    // RFC 9001 §5.7: a server processes no 1-RTT packet before its handshake
+    // completes (one that overtook the client's Finished is dropped and resent).
+    const bool early_one_rtt = !client && space == PacketSpace::application && !handshake_complete;
+    if (!cid_ok || loss.discarded(space) || !has_read_keys(space) || early_one_rtt) {
         ++st.packets_dropped;
         return;
     }
@@ -269,8 +326,6 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     // RFC 9001 §4.9.1: a server is done with Initial packets once it has
     // processed a Handshake packet from the client.
     if (!client && h.type == wire::PacketType::handshake) discard_space(PacketSpace::initial);
-    // A server learns that the client has its hello when it sees a 1-RTT packet.
-    if (!client && have_peer_params && h.type == wire::PacketType::one_rtt) set_established(now);
     for (const auto& f : rx_frames) {
         if (!process_frame(f, space, now)) return;  // connection closed
     }
@@ -338,11 +393,7 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
                 // ECT, so there is nothing to check them against (RFC 9000 §13.4.2).
                 on_ack_frame(f, space, now);
             } else if constexpr (std::is_same_v<T, wire::CryptoFrame>) {
-                if (f.offset != 0) {
-                    close_with_error(CloseCode::protocol_violation, "CRYPTO frame with non-zero offset", now);
-                } else if (!have_peer_params) {
-                    on_peer_params(f.data, now);
-                }
+                on_crypto_frame(f, space, now);
             } else if constexpr (std::is_same_v<T, wire::StreamFrame>) {
                 if (!on_stream_result(streams.on_stream_frame(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::MaxDataFrame>) {
@@ -408,6 +459,64 @@ bool Connection::Impl::on_stream_result(StreamResult r, Instant now) {
     return false;
 }
 
+// RFC 9000 §19.6, RFC 9001 §4.1.3: a space's CRYPTO frames are reassembled
+// and handed to TLS, in order, at that space's encryption level.
+void Connection::Impl::on_crypto_frame(const wire::CryptoFrame& f, PacketSpace space, Instant now) {
+    CryptoStream& cs = crypto_of(space);
+    if (cs.on_frame(f.offset, f.data) == CryptoStream::Result::buffer_exceeded) {
+        close_with_error(CloseCode::crypto_buffer_exceeded,
+                         fmt::format("CRYPTO data up to offset {} exceeds the reassembly buffer", f.offset + f.data.size()),
+                         now);
+        return;
+    }
+    for (auto r = cs.readable(); !r.empty(); r = cs.readable()) {
+        tls_input_seen = true;
+        tls->provide(level_of(space), r);
+        cs.consume(r.size());
+    }
+    drive_tls(now);
+}
+
+// Takes what TLS produced: CRYPTO data for each space's stream, the keys
+// that let a space send or be read, the peer's transport parameters, and
+// completion or failure.
+void Connection::Impl::drive_tls(Instant now) {
+    for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application}) {
+        const auto out = tls->take_output(level_of(s));
+        if (!out.empty() && !crypto_of(s).discarded()) crypto_of(s).write(out);
+    }
+    for (const tls::SecretEvent& e : tls->take_secrets()) {
+        const auto s = space_of(e.level);
+        if (!s) continue;
+        const auto i = static_cast<std::size_t>(*s);
+        if (e.direction == tls::Direction::read) {
+            read_keys[i] = true;
+        } else {
+            write_keys[i] = true;
+            // RFC 9002 §6.2.2.1: a client probes Initial until it has Handshake keys.
+            if (client && *s == PacketSpace::handshake) loss.set_has_handshake_keys(true);
+        }
+    }
+    if (tls->error()) {
+        on_tls_error(now);
+        return;
+    }
+    if (!have_peer_params && tls->peer_transport_parameters()) {
+        on_peer_params(*tls->peer_transport_parameters(), now);
+        if (state != ConnectionState::handshaking) return;
+    }
+    // TLS completes only with the peer's parameters (it checks the extension).
+    if (tls->handshake_complete() && have_peer_params) set_established(now);
+}
+
+// RFC 9001 §4.8: a TLS failure closes with CRYPTO_ERROR + its alert (or a
+// transport error), naming the alert and the cause.
+void Connection::Impl::on_tls_error(Instant now) {
+    const tls::TlsError& e = *tls->error();
+    start_close(e.code, e.alert_name.empty() ? e.message : fmt::format("TLS alert {}: {}", e.alert_name, e.message),
+                false, now);
+}
+
 void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instant now) {
     wire::Error err;
     if (!wire::decode_transport_params(data, client ? wire::Role::server : wire::Role::client, peer_params, err)) {
@@ -419,12 +528,6 @@ void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instan
     loss.set_max_ack_delay(std::chrono::milliseconds(peer_params.max_ack_delay_ms));
     streams.on_peer_params(peer_params.initial_max_data, peer_params.initial_max_stream_data_bidi_local,
                            peer_params.initial_max_stream_data_bidi_remote, peer_params.initial_max_streams_bidi);
-    if (client) {
-        crypto_pending = false;  // the server's hello proves ours arrived
-        set_established(now);
-    } else {
-        crypto_pending = true;  // answer with our hello
-    }
 }
 
 // RFC 9000 §7.3: the IDs the peer's parameters state must be the ones its
@@ -455,6 +558,7 @@ bool Connection::Impl::check_peer_cids(Instant now) {
 void Connection::Impl::set_established(Instant now) {
     if (state != ConnectionState::handshaking) return;
     state = ConnectionState::established;
+    handshake_complete = true;
     handshake_deadline = kNever;
     // The peer may allow more than 65507 (RFC 9000 §18.2); ours caps it.
     std::size_t negotiated = std::min<std::uint64_t>(cfg.max_datagram_size, peer_params.max_udp_payload_size);
@@ -471,11 +575,6 @@ void Connection::Impl::set_established(Instant now) {
         handshake_done_pending = true;
         loss.set_handshake_confirmed(true);
         handshake_discard_due = true;  // once the packet being read is done
-    } else {
-        // RFC 9001 §4.9.1: the client's next packets are Handshake ones (the
-        // ACK of the server's hello): its Initial packets are done.
-        loss.set_has_handshake_keys(true);
-        discard_space(PacketSpace::initial);
     }
     spdlog::debug("ndm: {} established, datagram size {}", client ? "client" : "server", mds);
     events.push_back(event::Established{});
@@ -488,9 +587,8 @@ void Connection::Impl::discard_space(PacketSpace space) {
     loss.discard_space(space);
     acks_of(space) = AckTracker(ack_config(space, cfg.max_ack_delay));
     if (probe_space == space) probes_pending = 0;
-    // The hello travels only in its own space: once that is gone, so is the
-    // need to (re)send it.
-    if (space == hello_space()) crypto_pending = false;
+    crypto_of(space).discard();
+    read_keys[static_cast<std::size_t>(space)] = write_keys[static_cast<std::size_t>(space)] = false;
 }
 
 void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space, Instant now) {
@@ -511,7 +609,7 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     std::uint64_t acked_bytes = 0;
     std::uint64_t acked_packets = 0;
     for (const auto& p : out.acked) {
-        release_acked(p, space, now);
+        release_acked(p, space);
         if (p.in_flight) {
             acked_bytes += p.bytes;
             ++acked_packets;
@@ -519,7 +617,7 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     }
     for (const auto& p : out.late_acked) {
         ++st.spurious_losses;
-        release_acked(p, space, now);
+        release_acked(p, space);
     }
     st.bytes_acked += acked_bytes;
     if (acked_packets > 0) on_acked_bytes(acked_bytes, acked_packets, now);
@@ -529,14 +627,14 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
 }
 
 // What an acknowledged packet carried is delivered.
-void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space, Instant now) {
+void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space) {
     for (const auto& sf : p.frames) {
         if (auto* s = std::get_if<sent::Stream>(&sf)) {
             streams.on_acked(*s);
         } else if (auto* a = std::get_if<sent::Ack>(&sf)) {
             acks_of(space).on_ack_acknowledged(a->largest);
-        } else if (std::holds_alternative<sent::Crypto>(sf)) {
-            if (!client && have_peer_params) set_established(now);
+        } else if (auto* c = std::get_if<sent::Crypto>(&sf)) {
+            crypto_of(space).on_acked(*c);
         }
     }
 }
@@ -579,8 +677,8 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
         // set takes back what its frames carried.
         for (const auto& sf : p.frames) {
             if (streams.on_lost(sf)) continue;
-            if (std::holds_alternative<sent::Crypto>(sf)) {
-                if (state == ConnectionState::handshaking) crypto_pending = true;
+            if (auto* c = std::get_if<sent::Crypto>(&sf)) {
+                crypto_of(space).on_lost(*c);
             } else if (std::holds_alternative<sent::HandshakeDone>(sf)) {
                 handshake_done_pending = true;
             }
@@ -624,6 +722,13 @@ void Connection::Impl::start_close(std::uint64_t code, std::string reason, bool 
 
 void Connection::Impl::enter_draining(const wire::ConnectionCloseFrame& f, Instant now) {
     close = {f.error_code, std::string(f.reason), true, f.application};
+    // RFC 9001 §4.8: the peer's TLS alert, said in this side's terms when
+    // the peer gave no reason ("server accepts no ALPN protocol ndm offered").
+    const auto base = static_cast<std::uint64_t>(CloseCode::crypto_error_base);
+    if (!f.application && f.error_code >= base && f.error_code < base + 0x100 && tls && !handshake_complete) {
+        tls->on_peer_error(f.error_code);
+        if (close.reason.empty() && tls->error()) close.reason = tls->error()->message;
+    }
     spdlog::debug("ndm: peer closed: code {:#x} {:?}", f.error_code, f.reason);  // escaped: the peer's bytes
     state = ConnectionState::draining;
     close_deadline = now + three_pto();
@@ -641,11 +746,16 @@ void Connection::Impl::terminate() {
 // ============================================================================
 // Sending
 
-wire::PacketType Connection::Impl::send_packet_type() const {
-    if (state == ConnectionState::established) return wire::PacketType::one_rtt;
-    if (state == ConnectionState::closing && have_peer_params && (client || handshake_confirmed))
-        return wire::PacketType::one_rtt;
-    return client ? wire::PacketType::initial : wire::PacketType::handshake;
+// Where a CONNECTION_CLOSE goes (RFC 9000 §10.2.3): 1-RTT once the
+// handshake completed, else the highest space the peer can surely read. A
+// client has Handshake keys only after the server sent Handshake packets;
+// a server cannot know whether the client has read its ServerHello, so it
+// closes in Initial while that space lasts.
+PacketSpace Connection::Impl::close_space() const {
+    if (handshake_complete) return PacketSpace::application;
+    if (client && has_write_keys(PacketSpace::handshake)) return PacketSpace::handshake;
+    if (!loss.discarded(PacketSpace::initial)) return PacketSpace::initial;
+    return PacketSpace::handshake;
 }
 // After an in-flight packet was counted (and paced): tells cwnd_usage how
 // much of the window is used, and returns whether the window is not what
@@ -662,7 +772,8 @@ bool Connection::Impl::note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight
 }
 
 bool Connection::Impl::has_eliciting_data() const {
-    if (crypto_pending) return true;
+    for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application})
+        if (crypto_pending(s)) return true;
     if (state != ConnectionState::established) return false;
     return handshake_done_pending || path_response || streams.has_control_frames() || streams.has_pending_data();
 }
@@ -763,13 +874,13 @@ bool Connection::Impl::ack_due(PacketSpace space, Instant now) const {
 // while it has something to carry (RFC 9000 §12.2 sends them in this order).
 // nullopt: nothing may go yet (1-RTT packets wait for the handshake).
 std::optional<PacketSpace> Connection::Impl::send_space(bool closing, Instant now) const {
-    if (closing) return space_of(send_packet_type());
-    const auto wants = [&](PacketSpace s, bool hello_here) {
-        if (loss.discarded(s)) return false;
-        return ack_due(s, now) || (hello_here && crypto_pending) || (probes_pending > 0 && probe_space == s);
+    if (closing) return close_space();
+    const auto wants = [&](PacketSpace s) {
+        if (loss.discarded(s) || !has_write_keys(s)) return false;
+        return ack_due(s, now) || crypto_pending(s) || (probes_pending > 0 && probe_space == s);
     };
-    if (wants(PacketSpace::initial, hello_space() == PacketSpace::initial)) return PacketSpace::initial;
-    if (wants(PacketSpace::handshake, hello_space() == PacketSpace::handshake)) return PacketSpace::handshake;
+    if (wants(PacketSpace::initial)) return PacketSpace::initial;
+    if (wants(PacketSpace::handshake)) return PacketSpace::handshake;
     if (state != ConnectionState::established) return std::nullopt;
     return PacketSpace::application;
 }
@@ -793,7 +904,14 @@ void Connection::Impl::write_close_frame(FrameSink& sink, wire::PacketType type)
     wire::ConnectionCloseFrame f;
     f.error_code = close.code;
     f.reason = close.reason;
-    f.application = close.application && type == wire::PacketType::one_rtt;
+    f.application = close.application;
+    // RFC 9000 §10.2.3: an application close before 1-RTT is a transport
+    // APPLICATION_ERROR, without the application's reason.
+    if (close.application && type != wire::PacketType::one_rtt) {
+        f.application = false;
+        f.error_code = static_cast<std::uint64_t>(CloseCode::application_error);
+        f.reason = {};
+    }
     sink.put(f);
     close_frame_pending = false;
 }
@@ -810,9 +928,8 @@ void Connection::Impl::write_ack_frame(FrameSink& sink, PacketSpace space, Insta
 // whether any stream data was a retransmission.
 bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space, bool probe) {
     bool retransmission = false;
-    if (space == hello_space() && crypto_pending &&
-        sink.put(wire::CryptoFrame{0, hello}, sent::Crypto{0, hello.size()}))
-        crypto_pending = false;
+    while (crypto_pending(space) && crypto_of(space).write_frame(sink)) {
+    }
     if (space == PacketSpace::application && state == ConnectionState::established) {
         if (handshake_done_pending && sink.put(wire::HandshakeDoneFrame{}, sent::HandshakeDone{}))
             handshake_done_pending = false;
@@ -854,6 +971,8 @@ void Connection::Impl::on_packet_built(const wire::PacketHeader& h, PacketSpace 
     }
     if (retransmission) ++st.packets_retransmitted;
     loss.on_packet_sent(std::move(p), space);
+    // RFC 9001 §4.9.1: a client is done with Initial packets once it sends a Handshake one.
+    if (client && space == PacketSpace::handshake) discard_space(PacketSpace::initial);
     ++st.packets_sent;
     st.bytes_sent += len;
     if (!address_validated) unvalidated_sent += len;
@@ -944,10 +1063,9 @@ void Connection::Impl::on_timeout(Instant now) {
             ++st.pto_count;
             probes_pending = out.probes;
             probe_space = out.space;
-            // During the handshake the best probe is the hello itself.
-            if (state == ConnectionState::handshaking && out.space != PacketSpace::application &&
-                (client || have_peer_params))
-                crypto_pending = true;
+            // RFC 9002 §6.2.4: a handshake probe resends the space's
+            // unacknowledged CRYPTO data, the most useful thing it can carry.
+            if (out.space != PacketSpace::application) crypto_of(out.space).mark_all_lost();
             spdlog::debug("ndm: PTO #{} ({} in flight)", loss.pto_count(), loss.bytes_in_flight());
         }
         trace_metrics(now);
@@ -1080,5 +1198,6 @@ std::span<const std::uint8_t> Connection::peer_application_params() const {
     return impl_->peer_params.application_params;
 }
 std::span<const std::uint8_t> Connection::local_cid() const { return impl_->local_cid.span(); }
+std::span<const std::uint8_t> Connection::peer_cid() const { return impl_->peer_cid.span(); }
 
 }  // namespace ndm

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,8 @@
 #include "ndm/cc.hpp"
 #include "ndm/connection.hpp"
 #include "transport/ack_tracker.hpp"
+#include "tls/tls_session.hpp"
+#include "transport/crypto_stream.hpp"
 #include "transport/cwnd_usage.hpp"
 #include "transport/frame.hpp"
 #include "transport/frame_sink.hpp"
@@ -35,6 +38,14 @@ trace::PacketType trace_type(wire::PacketType t);
 struct Connection::Impl {
     Impl(const ConnectionConfig& config, bool is_client, Instant now);
 
+    // Connection::connect and accept, with an optional edit of this side's
+    // transport parameters before they are encoded: how tests play a peer
+    // that states values no ConnectionConfig would (RFC 9000 §18.2's extremes).
+    using ParamsEdit = std::function<void(wire::TransportParams&)>;
+    static std::unique_ptr<Connection> connect(const ConnectionConfig& config, Instant now, const ParamsEdit& edit);
+    static std::unique_ptr<Connection> accept(const ConnectionConfig& config, std::span<const std::uint8_t> datagram,
+                                              Instant now, const ParamsEdit& edit);
+
     // ---- configuration and identity
     ConnectionConfig cfg;
     bool client;
@@ -43,8 +54,24 @@ struct Connection::Impl {
     wire::ConnectionId local_cid, peer_cid, original_dcid;
     wire::TransportParams local_params, peer_params;
     bool have_peer_params = false;
-    std::vector<std::uint8_t> hello;  // our encoded transport parameters
-    bool crypto_pending = true;
+    std::vector<std::uint8_t> encoded_params;  // local_params as the TLS extension carries them
+
+    // ---- the TLS handshake (RFC 9001 §4): one CRYPTO stream per packet
+    // number space; a space sends once this side has its keys
+    std::optional<tls::TlsSession> tls;
+    std::array<transport::CryptoStream, transport::kPacketSpaces> crypto;
+    transport::CryptoStream& crypto_of(transport::PacketSpace s) { return crypto[static_cast<std::size_t>(s)]; }
+    const transport::CryptoStream& crypto_of(transport::PacketSpace s) const {
+        return crypto[static_cast<std::size_t>(s)];
+    }
+    // Keys per space and direction as TLS makes them (Initial keys exist
+    // from the start): a space sends once it has write keys, and its packets
+    // are read once it has read keys (RFC 9001 §4.1.4).
+    std::array<bool, transport::kPacketSpaces> write_keys{true, false, false}, read_keys{true, false, false};
+    bool has_write_keys(transport::PacketSpace s) const { return write_keys[static_cast<std::size_t>(s)]; }
+    bool has_read_keys(transport::PacketSpace s) const { return read_keys[static_cast<std::size_t>(s)]; }
+    bool tls_input_seen = false;      // a CRYPTO frame reached TLS (accept: a real connection attempt)
+    bool handshake_complete = false;  // TLS finished: 1-RTT packets go both ways
     bool handshake_confirmed = false;
     bool handshake_done_pending = false;
     bool handshake_discard_due = false;  // server: confirmed while reading a packet (RFC 9001 §4.9.2)
@@ -123,19 +150,22 @@ struct Connection::Impl {
 
     // ---- receiving
     void make_controller(std::size_t datagram_size, Instant now);
-    void encode_local_params();
+    void encode_local_params(const ParamsEdit& edit);
+    void start_tls();
+    void on_crypto_frame(const wire::CryptoFrame& f, transport::PacketSpace space, Instant now);
+    void drive_tls(Instant now);
+    void on_tls_error(Instant now);
+    bool crypto_pending(transport::PacketSpace s) const {
+        return has_write_keys(s) && !loss.discarded(s) && crypto_of(s).has_pending();
+    }
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
     bool decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now);
     bool process_frame(const wire::Frame& f, transport::PacketSpace space, Instant now);
     bool on_stream_result(transport::StreamResult r, Instant now);
     void on_v1_frame(const wire::Frame& f, Instant now);
     void on_ack_frame(const wire::AckFrame& ack, transport::PacketSpace space, Instant now);
-    void release_acked(const transport::SentPacket& p, transport::PacketSpace space, Instant now);
+    void release_acked(const transport::SentPacket& p, transport::PacketSpace space);
     void discard_space(transport::PacketSpace space);
-    // The client's hello travels in Initial packets, the server's in Handshake ones.
-    transport::PacketSpace hello_space() const {
-        return client ? transport::PacketSpace::initial : transport::PacketSpace::handshake;
-    }
     void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now);
     void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
                          Instant now);
@@ -161,7 +191,7 @@ struct Connection::Impl {
     bool write_eliciting_frames(transport::FrameSink& sink, transport::PacketSpace space, bool probe);
     void on_packet_built(const wire::PacketHeader& h, transport::PacketSpace space, std::size_t len, transport::SentFrames frames, bool eliciting,
                          bool padded, bool retransmission, Instant now);
-    wire::PacketType send_packet_type() const;
+    transport::PacketSpace close_space() const;
     bool can_send_eliciting(Instant now) const;
     bool has_eliciting_data() const;
     bool note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now);

@@ -34,7 +34,7 @@ done
 hostile "$(params 1 false '\u001b]0;pwned\u0007\u001b[2J')" > "$out/probe.txt" || fail "cc probe: $(cat "$out/probe.txt")"
 grep -qF 'reason=test parameter cc "\x1b]0;pwned\x07\x1b[2J" is not a known controller' "$out/probe.txt" ||
   fail "escape-laden controller name: $(cat "$out/probe.txt")"
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 > "$out/send.txt" 2> "$out/send_err.txt" ||
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 > "$out/send.txt" 2> "$out/send_err.txt" ||
   fail "ndm-send after the hostile peers: exit $?"
 grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "the test after the hostile peers is not byte-exact"
 finish_server
@@ -68,7 +68,7 @@ port=$(free_port)
 fake=$!
 for _ in $(seq 50); do grep -q listening "$out/fake.txt" 2>/dev/null && break; sleep 0.1; done
 set +e
-timeout 15 "$send" -c 127.0.0.1 -p "$port" -t 1 > "$out/send.txt" 2> "$out/send_err.txt"
+timeout 15 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 > "$out/send.txt" 2> "$out/send_err.txt"
 rc=$?
 set -e
 wait "$fake" || fail "fake server exit code"
@@ -81,7 +81,7 @@ if grep -q $'\e' "$out/send_err.txt"; then fail "a raw escape byte reached ndm-s
 for args in "-i 0.05" "-i 61" "-t 0" "-t 86401" "-n 1025T" "-n 1e30" "-l 1199" "-l 65508" "-P 0" "-P 129"; do
   set +e
   # shellcheck disable=SC2086
-  err=$("$send" -c 127.0.0.1 -p 9 $args 2>&1 > /dev/null)
+  err=$("$send" --insecure -c 127.0.0.1 -p 9 $args 2>&1 > /dev/null)
   rc=$?
   set -e
   [ "$rc" -eq 2 ] || fail "ndm-send $args: exit $rc ($err)"

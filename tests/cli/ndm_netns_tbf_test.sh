@@ -49,7 +49,7 @@ srv_pid=$!
 for _ in $(seq 50); do grep -q "listening" "$out/recv.txt" 2>/dev/null && break; sleep 0.1; done
 grep -q "listening" "$out/recv.txt" || fail "ndm-recv did not start"
 
-ip netns exec "$ns_s" timeout 30 "$send" -c 10.199.0.2 -p 5201 -t 3 -l 1452 -J > "$out/send.json" 2> "$out/send_err.txt" \
+ip netns exec "$ns_s" timeout 30 "$send" --insecure -c 10.199.0.2 -p 5201 -t 3 -l 1452 -J > "$out/send.json" 2> "$out/send_err.txt" \
   || fail "ndm-send exit $?"
 wait "$srv_pid" || fail "ndm-recv exit code"
 srv_pid=""

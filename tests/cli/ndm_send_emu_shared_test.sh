@@ -10,7 +10,7 @@ check="$3"
 source "$(dirname "$0")/send_recv_lib.sh"
 
 start_server
-timeout 30 "$send" -c 127.0.0.1 -p "$port" -t 3 -P 2 --emu up.rate=20mbit,up.queue=100pkt -J \
+timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 3 -P 2 --emu up.rate=20mbit,up.queue=100pkt -J \
   > "$out/shared.json" 2> "$out/err.txt" || fail "-P 2 --emu exit $?"
 finish_server
 [ "$(get shared.json end.byte_exact)" = true ] || fail "not byte-exact"

@@ -14,20 +14,20 @@ source "$(dirname "$0")/send_recv_lib.sh"
 
 # 1. The documented JSON shape, forward with two connections and reverse.
 start_server
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 2 -J > "$out/fwd.json" 2> "$out/err.txt" || fail "-J -P 2 exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -P 2 -J > "$out/fwd.json" 2> "$out/err.txt" || fail "-J -P 2 exit $?"
 fwd_port=$port
 finish_server
 check_shape fwd.json forward
 [ "$(get fwd.json start.test_start.num_streams)" = 2 ] || fail "num_streams"
 get fwd.json end.streams.1.byte_exact > /dev/null
 start_server
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -R -J > "$out/rev.json" 2> "$out/err.txt" || fail "-J -R exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -R -J > "$out/rev.json" 2> "$out/err.txt" || fail "-J -R exit $?"
 finish_server
 check_shape rev.json reverse
 [ "$(get rev.json start.test_start.reverse)" = 1 ] || fail "reverse flag"
 [ "$(get rev.json end.byte_exact)" = true ] || fail "reverse not byte-exact"
 # Provenance: what produced the document; the drain after the send phase is its own key.
-[ "$(get fwd.json provenance.command_line)" = "$send -c 127.0.0.1 -p $fwd_port -t 1 -P 2 -J" ] \
+[ "$(get fwd.json provenance.command_line)" = "$send --insecure -c 127.0.0.1 -p $fwd_port -t 1 -P 2 -J" ] \
   || fail "provenance.command_line: $(get fwd.json provenance.command_line)"
 get fwd.json provenance.git_commit | grep -Eq '^([0-9a-f]{40}(-dirty)?|unknown)$' || fail "provenance.git_commit"
 get fwd.json provenance.start_time | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z$' || fail "provenance.start_time"
@@ -37,7 +37,7 @@ get fwd.json end.sum_received.drain_seconds > /dev/null
 # 1b. A test that fails before its end still prints a JSON document with "error" (as iperf3), exit 1.
 noport=$(free_port)
 set +e
-timeout 20 "$send" -c 127.0.0.1 -p "$noport" -t 1 -J > "$out/fail.json" 2> "$out/fail_err.txt"; rc=$?
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$noport" -t 1 -J > "$out/fail.json" 2> "$out/fail_err.txt"; rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "no server: exit $rc, not 1"
 [ -n "$(get fail.json error)" ] || fail "no error in the failure document"
@@ -46,7 +46,7 @@ check_shape fail.json failure
 
 # 2. -n: exactly that many bytes, both sides agree; ndm-recv -J records its provenance too.
 start_server -J
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -n 3M -J > "$out/n.json" 2> "$out/err.txt" || fail "-n exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -n 3M -J > "$out/n.json" 2> "$out/err.txt" || fail "-n exit $?"
 finish_server
 [ "$(get recv.txt provenance.command_line)" = "$recv -1 -B 127.0.0.1 -p $port -J" ] || fail "ndm-recv -J provenance"
 [ "$(get n.json end.sum_sent.bytes)" = 3145728 ] || fail "-n 3M: sent $(get n.json end.sum_sent.bytes)"
@@ -55,7 +55,7 @@ finish_server
 
 # 3. --emu loss=5%: retransmissions, still byte-exact.
 start_server
-timeout 30 "$send" -c 127.0.0.1 -p "$port" -n 2M --emu loss=5% --seed 3 -J > "$out/loss.json" 2> "$out/err.txt" \
+timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -n 2M --emu loss=5% --seed 3 -J > "$out/loss.json" 2> "$out/err.txt" \
   || fail "--emu exit $?"
 finish_server
 [ "$(get loss.json end.sum_sent.retransmits)" -gt 0 ] || fail "no retransmissions at 5% loss"
@@ -64,7 +64,7 @@ finish_server
 
 # 4. The server disappears (SIGKILL) during a 10 s test.
 start_server
-"$send" -c 127.0.0.1 -p "$port" -t 10 > "$out/kill_send.txt" 2> "$out/kill_err.txt" &
+"$send" --insecure -c 127.0.0.1 -p "$port" -t 10 > "$out/kill_send.txt" 2> "$out/kill_err.txt" &
 send_pid=$!
 sleep 1.5
 kill -9 "$srv_pid"

@@ -13,7 +13,7 @@ doc="$4"
 source "$(dirname "$0")/send_recv_lib.sh"
 
 start_server
-timeout 40 "$send" -c 127.0.0.1 -p "$port" -t 8 --emu outage=3s@2s -J > "$out/outage.json" 2> "$out/err.txt" \
+timeout 40 "$send" --insecure -c 127.0.0.1 -p "$port" -t 8 --emu outage=3s@2s -J > "$out/outage.json" 2> "$out/err.txt" \
   || fail "ndm-send --emu outage=3s@2s: exit $?"
 finish_server
 check_shape outage.json the

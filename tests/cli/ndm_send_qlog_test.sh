@@ -11,7 +11,7 @@ check="$3"
 source "$(dirname "$0")/send_recv_lib.sh"
 
 start_server --qlog "$out/srv"
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -n 1M -P 2 --emu loss=2% --qlog "$out/cli" > "$out/send.txt" 2> "$out/send_err.txt" \
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -n 1M -P 2 --emu loss=2% --qlog "$out/cli" > "$out/send.txt" 2> "$out/send_err.txt" \
   || fail "ndm-send exit $?"
 finish_server
 grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "not byte-exact with --qlog"
@@ -31,7 +31,7 @@ grep -q '"vantage_point":{"name":"ndm","type":"server"}' "$out"/srv/*.sqlog || f
 
 # A --qlog path that cannot be a directory: exit code 2, one line naming it.
 set +e
-err=$("$send" -c 127.0.0.1 -p "$port" -t 1 --qlog /proc/ndm-no-such-dir 2>&1 >/dev/null); rc=$?
+err=$("$send" --insecure -c 127.0.0.1 -p "$port" -t 1 --qlog /proc/ndm-no-such-dir 2>&1 >/dev/null); rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "bad --qlog exit code $rc"
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "bad --qlog error is not one line: $err"

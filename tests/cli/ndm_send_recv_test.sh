@@ -12,7 +12,7 @@ source "$(dirname "$0")/send_recv_lib.sh"
 
 # 1. Text output: the sender line equals the receiver line's byte count, byte-exact.
 start_server
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 2 -C cubic > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 2 -C cubic > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send exit $?"
 finish_server
 grep -q "controller cubic, profile none, packet size 1452 bytes" "$out/send.txt" || fail "header line"
 grep -q "Retr  Cwnd" "$out/send.txt" || fail "interval header"
@@ -25,7 +25,7 @@ grep -Eq '^\[  1\]   0\.00-[0-9.]+ +sec .* receiver  \(last byte [0-9]+\.[0-9]{2
 
 # 2. -J on both sides: exact byte totals agree (sum_sent == sum_received == the receiver's own count).
 start_server -J
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 2 -C reno -J > "$out/send.json" 2> "$out/send_err.txt" || fail "ndm-send -J exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 2 -C reno -J > "$out/send.json" 2> "$out/send_err.txt" || fail "ndm-send -J exit $?"
 finish_server
 for k in start intervals end intervals.1 intervals.0.sum.retransmits intervals.0.streams.0.snd_cwnd; do
   get send.json "$k" > /dev/null
@@ -46,7 +46,7 @@ get recv.txt end.streams.0.receiver.drain_seconds > /dev/null
 # 2b. io_uring unavailable: the fallback's log line goes to stderr, and -J stays one JSON document.
 export NDM_IO_FORCE_PROBE_FAIL=1
 start_server -J
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -J > "$out/fallback.json" 2> "$out/fallback_err.txt" || fail "ndm-send (fallback) exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -J > "$out/fallback.json" 2> "$out/fallback_err.txt" || fail "ndm-send (fallback) exit $?"
 finish_server
 unset NDM_IO_FORCE_PROBE_FAIL
 grep -q "using the epoll fallback" "$out/fallback_err.txt" || fail "no fallback log line on stderr"
@@ -57,7 +57,7 @@ done
 
 # 3. -P 3: three connections served as one test, per-connection rows plus [SUM], all byte-exact.
 start_server
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -P 3 > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -P exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -P 3 > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -P exit $?"
 finish_server
 [ "$(grep -c '^\[  [123]\] .*receiver  (byte-exact)' "$out/send.txt")" -eq 3 ] || fail "-P: per-connection byte-exact lines"
 grep -q '^\[SUM\] .*sender' "$out/send.txt" || fail "-P: SUM sender line"
@@ -68,7 +68,7 @@ grep -q '^\[SUM\] .* sec ' "$out/recv.txt" || fail "-P: server SUM rows"
 
 # 4. -R -P 2: the server sends with the client's controller; still byte-exact.
 start_server
-timeout 20 "$send" -c 127.0.0.1 -p "$port" -t 1 -R -P 2 -C reno > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -R exit $?"
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -R -P 2 -C reno > "$out/send.txt" 2> "$out/send_err.txt" || fail "ndm-send -R exit $?"
 finish_server
 grep -q "Reverse mode" "$out/send.txt" || fail "-R: no 'Reverse mode' line"
 [ "$(grep -c 'receiver  (byte-exact)' "$out/send.txt")" -eq 3 ] || fail "-R: byte-exact lines"
@@ -77,7 +77,7 @@ grep -q '^\[SUM\] .*sender$' "$out/recv.txt" || fail "-R: server sender summary"
 
 # 5. Unknown controller: exit code 2, one line.
 set +e
-err=$("$send" -c 127.0.0.1 -p 9 -C nope 2>&1 >/dev/null); rc=$?
+err=$("$send" --insecure -c 127.0.0.1 -p 9 -C nope 2>&1 >/dev/null); rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "unknown controller exit code $rc"
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "error is not one line: $err"
@@ -87,7 +87,7 @@ echo "$err" | grep -q 'nope' || fail "error does not name the controller: $err"
 port=$(free_port)
 set +e
 t0=$SECONDS
-err=$(timeout 15 "$send" -c 127.0.0.1 -p "$port" -t 2 2>&1 >/dev/null); rc=$?
+err=$(timeout 15 "$send" --insecure -c 127.0.0.1 -p "$port" -t 2 2>&1 >/dev/null); rc=$?
 set -e
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "refused port exit code $rc"
 [ $((SECONDS - t0)) -le 10 ] || fail "refused port took $((SECONDS - t0)) s"

@@ -116,7 +116,7 @@ run_readme() {
       wait_for "$out/relay.txt" "^ndm-emu relay:"
       kill -INT "${pids[-1]}"
       wait "${pids[-1]}" || fail "ndm-emu relay exited $? after SIGINT: $(cat "$out/relay.txt")" ;;
-    "ndm-recv -1" | "ndm-send -c 127.0.0.1 -t 10 -C cubic --profile urban-lte")
+    "ndm-recv -1" | "ndm-send --insecure -c 127.0.0.1 -t 10 -C cubic --profile urban-lte")
       # The pair, once (for the second of the two): a free port instead of 5201, 2 s instead of 10.
       [ "$1" = "ndm-recv -1" ] && return 0
       local p
@@ -124,7 +124,7 @@ run_readme() {
       "$tools/ndm-recv" -1 -p "$p" > "$out/recv.txt" 2>&1 &
       pids+=($!)
       wait_for "$out/recv.txt" listening
-      timeout 30 "$tools/ndm-send" -c 127.0.0.1 -p "$p" -t 2 -C cubic --profile urban-lte > "$out/send.txt" 2>&1 ||
+      timeout 30 "$tools/ndm-send" --insecure -c 127.0.0.1 -p "$p" -t 2 -C cubic --profile urban-lte > "$out/send.txt" 2>&1 ||
         fail "ndm-send exited $?: $(tail -5 "$out/send.txt")"
       wait "${pids[-1]}" || fail "ndm-recv -1 exited $?: $(tail -5 "$out/recv.txt")"
       grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "ndm-send: not byte-exact: $(tail -5 "$out/send.txt")" ;;
@@ -151,7 +151,7 @@ known=(
   "ndm-compare --compete --cc ndm,cubic -t 60 --packets realistic --profile delay=25ms,rate=20mbit,queue=86pkt"
   "ndm-compare --list-cc" "ndm-emu presets" "ndm-sim -n 32M --rate 50 --delay 25 --loss 1 --cc cubic"
   "ndm-emu relay --listen 127.0.0.1:9000 --to 127.0.0.1:9001 --profile urban-lte"
-  "ndm-recv -1" "ndm-send -c 127.0.0.1 -t 10 -C cubic --profile urban-lte"
+  "ndm-recv -1" "ndm-send --insecure -c 127.0.0.1 -t 10 -C cubic --profile urban-lte"
   "sudo ndm-emu shell --profile urban-lte -- sh -c 'iperf3 -c \$NDM_EMU_HOST_ADDR -C cubic'"
   "scripts/test.sh" "scripts/test.sh --sanitize" "scripts/setup.sh" "scripts/fuzz.sh 60"
   "bench/ndm_eval.sh" "bench/eval_plots.sh" "ndm-train ship --root . --name ndm-default"

@@ -1,30 +1,33 @@
-// ndm_probe: hand-crafted ndm datagrams for the tools' hostile-peer tests
-// (tests/cli/ndm_hostile_peer_test.sh), built with the library's own wire
-// codec so that they are exactly what a hostile peer could send.
+// ndm_probe: hostile peers for the tools' tests
+// (tests/cli/ndm_hostile_peer_test.sh). The handshake is the library's own
+// client (TLS included, trusting any certificate); what a hostile peer sends
+// after it is hand-made with the library's wire codec.
 //
 //   ndm_probe hello --to ADDR:PORT --params TEXT [--bogus-ack] [--keepalive] [--close-with TEXT]
-//       A client hello carrying TEXT as its application params (the tools'
-//       test parameters), then an Initial acknowledging the server's packet 0,
-//       which completes the handshake. --bogus-ack adds, in that same Initial,
-//       a second ACK frame for a packet the server never sent: the server
-//       becomes established and closes at once (issue 13's wedge). Prints
-//       "close code=C reason=R" (R escaped) for the server's CONNECTION_CLOSE,
-//       or "no close" when none arrives within 3 s (exit 1). --close-with TEXT:
-//       when the server accepted the test, close it with TEXT as the reason,
-//       byte for byte, and print "sent close". --keepalive: when the server
-//       accepted the test, send a PING every 300 ms (for at most 60 s) until
-//       the server closes.
+//       A handshake carrying TEXT as its application params (the tools' test
+//       parameters). Prints "close code=C reason=R" (R escaped) for the
+//       server's CONNECTION_CLOSE, or "no close" when none arrives within
+//       3 s (exit 1); a server that refuses the test closes within 1 s of the
+//       handshake. --bogus-ack: the client's Finished goes in a Handshake
+//       packet that also acknowledges a packet the server never sent: the
+//       server completes its handshake and closes at once (issue 13's wedge). --close-with TEXT: when the server accepted
+//       the test, close it with TEXT as the reason, byte for byte, and print
+//       "sent close". --keepalive: when the server accepted the test, send a
+//       PING every 300 ms (for at most 60 s) until the server closes.
 //   ndm_probe close-server --bind ADDR:PORT --reason TEXT
-//       Waits for one client hello and answers it with a CONNECTION_CLOSE
+//       Waits for one client Initial and answers it with a CONNECTION_CLOSE
 //       carrying TEXT as its reason, byte for byte. Exits 0 once answered.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -109,96 +112,126 @@ bool find_close(const std::vector<std::uint8_t>& d, Close& out) {
     return false;
 }
 
+// Every frame of a datagram's (single) packet, or nothing if it does not parse.
+std::optional<std::pair<wire::PacketHeader, std::vector<wire::Frame>>> frames_of(const std::vector<std::uint8_t>& d) {
+    wire::ParsedPacket pkt;
+    wire::Error err;
+    if (!wire::parse_packet(d, 0, false, pkt, err)) return std::nullopt;
+    std::vector<wire::Frame> frames;
+    wire::Reader r(pkt.payload);
+    while (!r.empty()) {
+        wire::Frame f;
+        if (!wire::decode_frame(r, f, err)) return std::nullopt;
+        if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
+    }
+    return std::pair{pkt.header, frames};
+}
+
+using Rewrite = std::function<void(std::vector<std::uint8_t>&)>;
+
+// Drives `conn` over the connected socket until pred() holds or timeout_ms
+// passes, passing each datagram it sends through `rewrite`; false on timeout.
+bool drive(Connection& conn, int fd, const std::function<bool()>& pred, int timeout_ms, const Rewrite& rewrite = {}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::uint8_t> buf(kMaxDatagramSize);
+    for (;;) {
+        const Instant now = steady_now();
+        if (conn.next_timeout() <= now) conn.on_timeout(now);
+        while (const std::size_t n = conn.poll_datagram(buf, now)) {
+            std::vector<std::uint8_t> d(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+            if (rewrite) rewrite(d);
+            if (send(fd, d.data(), d.size(), 0) < 0) usage("send failed");
+        }
+        if (pred()) return true;
+        const auto waited = std::chrono::steady_clock::now() - t0;
+        if (waited > std::chrono::milliseconds(timeout_ms)) return false;
+        for (auto d = receive(fd, 10); !d.empty(); d = receive(fd, 0)) conn.on_datagram(d, steady_now());
+    }
+}
+
 int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool keepalive,
           const std::optional<std::string>& close_with) {
     const int fd = socket(AF_INET, SOCK_DGRAM, 0);
     if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) usage("socket/connect failed");
-    wire::TransportParams tp;
-    tp.initial_max_data = 1u << 20;
-    tp.initial_max_stream_data_bidi_local = tp.initial_max_stream_data_bidi_remote = 1u << 20;
-    tp.initial_max_streams_bidi = 10;
-    tp.application_params.assign(params.begin(), params.end());
-    const wire::ConnectionId scid = random_cid();
-    tp.initial_source_connection_id = scid;  // RFC 9000 §7.3: the SCID of our Initial
-    std::vector<std::uint8_t> hello_bytes(1100);
-    wire::Writer pw(hello_bytes);
-    if (!wire::encode_transport_params(pw, tp, wire::Role::client)) usage("params do not fit");
-    hello_bytes.resize(pw.position());
-
-    wire::PacketHeader h;
-    h.type = wire::PacketType::initial;
-    h.version = kProtocolVersion;
-    h.dcid = random_cid();
-    h.scid = scid;
-    h.packet_number = 0;
-    h.pn_length = 2;
-    const auto first = packet(h, {wire::CryptoFrame{0, hello_bytes}}, kMinDatagramSize);
-    if (send(fd, first.data(), first.size(), 0) < 0) usage("send failed");
-    // The server's answer: an Initial with its ACK, then its hello.
-    const auto reply = receive(fd, 3000);
-    Close close;
-    if (reply.empty()) {
+    // The handshake is the library's own (TLS included), carrying `params`
+    // as the tools' test parameters; the hostile part comes after it.
+    ConnectionConfig cfg;
+    cfg.application_params.assign(params.begin(), params.end());
+    cfg.tls.trust = tls::ClientCredentials::insecure();
+    cfg.tls.wall_time = std::chrono::system_clock::now();
+    cfg.random_bytes = [](std::span<std::uint8_t> out) {
+        std::random_device rd;
+        for (auto& b : out) b = static_cast<std::uint8_t>(rd());
+    };
+    auto conn = Connection::connect(cfg, steady_now());
+    const auto report = [&](const CloseInfo& c) {
+        std::printf("close code=%llu reason=%s\n", static_cast<unsigned long long>(c.code),
+                    tools::printable(c.reason).c_str());
+        ::close(fd);
+        return 0;
+    };
+    // --bogus-ack: the packet that completes the server's handshake (the
+    // client's Finished) also acknowledges a packet the server never sent.
+    const Rewrite wedge = [](std::vector<std::uint8_t>& d) {
+        auto pkt = frames_of(d);
+        if (!pkt || pkt->first.type != wire::PacketType::handshake ||
+            !std::ranges::any_of(pkt->second, [](const wire::Frame& f) { return std::holds_alternative<wire::CryptoFrame>(f); }))
+            return;
+        wire::AckFrame never;
+        never.ranges = {{1000, 1000}};
+        pkt->second.push_back(never);
+        d = packet(pkt->first, pkt->second, 0);
+    };
+    if (!drive(*conn, fd, [&] { return conn->state() != ConnectionState::handshaking; }, 3000,
+               bogus_ack ? wedge : Rewrite{})) {
         std::puts("no answer");
         return 1;
     }
-    if (!find_close(reply, close)) {
-        // The server's hello is its Handshake packet 0 (its Initial carries
-        // only an ACK): acknowledged in our Handshake packet 0 (RFC 9000 §12.3).
-        wire::ParsedPacket answer;
-        wire::Error perr;
-        if (!wire::parse_packet(reply, 0, false, answer, perr)) usage("cannot parse the server's answer");
-        h.type = wire::PacketType::handshake;
-        h.dcid = answer.header.scid;  // Handshake packets carry the server's own ID
-        h.packet_number = 0;
-        wire::AckFrame ack0;
-        ack0.ranges = {{0, 0}};
-        std::vector<wire::Frame> frames{ack0};
-        if (bogus_ack) {
-            wire::AckFrame never;
-            never.ranges = {{1000, 1000}};
-            frames.push_back(never);
-        }
-        const auto second = packet(h, frames, kMinDatagramSize);
-        if (send(fd, second.data(), second.size(), 0) < 0) usage("send failed");
-        bool found = false;
-        for (int i = 0; i < 10 && !found; ++i) {
-            const auto d = receive(fd, 300);
-            found = !d.empty() && find_close(d, close);
-        }
-        // 1-RTT packets to the server, from packet number 2 on.
-        wire::ParsedPacket server;
-        wire::Error err;
-        if (!wire::parse_packet(reply, 0, false, server, err)) usage("cannot parse the server's hello");
-        wire::PacketHeader s;
-        s.type = wire::PacketType::one_rtt;
-        s.dcid = server.header.scid;
-        s.packet_number = 2;
-        s.pn_length = 2;
-        // Keep the connection alive with PINGs until the server closes it.
-        for (int i = 0; i < 200 && !found && keepalive; ++i, ++s.packet_number) {
-            const auto ping = packet(s, {wire::PingFrame{}}, 0);
-            if (send(fd, ping.data(), ping.size(), 0) < 0) usage("send failed");
-            for (auto d = receive(fd, 300); !d.empty() && !found; d = receive(fd, 0)) found = find_close(d, close);
-        }
-        if (!found && close_with) {
-            // The test runs: end it from this side, the reason byte for byte.
-            wire::ConnectionCloseFrame c;
-            c.application = true;
-            c.reason = *close_with;
-            const auto bye = packet(s, {c}, 0);
-            if (send(fd, bye.data(), bye.size(), 0) < 0) usage("send failed");
-            std::puts("sent close");
-            return 0;
-        }
-        if (!found) {
-            std::puts("no close");
-            return 1;
-        }
+    if (!conn->is_established()) return report(conn->close_info());
+    // A server that refuses the test (or the wedge) closes right after the handshake.
+    if (drive(*conn, fd, [&] { return !conn->is_established(); }, bogus_ack ? 3000 : 1000))
+        return report(conn->close_info());
+    if (bogus_ack) {
+        std::puts("no close");
+        return 1;
     }
-    std::printf("close code=%llu reason=%s\n", static_cast<unsigned long long>(close.error_code),
-                tools::printable(close.reason).c_str());
-    ::close(fd);
-    return 0;
+
+    // From here on the probe speaks for the client in hand-made 1-RTT packets
+    // (numbered well past the client's own) and reads the server's raw.
+    wire::PacketHeader s;
+    s.type = wire::PacketType::one_rtt;
+    s.dcid = wire::ConnectionId::from(conn->peer_cid());
+    s.packet_number = conn->stats(steady_now()).packets_sent + 100;
+    s.pn_length = 4;
+    Close close;
+    bool found = false;
+    const auto send_frames = [&](const std::vector<wire::Frame>& frames) {
+        const auto pkt = packet(s, frames, 0);
+        ++s.packet_number;
+        if (send(fd, pkt.data(), pkt.size(), 0) < 0) usage("send failed");
+    };
+    const auto await_close = [&](int ms) {
+        for (auto d = receive(fd, ms); !d.empty() && !found; d = receive(fd, 0)) found = find_close(d, close);
+    };
+    // Keep the connection alive with PINGs until the server closes it.
+    for (int i = 0; i < 200 && !found && keepalive; ++i) {
+        send_frames({wire::PingFrame{}});
+        await_close(300);
+    }
+    if (!found && close_with) {
+        // The test runs: end it from this side, the reason byte for byte.
+        wire::ConnectionCloseFrame c;
+        c.application = true;
+        c.reason = *close_with;
+        send_frames({c});
+        std::puts("sent close");
+        return 0;
+    }
+    if (!found) {
+        std::puts("no close");
+        return 1;
+    }
+    return report({close.error_code, close.reason, true, false});
 }
 
 int close_server(const sockaddr_in& bind_to, const std::string& reason) {
@@ -213,8 +246,10 @@ int close_server(const sockaddr_in& bind_to, const std::string& reason) {
         wire::ParsedPacket pkt;
         wire::Error err;
         if (!wire::parse_packet(d, 0, false, pkt, err) || pkt.header.type != wire::PacketType::initial) continue;
+        // In an Initial packet: a client that has not seen the ServerHello
+        // has no Handshake keys, and drops Handshake packets.
         wire::PacketHeader h;
-        h.type = wire::PacketType::handshake;
+        h.type = wire::PacketType::initial;
         h.version = kProtocolVersion;
         h.dcid = pkt.header.scid;
         h.scid = random_cid();

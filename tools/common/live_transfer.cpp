@@ -8,6 +8,7 @@
 
 #include "common/perf_session.hpp"
 #include "common/printable.hpp"
+#include "common/tls_flags.hpp"
 #include "ndm/workload.hpp"
 
 namespace ndm::tools {
@@ -67,6 +68,7 @@ private:
         scfg.connection.max_datagram_size = spec.packet_size;
         scfg.connection.seed = spec.seed * 2 + 2;
         scfg.connection.idle_timeout = spec.idle_timeout;
+        scfg.connection.tls = in_process_tls();
         return scfg;
     }
 
@@ -91,6 +93,7 @@ void run_sender(const LiveSpec& spec, LoopbackReceiver& rx, RunResult& out) {
     ccfg.connection.max_datagram_size = spec.packet_size;
     ccfg.connection.seed = spec.seed * 2 + 1;
     ccfg.connection.idle_timeout = spec.idle_timeout;
+    ccfg.connection.tls = in_process_tls();
     ccfg.egress_link = spec.up;
     ccfg.ingress_link = spec.down;
     Endpoint client(ccfg);

@@ -1,5 +1,8 @@
-// Certificates for the QUIC handshake (RFC 9001 §4.4): what a server presents
-// and how a client decides to trust it. The server loads a PEM chain and key
+// TLS 1.3 for ndm's connections (RFC 9001): the certificates a server
+// presents and how a client decides to trust them, the key log Wireshark
+// reads, and TlsOptions, the handshake part of a ConnectionConfig.
+//
+// Certificates (RFC 9001 §4.4): The server loads a PEM chain and key
 // or generates a self-signed Ed25519 certificate and shows its fingerprint;
 // the client trusts the system store, a CA file, a pinned SHA-256 fingerprint
 // of the leaf, or - only when told so - anything. GnuTLS does the work; the
@@ -9,8 +12,10 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -98,4 +103,58 @@ private:
     std::shared_ptr<ClientCredentialsState> state_;
 };
 
+// ---- key log
+// NSS key log lines (the SSLKEYLOGFILE format Wireshark reads): "LABEL
+// <client random, 64 hex> <secret, hex>", for CLIENT_HANDSHAKE_TRAFFIC_SECRET,
+// SERVER_HANDSHAKE_TRAFFIC_SECRET, CLIENT_TRAFFIC_SECRET_0,
+// SERVER_TRAFFIC_SECRET_0 and EXPORTER_SECRET (RFC 8446 §7.1), which is all a
+// QUIC decoder needs (RFC 9001 §5.1).
+
+// Receives one line, without its newline.
+using KeylogSink = std::function<void(std::string_view line)>;
+
+class KeylogError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+std::string keylog_line(std::string_view label, std::span<const std::uint8_t> client_random,
+                        std::span<const std::uint8_t> secret);
+
+// A sink that appends each line to `path` (created 0600), one write(2) per
+// line with O_APPEND so that processes sharing the file do not interleave.
+// Throws KeylogError naming the path when it cannot be opened; a later write
+// error is logged once and the rest of the lines are dropped.
+KeylogSink keylog_to_file(const std::string& path);
+
 }  // namespace ndm::tls
+
+namespace ndm {
+
+// The TLS handshake of one connection. A server needs `certificate`; a
+// client trusts the system store unless told otherwise, and names the
+// server it expects in `server_name`.
+struct TlsOptions {
+    // ALPN (RFC 9001 §8.1, required): offered in preference order by a
+    // client, accepted by a server; no protocol in common ends the handshake
+    // with no_application_protocol. "ndm" is ndm's own protocol.
+    std::vector<std::string> alpn{"ndm"};
+    // Client: sent as SNI (unless an IP literal) and the name the
+    // certificate must carry (not checked when pinned or insecure).
+    std::string server_name;
+    // Server: the certificate chain and key it presents (required).
+    std::optional<tls::ServerCredentials> certificate;
+    // Client: how the server's certificate is trusted; unset: the system store.
+    std::optional<tls::ClientCredentials> trust;
+    // Receives the key log (tls::keylog_to_file); unset: none is written.
+    tls::KeylogSink keylog;
+    // X25519 and Ed25519 only, so that every handshake message has the same
+    // size in every run: the virtual-time simulator's setting.
+    bool fixed_sizes = false;
+    // The wall-clock time certificates are checked against: a Connection
+    // reads no clock. The Endpoint sets the system time when this is unset
+    // (the epoch); a simulation sets a fixed one.
+    std::chrono::system_clock::time_point wall_time{};
+};
+
+}  // namespace ndm

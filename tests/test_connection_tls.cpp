@@ -1,0 +1,184 @@
+// The connection's TLS 1.3 handshake (RFC 9001 §4): CRYPTO data per packet
+// number space, the certificate and ALPN checks ending the handshake with
+// CRYPTO_ERROR and the alert's name on both sides, the key log, and the
+// handshake surviving lost CRYPTO data.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "connection_pair.hpp"
+#include "tls/alert.hpp"
+#include "tls_test_util.hpp"
+#include "transport/packet.hpp"
+
+using namespace ndm;
+using ndm::test::ConnectionPair;
+
+namespace {
+
+
+// Runs the handshake to its end (established or closed on both sides).
+void settle(ConnectionPair& p) {
+    p.start();
+    p.run_until([&] {
+        const bool client_done = p.client->is_established() || p.client->is_closed();
+        return client_done && p.server && (p.server->is_established() || p.server->is_closed());
+    });
+}
+
+wire::PacketType type_of(const std::vector<std::uint8_t>& d) { return wire::peek_packet_type(d); }
+
+}  // namespace
+
+TEST_CASE("tls: the handshake completes over CRYPTO frames and each side learns the other's parameters") {
+    ConnectionPair p;
+    p.client_cfg.application_params = {1, 2, 3};
+    p.server_cfg.application_params = {9};
+    REQUIRE(p.handshake());
+    CHECK(std::vector<std::uint8_t>(p.server->peer_application_params().begin(),
+                                    p.server->peer_application_params().end()) == std::vector<std::uint8_t>{1, 2, 3});
+    CHECK(std::vector<std::uint8_t>(p.client->peer_application_params().begin(),
+                                    p.client->peer_application_params().end()) == std::vector<std::uint8_t>{9});
+}
+
+TEST_CASE("tls: no common ALPN ends the handshake with no_application_protocol on both sides") {
+    ConnectionPair p;
+    p.client_cfg.tls.alpn = {"ndm"};
+    p.server_cfg.tls.alpn = {"h3"};
+    settle(p);
+    REQUIRE(p.server);
+    CHECK_FALSE(p.client->is_established());
+    CHECK(p.server->close_info().code == tls::crypto_error(tls::Alert::no_application_protocol));
+    CHECK_FALSE(p.server->close_info().by_peer);
+    CHECK_MESSAGE(p.server->close_info().reason.find("no_application_protocol") != std::string::npos,
+                  p.server->close_info().reason);
+    CHECK(p.client->close_info().code == tls::crypto_error(tls::Alert::no_application_protocol));
+    CHECK(p.client->close_info().by_peer);
+    CHECK_FALSE(p.client->close_info().reason.empty());
+    CHECK(close_code_name(p.client->close_info().code) == "CRYPTO_ERROR");
+}
+
+TEST_CASE("tls: a certificate the client does not trust ends the handshake with the alert and why") {
+    SUBCASE("self-signed, verified against the system store") {
+        ConnectionPair p;
+        p.client_cfg.tls.trust = tls::ClientCredentials::system();
+        p.client_cfg.tls.server_name = "ndm-simulator";
+        settle(p);
+        CHECK(p.client->close_info().code == tls::crypto_error(tls::Alert::unknown_ca));
+        CHECK_FALSE(p.client->close_info().by_peer);
+        CHECK_MESSAGE(p.client->close_info().reason.find("TLS alert unknown_ca: certificate not trusted") !=
+                          std::string::npos,
+                      p.client->close_info().reason);
+        REQUIRE(p.server);
+        CHECK(p.server->close_info().code == tls::crypto_error(tls::Alert::unknown_ca));
+        CHECK(p.server->close_info().by_peer);
+        CHECK_FALSE(p.server->is_established());
+    }
+    SUBCASE("a pin of another certificate") {
+        ConnectionPair p;
+        p.client_cfg.tls.trust = tls::ClientCredentials::pinned(test::localhost_credentials().fingerprint());
+        settle(p);
+        CHECK(p.client->close_info().code == tls::crypto_error(tls::Alert::bad_certificate));
+        CHECK_MESSAGE(p.client->close_info().reason.find("pinned fingerprint mismatch") != std::string::npos,
+                      p.client->close_info().reason);
+    }
+    SUBCASE("the right certificate, but for another name") {
+        ConnectionPair p;
+        const auto& creds = test::localhost_credentials();
+        test::TempDir dir("conn_ca");
+        p.server_cfg.tls.certificate = creds;
+        p.client_cfg.tls.trust = tls::ClientCredentials::ca_file(dir.file("ca.pem", creds.certificate_pem()));
+        p.client_cfg.tls.server_name = "example.org";
+        settle(p);
+        CHECK(p.client->close_info().code == tls::crypto_error(tls::Alert::bad_certificate));
+        CHECK_MESSAGE(p.client->close_info().reason.find("certificate for localhost, 127.0.0.1, expected example.org") !=
+                          std::string::npos,
+                      p.client->close_info().reason);
+    }
+}
+
+TEST_CASE("tls: a server without a certificate and a client without a name to verify are configuration errors") {
+    ConnectionPair p;
+    p.start();
+    std::vector<std::uint8_t> buf(kMaxDatagramSize);
+    const std::size_t n = p.client->poll_datagram(buf, p.now);
+    REQUIRE(n > 0);
+    ConnectionConfig bare;  // no certificate
+    CHECK_THROWS_WITH_AS(Connection::accept(bare, std::span(buf).first(n), p.now),
+                         doctest::Contains("a server needs a certificate"), std::invalid_argument);
+    ConnectionConfig client;  // the system store, and no name to check
+    CHECK_THROWS_AS(Connection::connect(client, Instant{}), std::invalid_argument);
+}
+
+TEST_CASE("tls: the key log gets the handshake and 1-RTT secrets of both sides") {
+    ConnectionPair p;
+    std::vector<std::string> lines;
+    p.client_cfg.tls.keylog = [&](std::string_view l) { lines.emplace_back(l); };
+    REQUIRE(p.handshake());
+    const auto has = [&](std::string_view label) {
+        return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(label, 0) == 0; });
+    };
+    CHECK(has("CLIENT_HANDSHAKE_TRAFFIC_SECRET "));
+    CHECK(has("SERVER_HANDSHAKE_TRAFFIC_SECRET "));
+    CHECK(has("CLIENT_TRAFFIC_SECRET_0 "));
+    CHECK(has("SERVER_TRAFFIC_SECRET_0 "));
+}
+
+TEST_CASE("tls: lost CRYPTO data is resent and the handshake completes") {
+    SUBCASE("the server's first Handshake flight") {
+        ConnectionPair p;
+        int dropped = 0;
+        p.to_client = [&](std::vector<std::uint8_t>& d) {
+            if (type_of(d) == wire::PacketType::handshake && dropped < 1) return ++dropped, false;
+            return true;
+        };
+        REQUIRE(p.handshake());
+        CHECK(dropped == 1);
+        CHECK(p.server->stats(p.now).packets_lost + p.server->stats(p.now).pto_count > 0);
+    }
+    SUBCASE("the client's Finished") {
+        ConnectionPair p;
+        int dropped = 0;
+        p.to_server = [&](std::vector<std::uint8_t>& d) {
+            if (type_of(d) == wire::PacketType::handshake && dropped < 2) return ++dropped, false;
+            return true;
+        };
+        REQUIRE(p.handshake());
+        CHECK(dropped == 2);
+    }
+    SUBCASE("the ClientHello") {
+        ConnectionPair p;
+        int dropped = 0;
+        p.to_server = [&](std::vector<std::uint8_t>&) { return dropped++ >= 1; };
+        REQUIRE(p.handshake());
+        CHECK(p.client->stats(p.now).pto_count >= 1);
+    }
+}
+
+TEST_CASE("tls: a Handshake packet before this side has Handshake keys is dropped, not read") {
+    ConnectionPair p;
+    p.start();
+    std::vector<std::uint8_t> buf(kMaxDatagramSize);
+    const std::size_t n = p.client->poll_datagram(buf, p.now);
+    REQUIRE(n > 0);
+    // A Handshake packet to the client before any ServerHello: no keys yet.
+    wire::PacketHeader h;
+    h.type = wire::PacketType::handshake;
+    h.version = kProtocolVersion;
+    h.dcid = wire::ConnectionId::from(p.client->local_cid());
+    h.scid = wire::ConnectionId::from(p.client->local_cid());
+    h.packet_number = 0;
+    h.pn_length = 2;
+    std::vector<std::uint8_t> out(200);
+    wire::Writer w{std::span(out).first(out.size() - wire::kIntegrityTagSize)};
+    REQUIRE(wire::write_header(w, h));
+    wire::ConnectionCloseFrame c;
+    c.error_code = 0xa;
+    REQUIRE(wire::encode_frame(w, c));
+    out.resize(w.position() + wire::kIntegrityTagSize);
+    wire::seal(out, h);
+    p.client->on_datagram(out, p.now);
+    CHECK(p.client->state() == ConnectionState::handshaking);
+    CHECK(p.client->stats(p.now).packets_dropped == 1);
+}

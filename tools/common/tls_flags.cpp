@@ -1,0 +1,97 @@
+#include "common/tls_flags.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ndm::tools {
+
+void add_server_tls_flags(CLI::App& app, ServerTlsFlags& flags) {
+    auto* cert = app.add_option("--cert", flags.cert,
+                                "PEM certificate chain (leaf first) to present; without --cert/--key a self-signed "
+                                "certificate is made at start-up and its SHA-256 fingerprint printed");
+    auto* key = app.add_option("--key", flags.key, "PEM private key of --cert");
+    cert->needs(key);
+    key->needs(cert);
+}
+
+namespace {
+bool is_wildcard(const std::string& bind) { return bind.empty() || bind == "::" || bind == "0.0.0.0"; }
+}  // namespace
+
+ServerTls server_tls(const ServerTlsFlags& flags, const std::string& bind) {
+    ServerTls out;
+    out.options.keylog = keylog_from_environment();
+    if (!flags.cert.empty()) {
+        out.options.certificate = tls::ServerCredentials::load(flags.cert, flags.key);
+        return out;
+    }
+    std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0' && std::string(host) != "localhost")
+        names.emplace_back(host);
+    if (!is_wildcard(bind) && bind != "127.0.0.1" && bind != "::1") names.push_back(bind);
+    out.options.certificate = tls::ServerCredentials::self_signed(names, std::chrono::system_clock::now());
+    const std::string fp = tls::to_string(out.options.certificate->fingerprint());
+    out.self_signed_note = fmt::format("TLS: self-signed certificate for {}, SHA-256 fingerprint {}\n"
+                                       "     clients trust it with: ndm-send --pin {} ...",
+                                       fmt::join(names, ", "), fp, fp);
+    return out;
+}
+
+void add_client_tls_flags(CLI::App& app, ClientTlsFlags& flags) {
+    auto* ca = app.add_option("--ca", flags.ca,
+                              "trust the CAs (or self-signed certificates) in this PEM file instead of the system "
+                              "store; the certificate must name the server (-c or --server-name)");
+    auto* pin = app.add_option("--pin", flags.pin,
+                               "trust exactly the server certificate with this SHA-256 fingerprint (64 hex digits, "
+                               "':' separators allowed; ndm-recv prints it), whatever names it carries");
+    auto* insecure = app.add_flag("--insecure", flags.insecure,
+                                  "trust any server certificate: the data is encrypted, but the server is not "
+                                  "authenticated");
+    ca->excludes(pin)->excludes(insecure);
+    pin->excludes(insecure);
+    app.add_option("--server-name", flags.server_name,
+                   "the name the server's certificate must carry, and the TLS SNI (default: the -c address)");
+}
+
+TlsOptions client_tls(const ClientTlsFlags& flags) {
+    TlsOptions o;
+    o.keylog = keylog_from_environment();
+    o.server_name = flags.server_name;
+    if (flags.insecure) {
+        o.trust = tls::ClientCredentials::insecure();
+    } else if (!flags.pin.empty()) {
+        const auto fp = tls::parse_fingerprint(flags.pin);
+        if (!fp) throw std::invalid_argument("--pin: expected a SHA-256 fingerprint, 64 hex digits, got \"" + flags.pin + "\"");
+        o.trust = tls::ClientCredentials::pinned(*fp);
+    } else if (!flags.ca.empty()) {
+        o.trust = tls::ClientCredentials::ca_file(flags.ca);
+    } else {
+        o.trust = tls::ClientCredentials::system();
+    }
+    return o;
+}
+
+TlsOptions in_process_tls() {
+    static const tls::ServerCredentials creds =
+        tls::ServerCredentials::self_signed({"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
+    TlsOptions o;
+    o.certificate = creds;
+    o.trust = tls::ClientCredentials::pinned(creds.fingerprint());
+    o.keylog = keylog_from_environment();
+    return o;
+}
+
+tls::KeylogSink keylog_from_environment() {
+    const char* path = std::getenv("SSLKEYLOGFILE");
+    if (path == nullptr || *path == '\0') return {};
+    return tls::keylog_to_file(path);
+}
+
+}  // namespace ndm::tools

@@ -1,0 +1,50 @@
+// The tools' TLS flags, shared by ndm-recv (--cert/--key, or a self-signed
+// certificate whose fingerprint it prints) and ndm-send (--ca, --pin,
+// --insecure, --server-name), and SSLKEYLOGFILE, which both honour so that
+// Wireshark can decrypt a captured test (docs/tls.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "ndm/tls.hpp"
+
+namespace ndm::tools {
+
+struct ServerTlsFlags {
+    std::string cert, key;  // PEM files; both or neither
+};
+void add_server_tls_flags(CLI::App& app, ServerTlsFlags& flags);
+
+struct ServerTls {
+    TlsOptions options;
+    // Set when the certificate was made here: the line that tells a person
+    // how a client can trust it ("... fingerprint <hex>; ndm-send --pin <hex>").
+    std::string self_signed_note;
+};
+// Loads --cert/--key, or makes a self-signed certificate for localhost, the
+// loopback addresses, this host's name and `bind` (unless a wildcard); adds
+// SSLKEYLOGFILE. Throws (tls::CredentialError, tls::KeylogError,
+// std::invalid_argument) with a one-line message naming the problem.
+ServerTls server_tls(const ServerTlsFlags& flags, const std::string& bind);
+
+struct ClientTlsFlags {
+    std::string ca, pin, server_name;
+    bool insecure = false;
+};
+void add_client_tls_flags(CLI::App& app, ClientTlsFlags& flags);
+// The trust the flags ask for (the system store when none), the server name
+// and SSLKEYLOGFILE; throws with a one-line message (a bad --pin, an
+// unreadable --ca).
+TlsOptions client_tls(const ClientTlsFlags& flags);
+
+// For a server and a client in one process: a self-signed certificate for
+// 127.0.0.1, made once, that the options both present and pin.
+TlsOptions in_process_tls();
+
+// SSLKEYLOGFILE's sink when the variable names a file, else an empty one.
+tls::KeylogSink keylog_from_environment();
+
+}  // namespace ndm::tools
