@@ -1,4 +1,4 @@
-// Writes a few valid packets (one per file) into the directory given as
+// Writes a few valid payloads and headers (one per file) into the directory given as
 // argv[1], as the starting corpus for packet_parser_fuzz. A build tool, not
 // library code.
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "ndm/connection.hpp"
 #include "transport/frame.hpp"
 #include "transport/packet.hpp"
+#include "transport/quic_header.hpp"
 #include "transport/transport_params.hpp"
 
 using namespace ndm::wire;
@@ -20,27 +21,36 @@ namespace {
 const std::uint8_t kCidA[] = {1, 2, 3, 4, 5, 6, 7, 8};
 const std::uint8_t kCidB[] = {9, 10, 11, 12, 13};
 
-Bytes packet(const PacketHeader& h, const std::vector<Frame>& frames) {
+// Frames as a decrypted payload.
+Bytes payload(const std::vector<Frame>& frames) {
     Bytes buf(2048);
     Writer w(buf);
-    if (!write_header(w, h)) return {};
     for (const Frame& f : frames)
         if (!encode_frame(w, f)) return {};
-    if (!w.u32(0)) return {};
     buf.resize(w.position());
-    seal(buf);
     return buf;
 }
 
-PacketHeader header(PacketType t, std::uint64_t pn, std::size_t pn_len) {
-    PacketHeader h;
-    h.type = t;
-    h.version = ndm::kProtocolVersion;
-    h.dcid = ConnectionId::from(kCidA);
-    if (t != PacketType::one_rtt) h.scid = ConnectionId::from(kCidB);
-    h.packet_number = pn;
-    h.pn_length = pn_len;
-    return h;
+// A v1 long header with `payload_len` payload bytes (unprotected: the header
+// parser's view), or a short header with the rest of the datagram.
+Bytes header(bool long_header, std::size_t payload_len) {
+    Bytes buf(2048);
+    Writer w(buf);
+    quic::HeaderLayout layout;
+    if (long_header) {
+        quic::LongHeader h;
+        h.dcid = ConnectionId::from(kCidA);
+        h.scid = ConnectionId::from(kCidB);
+        h.packet_number = 3;
+        if (!quic::write_long_header(w, h, layout)) return {};
+    } else {
+        quic::ShortHeader h;
+        h.dcid = ConnectionId::from(kCidA);
+        if (!quic::write_short_header(w, h, layout)) return {};
+    }
+    buf.resize(w.position() + payload_len + 16);
+    if (long_header && !quic::finish_long_header(buf, layout)) return {};
+    return buf;
 }
 
 }  // namespace
@@ -67,22 +77,23 @@ int main(int argc, char** argv) {
     tp_bytes.resize(tw.position());
 
     std::vector<Bytes> seeds;
-    seeds.push_back(packet(header(PacketType::initial, 0, 1), {CryptoFrame{0, hello}, PaddingFrame{200}}));
-    seeds.push_back(packet(header(PacketType::handshake, 3, 2), {ack1, CryptoFrame{300, data}, PingFrame{}}));
-    seeds.push_back(packet(header(PacketType::one_rtt, 0x1234, 2),
-                           {ack, StreamFrame{4, 1000, data, true}, StreamFrame{0, 0, data, false},
-                            MaxDataFrame{1 << 24}, MaxStreamDataFrame{4, 1 << 20}, MaxStreamsFrame{100},
-                            DataBlockedFrame{77}, StreamDataBlockedFrame{8, 99}, HandshakeDoneFrame{}}));
-    seeds.push_back(packet(header(PacketType::one_rtt, 0xabcdef01, 4),
-                           {ConnectionCloseFrame{0x0a, 0x08, "protocol violation", false}}));
-    seeds.push_back(packet(header(PacketType::one_rtt, 7, 1), {ConnectionCloseFrame{3, 0, "bye", true}}));
-    PacketHeader unknown = header(PacketType::initial, 1, 1);
-    unknown.version = 0x0a1a2a3a;
-    seeds.push_back(packet(unknown, {PingFrame{}}));
+    seeds.push_back(payload({CryptoFrame{0, hello}, PaddingFrame{200}}));
+    seeds.push_back(payload({ack1, CryptoFrame{300, data}, PingFrame{}}));
+    seeds.push_back(payload({ack, StreamFrame{4, 1000, data, true}, StreamFrame{0, 0, data, false},
+                             MaxDataFrame{1 << 24}, MaxStreamDataFrame{4, 1 << 20}, MaxStreamsFrame{100},
+                             DataBlockedFrame{77}, StreamDataBlockedFrame{8, 99}, HandshakeDoneFrame{}}));
+    seeds.push_back(payload({ConnectionCloseFrame{0x0a, 0x08, "protocol violation", false}}));
+    seeds.push_back(payload({ConnectionCloseFrame{3, 0, "bye", true}}));
+    {
+        Bytes coalesced = header(true, 40);
+        const Bytes one_rtt = header(false, 30);
+        coalesced.insert(coalesced.end(), one_rtt.begin(), one_rtt.end());
+        seeds.push_back(coalesced);
+    }
     {
         Bytes vn(128);
         const std::uint32_t versions[] = {ndm::kProtocolVersion, 0x0a0a0a0a};
-        vn.resize(write_version_negotiation(vn, ConnectionId::from(kCidB), ConnectionId::from(kCidA), versions));
+        vn.resize(quic::write_version_negotiation(vn, kCidB, kCidA, versions, 0x15));
         seeds.push_back(vn);
     }
     seeds.push_back(tp_bytes);

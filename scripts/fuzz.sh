@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 SECONDS_TO_RUN="${1:-60}"
 OUT=build-fuzz
 CXX="${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14 || true)}"
-SRCS=(src/transport/{varint,crc32c,frame,packet,transport_params}.cpp)
+SRCS=(src/transport/{varint,frame,packet,quic_header,transport_params}.cpp src/crypto/*.cpp)
+LIBS=$(pkg-config --libs gnutls nettle)
 
 if [[ -z "$CXX" ]]; then
   echo "fuzz.sh: clang++ not found. On Debian 12: apt-get install clang libclang-rt-14-dev" >&2
@@ -20,7 +21,7 @@ fi
 mkdir -p "$OUT/corpus"
 echo "fuzz.sh: building $OUT/packet_parser_fuzz with $CXX" >&2
 if ! "$CXX" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -Iinclude -Isrc fuzz/packet_parser_fuzz.cpp "${SRCS[@]}" -o "$OUT/packet_parser_fuzz"; then
+    -Iinclude -Isrc fuzz/packet_parser_fuzz.cpp "${SRCS[@]}" $LIBS -o "$OUT/packet_parser_fuzz"; then
   cat >&2 <<'EOF'
 fuzz.sh: building the fuzzer failed.
   If the linker cannot find libclang_rt.fuzzer (or -fsanitize=fuzzer is
@@ -31,7 +32,7 @@ EOF
   exit 1
 fi
 
-"$CXX" -std=c++20 -O1 -Iinclude -Isrc fuzz/make_seed_corpus.cpp "${SRCS[@]}" -o "$OUT/make_seed_corpus"
+"$CXX" -std=c++20 -O1 -Iinclude -Isrc fuzz/make_seed_corpus.cpp "${SRCS[@]}" $LIBS -o "$OUT/make_seed_corpus"
 "$OUT/make_seed_corpus" "$OUT/corpus"
 
 echo "fuzz.sh: fuzzing for ${SECONDS_TO_RUN}s" >&2

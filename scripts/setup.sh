@@ -21,6 +21,7 @@ PACKAGES=(
   iproute2                           # ip (ndm-emu shell, namespace tests), tc (tbf test), ss (free ports)
   python3                            # bench/*.sh summarise their runs with it
   openssl                            # the TLS tool test makes a certificate ndm did not make
+  tshark                             # Wireshark's QUIC dissector checks a captured session
 )
 
 missing=()

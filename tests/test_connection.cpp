@@ -7,6 +7,7 @@
 #include <random>
 
 #include "connection_pair.hpp"
+#include "quic_test_util.hpp"
 #include "tls_test_util.hpp"
 #include "transport/frame.hpp"
 #include "transport/packet.hpp"
@@ -17,21 +18,10 @@ using ndm::test::ConnectionPair;
 
 namespace {
 
-// A well-formed, correctly sealed 1-RTT packet to `to` carrying `frames`.
-std::vector<std::uint8_t> craft(const Connection& to, std::uint64_t pn, const std::vector<wire::Frame>& frames) {
-    std::vector<std::uint8_t> out(2000);
-    wire::Writer w(out);
-    wire::PacketHeader h;
-    h.type = wire::PacketType::one_rtt;
-    h.dcid = wire::ConnectionId::from(to.local_cid());
-    h.packet_number = pn;
-    h.pn_length = 4;
-    REQUIRE(wire::write_header(w, h));
-    for (const auto& f : frames) REQUIRE(wire::encode_frame(w, f));
-    std::size_t len = w.position() + wire::kIntegrityTagSize;
-    out.resize(len);
-    wire::seal(out);
-    return out;
+// A well-formed 1-RTT packet from `from` to its peer carrying `frames`,
+// protected with from's keys: what a peer that sends these frames sends.
+std::vector<std::uint8_t> craft(Connection& from, std::uint64_t pn, const std::vector<wire::Frame>& frames) {
+    return test::seal(from, transport::PacketSpace::application, pn, test::encode(frames));
 }
 
 // The client's first datagram (its padded hello), as a spoofer would replay it.
@@ -267,18 +257,34 @@ TEST_CASE("an unknown version gets a version negotiation answer and a clear erro
     ConnectionPair p;
     p.start();
     auto buf = client_hello(p);
-    buf[1] ^= 0x7f;  // change the version, then re-seal
-    wire::seal(buf);
+    buf[1] ^= 0x7f;  // another version: its packets are not v1's to open (RFC 8999)
     auto server = Connection::accept(p.server_cfg, buf, p.now);
     REQUIRE(server);
     std::vector<std::uint8_t> out(2000);
-    std::size_t m = server->poll_datagram(out, p.now);
+    const std::size_t m = server->poll_datagram(out, p.now);
     REQUIRE(m > 0);
     CHECK(server->is_closed());
+    // RFC 9000 §17.2.1: version 1 listed, the client's IDs swapped.
+    wire::quic::PacketView vn;
+    REQUIRE(wire::quic::parse_packet_header(std::span(out).first(m), wire::kShortCidLength, vn) ==
+            wire::quic::HeaderError::none);
+    CHECK(vn.kind == wire::quic::PacketKind::version_negotiation);
+    REQUIRE(vn.versions.size() == 4);
+    CHECK(wire::quic::listed_version(vn, 0) == kProtocolVersion);
+    CHECK(std::ranges::equal(vn.dcid, p.client->local_cid()));
+    // The client did offer version 1, so that answer is not for it (§6.2).
     p.client->on_datagram(std::span(out).first(m), p.now);
+    CHECK(p.client->state() == ConnectionState::handshaking);
+    // One that lists only other versions ends the attempt, naming them.
+    const std::uint32_t others[] = {0xff00001d, 0x6b3343cf};
+    const std::size_t n = wire::quic::write_version_negotiation(
+        out, Connection::Impl::of(*p.client).original_dcid.span(), p.client->local_cid(), others, 0x2a);
+    REQUIRE(n > 0);
+    p.client->on_datagram(std::span(out).first(n), p.now);
     CHECK(p.client->is_closed());
     CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::version_negotiation_error));
-    CHECK(p.client->close_info().reason.find("0x4e444d01") != std::string::npos);
+    CHECK_MESSAGE(p.client->close_info().reason.find("0x00000001 (it offers: 0xff00001d, 0x6b3343cf)") != std::string::npos,
+                  p.client->close_info().reason);
 }
 
 TEST_CASE("accept ignores datagrams that are not a client hello") {
@@ -290,7 +296,7 @@ TEST_CASE("accept ignores datagrams that are not a client hello") {
 TEST_CASE("truncated and corrupted datagrams are dropped without effect") {
     ConnectionPair p;
     REQUIRE(p.handshake());
-    auto pkt = craft(*p.server, next_pn(*p.client, p.now), {wire::PingFrame{}});
+    auto pkt = craft(*p.client, next_pn(*p.client, p.now), {wire::PingFrame{}});
     for (std::size_t len = 0; len < pkt.size(); ++len) {
         p.server->on_datagram(std::span(pkt).first(len), p.now);
     }
@@ -307,7 +313,7 @@ namespace {
 void expect_close(const std::vector<wire::Frame>& frames, CloseCode code, const char* reason_part) {
     ConnectionPair p;
     REQUIRE(p.handshake());
-    p.server->on_datagram(craft(*p.server, next_pn(*p.client, p.now), frames), p.now);
+    p.server->on_datagram(craft(*p.client, next_pn(*p.client, p.now), frames), p.now);
     CHECK(p.server->state() == ConnectionState::closing);
     CHECK(p.server->close_info().code == static_cast<std::uint64_t>(code));
     CHECK_MESSAGE(p.server->close_info().reason.find(reason_part) != std::string::npos, p.server->close_info().reason);
@@ -382,28 +388,26 @@ TEST_CASE("PATH_CHALLENGE is answered with its data in a PATH_RESPONSE, padded t
     int responses = 0;
     std::size_t response_size = 0;
     p.to_client = [&](std::vector<std::uint8_t>& d) {
-        wire::ParsedPacket pkt;
-        wire::Error err;
-        REQUIRE(wire::parse_packet(d, 0, false, pkt, err));
-        wire::Reader r(pkt.payload);
-        while (!r.empty()) {
-            wire::Frame f;
-            REQUIRE(wire::decode_frame(r, f, err, 0));
-            if (const auto* pr = std::get_if<wire::PathResponseFrame>(&f)) {
-                CHECK(pr->data == data);
-                ++responses;
-                response_size = d.size();
+        const auto opened = test::open_datagram(*p.client, d, p.now);
+        REQUIRE(!opened.packets.empty());
+        for (const auto& pkt : opened.packets) {
+            for (const auto& f : pkt.frames) {
+                if (const auto* pr = std::get_if<wire::PathResponseFrame>(&f)) {
+                    CHECK(pr->data == data);
+                    ++responses;
+                    response_size = d.size();
+                }
             }
         }
         return false;  // it also ACKs the crafted packet number, which the client never sent
     };
-    p.server->on_datagram(craft(*p.server, next_pn(*p.client, p.now), {wire::PathChallengeFrame{data}}), p.now);
+    p.server->on_datagram(craft(*p.client, next_pn(*p.client, p.now), {wire::PathChallengeFrame{data}}), p.now);
     p.exchange();
     CHECK(responses == 1);
     CHECK(response_size >= kMinDatagramSize);
     CHECK(p.server->is_established());
     // An unsolicited PATH_RESPONSE is ignored (RFC 9000 8.2.2 allows it).
-    p.client->on_datagram(craft(*p.client, 1000, {wire::PathResponseFrame{data}}), p.now);
+    p.client->on_datagram(craft(*p.server, 1000, {wire::PathResponseFrame{data}}), p.now);
     CHECK(p.client->is_established());
 }
 
@@ -418,9 +422,8 @@ TEST_CASE("informational v1 frames leave the connection working") {
     REQUIRE(p.client->write(*id, one, false) == 1);
     std::optional<std::uint64_t> dropped;
     p.to_server = [&](std::vector<std::uint8_t>& d) {
-        wire::ParsedPacket pkt;
-        wire::Error err;
-        if (!dropped && wire::parse_packet(d, 0, false, pkt, err)) dropped = pkt.header.packet_number;
+        const auto opened = test::open_datagram(*p.server, d, p.now);
+        if (!dropped && !opened.packets.empty()) dropped = opened.packets.back().pn;
         return false;
     };
     p.exchange();
@@ -429,7 +432,7 @@ TEST_CASE("informational v1 frames leave the connection working") {
     wire::AckFrame ack_ecn;  // of the server's first packet, with ECN counts ndm does not use
     ack_ecn.ranges = {{0, 0}};
     ack_ecn.ecn = wire::EcnCounts{1, 0, 0};
-    p.server->on_datagram(craft(*p.server, *dropped,
+    p.server->on_datagram(craft(*p.client, *dropped,
                                 {wire::StreamsBlockedFrame{100, true}, wire::StreamsBlockedFrame{0, false},
                                  wire::MaxStreamsFrame{5, false}, ack_ecn}),
                           p.now);
@@ -438,7 +441,7 @@ TEST_CASE("informational v1 frames leave the connection working") {
     CHECK(transfer(p, data) == data);
     // A client may receive NEW_TOKEN (and ndm keeps none).
     static const std::uint8_t t[] = {9, 9};
-    p.client->on_datagram(craft(*p.client, 100'000, {wire::NewTokenFrame{t}}), p.now);
+    p.client->on_datagram(craft(*p.server, 100'000, {wire::NewTokenFrame{t}}), p.now);
     CHECK(p.client->is_established());
 }
 
@@ -447,28 +450,27 @@ TEST_CASE("the hello carries RFC 9000 transport parameters mapped from the confi
     p.client_cfg.initial_max_stream_data = 123'456;
     p.client_cfg.initial_max_streams = 9;
     p.client_cfg.max_datagram_size = 1400;
-    // GnuTLS, as a server of its own, reads the extension off the ClientHello.
-    std::optional<wire::TransportParams> seen;
+    p.start();
+    std::vector<std::uint8_t> first(kMaxDatagramSize);
+    first.resize(p.client->poll_datagram(first, p.now));
+    auto server = Connection::accept(p.server_cfg, first, p.now);
+    REQUIRE(server);
+    // GnuTLS, as a server of its own, reads the extension off the ClientHello
+    // (opened with the server's Initial keys, which it still has).
     tls::TlsSession reader(test::server_config());
-    p.to_server = [&](std::vector<std::uint8_t>& d) {
-        wire::ParsedPacket pkt;
-        wire::Error err;
-        REQUIRE(wire::parse_packet(d, 0, false, pkt, err));
-        wire::Reader r(pkt.payload);
-        while (!r.empty() && !seen && pkt.header.type == wire::PacketType::initial) {
-            wire::Frame f;
-            REQUIRE(wire::decode_frame(r, f, err));
-            if (const auto* c = std::get_if<wire::CryptoFrame>(&f)) {
-                reader.provide(crypto::EncryptionLevel::initial, c->data);
-                REQUIRE(reader.peer_transport_parameters());
-                wire::TransportParams tp;
-                REQUIRE(wire::decode_transport_params(*reader.peer_transport_parameters(), wire::Role::client, tp, err));
-                seen = tp;
-            }
+    std::optional<wire::TransportParams> seen;
+    const auto opened = test::open_datagram(*server, first, p.now);
+    REQUIRE(opened.packets.size() == 1);
+    for (const auto& f : opened.packets.front().frames) {
+        if (const auto* c = std::get_if<wire::CryptoFrame>(&f)) {
+            reader.provide(crypto::EncryptionLevel::initial, c->data);
+            REQUIRE(reader.peer_transport_parameters());
+            wire::TransportParams tp;
+            wire::Error err;
+            REQUIRE(wire::decode_transport_params(*reader.peer_transport_parameters(), wire::Role::client, tp, err));
+            seen = tp;
         }
-        return true;
-    };
-    REQUIRE(p.handshake());
+    }
     REQUIRE(seen);
     CHECK(seen->initial_max_stream_data_bidi_local == 123'456);
     CHECK(seen->initial_max_stream_data_bidi_remote == 123'456);
@@ -499,17 +501,8 @@ TEST_CASE("malformed frames inside a valid packet close with the code the RFC na
         CAPTURE(c.reason);
         ConnectionPair p;
         REQUIRE(p.handshake());
-        std::vector<std::uint8_t> out(100);
-        wire::Writer w(out);
-        wire::PacketHeader h;
-        h.type = wire::PacketType::one_rtt;
-        h.dcid = wire::ConnectionId::from(p.server->local_cid());
-        h.packet_number = next_pn(*p.client, p.now);
-        REQUIRE(wire::write_header(w, h));
-        REQUIRE(w.bytes(c.frame));
-        out.resize(w.position() + wire::kIntegrityTagSize);
-        wire::seal(out);
-        p.server->on_datagram(out, p.now);
+        p.server->on_datagram(test::seal(*p.client, transport::PacketSpace::application, next_pn(*p.client, p.now), c.frame),
+                              p.now);
         CHECK(p.server->state() == ConnectionState::closing);
         CHECK(p.server->close_info().code == static_cast<std::uint64_t>(c.code));
         CHECK(p.server->close_info().reason.find(c.reason) != std::string::npos);
@@ -522,14 +515,16 @@ TEST_CASE("10^5 random datagrams during a transfer: all dropped, data intact") {
     std::mt19937_64 rng(99);
     int injected = 0;
     p.to_server = [&](std::vector<std::uint8_t>&) {
-        // Before each real datagram, 20 random ones (unsealed garbage, or
-        // sealed garbage with a bad header).
+        // Before each real datagram, 20 random ones: garbage, or garbage
+        // behind the server's own connection ID (which only forged
+        // authentication could get read, RFC 9001 §5.5).
         for (int i = 0; i < 20 && injected < 100'000; ++i, ++injected) {
             std::vector<std::uint8_t> junk(rng() % 1500);
             for (auto& b : junk) b = static_cast<std::uint8_t>(rng());
-            if (i % 2 && junk.size() > 4) {
-                junk[0] &= 0x3f;  // neither a long header nor fixed bit: invalid even when sealed
-                wire::seal(junk);
+            if (i % 2 && junk.size() > 40) {
+                junk[0] = static_cast<std::uint8_t>(0x40 | (junk[0] & 0x3f));  // a short header
+                const auto cid = p.server->local_cid();
+                std::copy(cid.begin(), cid.end(), junk.begin() + 1);
             }
             p.server->on_datagram(junk, p.now);
         }
@@ -547,7 +542,7 @@ TEST_CASE("10^5 random datagrams during a transfer: all dropped, data intact") {
     CHECK(p.server->stats(p.now).packets_dropped >= 100'000);
 }
 
-TEST_CASE("sealed random frames to a correct CID never crash, errors are protocol errors") {
+TEST_CASE("protected random frames to a correct CID never crash, errors are protocol errors") {
     std::mt19937_64 rng(7);
     int closed = 0;
     for (int round = 0; round < 200; ++round) {
@@ -555,21 +550,12 @@ TEST_CASE("sealed random frames to a correct CID never crash, errors are protoco
         p.server_cfg.seed = 1000 + static_cast<std::uint64_t>(round);
         REQUIRE(p.handshake());
         for (int i = 0; i < 50 && p.server->is_established(); ++i) {
-            std::vector<std::uint8_t> out(1400);
-            wire::Writer w(out);
-            wire::PacketHeader h;
-            h.type = wire::PacketType::one_rtt;
-            h.dcid = wire::ConnectionId::from(p.server->local_cid());
-            h.packet_number = next_pn(*p.client, p.now) + static_cast<std::uint64_t>(i);
-            REQUIRE(wire::write_header(w, h));
-            std::size_t n = 1 + rng() % 64;
-            for (std::size_t k = 0; k < n; ++k) {
-                // Bias towards valid frame types so the decoders are exercised.
-                w.u8(k == 0 ? static_cast<std::uint8_t>(rng() % 0x20) : static_cast<std::uint8_t>(rng()));
-            }
-            out.resize(w.position() + wire::kIntegrityTagSize);
-            wire::seal(out);
-            p.server->on_datagram(out, p.now);
+            std::vector<std::uint8_t> payload(1 + rng() % 64);
+            // Bias towards valid frame types so the decoders are exercised.
+            for (std::size_t k = 0; k < payload.size(); ++k)
+                payload[k] = k == 0 ? static_cast<std::uint8_t>(rng() % 0x20) : static_cast<std::uint8_t>(rng());
+            const std::uint64_t pn = next_pn(*p.client, p.now) + static_cast<std::uint64_t>(i);
+            p.server->on_datagram(test::seal(*p.client, transport::PacketSpace::application, pn, payload), p.now);
         }
         if (!p.server->is_established()) {
             ++closed;
@@ -680,7 +666,7 @@ TEST_CASE("extreme flow-control and stream values from the peer: limits hold or 
         REQUIRE(cid);
         const std::uint8_t one[1] = {1};
         REQUIRE(p.client->write(*cid, one, true) == 1);
-        p.server->on_datagram(craft(*p.server, client_one_rtt,
+        p.server->on_datagram(craft(*p.client, client_one_rtt,
                                     {wire::MaxDataFrame{wire::kVarintMax}, wire::MaxStreamDataFrame{*id, wire::kVarintMax},
                                      wire::MaxStreamsFrame{std::uint64_t{1} << 60}}),
                               p.now);
@@ -718,7 +704,7 @@ TEST_CASE("a peer fragmenting a stream into 1-byte holes is closed, not fed quad
     while (p.server->is_established() && frames < 4000) {
         std::vector<wire::Frame> batch;
         for (int i = 0; i < 100; ++i, off -= 2, ++frames) batch.push_back(wire::StreamFrame{0, off, one, false});
-        p.server->on_datagram(craft(*p.server, pn++, batch), p.now);
+        p.server->on_datagram(craft(*p.client, pn++, batch), p.now);
     }
     CHECK(p.server->state() == ConnectionState::closing);
     CHECK(p.server->close_info().code == static_cast<std::uint64_t>(CloseCode::protocol_violation));
@@ -827,22 +813,22 @@ TEST_CASE("a server drops a client Initial in a datagram under 1200 bytes (RFC 9
     ConnectionPair p;
     p.start();
     const auto hello = client_hello(p);
-    // The same hello without its padding, re-sealed: a valid packet, too small.
-    wire::ParsedPacket pkt;
+    // The same ClientHello without the padding, sealed again: a valid packet, too small.
+    std::vector<std::uint8_t> copy = hello;
+    wire::quic::PacketView v;
+    REQUIRE(wire::quic::parse_packet_header(copy, wire::kShortCidLength, v) == wire::quic::HeaderError::none);
+    wire::quic::OpenedPacket opened;
+    auto& client = Connection::Impl::of(*p.client);
+    REQUIRE(wire::quic::open_packet(copy, v, client.write_keys_of(transport::PacketSpace::initial), std::nullopt,
+                                    opened) == wire::quic::OpenError::none);
+    std::vector<wire::Frame> frames;
+    wire::Reader r(opened.payload);
     wire::Error err;
-    REQUIRE(wire::parse_packet(hello, 0, false, pkt, err));
-    wire::Reader r(pkt.payload);
-    wire::Frame f;
-    std::size_t end = 0;
-    while (r.remaining() > 0 && wire::decode_frame(r, f, err) && !std::holds_alternative<wire::PaddingFrame>(f))
-        end = r.position();
-    REQUIRE(end > 0);
-    const std::size_t header = static_cast<std::size_t>(pkt.payload.data() - hello.data());
-    std::vector<std::uint8_t> small(hello.begin(), hello.begin() + static_cast<std::ptrdiff_t>(header + end));
-    small.resize(small.size() + wire::kIntegrityTagSize);
-    wire::seal(small);
+    for (wire::Frame f; !r.empty() && wire::decode_frame(r, f, err);)
+        if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
+    REQUIRE(frames.size() == 1);  // the CRYPTO frame
+    const auto small = test::seal(*p.client, transport::PacketSpace::initial, 0, test::encode(frames));
     REQUIRE(small.size() < kMinDatagramSize);
-    REQUIRE(wire::parse_packet(small, 0, false, pkt, err));  // well-formed
     CHECK(Connection::accept(p.server_cfg, small, p.now) == nullptr);
     CHECK(Connection::accept(p.server_cfg, hello, p.now) != nullptr);
 }

@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "connection_pair.hpp"
+#include "quic_test_util.hpp"
 #include "tls/alert.hpp"
 #include "tls_test_util.hpp"
-#include "transport/packet.hpp"
+#include "transport/quic_header.hpp"
 
 using namespace ndm;
 using ndm::test::ConnectionPair;
@@ -27,7 +28,14 @@ void settle(ConnectionPair& p) {
     });
 }
 
-wire::PacketType type_of(const std::vector<std::uint8_t>& d) { return wire::peek_packet_type(d); }
+// Whether the datagram holds a packet of this kind (long headers are readable
+// without keys; a 1-RTT packet is the last of a datagram).
+bool holds(const std::vector<std::uint8_t>& d, wire::quic::PacketKind kind) {
+    wire::quic::DatagramPackets packets(d, wire::kShortCidLength);
+    for (wire::quic::PacketView v; packets.next(v);)
+        if (v.kind == kind) return true;
+    return false;
+}
 
 }  // namespace
 
@@ -130,7 +138,7 @@ TEST_CASE("tls: lost CRYPTO data is resent and the handshake completes") {
         ConnectionPair p;
         int dropped = 0;
         p.to_client = [&](std::vector<std::uint8_t>& d) {
-            if (type_of(d) == wire::PacketType::handshake && dropped < 1) return ++dropped, false;
+            if (holds(d, wire::quic::PacketKind::handshake) && dropped < 1) return ++dropped, false;
             return true;
         };
         REQUIRE(p.handshake());
@@ -141,7 +149,7 @@ TEST_CASE("tls: lost CRYPTO data is resent and the handshake completes") {
         ConnectionPair p;
         int dropped = 0;
         p.to_server = [&](std::vector<std::uint8_t>& d) {
-            if (type_of(d) == wire::PacketType::handshake && dropped < 2) return ++dropped, false;
+            if (holds(d, wire::quic::PacketKind::handshake) && dropped < 2) return ++dropped, false;
             return true;
         };
         REQUIRE(p.handshake());
@@ -157,28 +165,21 @@ TEST_CASE("tls: lost CRYPTO data is resent and the handshake completes") {
 }
 
 TEST_CASE("tls: a Handshake packet before this side has Handshake keys is dropped, not read") {
-    ConnectionPair p;
+    // A server's Handshake packet (it has the keys once it read a
+    // ClientHello) reaches a client of another connection attempt that
+    // has none: it cannot be opened, let alone read.
+    ConnectionPair p, q;
     p.start();
+    q.start();
     std::vector<std::uint8_t> buf(kMaxDatagramSize);
     const std::size_t n = p.client->poll_datagram(buf, p.now);
     REQUIRE(n > 0);
-    // A Handshake packet to the client before any ServerHello: no keys yet.
-    wire::PacketHeader h;
-    h.type = wire::PacketType::handshake;
-    h.version = kProtocolVersion;
-    h.dcid = wire::ConnectionId::from(p.client->local_cid());
-    h.scid = wire::ConnectionId::from(p.client->local_cid());
-    h.packet_number = 0;
-    h.pn_length = 2;
-    std::vector<std::uint8_t> out(200);
-    wire::Writer w{std::span(out).first(out.size() - wire::kIntegrityTagSize)};
-    REQUIRE(wire::write_header(w, h));
+    auto server = Connection::accept(p.server_cfg, std::span(buf).first(n), p.now);
+    REQUIRE(server);
+    Connection::Impl::of(*server).peer_cid = wire::ConnectionId::from(q.client->local_cid());
     wire::ConnectionCloseFrame c;
     c.error_code = 0xa;
-    REQUIRE(wire::encode_frame(w, c));
-    out.resize(w.position() + wire::kIntegrityTagSize);
-    wire::seal(out, h);
-    p.client->on_datagram(out, p.now);
-    CHECK(p.client->state() == ConnectionState::handshaking);
-    CHECK(p.client->stats(p.now).packets_dropped == 1);
+    q.client->on_datagram(test::seal(*server, transport::PacketSpace::handshake, 0, test::encode({c})), q.now);
+    CHECK(q.client->state() == ConnectionState::handshaking);
+    CHECK(q.client->stats(q.now).packets_dropped == 1);
 }

@@ -416,6 +416,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_idle_timeout_option(app, idle_timeout);
     ndm::tools::ServerTlsFlags tls_flags;
     ndm::tools::add_server_tls_flags(app, tls_flags);
+    bool no_gso = false;
+    ndm::tools::add_no_gso_flag(app, no_gso);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -434,6 +436,7 @@ int main(int argc, char** argv) {
         cfg.connection.idle_timeout = ndm::tools::idle_timeout_duration(idle_timeout);
         const ndm::tools::ServerTls tls = ndm::tools::server_tls(tls_flags, bind);
         cfg.connection.tls = tls.options;
+        cfg.gso = cfg.gro = !no_gso;
         Endpoint ep(cfg);
 
         std::signal(SIGINT, on_signal);

@@ -58,6 +58,7 @@ struct Options {
     double idle_timeout = tools::kDefaultIdleTimeoutSeconds;
     tools::ClientTlsFlags tls_flags;
     TlsOptions tls;  // from tls_flags, checked before any packet is sent
+    bool no_gso = false;
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -147,6 +148,7 @@ private:
         cfg.connection.handshake_timeout = std::chrono::seconds(5);
         cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
         cfg.connection.tls = o.tls;
+        cfg.gso = cfg.gro = !o.no_gso;
         cfg.qlog_dir = o.qlog;
         // The -P connections share one emulated path per direction, as they would share a bottleneck.
         if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
@@ -530,6 +532,7 @@ int main(int argc, char** argv) {
     app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
     tools::add_idle_timeout_option(app, o.idle_timeout);
     tools::add_client_tls_flags(app, o.tls_flags);
+    tools::add_no_gso_flag(app, o.no_gso);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& ex) {

@@ -25,7 +25,7 @@
 
 namespace ndm {
 
-inline constexpr std::uint32_t kProtocolVersion = 0x4e444d01;  // "NDM" v1
+inline constexpr std::uint32_t kProtocolVersion = 0x00000001;  // QUIC version 1 (RFC 9000)
 inline constexpr std::size_t kMinDatagramSize = 1200;
 inline constexpr std::size_t kMaxDatagramSize = 65507;  // largest UDP payload over IPv4
 

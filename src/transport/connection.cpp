@@ -20,7 +20,6 @@ using namespace transport;
 
 namespace {
 
-constexpr std::size_t kInitialPacketSize = kMinDatagramSize;  // client hellos are padded to this
 constexpr double kPacingGain = 1.25;                         // RFC 9002 §7.7
 constexpr std::uint64_t kAmplificationFactor = 3;             // RFC 9000 §8.1
 // Below this budget no packet is built: a long header (27 bytes), the tag and
@@ -53,24 +52,11 @@ bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
     return wire::frame_allowed(f, kind);
 }
 
-// RFC 9000 §12.3: Initial packets, Handshake packets and 1-RTT packets
-// each have their own packet number space.
-PacketSpace space_of(wire::PacketType t) {
-    if (t == wire::PacketType::initial) return PacketSpace::initial;
-    if (t == wire::PacketType::handshake) return PacketSpace::handshake;
-    return PacketSpace::application;
-}
 // RFC 9001 §4.1.4: the encryption level whose CRYPTO data a space carries.
 crypto::EncryptionLevel level_of(PacketSpace s) {
     if (s == PacketSpace::initial) return crypto::EncryptionLevel::initial;
     if (s == PacketSpace::handshake) return crypto::EncryptionLevel::handshake;
     return crypto::EncryptionLevel::one_rtt;
-}
-std::optional<PacketSpace> space_of(crypto::EncryptionLevel l) {
-    if (l == crypto::EncryptionLevel::initial) return PacketSpace::initial;
-    if (l == crypto::EncryptionLevel::handshake) return PacketSpace::handshake;
-    if (l == crypto::EncryptionLevel::one_rtt) return PacketSpace::application;
-    return std::nullopt;  // 0-RTT: not offered, never accepted
 }
 wire::PacketType type_of(PacketSpace s) {
     if (s == PacketSpace::initial) return wire::PacketType::initial;
@@ -208,6 +194,7 @@ std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& co
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
     impl->peer_cid = impl->original_dcid;
     impl->encode_local_params(edit);
+    impl->install_initial_keys();
     impl->start_tls();
     impl->attach_observer(config.observer, now);
     spdlog::debug("ndm: client connection created, cc={}", config.cc);
@@ -222,35 +209,41 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
 std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& config,
                                                      std::span<const std::uint8_t> datagram, Instant now,
                                                      const ParamsEdit& edit) {
-    wire::ParsedPacket pkt;
-    wire::Error err;
-    if (!wire::parse_packet(datagram, 0, false, pkt, err)) return nullptr;
-    if (pkt.header.type != wire::PacketType::initial) return nullptr;
+    wire::quic::PacketView first;
+    if (wire::quic::parse_packet_header(datagram, wire::kShortCidLength, first) != wire::quic::HeaderError::none)
+        return nullptr;
+    const bool other_version = first.kind == wire::quic::PacketKind::unknown_version;
+    if (first.kind != wire::quic::PacketKind::initial && !other_version) return nullptr;
     // RFC 9000 §14.1: a server discards an Initial in a datagram under 1200
     // bytes; it could not answer it within the amplification limit anyway.
+    // (§6.1: a Version Negotiation answers only such datagrams, too.)
     if (datagram.size() < kMinDatagramSize) return nullptr;
+    // RFC 9000 §7.2: the client's first DCID is at least 8 bytes; ndm's IDs
+    // are 8, and the other version's may be up to 255 (RFC 8999 §5.1).
+    if (first.dcid.size() > wire::kMaxCidLength || first.scid.size() > wire::kMaxCidLength) return nullptr;
     // Mix the client's CID into our seed so that every accepted connection
     // gets distinct IDs even with one server config.
     ConnectionConfig cfg = config;
-    for (auto b : pkt.header.dcid.span()) cfg.seed = cfg.seed * 131 + b;
+    for (auto b : first.dcid) cfg.seed = cfg.seed * 131 + b;
     auto impl = std::make_unique<Impl>(cfg, false, now);
-    impl->original_dcid = pkt.header.dcid;
-    impl->peer_cid = pkt.header.scid;
+    impl->original_dcid = wire::ConnectionId::from(first.dcid);
+    impl->peer_cid = wire::ConnectionId::from(first.scid);
     impl->encode_local_params(edit);
     impl->attach_observer(config.observer, now);
     impl->address_validated = false;
-    if (pkt.header.version != kProtocolVersion) {
-        impl->offered_version = pkt.header.version;
+    if (other_version) {
+        impl->offered_version = first.version;
         impl->send_version_negotiation = true;
         impl->state = ConnectionState::closing;
         impl->close = {static_cast<std::uint64_t>(CloseCode::version_negotiation_error),
                        fmt::format("client offered version {:#010x}; this endpoint speaks {:#010x}",
-                                   pkt.header.version, kProtocolVersion),
+                                   first.version, kProtocolVersion),
                        false, false};
         impl->events.push_back(event::Closed{impl->close});
         impl->close_deadline = now;
         return std::unique_ptr<Connection>(new Connection(std::move(impl)));
     }
+    impl->install_initial_keys();
     impl->start_tls();
     auto conn = std::unique_ptr<Connection>(new Connection(std::move(impl)));
     conn->on_datagram(datagram, now);
@@ -266,68 +259,100 @@ Connection::~Connection() = default;
 
 void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now) {
     if (state == ConnectionState::closed || state == ConnectionState::draining) return;
-    wire::ParsedPacket pkt;
-    wire::Error err;
-    // The packet number is expanded against its space's largest.
-    const PacketSpace space = space_of(wire::peek_packet_type(datagram));
-    AckTracker& tracker = acks_of(space);
-    if (!wire::parse_packet(datagram, tracker.largest_received(), tracker.has_received(), pkt, err)) {
+    // Opened in place (RFC 9001 §5.3-5.4): a copy, so the caller's buffer stays as received.
+    rx_buffer.assign(datagram.begin(), datagram.end());
+    wire::quic::DatagramPackets packets(rx_buffer, wire::kShortCidLength);
+    wire::quic::PacketView view;
+    bool counted = false, any = false;
+    while (packets.next(view)) {
+        any = true;
+        if (!on_packet(view, datagram.size(), counted, now)) return;
+    }
+    st.packets_dropped += packets.dropped_other_dcid();
+    if (!any || packets.error() != wire::quic::HeaderError::none) {
         ++st.packets_dropped;
-        spdlog::debug("ndm: dropped datagram of {} bytes: {}", datagram.size(), err.what);
-        return;
+        spdlog::debug("ndm: dropped (part of) a datagram of {} bytes: {}", datagram.size(),
+                      wire::quic::describe(packets.error()));
     }
-    const auto& h = pkt.header;
-    if (h.type == wire::PacketType::version_negotiation) {
-        on_version_negotiation(pkt);
-        return;
+}
+
+namespace {
+PacketSpace space_of(wire::quic::PacketKind k) {
+    if (k == wire::quic::PacketKind::initial) return PacketSpace::initial;
+    if (k == wire::quic::PacketKind::handshake) return PacketSpace::handshake;
+    return PacketSpace::application;
+}
+}  // namespace
+
+bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t datagram_size, bool& counted,
+                                 Instant now) {
+    using wire::quic::PacketKind;
+    if (v.kind == PacketKind::version_negotiation) {
+        on_version_negotiation(v);
+        return false;
     }
-    if (h.type != wire::PacketType::one_rtt && h.version != kProtocolVersion) {
+    // 0-RTT is never accepted, Retry not yet used, other versions not spoken.
+    if (v.kind != PacketKind::initial && v.kind != PacketKind::handshake && v.kind != PacketKind::one_rtt) {
         ++st.packets_dropped;
-        return;
+        return true;
     }
-    bool cid_ok = h.dcid == local_cid || (!client && h.type == wire::PacketType::initial && h.dcid == original_dcid);
+    const PacketSpace space = space_of(v.kind);
+    const wire::PacketType type = type_of(space);
+    const bool cid_ok = std::ranges::equal(v.dcid, local_cid.span()) ||
+                        (!client && v.kind == PacketKind::initial && std::ranges::equal(v.dcid, original_dcid.span()));
     // RFC 9001 §4.9: packets of a discarded space are dropped, and so are
-    // those of a space whose keys this side does not have yet (§4.1.4).
-    // RFC 9001 §5.7: a server processes no 1-RTT packet before its handshake
-    // completes (one that overtook the client's Finished is dropped and resent).
+    // those of a space whose keys this side does not have yet (§4.1.4); §5.7:
+    // a server processes no 1-RTT packet before its handshake completes (one
+    // that overtook the client's Finished is dropped and resent).
     const bool early_one_rtt = !client && space == PacketSpace::application && !handshake_complete;
     if (!cid_ok || loss.discarded(space) || !has_read_keys(space) || early_one_rtt) {
         ++st.packets_dropped;
-        return;
+        return true;
     }
-    if (!client && h.type == wire::PacketType::initial && datagram.size() < kMinDatagramSize) {
+    if (!client && v.kind == PacketKind::initial && datagram_size < kMinDatagramSize) {
         ++st.packets_dropped;  // RFC 9000 §14.1
-        return;
+        return true;
     }
+    AckTracker& tracker = acks_of(space);
+    const auto largest = tracker.has_received() ? std::optional(tracker.largest_received()) : std::nullopt;
+    wire::quic::OpenedPacket pkt;
+    const auto err = space == PacketSpace::application
+                         ? wire::quic::open_packet(rx_buffer, v, &*one_rtt, largest, now, pto_period(), pkt)
+                         : wire::quic::open_packet(rx_buffer, v, read_keys_of(space), largest, pkt);
+    if (err != wire::quic::OpenError::none) return on_open_error(err, now);
+    // RFC 9000 §8.1: the limit counts what the client sent, once per datagram;
+    // a Handshake packet proves the address (§8.1, only the client can have
+    // its keys).
     if (!address_validated) {
-        unvalidated_received += datagram.size();
+        if (!counted) unvalidated_received += datagram_size;
         amplification_wait = false;
-        if (h.dcid == local_cid) address_validated = true;
+        if (space == PacketSpace::handshake) address_validated = true;
     }
+    counted = true;
     if (state == ConnectionState::closing) {
         // RFC 9000 §10.2.1: answer with the close again, not with data.
         if (!send_version_negotiation) close_frame_pending = true;
-        return;
+        return false;
     }
 
     bool ack_eliciting = false;
-    if (!decode_frames(pkt, ack_eliciting, now)) return;
-    if (!tracker.on_packet_received(h.packet_number, ack_eliciting, now)) {
+    if (!decode_frames(pkt.payload, type, ack_eliciting, now)) return false;
+    if (!tracker.on_packet_received(pkt.packet_number, ack_eliciting, now)) {
         ++st.packets_dropped;  // duplicate
-        return;
+        return true;
     }
     ++st.packets_received;
-    st.bytes_received += datagram.size();
-    trace_received(h, datagram.size(), now);
+    st.bytes_received += v.packet.size();
+    trace_received(type, pkt.packet_number, v.packet.size(), now);
     reset_idle_timer(now);
     sent_eliciting_since_receive = false;
 
-    if (client && h.type != wire::PacketType::one_rtt) peer_cid = h.scid;
+    if (client && space != PacketSpace::application) peer_cid = wire::ConnectionId::from(v.scid);
     // RFC 9001 §4.9.1: a server is done with Initial packets once it has
     // processed a Handshake packet from the client.
-    if (!client && h.type == wire::PacketType::handshake) discard_space(PacketSpace::initial);
+    if (!client && space == PacketSpace::handshake) discard_space(PacketSpace::initial);
     for (const auto& f : rx_frames) {
-        if (!process_frame(f, space, now)) return;  // connection closed
+        if (!process_frame(f, space, now)) return false;  // connection closed
     }
     // The rest of a Handshake packet that completed the handshake is still
     // read in its space (a second ACK frame in it is checked, not ignored).
@@ -335,15 +360,41 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
         handshake_discard_due = false;
         discard_space(PacketSpace::handshake);
     }
+    return true;
 }
 
-void Connection::Impl::on_version_negotiation(const wire::ParsedPacket& pkt) {
-    if (!client || state != ConnectionState::handshaking || pkt.header.dcid != local_cid) {
-        ++st.packets_dropped;
+// A packet that could not be opened: dropped (RFC 9001 §5.5, §9.5: no
+// answer to what may be forged), or the connection closes where the RFCs
+// say so. Returns whether the datagram's later packets are still read.
+bool Connection::Impl::on_open_error(wire::quic::OpenError err, Instant now) {
+    using wire::quic::OpenError;
+    if (err == OpenError::reserved_bits) {
+        close_with_error(CloseCode::protocol_violation, "packet with reserved header bits set", now);
+        return false;
+    }
+    if (err == OpenError::key_update_error) {
+        close_with_error(CloseCode::key_update_error, "peer's key update violates RFC 9001 §6", now);
+        return false;
+    }
+    ++st.packets_dropped;
+    spdlog::debug("ndm: dropped a packet: {}", wire::quic::describe(err));
+    // RFC 9001 §6.6: past the integrity limit the connection must end.
+    if (one_rtt && one_rtt->integrity_limit_reached()) {
+        close_with_error(CloseCode::aead_limit_reached, "too many packets failed authentication", now);
+        return false;
+    }
+    return true;
+}
+
+void Connection::Impl::on_version_negotiation(const wire::quic::PacketView& vn) {
+    if (!client || state != ConnectionState::handshaking || !std::ranges::equal(vn.dcid, local_cid.span()) ||
+        wire::quic::check_version_negotiation(vn, kProtocolVersion) != wire::quic::HeaderError::none) {
+        ++st.packets_dropped;  // RFC 9000 §6.2: not an answer to this connection's Initial
         return;
     }
     std::string versions;
-    for (auto v : pkt.supported_versions) versions += fmt::format("{}{:#010x}", versions.empty() ? "" : ", ", v);
+    for (std::size_t i = 0; i < vn.versions.size() / 4; ++i)
+        versions += fmt::format("{}{:#010x}", versions.empty() ? "" : ", ", wire::quic::listed_version(vn, i));
     close = {static_cast<std::uint64_t>(CloseCode::version_negotiation_error),
              fmt::format("peer does not speak version {:#010x} (it offers: {})", kProtocolVersion,
                          versions.empty() ? "none" : versions),
@@ -354,10 +405,10 @@ void Connection::Impl::on_version_negotiation(const wire::ParsedPacket& pkt) {
 
 // Decodes every frame into rx_frames before any is acted on, so that a
 // malformed packet is rejected whole. False: the connection is closing.
-bool Connection::Impl::decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now) {
-    const wire::PacketType type = pkt.header.type;
+bool Connection::Impl::decode_frames(std::span<const std::uint8_t> payload, wire::PacketType type,
+                                     bool& ack_eliciting, Instant now) {
     rx_frames.clear();
-    wire::Reader r(pkt.payload);
+    wire::Reader r(payload);
     wire::Error err;
     while (!r.empty()) {
         wire::Frame f;
@@ -485,18 +536,7 @@ void Connection::Impl::drive_tls(Instant now) {
         const auto out = tls->take_output(level_of(s));
         if (!out.empty() && !crypto_of(s).discarded()) crypto_of(s).write(out);
     }
-    for (const tls::SecretEvent& e : tls->take_secrets()) {
-        const auto s = space_of(e.level);
-        if (!s) continue;
-        const auto i = static_cast<std::size_t>(*s);
-        if (e.direction == tls::Direction::read) {
-            read_keys[i] = true;
-        } else {
-            write_keys[i] = true;
-            // RFC 9002 §6.2.2.1: a client probes Initial until it has Handshake keys.
-            if (client && *s == PacketSpace::handshake) loss.set_has_handshake_keys(true);
-        }
-    }
+    for (const tls::SecretEvent& e : tls->take_secrets()) install_secret(e);
     if (tls->error()) {
         on_tls_error(now);
         return;
@@ -507,6 +547,53 @@ void Connection::Impl::drive_tls(Instant now) {
     }
     // TLS completes only with the peer's parameters (it checks the extension).
     if (tls->handshake_complete() && have_peer_params) set_established(now);
+}
+
+// ============================================================================
+// Keys (RFC 9001 §5)
+
+void Connection::Impl::install_initial_keys() {
+    initial.emplace(crypto::initial_keys(original_dcid.span(), !client));
+}
+
+// A secret TLS made becomes the packet keys of its space (§5.1); the 1-RTT
+// keys, which update together (§6), once both directions' are known.
+void Connection::Impl::install_secret(const tls::SecretEvent& e) {
+    const bool read = e.direction == tls::Direction::read;
+    if (e.level == crypto::EncryptionLevel::handshake) {
+        (read ? handshake_read : handshake_write).emplace(crypto::derive_packet_keys(e.suite, e.secret));
+        // RFC 9002 §6.2.2.1: a client probes Initial until it has Handshake keys.
+        if (client && !read) loss.set_has_handshake_keys(true);
+    } else if (e.level == crypto::EncryptionLevel::one_rtt) {
+        (read ? one_rtt_read_secret : one_rtt_write_secret) = e;
+        if (one_rtt_read_secret && one_rtt_write_secret && !one_rtt) {
+            one_rtt.emplace(e.suite, one_rtt_read_secret->secret, one_rtt_write_secret->secret);
+            one_rtt_read_secret.reset();
+            one_rtt_write_secret.reset();
+        }
+    }
+    // 0-RTT secrets: none are offered or accepted.
+}
+
+crypto::DirectionKeys* Connection::Impl::read_keys_of(PacketSpace s) {
+    if (s == PacketSpace::initial) return initial ? &initial->read : nullptr;
+    if (s == PacketSpace::handshake) return handshake_read ? &*handshake_read : nullptr;
+    return nullptr;  // 1-RTT: one_rtt
+}
+crypto::DirectionKeys* Connection::Impl::write_keys_of(PacketSpace s) {
+    if (s == PacketSpace::initial) return initial ? &initial->write : nullptr;
+    if (s == PacketSpace::handshake) return handshake_write ? &*handshake_write : nullptr;
+    return nullptr;
+}
+bool Connection::Impl::has_read_keys(PacketSpace s) const {
+    if (s == PacketSpace::initial) return initial.has_value();
+    if (s == PacketSpace::handshake) return handshake_read.has_value();
+    return one_rtt.has_value();
+}
+bool Connection::Impl::has_write_keys(PacketSpace s) const {
+    if (s == PacketSpace::initial) return initial.has_value();
+    if (s == PacketSpace::handshake) return handshake_write.has_value();
+    return one_rtt.has_value();
 }
 
 // RFC 9001 §4.8: a TLS failure closes with CRYPTO_ERROR + its alert (or a
@@ -588,7 +675,13 @@ void Connection::Impl::discard_space(PacketSpace space) {
     acks_of(space) = AckTracker(ack_config(space, cfg.max_ack_delay));
     if (probe_space == space) probes_pending = 0;
     crypto_of(space).discard();
-    read_keys[static_cast<std::size_t>(space)] = write_keys[static_cast<std::size_t>(space)] = false;
+    // RFC 9001 §4.9: the keys go with the space (1-RTT keys are never discarded this way).
+    if (space == PacketSpace::initial) {
+        initial.reset();
+    } else if (space == PacketSpace::handshake) {
+        handshake_read.reset();
+        handshake_write.reset();
+    }
 }
 
 void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space, Instant now) {
@@ -609,6 +702,8 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     std::uint64_t acked_bytes = 0;
     std::uint64_t acked_packets = 0;
     for (const auto& p : out.acked) {
+        // RFC 9001 §6.1: an acknowledged packet of the current key phase permits the next update.
+        if (space == PacketSpace::application && one_rtt) one_rtt->on_packet_acked(p.pn);
         release_acked(p, space);
         if (p.in_flight) {
             acked_bytes += p.bytes;
@@ -801,63 +896,44 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     if (state == ConnectionState::closed || state == ConnectionState::draining) return 0;
     if (out.size() < mds) throw std::invalid_argument("poll_datagram: buffer smaller than the datagram size");
     if (send_version_negotiation) return write_version_negotiation(out);
-
-    bool closing = state == ConnectionState::closing;
+    const bool closing = state == ConnectionState::closing;
     if (closing && !close_frame_pending) return 0;
-    const auto space = send_space(closing, now);
-    if (!space) return 0;
-    bool send_eliciting = !closing && has_eliciting_data() && can_send_eliciting(now);
-    bool probe = !closing && probes_pending > 0 && probe_space == *space;
-    if (!closing && !ack_due(*space, now) && !send_eliciting && !probe) return 0;
-
     if (amplification_blocked()) return 0;
-    const wire::PacketHeader h = next_header(*space);
-    std::size_t limit = std::min<std::uint64_t>(h.type == wire::PacketType::one_rtt ? mds : kInitialPacketSize,
-                                                amplification_budget()) -
-                        wire::kIntegrityTagSize;
-    wire::Writer w(out.first(limit));
-    if (!wire::write_header(w, h)) throw std::logic_error("packet header does not fit");
-    std::size_t header_end = w.position();
-
-    SentFrames sent_frames;
-    if (obs) trace_frames.clear();
-    FrameSink sink(w, sent_frames, obs ? &trace_frames : nullptr, ack_delay_exponent(h.type, &local_params));
-    bool retransmission = false;
-    const bool path_response_due = path_response.has_value();
+    // RFC 9000 §12.2: the spaces with something to send, coalesced in order.
+    std::array<PacketSpace, kPacketSpaces> spaces{};
+    std::size_t n = 0;
     if (closing) {
-        write_close_frame(sink, h.type);
+        spaces[n++] = close_space();
     } else {
-        write_ack_frame(sink, *space, now);
-        if (send_eliciting || probe) retransmission = write_eliciting_frames(sink, *space, probe);
+        for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application})
+            if (space_wants(s, now)) spaces[n++] = s;
     }
-
-    if (w.position() == header_end) {  // nothing fit: only the amplification limit makes packets this small
-        amplification_wait = !address_validated;
-        return 0;
+    if (n == 0) return 0;
+    // RFC 9001 §6.6: a new key phase before the AEAD's confidentiality limit.
+    if (one_rtt && handshake_confirmed && one_rtt->wants_update()) one_rtt->initiate_update();
+    const std::span<std::uint8_t> datagram =
+        out.first(static_cast<std::size_t>(std::min<std::uint64_t>(mds, amplification_budget())));
+    // RFC 9000 §14.1: a datagram with a client's Initial, or a server's
+    // ack-eliciting one, is at least 1200 bytes: the last packet is padded.
+    const bool initial_first = spaces[0] == PacketSpace::initial && !closing;
+    const bool pad = initial_first && (client || crypto_pending(PacketSpace::initial) ||
+                                       (probes_pending > 0 && probe_space == PacketSpace::initial));
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool last = i + 1 == n;
+        const std::size_t pad_to = pad && last ? std::min(kMinDatagramSize, datagram.size()) : 0;
+        pos += write_packet(datagram, pos, spaces[i], closing, pad_to, now);
+        if (state == ConnectionState::closing && !closing) break;  // the keys refused: closing now
     }
-    // Client Initials are padded so that the path is known to carry 1200-byte
-    // datagrams, and so are a server's ack-eliciting Initials (RFC 9000 §14.1)
-    // and PATH_RESPONSEs (§8.2.2).
-    bool padded = false;
-    const bool path_response_sent = path_response_due && !path_response;
-    if ((h.type == wire::PacketType::initial && (client || sink.eliciting())) || path_response_sent) {
-        const std::size_t target = std::min(limit, kMinDatagramSize - wire::kIntegrityTagSize);
-        std::size_t pad = w.position() < target ? target - w.position() : 0;
-        if (pad > 0) {
-            sink.put(wire::PaddingFrame{pad});
-            padded = true;
-        }
-    }
-    std::size_t len = w.position() + wire::kIntegrityTagSize;
-    wire::seal(out.first(len), h);
-    on_packet_built(h, *space, len, std::move(sent_frames), sink.eliciting(), padded, retransmission, now);
-    return len;
+    if (pos == 0) amplification_wait = !address_validated;  // nothing fit: only the limit makes room this small
+    return pos;
 }
 
 std::size_t Connection::Impl::write_version_negotiation(std::span<std::uint8_t> out) {
     send_version_negotiation = false;
     const std::uint32_t versions[] = {kProtocolVersion};
-    std::size_t n = wire::write_version_negotiation(out, peer_cid, original_dcid, versions);
+    const std::size_t n = wire::quic::write_version_negotiation(out, original_dcid.span(), peer_cid.span(), versions,
+                                                                static_cast<std::uint8_t>(rng));
     terminate();
     st.bytes_sent += n;
     ++st.packets_sent;
@@ -870,34 +946,62 @@ bool Connection::Impl::ack_due(PacketSpace space, Instant now) const {
     return a.ack_pending() && a.ack_deadline() <= now;
 }
 
-// The space of the next packet: Initial, then Handshake, then 1-RTT, each
-// while it has something to carry (RFC 9000 §12.2 sends them in this order).
-// nullopt: nothing may go yet (1-RTT packets wait for the handshake).
-std::optional<PacketSpace> Connection::Impl::send_space(bool closing, Instant now) const {
-    if (closing) return close_space();
-    const auto wants = [&](PacketSpace s) {
-        if (loss.discarded(s) || !has_write_keys(s)) return false;
-        return ack_due(s, now) || crypto_pending(s) || (probes_pending > 0 && probe_space == s);
-    };
-    if (wants(PacketSpace::initial)) return PacketSpace::initial;
-    if (wants(PacketSpace::handshake)) return PacketSpace::handshake;
-    if (state != ConnectionState::established) return std::nullopt;
-    return PacketSpace::application;
+// `s` has a packet to send now: an ACK that is due, CRYPTO data, a probe,
+// or (1-RTT, once established) what the window and the pacer let go.
+bool Connection::Impl::space_wants(PacketSpace s, Instant now) const {
+    if (loss.discarded(s) || !has_write_keys(s)) return false;
+    if (s == PacketSpace::application && state != ConnectionState::established) return false;
+    if (ack_due(s, now) || (probes_pending > 0 && probe_space == s)) return true;
+    if (!can_send_eliciting(now)) return false;
+    if (crypto_pending(s)) return true;
+    return s == PacketSpace::application &&
+           (handshake_done_pending || path_response || streams.has_control_frames() || streams.has_pending_data());
 }
 
-wire::PacketHeader Connection::Impl::next_header(PacketSpace space) const {
-    wire::PacketHeader h;
-    h.type = type_of(space);
-    h.version = kProtocolVersion;
-    h.dcid = peer_cid;
-    h.scid = local_cid;
-    h.packet_number = loss.next_packet_number(space);
-    // At least 2 bytes: RFC 9000 §A.2's minimum assumes reordering within
-    // the window, and jittered paths reorder bursts past 1 byte's 128
-    // packets (such a packet would decode wrongly and fail its tag).
-    h.pn_length = std::max<std::size_t>(
-        2, wire::packet_number_length(h.packet_number, loss.largest_acked(space), loss.has_largest_acked(space)));
-    return h;
+// At least 2 bytes: RFC 9000 §A.2's minimum assumes reordering within the
+// window, and jittered paths reorder bursts past 1 byte's 128 packets (such
+// a packet would decode wrongly and fail authentication).
+std::size_t Connection::Impl::pn_length(PacketSpace space) const {
+    return std::max<std::size_t>(2, wire::packet_number_length(loss.next_packet_number(space), loss.largest_acked(space),
+                                                               loss.has_largest_acked(space)));
+}
+
+std::size_t Connection::Impl::write_packet(std::span<std::uint8_t> datagram, std::size_t pos, PacketSpace space,
+                                           bool closing, std::size_t pad_to, Instant now) {
+    const wire::PacketType type = type_of(space);
+    const std::uint64_t pn = loss.next_packet_number(space);
+    const std::size_t pn_len = pn_length(space);
+    std::size_t overhead = 0;  // header and AEAD tag
+    auto b = builder(datagram, pos, space, pn, pn_len, overhead);
+    if (!b.ok()) return 0;
+    wire::Writer w(b.payload_space());
+    SentFrames sent_frames;
+    if (obs) trace_frames.clear();
+    FrameSink sink(w, sent_frames, obs ? &trace_frames : nullptr, ack_delay_exponent(type, &local_params));
+    bool retransmission = false;
+    const bool path_response_due = path_response.has_value();
+    if (closing) {
+        write_close_frame(sink, type);
+    } else {
+        write_ack_frame(sink, space, now);
+        const bool probe = probes_pending > 0 && probe_space == space;
+        if (probe || can_send_eliciting(now)) retransmission = write_eliciting_frames(sink, space, probe);
+    }
+    // PATH_RESPONSE datagrams are padded to 1200 bytes too (RFC 9000 §8.2.2).
+    if (path_response_due && !path_response) pad_to = std::max(pad_to, std::min(kMinDatagramSize, datagram.size()));
+    if (w.position() == 0 && pad_to == 0) return 0;
+    const std::size_t len = seal(b, space, w.position(), pad_to);
+    if (len == 0) {
+        // RFC 9001 §6.6: the keys refuse past the confidentiality limit.
+        if (space == PacketSpace::application && one_rtt->usage().confidentiality_exhausted())
+            close_with_error(CloseCode::aead_limit_reached, "AEAD confidentiality limit reached", now);
+        return 0;
+    }
+    // In flight for its PADDING (RFC 9002 §2), not for the few bytes the
+    // header protection sample needs (RFC 9001 §5.4.2).
+    const bool padded = len > overhead + std::max(w.position(), wire::quic::min_payload_length(pn_len));
+    on_packet_built(pn, space, len, std::move(sent_frames), sink.eliciting(), padded, retransmission, now);
+    return len;
 }
 
 void Connection::Impl::write_close_frame(FrameSink& sink, wire::PacketType type) {
@@ -943,10 +1047,10 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space
 }
 
 // Hands the sealed packet to loss recovery, the controller and the pacer.
-void Connection::Impl::on_packet_built(const wire::PacketHeader& h, PacketSpace space, std::size_t len, SentFrames frames,
+void Connection::Impl::on_packet_built(std::uint64_t pn, PacketSpace space, std::size_t len, SentFrames frames,
                                        bool eliciting, bool padded, bool retransmission, Instant now) {
     SentPacket p;
-    p.pn = h.packet_number;
+    p.pn = pn;
     p.time_sent = now;
     p.bytes = static_cast<std::uint32_t>(len);
     p.ack_eliciting = eliciting;
@@ -976,7 +1080,45 @@ void Connection::Impl::on_packet_built(const wire::PacketHeader& h, PacketSpace 
     ++st.packets_sent;
     st.bytes_sent += len;
     if (!address_validated) unvalidated_sent += len;
-    trace_sent(h, len, now);
+    trace_sent(type_of(space), pn, len, now);
+}
+
+std::size_t Connection::Impl::seal_payload(std::span<std::uint8_t> out, PacketSpace space, std::uint64_t pn,
+                                           std::span<const std::uint8_t> payload, std::size_t pad_to) {
+    if (!has_write_keys(space)) return 0;
+    std::size_t overhead = 0;
+    auto b = builder(out, 0, space, pn, 4, overhead);
+    wire::Writer w(b.payload_space());
+    if (!b.ok() || !w.bytes(payload)) return 0;
+    return seal(b, space, w.position(), pad_to);
+}
+
+// A packet of `space` to the peer at datagram[pos..]; overhead: its header and AEAD tag.
+wire::quic::PacketBuilder Connection::Impl::builder(std::span<std::uint8_t> datagram, std::size_t pos,
+                                                    PacketSpace space, std::uint64_t pn, std::size_t pn_len,
+                                                    std::size_t& overhead) const {
+    if (space == PacketSpace::application) {
+        const wire::quic::ShortHeader h{peer_cid, pn, pn_len, false, false};
+        overhead = wire::quic::packet_overhead(h);
+        return {datagram, pos, h};
+    }
+    wire::quic::LongHeader h;
+    h.type = space == PacketSpace::initial ? wire::quic::LongType::initial : wire::quic::LongType::handshake;
+    h.dcid = peer_cid;
+    h.scid = local_cid;
+    h.packet_number = pn;
+    h.pn_length = pn_len;
+    // Long-header packets stay small (the handshake); 4 Length bytes if not.
+    h.length_bytes = datagram.size() - pos > 16000 ? 4 : 2;
+    overhead = wire::quic::packet_overhead(h);
+    return {datagram, pos, h};
+}
+
+// Seals with the space's write keys; 0 if they refuse (RFC 9001 §6.6).
+std::size_t Connection::Impl::seal(wire::quic::PacketBuilder& b, PacketSpace space, std::size_t payload_len,
+                                   std::size_t pad_to) {
+    return space == PacketSpace::application ? b.finish(payload_len, *one_rtt, pad_to)
+                                             : b.finish(payload_len, *write_keys_of(space), pad_to);
 }
 
 // ============================================================================
@@ -1056,6 +1198,7 @@ void Connection::Impl::on_timeout(Instant now) {
         terminate();
         return;
     }
+    if (one_rtt) one_rtt->discard_expired(now);  // RFC 9001 §6.5: old read keys after 3 PTOs
     if (loss.timer() <= now) {
         auto out = loss.on_timeout(now);
         if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, out.space, now);

@@ -16,6 +16,8 @@
 #include "ndm/cc.hpp"
 #include "ndm/connection.hpp"
 #include "transport/ack_tracker.hpp"
+#include "crypto/key_phase.hpp"
+#include "crypto/packet_protection.hpp"
 #include "tls/tls_session.hpp"
 #include "transport/crypto_stream.hpp"
 #include "transport/cwnd_usage.hpp"
@@ -23,8 +25,9 @@
 #include "transport/frame_sink.hpp"
 #include "transport/loss_detector.hpp"
 #include "transport/pacer.hpp"
-#include "transport/packet_space.hpp"
 #include "transport/packet.hpp"
+#include "transport/packet_codec.hpp"
+#include "transport/packet_space.hpp"
 #include "transport/stream_set.hpp"
 #include "transport/transport_params.hpp"
 
@@ -45,6 +48,15 @@ struct Connection::Impl {
     static std::unique_ptr<Connection> connect(const ConnectionConfig& config, Instant now, const ParamsEdit& edit);
     static std::unique_ptr<Connection> accept(const ConnectionConfig& config, std::span<const std::uint8_t> datagram,
                                               Instant now, const ParamsEdit& edit);
+    // Tests and the tools' hostile-peer probe play this side's peer or
+    // forge this side's packets through these (a nested class may reach impl_).
+    static Impl& of(Connection& c) { return *c.impl_; }
+    // A packet whose payload is `payload` (encoded frames, or bytes that are
+    // not) in `space`, packet number pn, sealed with this side's write keys
+    // for its peer's connection ID, and recorded nowhere (loss recovery never
+    // hears of it). Its size; 0 when it does not fit or the space has no keys.
+    std::size_t seal_payload(std::span<std::uint8_t> out, transport::PacketSpace space, std::uint64_t pn,
+                             std::span<const std::uint8_t> payload, std::size_t pad_to = 0);
 
     // ---- configuration and identity
     ConnectionConfig cfg;
@@ -64,12 +76,20 @@ struct Connection::Impl {
     const transport::CryptoStream& crypto_of(transport::PacketSpace s) const {
         return crypto[static_cast<std::size_t>(s)];
     }
-    // Keys per space and direction as TLS makes them (Initial keys exist
-    // from the start): a space sends once it has write keys, and its packets
-    // are read once it has read keys (RFC 9001 §4.1.4).
-    std::array<bool, transport::kPacketSpaces> write_keys{true, false, false}, read_keys{true, false, false};
-    bool has_write_keys(transport::PacketSpace s) const { return write_keys[static_cast<std::size_t>(s)]; }
-    bool has_read_keys(transport::PacketSpace s) const { return read_keys[static_cast<std::size_t>(s)]; }
+    // ---- packet protection (RFC 9001 §5): Initial keys from the client's
+    // first DCID (§5.2), Handshake and 1-RTT keys from TLS's secrets. A space
+    // sends once it has write keys and reads once it has read keys (§4.1.4).
+    std::optional<crypto::LevelKeys> initial;
+    std::optional<crypto::DirectionKeys> handshake_read, handshake_write;
+    std::optional<crypto::OneRttKeys> one_rtt;
+    std::optional<tls::SecretEvent> one_rtt_read_secret, one_rtt_write_secret;  // until both are known
+    crypto::DirectionKeys* read_keys_of(transport::PacketSpace s);
+    crypto::DirectionKeys* write_keys_of(transport::PacketSpace s);
+    bool has_write_keys(transport::PacketSpace s) const;
+    bool has_read_keys(transport::PacketSpace s) const;
+    void install_initial_keys();
+    void install_secret(const tls::SecretEvent& e);
+    std::vector<std::uint8_t> rx_buffer;  // the datagram being read: packets are opened in place
     bool tls_input_seen = false;      // a CRYPTO frame reached TLS (accept: a real connection attempt)
     bool handshake_complete = false;  // TLS finished: 1-RTT packets go both ways
     bool handshake_confirmed = false;
@@ -145,8 +165,8 @@ struct Connection::Impl {
     } traced;  // the values the observer last saw
     void attach_observer(const trace::ObserverFactory& factory, Instant now);
     void trace_metrics(Instant now);
-    void trace_received(const wire::PacketHeader& h, std::size_t size, Instant now);
-    void trace_sent(const wire::PacketHeader& h, std::size_t size, Instant now);
+    void trace_received(wire::PacketType type, std::uint64_t pn, std::size_t size, Instant now);
+    void trace_sent(wire::PacketType type, std::uint64_t pn, std::size_t size, Instant now);
 
     // ---- receiving
     void make_controller(std::size_t datagram_size, Instant now);
@@ -159,7 +179,10 @@ struct Connection::Impl {
         return has_write_keys(s) && !loss.discarded(s) && crypto_of(s).has_pending();
     }
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
-    bool decode_frames(const wire::ParsedPacket& pkt, bool& ack_eliciting, Instant now);
+    // One packet of the datagram in rx_buffer; false: read no further packets of it.
+    bool on_packet(const wire::quic::PacketView& view, std::size_t datagram_size, bool& counted, Instant now);
+    bool decode_frames(std::span<const std::uint8_t> payload, wire::PacketType type, bool& ack_eliciting, Instant now);
+    bool on_open_error(wire::quic::OpenError err, Instant now);
     bool process_frame(const wire::Frame& f, transport::PacketSpace space, Instant now);
     bool on_stream_result(transport::StreamResult r, Instant now);
     void on_v1_frame(const wire::Frame& f, Instant now);
@@ -171,7 +194,7 @@ struct Connection::Impl {
                          Instant now);
     void on_peer_params(std::span<const std::uint8_t> data, Instant now);
     bool check_peer_cids(Instant now);
-    void on_version_negotiation(const wire::ParsedPacket& pkt);
+    void on_version_negotiation(const wire::quic::PacketView& vn);
     void set_established(Instant now);
 
     // ---- closing
@@ -183,14 +206,23 @@ struct Connection::Impl {
     // ---- sending
     std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now);
     std::size_t write_version_negotiation(std::span<std::uint8_t> out);
-    wire::PacketHeader next_header(transport::PacketSpace space) const;
-    std::optional<transport::PacketSpace> send_space(bool closing, Instant now) const;
+    std::size_t pn_length(transport::PacketSpace space) const;
+    // Writes one packet of `space` at datagram[pos..]: its frames (the close
+    // when closing), padded until the datagram reaches pad_to. Returns its
+    // size, 0 when it carried no frame (nothing written) or the keys refused.
+    std::size_t write_packet(std::span<std::uint8_t> datagram, std::size_t pos, transport::PacketSpace space,
+                             bool closing, std::size_t pad_to, Instant now);
+    bool space_wants(transport::PacketSpace s, Instant now) const;
+    wire::quic::PacketBuilder builder(std::span<std::uint8_t> datagram, std::size_t pos, transport::PacketSpace space,
+                                      std::uint64_t pn, std::size_t pn_len, std::size_t& overhead) const;
+    std::size_t seal(wire::quic::PacketBuilder& b, transport::PacketSpace space, std::size_t payload_len,
+                     std::size_t pad_to);
     bool ack_due(transport::PacketSpace space, Instant now) const;
     void write_close_frame(transport::FrameSink& sink, wire::PacketType type);
     void write_ack_frame(transport::FrameSink& sink, transport::PacketSpace space, Instant now);
     bool write_eliciting_frames(transport::FrameSink& sink, transport::PacketSpace space, bool probe);
-    void on_packet_built(const wire::PacketHeader& h, transport::PacketSpace space, std::size_t len, transport::SentFrames frames, bool eliciting,
-                         bool padded, bool retransmission, Instant now);
+    void on_packet_built(std::uint64_t pn, transport::PacketSpace space, std::size_t len, transport::SentFrames frames,
+                         bool eliciting, bool padded, bool retransmission, Instant now);
     transport::PacketSpace close_space() const;
     bool can_send_eliciting(Instant now) const;
     bool has_eliciting_data() const;

@@ -114,17 +114,17 @@ void Connection::Impl::trace_metrics(Instant now) {
 }
 
 // The frames of a received packet are in rx_frames.
-void Connection::Impl::trace_received(const wire::PacketHeader& h, std::size_t size, Instant now) {
+void Connection::Impl::trace_received(wire::PacketType type, std::uint64_t pn, std::size_t size, Instant now) {
     if (!obs) return;
     trace_frames.clear();
     for (const auto& f : rx_frames) trace_frames.push_back(trace_frame(f));
-    obs->on_packet_received({now, trace_type(h.type), h.packet_number, size, trace_frames});
+    obs->on_packet_received({now, trace_type(type), pn, size, trace_frames});
 }
 
 // The frames of a sent packet went to trace_frames as they were written.
-void Connection::Impl::trace_sent(const wire::PacketHeader& h, std::size_t size, Instant now) {
+void Connection::Impl::trace_sent(wire::PacketType type, std::uint64_t pn, std::size_t size, Instant now) {
     if (!obs) return;
-    obs->on_packet_sent({now, trace_type(h.type), h.packet_number, size, trace_frames});
+    obs->on_packet_sent({now, trace_type(type), pn, size, trace_frames});
     trace_metrics(now);
 }
 

@@ -34,10 +34,11 @@
 #include <vector>
 
 #include "common/printable.hpp"
+#include "crypto/packet_protection.hpp"
 #include "ndm/connection.hpp"
+#include "quic_test_util.hpp"
 #include "transport/frame.hpp"
-#include "transport/packet.hpp"
-#include "transport/transport_params.hpp"
+#include "transport/packet_codec.hpp"
 
 using namespace ndm;
 
@@ -66,19 +67,6 @@ wire::ConnectionId random_cid() {
     return c;
 }
 
-// A sealed long-header packet with `frames`, padded to `pad_to` bytes when non-zero.
-std::vector<std::uint8_t> packet(const wire::PacketHeader& h, const std::vector<wire::Frame>& frames, std::size_t pad_to) {
-    std::vector<std::uint8_t> out(kMaxDatagramSize);
-    wire::Writer w{std::span(out).first((pad_to ? pad_to : out.size()) - wire::kIntegrityTagSize)};
-    if (!wire::write_header(w, h)) usage("header does not fit");
-    for (const auto& f : frames)
-        if (!wire::encode_frame(w, f)) usage("frame does not fit");
-    if (pad_to && w.remaining() > 0) wire::encode_frame(w, wire::PaddingFrame{w.remaining()});
-    out.resize(w.position() + wire::kIntegrityTagSize);
-    wire::seal(out, h);
-    return out;
-}
-
 // Next datagram within timeout_ms, or empty.
 std::vector<std::uint8_t> receive(int fd, int timeout_ms, sockaddr_in* from = nullptr) {
     pollfd p{fd, POLLIN, 0};
@@ -95,36 +83,16 @@ struct Close {
     std::string reason;  // a copy: the frame points into the datagram
 };
 
-// The first CONNECTION_CLOSE in a datagram, if any.
-bool find_close(const std::vector<std::uint8_t>& d, Close& out) {
-    wire::ParsedPacket pkt;
-    wire::Error err;
-    if (!wire::parse_packet(d, 0, false, pkt, err)) return false;
-    wire::Reader r(pkt.payload);
-    while (!r.empty()) {
-        wire::Frame f;
-        if (!wire::decode_frame(r, f, err)) return false;
-        if (auto* c = std::get_if<wire::ConnectionCloseFrame>(&f)) {
-            out = {c->error_code, std::string(c->reason)};
-            return true;
-        }
-    }
+// The first CONNECTION_CLOSE of a datagram to `to`, opened with its keys.
+bool find_close(Connection& to, const std::vector<std::uint8_t>& d, Close& out) {
+    const auto opened = test::open_datagram(to, d, steady_now());
+    for (const auto& p : opened.packets)
+        for (const auto& f : p.frames)
+            if (const auto* c = std::get_if<wire::ConnectionCloseFrame>(&f)) {
+                out = {c->error_code, std::string(c->reason)};
+                return true;
+            }
     return false;
-}
-
-// Every frame of a datagram's (single) packet, or nothing if it does not parse.
-std::optional<std::pair<wire::PacketHeader, std::vector<wire::Frame>>> frames_of(const std::vector<std::uint8_t>& d) {
-    wire::ParsedPacket pkt;
-    wire::Error err;
-    if (!wire::parse_packet(d, 0, false, pkt, err)) return std::nullopt;
-    std::vector<wire::Frame> frames;
-    wire::Reader r(pkt.payload);
-    while (!r.empty()) {
-        wire::Frame f;
-        if (!wire::decode_frame(r, f, err)) return std::nullopt;
-        if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
-    }
-    return std::pair{pkt.header, frames};
 }
 
 using Rewrite = std::function<void(std::vector<std::uint8_t>&)>;
@@ -172,15 +140,38 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
     };
     // --bogus-ack: the packet that completes the server's handshake (the
     // client's Finished) also acknowledges a packet the server never sent.
-    const Rewrite wedge = [](std::vector<std::uint8_t>& d) {
-        auto pkt = frames_of(d);
-        if (!pkt || pkt->first.type != wire::PacketType::handshake ||
-            !std::ranges::any_of(pkt->second, [](const wire::Frame& f) { return std::holds_alternative<wire::CryptoFrame>(f); }))
+    // The client's own packets are opened with its write keys (the keys of
+    // a direction are one, whoever holds them) and that one sealed again.
+    const Rewrite wedge = [&conn](std::vector<std::uint8_t>& d) {
+        auto& c = Connection::Impl::of(*conn);
+        wire::quic::DatagramPackets packets(d, wire::kShortCidLength);
+        for (wire::quic::PacketView v; packets.next(v);) {
+            if (v.kind != wire::quic::PacketKind::handshake) continue;
+            std::vector<std::uint8_t> copy(d.begin() + static_cast<std::ptrdiff_t>(v.offset),
+                                           d.begin() + static_cast<std::ptrdiff_t>(v.offset + v.packet.size()));
+            wire::quic::PacketView own;
+            wire::quic::OpenedPacket o;
+            if (wire::quic::parse_packet_header(copy, wire::kShortCidLength, own) != wire::quic::HeaderError::none ||
+                wire::quic::open_packet(copy, own, c.write_keys_of(transport::PacketSpace::handshake), std::nullopt, o) !=
+                    wire::quic::OpenError::none)
+                return;
+            std::vector<wire::Frame> frames;
+            wire::Reader r(o.payload);
+            wire::Error err;
+            for (wire::Frame f; !r.empty() && wire::decode_frame(r, f, err);)
+                if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
+            if (!std::ranges::any_of(frames, [](const wire::Frame& f) { return std::holds_alternative<wire::CryptoFrame>(f); }))
+                return;
+            wire::AckFrame never;
+            never.ranges = {{1000, 1000}};
+            frames.push_back(never);
+            auto forged = test::seal(*conn, transport::PacketSpace::handshake, o.packet_number, test::encode(frames));
+            // The rest of the datagram (a 1-RTT packet, if any) goes as it was.
+            forged.insert(forged.end(), d.begin() + static_cast<std::ptrdiff_t>(v.offset + v.packet.size()), d.end());
+            d.erase(d.begin() + static_cast<std::ptrdiff_t>(v.offset), d.end());
+            d.insert(d.end(), forged.begin(), forged.end());
             return;
-        wire::AckFrame never;
-        never.ranges = {{1000, 1000}};
-        pkt->second.push_back(never);
-        d = packet(pkt->first, pkt->second, 0);
+        }
     };
     if (!drive(*conn, fd, [&] { return conn->state() != ConnectionState::handshaking; }, 3000,
                bogus_ack ? wedge : Rewrite{})) {
@@ -198,20 +189,15 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
 
     // From here on the probe speaks for the client in hand-made 1-RTT packets
     // (numbered well past the client's own) and reads the server's raw.
-    wire::PacketHeader s;
-    s.type = wire::PacketType::one_rtt;
-    s.dcid = wire::ConnectionId::from(conn->peer_cid());
-    s.packet_number = conn->stats(steady_now()).packets_sent + 100;
-    s.pn_length = 4;
+    std::uint64_t pn = conn->stats(steady_now()).packets_sent + 100;
     Close close;
     bool found = false;
     const auto send_frames = [&](const std::vector<wire::Frame>& frames) {
-        const auto pkt = packet(s, frames, 0);
-        ++s.packet_number;
+        const auto pkt = test::seal(*conn, transport::PacketSpace::application, pn++, test::encode(frames));
         if (send(fd, pkt.data(), pkt.size(), 0) < 0) usage("send failed");
     };
     const auto await_close = [&](int ms) {
-        for (auto d = receive(fd, ms); !d.empty() && !found; d = receive(fd, 0)) found = find_close(d, close);
+        for (auto d = receive(fd, ms); !d.empty() && !found; d = receive(fd, 0)) found = find_close(*conn, d, close);
     };
     // Keep the connection alive with PINGs until the server closes it.
     for (int i = 0; i < 200 && !found && keepalive; ++i) {
@@ -243,22 +229,26 @@ int close_server(const sockaddr_in& bind_to, const std::string& reason) {
         sockaddr_in from{};
         const auto d = receive(fd, 30000, &from);
         if (d.empty()) usage("no client within 30 s");
-        wire::ParsedPacket pkt;
-        wire::Error err;
-        if (!wire::parse_packet(d, 0, false, pkt, err) || pkt.header.type != wire::PacketType::initial) continue;
-        // In an Initial packet: a client that has not seen the ServerHello
-        // has no Handshake keys, and drops Handshake packets.
-        wire::PacketHeader h;
-        h.type = wire::PacketType::initial;
-        h.version = kProtocolVersion;
-        h.dcid = pkt.header.scid;
+        wire::quic::PacketView v;
+        if (wire::quic::parse_packet_header(d, wire::kShortCidLength, v) != wire::quic::HeaderError::none ||
+            v.kind != wire::quic::PacketKind::initial)
+            continue;
+        // In an Initial packet, with the Initial keys of the client's DCID
+        // (RFC 9001 §5.2): a client that has not seen the ServerHello has no
+        // Handshake keys and drops Handshake packets.
+        crypto::LevelKeys keys = crypto::initial_keys(v.dcid, true);
+        wire::quic::LongHeader h;
+        h.dcid = wire::ConnectionId::from(v.scid);
         h.scid = random_cid();
         h.packet_number = 0;
-        h.pn_length = 2;
         wire::ConnectionCloseFrame c;
         c.error_code = static_cast<std::uint64_t>(CloseCode::protocol_violation);
         c.reason = reason;
-        const auto out = packet(h, {c}, 0);
+        std::vector<std::uint8_t> out(kMinDatagramSize);
+        wire::quic::PacketBuilder b(out, 0, h);
+        wire::Writer w(b.payload_space());
+        if (!b.ok() || !wire::encode_frame(w, c)) usage("close does not fit");
+        out.resize(b.finish(w.position(), keys.write));
         if (sendto(fd, out.data(), out.size(), 0, reinterpret_cast<const sockaddr*>(&from), sizeof from) < 0)
             usage("send failed");
         ::close(fd);

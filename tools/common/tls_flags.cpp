@@ -88,6 +88,12 @@ TlsOptions in_process_tls() {
     return o;
 }
 
+void add_no_gso_flag(CLI::App& app, bool& no_gso) {
+    app.add_flag("--no-gso", no_gso,
+                 "send and receive one datagram per system call (no UDP GSO/GRO): a capture on loopback then "
+                 "shows every datagram on its own, which Wireshark needs to decode them (slower)");
+}
+
 tls::KeylogSink keylog_from_environment() {
     const char* path = std::getenv("SSLKEYLOGFILE");
     if (path == nullptr || *path == '\0') return {};

@@ -1,7 +1,7 @@
 // The tools' TLS flags, shared by ndm-recv (--cert/--key, or a self-signed
 // certificate whose fingerprint it prints) and ndm-send (--ca, --pin,
-// --insecure, --server-name), and SSLKEYLOGFILE, which both honour so that
-// Wireshark can decrypt a captured test (docs/tls.md).
+// --insecure, --server-name), and what inspecting a test with Wireshark
+// takes: SSLKEYLOGFILE, which both honour, and --no-gso (docs/tls.md).
 #pragma once
 
 #include <string>
@@ -43,6 +43,10 @@ TlsOptions client_tls(const ClientTlsFlags& flags);
 // For a server and a client in one process: a self-signed certificate for
 // 127.0.0.1, made once, that the options both present and pin.
 TlsOptions in_process_tls();
+
+// --no-gso: one datagram per system call, no UDP GSO/GRO, so that a packet
+// capture on loopback (tcpdump, Wireshark) sees each datagram on its own.
+void add_no_gso_flag(CLI::App& app, bool& no_gso);
 
 // SSLKEYLOGFILE's sink when the variable names a file, else an empty one.
 tls::KeylogSink keylog_from_environment();
