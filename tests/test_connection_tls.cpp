@@ -39,17 +39,6 @@ bool holds(const std::vector<std::uint8_t>& d, wire::quic::PacketKind kind) {
 
 }  // namespace
 
-TEST_CASE("tls: the handshake completes over CRYPTO frames and each side learns the other's parameters") {
-    ConnectionPair p;
-    p.client_cfg.application_params = {1, 2, 3};
-    p.server_cfg.application_params = {9};
-    REQUIRE(p.handshake());
-    CHECK(std::vector<std::uint8_t>(p.server->peer_application_params().begin(),
-                                    p.server->peer_application_params().end()) == std::vector<std::uint8_t>{1, 2, 3});
-    CHECK(std::vector<std::uint8_t>(p.client->peer_application_params().begin(),
-                                    p.client->peer_application_params().end()) == std::vector<std::uint8_t>{9});
-}
-
 TEST_CASE("tls: no common ALPN ends the handshake with no_application_protocol on both sides") {
     ConnectionPair p;
     p.client_cfg.tls.alpn = {"ndm"};
