@@ -22,6 +22,7 @@ PACKAGES=(
   python3                            # bench/*.sh summarise their runs with it
   openssl                            # the TLS tool test makes a certificate ndm did not make
   tshark                             # Wireshark's QUIC dissector checks a captured session
+  ngtcp2-client ngtcp2-server        # gtlsclient, gtlsserver: the handshake interop test (another QUIC stack)
 )
 
 missing=()

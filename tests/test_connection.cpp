@@ -366,9 +366,10 @@ TEST_CASE("v1 frames ndm does not act on close with PROTOCOL_VIOLATION naming th
     SUBCASE("STOP_SENDING") {
         expect_close({wire::StopSendingFrame{0, 1}}, CloseCode::protocol_violation, "STOP_SENDING frame not supported");
     }
-    SUBCASE("NEW_CONNECTION_ID") {
-        expect_close({wire::NewConnectionIdFrame{1, 0, cid, token}}, CloseCode::protocol_violation,
-                     "NEW_CONNECTION_ID frame not supported");
+    SUBCASE("NEW_CONNECTION_ID beyond active_connection_id_limit (RFC 9000 5.1.1)") {
+        static const std::uint8_t cid2[] = {2, 2, 3, 4, 5, 6, 7, 8};
+        expect_close({wire::NewConnectionIdFrame{1, 0, cid, token}, wire::NewConnectionIdFrame{2, 0, cid2, token}},
+                     CloseCode::connection_id_limit_error, "the limit is 2");
     }
     SUBCASE("RETIRE_CONNECTION_ID: ndm issued only sequence 0, which the packet uses (RFC 9000 19.16)") {
         expect_close({wire::RetireConnectionIdFrame{0}}, CloseCode::protocol_violation,
@@ -433,11 +434,16 @@ TEST_CASE("informational v1 frames leave the connection working") {
     wire::AckFrame ack_ecn;  // of the server's first packet, with ECN counts ndm does not use
     ack_ecn.ranges = {{0, 0}};
     ack_ecn.ecn = wire::EcnCounts{1, 0, 0};
+    // A NEW_CONNECTION_ID within the limit is kept; the ID in use stays.
+    static const std::uint8_t cid[] = {9, 9, 9, 9, 9, 9, 9, 9};
+    static const std::uint8_t token[16] = {1};
+    const std::vector<std::uint8_t> cid_before(p.server->peer_cid().begin(), p.server->peer_cid().end());
     p.server->on_datagram(craft(*p.client, *dropped,
                                 {wire::StreamsBlockedFrame{100, true}, wire::StreamsBlockedFrame{0, false},
-                                 wire::MaxStreamsFrame{5, false}, ack_ecn}),
+                                 wire::MaxStreamsFrame{5, false}, ack_ecn, wire::NewConnectionIdFrame{1, 0, cid, token}}),
                           p.now);
     CHECK(p.server->is_established());
+    CHECK(std::ranges::equal(p.server->peer_cid(), cid_before));
     const auto data = bytes(200'000, 7);
     CHECK(transfer(p, data) == data);
     // A client may receive NEW_TOKEN (and ndm keeps none).

@@ -172,3 +172,48 @@ TEST_CASE("tls: a Handshake packet before this side has Handshake keys is droppe
     CHECK(q.client->state() == ConnectionState::handshaking);
     CHECK(q.client->stats(q.now).packets_dropped == 1);
 }
+
+TEST_CASE("the handshake summary names the ALPN, the cipher suite TlsOptions allow, and the peer's parameters") {
+    ConnectionPair p;
+    p.client_cfg.tls.cipher_suites = {"TLS_CHACHA20_POLY1305_SHA256", "aes128-gcm"};
+    p.server_cfg.tls.cipher_suites = {"AES256-GCM", "chacha20"};  // only ChaCha20 is in both
+    p.client_cfg.initial_max_streams = 7;
+    p.client_cfg.initial_max_streams_uni = 2;  // the server may open two
+    settle(p);
+    REQUIRE(p.client->is_established());
+    REQUIRE(p.server->is_established());
+    const HandshakeSummary c = p.client->handshake_summary(), s = p.server->handshake_summary();
+    CHECK(c.alpn == "ndm");
+    CHECK(s.alpn == "ndm");
+    CHECK(c.cipher_suite == "TLS_CHACHA20_POLY1305_SHA256");
+    CHECK(s.cipher_suite == c.cipher_suite);
+    CHECK(s.peer.initial_max_streams_bidi == 7);
+    CHECK(s.peer.initial_max_streams_uni == 2);
+    CHECK(s.peer.initial_max_stream_data_uni == p.client_cfg.initial_max_stream_data);
+    CHECK(c.peer.initial_max_streams_uni == 0);
+    CHECK(c.peer.initial_max_stream_data_uni == 0);  // not sent where no such stream is allowed
+    CHECK(std::ranges::equal(c.peer.initial_source_connection_id, p.client->peer_cid()));
+    CHECK(std::ranges::equal(s.peer.initial_source_connection_id, p.server->peer_cid()));
+    CHECK_FALSE(c.peer.original_destination_connection_id.empty());
+    CHECK(s.peer.original_destination_connection_id.empty());  // a client sends none
+    // The server's unidirectional streams reach the client, which may not write to them.
+    const auto uni = p.server->open_uni_stream();
+    REQUIRE(uni);
+    CHECK_FALSE(p.client->open_uni_stream());  // the server allows none
+    static const std::uint8_t hello[] = {'h', 'i'};
+    REQUIRE(p.server->write(*uni, hello, true) == 2);
+    std::uint8_t buf[4];
+    std::size_t got = 0;
+    REQUIRE(p.run_until([&] {
+        got += p.client->read(*uni, buf);
+        return p.client->stream_finished(*uni);
+    }));
+    CHECK(got == 2);
+    CHECK_THROWS_AS(p.client->write(*uni, hello), std::logic_error);
+}
+
+TEST_CASE("an unknown cipher suite name is refused when the connection is made") {
+    ConnectionPair p;
+    p.client_cfg.tls.cipher_suites = {"rot13"};
+    CHECK_THROWS_WITH_AS(p.start(), doctest::Contains("unknown cipher suite 'rot13'"), std::invalid_argument);
+}

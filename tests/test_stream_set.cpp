@@ -71,7 +71,7 @@ wire::StreamFrame stream_frame(StreamId id, std::uint64_t offset, const std::vec
 
 TEST_CASE("stream set: packets are filled in stream order from the cursor, which wraps around") {
     Fixture f;
-    f.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 10);
+    f.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 0, 10, 0});
     const StreamId a = *f.set.open(), b = *f.set.open(), c = *f.set.open();
     CHECK(a == 0);
     CHECK(b == 4);
@@ -105,7 +105,7 @@ TEST_CASE("stream set: packets are filled in stream order from the cursor, which
 
 TEST_CASE("stream set: a stream held back by its credit does not hold back the others") {
     Fixture f;
-    f.set.on_peer_params(1u << 20, 100, 100, 10);
+    f.set.on_peer_params({1u << 20, 100, 100, 0, 10, 0});
     const StreamId a = *f.set.open(), b = *f.set.open();
     f.write(a, 1000);
     f.write(b, 50);
@@ -143,7 +143,7 @@ TEST_CASE("stream set: a stream held back by its credit does not hold back the o
 
 TEST_CASE("stream set: connection credit caps all streams together and DATA_BLOCKED says so") {
     Fixture f;
-    f.set.on_peer_params(150, 1u << 20, 1u << 20, 10);
+    f.set.on_peer_params({150, 1u << 20, 1u << 20, 0, 10, 0});
     const StreamId a = *f.set.open(), b = *f.set.open();
     f.write(a, 100);
     f.write(b, 100);
@@ -164,13 +164,13 @@ TEST_CASE("stream set: stream limits both ways") {
     cfg.max_streams = 2;
     Fixture client(true, cfg);
     // Ours: the peer's MAX_STREAMS.
-    client.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 2);
+    client.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 0, 2, 0});
     CHECK(client.set.open());
     CHECK(client.set.open());
     CHECK_FALSE(client.set.open());
-    client.set.on_max_streams(1);  // never lowers
+    client.set.on_max_streams(1, true);  // never lowers
     CHECK_FALSE(client.set.open());
-    client.set.on_max_streams(3);
+    client.set.on_max_streams(3, true);
     CHECK(client.set.open() == StreamId{8});
 
     // The peer's: ours, as a server; opening stream 4 opens 0 implicitly.
@@ -184,12 +184,64 @@ TEST_CASE("stream set: stream limits both ways") {
     auto over = server.set.on_stream_frame(stream_frame(8, 0, data));
     REQUIRE(over);
     CHECK(over->code == CloseCode::stream_limit_error);
-    auto uni = server.set.on_stream_frame(stream_frame(2, 0, data));
+    auto uni = server.set.on_stream_frame(stream_frame(2, 0, data));  // no unidirectional streams allowed
     REQUIRE(uni);
-    CHECK(uni->code == CloseCode::stream_state_error);
+    CHECK(uni->code == CloseCode::stream_limit_error);
     auto never = server.set.on_stream_frame(stream_frame(1, 0, data));  // server-initiated, never opened
     REQUIRE(never);
     CHECK(never->code == CloseCode::stream_state_error);
+}
+
+TEST_CASE("stream set: unidirectional streams go one way, with their own limits and credit") {
+    StreamSet::Config cfg;
+    cfg.max_streams_uni = 2;
+    Fixture server(false, cfg);
+    server.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 500, 10, 1});
+    const std::vector<std::uint8_t> data{1, 2, 3};
+
+    // The client's: stream 6 opens 2 with it; a third exceeds the limit of 2.
+    CHECK_FALSE(server.set.on_stream_frame(stream_frame(6, 0, data, true)));
+    REQUIRE(server.events.size() == 3);
+    CHECK(std::get<event::StreamOpened>(server.events[0]).id == 2);
+    CHECK(std::get<event::StreamOpened>(server.events[1]).id == 6);
+    auto over = server.set.on_stream_frame(stream_frame(10, 0, data));
+    REQUIRE(over);
+    CHECK(over->code == CloseCode::stream_limit_error);
+    CHECK(over->reason.find("unidirectional") != std::string::npos);
+    // Receive-only here: no writing, no credit for it (RFC 9000 §19.10).
+    CHECK_THROWS_AS(server.set.writable(2), std::logic_error);
+    auto credit = server.set.on_max_stream_data(wire::MaxStreamDataFrame{2, 1000});
+    REQUIRE(credit);
+    CHECK(credit->code == CloseCode::stream_state_error);
+
+    // Ours: send-only, one allowed, with the peer's uni credit of 500 bytes.
+    const auto mine = server.set.open(false);
+    REQUIRE(mine);
+    CHECK(*mine == 3);  // server-initiated, unidirectional (RFC 9000 §2.1)
+    CHECK_FALSE(server.set.open(false));
+    CHECK(server.set.open() == StreamId{1});  // the bidirectional limit is separate
+    auto data_on_mine = server.set.on_stream_frame(stream_frame(3, 0, data));  // RFC 9000 §19.8
+    REQUIRE(data_on_mine);
+    CHECK(data_on_mine->code == CloseCode::stream_state_error);
+    server.write(3, 1000, true);
+    Packet p(4000);
+    server.set.write_stream_frames(p.sink);
+    CHECK(p.bytes_of(3) == 500);
+
+    // Stream 6, read to its FIN, is reaped: the peer may open one more.
+    std::uint8_t buf[8];
+    auto& s6 = server.set.require(6);
+    CHECK(s6.recv.read(buf) == 3);
+    server.set.on_consumed(6, 3);
+    CHECK(server.set.find(6) == nullptr);
+    CHECK(server.set.local_max_streams(false) == 3);
+    CHECK(server.set.local_max_streams(true) == 100);
+    Packet control;
+    server.set.write_control_frames(control.sink);
+    const trace::Frame* ms = control.find(FT::max_streams);
+    REQUIRE(ms != nullptr);
+    CHECK(ms->unidirectional);
+    CHECK(ms->value == 3);
 }
 
 TEST_CASE("stream set: receive windows are enforced per stream and per connection") {
@@ -223,7 +275,7 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
     StreamSet::Config cfg;
     cfg.max_streams = 1;
     Fixture server(false, cfg);
-    server.set.on_peer_params(1u << 20, 1u << 20, 1u << 20, 10);
+    server.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 0, 10, 0});
     const std::vector<std::uint8_t> data{1, 2, 3};
     CHECK_FALSE(server.set.on_stream_frame(stream_frame(0, 0, data, true)));
     CHECK(server.set.size() == 1);
@@ -263,7 +315,7 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
 
 TEST_CASE("stream set: the peer's bidi_local credit covers streams it opened, bidi_remote ours (RFC 9000 18.2)") {
     Fixture f(false);  // a server
-    f.set.on_peer_params(1u << 20, 100, 300, 10);
+    f.set.on_peer_params({1u << 20, 100, 300, 0, 10, 0});
     const std::vector<std::uint8_t> one{1};
     REQUIRE_FALSE(f.set.on_stream_frame(stream_frame(0, 0, one)));  // the client opens stream 0
     const StreamId ours = *f.set.open();

@@ -122,6 +122,9 @@ struct ConnectionConfig {
     std::uint64_t initial_max_data = 32u << 20;
     std::uint64_t initial_max_stream_data = 16u << 20;
     std::uint64_t initial_max_streams = 100;
+    // Unidirectional streams the peer may open (RFC 9000 §2.1): ndm's own
+    // protocol uses none; HTTP/3 needs at least 3 (RFC 9114 §6.2).
+    std::uint64_t initial_max_streams_uni = 0;
     // Bytes each stream buffers for sending (unsent plus unacknowledged).
     std::size_t stream_send_buffer = 16u << 20;
     Duration idle_timeout = std::chrono::seconds(30);
@@ -204,6 +207,37 @@ struct CloseInfo {
     bool application = false;  // application close (CONNECTION_CLOSE 0x1d)
 };
 
+// The peer's transport parameters as it sent them (RFC 9000 §18.2), absent
+// ones at their defaults. Connection IDs are empty when absent.
+struct TransportParameters {
+    std::vector<std::uint8_t> original_destination_connection_id;  // server only
+    std::vector<std::uint8_t> initial_source_connection_id;
+    std::vector<std::uint8_t> retry_source_connection_id;          // server only, after a Retry
+    std::uint64_t max_idle_timeout_ms = 0;                         // 0: none
+    std::uint64_t max_udp_payload_size = 65527;
+    std::uint64_t initial_max_data = 0;
+    std::uint64_t initial_max_stream_data_bidi_local = 0;
+    std::uint64_t initial_max_stream_data_bidi_remote = 0;
+    std::uint64_t initial_max_stream_data_uni = 0;
+    std::uint64_t initial_max_streams_bidi = 0;
+    std::uint64_t initial_max_streams_uni = 0;
+    std::uint64_t ack_delay_exponent = 3;
+    std::uint64_t max_ack_delay_ms = 25;
+    std::uint64_t active_connection_id_limit = 2;
+    bool disable_active_migration = false;
+    bool stateless_reset_token = false;  // server only: a token was sent
+    bool preferred_address = false;      // server only
+    std::vector<std::uint8_t> application_params;  // ndm's private parameter
+};
+
+// What the handshake settled (RFC 9001 §4, §8.1), valid once established.
+struct HandshakeSummary {
+    std::uint32_t version = kProtocolVersion;
+    std::string alpn;          // "h3", "ndm"
+    std::string cipher_suite;  // "TLS_AES_128_GCM_SHA256"
+    TransportParameters peer;
+};
+
 namespace event {
 struct Established {};
 struct StreamOpened { StreamId id; };     // the peer opened a stream
@@ -244,9 +278,12 @@ public:
 
     std::optional<Event> poll_event();
 
-    // Streams (bidirectional). open_stream() returns nullopt when the peer's
-    // stream limit is reached.
+    // Streams. open_stream() opens a bidirectional one, open_uni_stream() a
+    // unidirectional one we send on (the peer's unidirectional streams are
+    // receive-only: writing to them throws std::logic_error); both return
+    // nullopt when the peer's limit for that kind is reached.
     std::optional<StreamId> open_stream();
+    std::optional<StreamId> open_uni_stream();
     // Buffers up to data.size() bytes; returns how many were taken (bounded
     // by the send buffer). fin marks the end once all of data was taken.
     std::size_t write(StreamId id, std::span<const std::uint8_t> data, bool fin = false);
@@ -296,6 +333,8 @@ public:
     // Negotiated values, valid once established.
     [[nodiscard]] std::size_t max_datagram_size() const;
     [[nodiscard]] std::span<const std::uint8_t> peer_application_params() const;
+    // ALPN, cipher suite and the peer's transport parameters (empty before).
+    [[nodiscard]] HandshakeSummary handshake_summary() const;
     // The connection ID the peer puts in packets to us (endpoints route by it).
     [[nodiscard]] std::span<const std::uint8_t> local_cid() const;
     // The connection ID this side puts in packets to the peer (the peer's choice).

@@ -146,6 +146,12 @@ struct TlsOptions {
     std::optional<tls::ServerCredentials> certificate;
     // Client: how the server's certificate is trusted; unset: the system store.
     std::optional<tls::ClientCredentials> trust;
+    // TLS 1.3 cipher suites allowed, in preference order, by their RFC 8446
+    // names (TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384,
+    // TLS_CHACHA20_POLY1305_SHA256) or short ones (aes128-gcm, aes256-gcm,
+    // chacha20); empty: all three. An unknown name makes the connection
+    // throw std::invalid_argument when it is created.
+    std::vector<std::string> cipher_suites;
     // Receives the key log (tls::keylog_to_file); unset: none is written.
     tls::KeylogSink keylog;
     // X25519 and Ed25519 only, so that every handshake message has the same

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -26,6 +27,9 @@ enum class CipherSuite : std::uint8_t {
 };
 
 std::string_view to_string(CipherSuite suite);
+// The RFC 8446 name ("TLS_AES_128_GCM_SHA256") or the short one ("aes128-gcm",
+// "aes256-gcm", "chacha20"), case-insensitively; nullopt for anything else.
+std::optional<CipherSuite> parse_cipher_suite(std::string_view name);
 
 // A traffic secret: as long as the suite's hash (32 or 48 bytes).
 inline constexpr std::size_t kMaxSecretSize = 48;

@@ -92,7 +92,8 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
            AckTracker(ack_config(PacketSpace::handshake, config.max_ack_delay)),
            AckTracker(ack_config(PacketSpace::application, config.max_ack_delay))},
       streams(StreamSet::Config{is_client, config.stream_send_buffer, config.initial_max_data,
-                                config.initial_max_stream_data, config.initial_max_streams},
+                                config.initial_max_stream_data, config.initial_max_streams,
+                                config.initial_max_streams_uni},
               events) {
     if (cfg.max_datagram_size < kMinDatagramSize || cfg.max_datagram_size > kMaxDatagramSize) {
         throw std::invalid_argument(fmt::format("max datagram size {} outside {}..{} bytes",
@@ -108,11 +109,13 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.idle_timeout).count());
     local_params.max_udp_payload_size = cfg.max_datagram_size;
     local_params.initial_max_data = cfg.initial_max_data;
-    // One receive window for every stream; ndm has no unidirectional streams
-    // (the peer may open none, RFC 9000 §18.2 initial_max_streams_uni = 0).
+    // One receive window for every stream; the unidirectional one only
+    // where the peer may open such streams (ndm's own protocol uses none).
     local_params.initial_max_stream_data_bidi_local = cfg.initial_max_stream_data;
     local_params.initial_max_stream_data_bidi_remote = cfg.initial_max_stream_data;
     local_params.initial_max_streams_bidi = cfg.initial_max_streams;
+    local_params.initial_max_streams_uni = cfg.initial_max_streams_uni;
+    if (cfg.initial_max_streams_uni > 0) local_params.initial_max_stream_data_uni = cfg.initial_max_stream_data;
     local_params.ack_delay_exponent = kAckDelayExponent;
     local_params.max_ack_delay_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_ack_delay).count());
@@ -169,6 +172,13 @@ void Connection::Impl::start_tls() {
         if (!o.certificate) throw std::invalid_argument("TLS: a server needs a certificate (TlsOptions::certificate)");
         c.server_credentials = *o.certificate;
     }
+    for (const std::string& name : o.cipher_suites) {
+        const auto suite = crypto::parse_cipher_suite(name);
+        if (!suite)
+            throw std::invalid_argument(fmt::format(
+                "TLS: unknown cipher suite '{}' (expected aes128-gcm, aes256-gcm or chacha20)", name));
+        c.cipher_suites.push_back(*suite);
+    }
     c.keylog = o.keylog;
     c.fixed_sizes = o.fixed_sizes;
     c.now = o.wall_time;
@@ -192,7 +202,7 @@ std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& co
                                                       const ParamsEdit& edit) {
     auto impl = std::make_unique<Impl>(config, true, now);
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
-    impl->peer_cid = impl->original_dcid;
+    impl->set_initial_peer_cid(impl->original_dcid);  // until the server's first packet names its own
     impl->encode_local_params(edit);
     impl->install_initial_keys();
     impl->start_tls();
@@ -227,7 +237,7 @@ std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& con
     for (auto b : first.dcid) cfg.seed = cfg.seed * 131 + b;
     auto impl = std::make_unique<Impl>(cfg, false, now);
     impl->original_dcid = wire::ConnectionId::from(first.dcid);
-    impl->peer_cid = wire::ConnectionId::from(first.scid);
+    impl->set_initial_peer_cid(wire::ConnectionId::from(first.scid));
     impl->encode_local_params(edit);
     impl->attach_observer(config.observer, now);
     impl->address_validated = false;
@@ -347,7 +357,7 @@ bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t da
     reset_idle_timer(now);
     sent_eliciting_since_receive = false;
 
-    if (client && space != PacketSpace::application) peer_cid = wire::ConnectionId::from(v.scid);
+    if (client && space != PacketSpace::application) set_initial_peer_cid(wire::ConnectionId::from(v.scid));
     // RFC 9001 §4.9.1: a server is done with Initial packets once it has
     // processed a Handshake packet from the client.
     if (!client && space == PacketSpace::handshake) discard_space(PacketSpace::initial);
@@ -452,7 +462,7 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
             } else if constexpr (std::is_same_v<T, wire::MaxStreamDataFrame>) {
                 if (!on_stream_result(streams.on_max_stream_data(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::MaxStreamsFrame>) {
-                if (f.bidi) streams.on_max_streams(f.maximum);  // ndm opens no unidirectional streams
+                streams.on_max_streams(f.maximum, f.bidi);
             } else if constexpr (std::is_same_v<T, wire::DataBlockedFrame> ||
                                  std::is_same_v<T, wire::StreamDataBlockedFrame> ||
                                  std::is_same_v<T, wire::StreamsBlockedFrame>) {
@@ -489,6 +499,9 @@ void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
         // RFC 9000 §19.7: a server must not receive one; a client may keep
         // it for later connections (ndm keeps none).
         if (!client) close_with_error(CloseCode::protocol_violation, "NEW_TOKEN frame sent by a client", now);
+    } else if (const auto* n = std::get_if<wire::NewConnectionIdFrame>(&frame)) {
+        if (auto err = peer_cids.on_new_connection_id(*n)) close_with_error(err->code, std::move(err->reason), now);
+        else peer_cid = peer_cids.current();
     } else if (const auto* r = std::get_if<wire::RetireConnectionIdFrame>(&frame)) {
         // ndm issues only sequence number 0, the one the peer's packets carry
         // (RFC 9000 §19.16: a higher number MUST, the packet's own MAY close).
@@ -612,9 +625,11 @@ void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instan
     }
     if (!check_peer_cids(now)) return;
     have_peer_params = true;
+    if (peer_params.stateless_reset_token) peer_cids.set_initial_reset_token(*peer_params.stateless_reset_token);
     loss.set_max_ack_delay(std::chrono::milliseconds(peer_params.max_ack_delay_ms));
-    streams.on_peer_params(peer_params.initial_max_data, peer_params.initial_max_stream_data_bidi_local,
-                           peer_params.initial_max_stream_data_bidi_remote, peer_params.initial_max_streams_bidi);
+    streams.on_peer_params({peer_params.initial_max_data, peer_params.initial_max_stream_data_bidi_local,
+                            peer_params.initial_max_stream_data_bidi_remote, peer_params.initial_max_stream_data_uni,
+                            peer_params.initial_max_streams_bidi, peer_params.initial_max_streams_uni});
 }
 
 // RFC 9000 §7.3: the IDs the peer's parameters state must be the ones its
@@ -730,6 +745,8 @@ void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space) {
             acks_of(space).on_ack_acknowledged(a->largest);
         } else if (auto* c = std::get_if<sent::Crypto>(&sf)) {
             crypto_of(space).on_acked(*c);
+        } else if (auto* r = std::get_if<sent::RetireConnectionId>(&sf)) {
+            peer_cids.on_acked(r->sequence);
         }
     }
 }
@@ -776,6 +793,8 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
                 crypto_of(space).on_lost(*c);
             } else if (std::holds_alternative<sent::HandshakeDone>(sf)) {
                 handshake_done_pending = true;
+            } else if (auto* r = std::get_if<sent::RetireConnectionId>(&sf)) {
+                peer_cids.on_lost(r->sequence);
             }
         }
     }
@@ -870,7 +889,13 @@ bool Connection::Impl::has_eliciting_data() const {
     for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application})
         if (crypto_pending(s)) return true;
     if (state != ConnectionState::established) return false;
-    return handshake_done_pending || path_response || streams.has_control_frames() || streams.has_pending_data();
+    return application_frames_pending();
+}
+
+// 1-RTT frames other than ACK waiting to be sent.
+bool Connection::Impl::application_frames_pending() const {
+    return handshake_done_pending || path_response || peer_cids.has_pending() || streams.has_control_frames() ||
+           streams.has_pending_data();
 }
 
 bool Connection::Impl::can_send_eliciting(Instant now) const {
@@ -954,8 +979,7 @@ bool Connection::Impl::space_wants(PacketSpace s, Instant now) const {
     if (ack_due(s, now) || (probes_pending > 0 && probe_space == s)) return true;
     if (!can_send_eliciting(now)) return false;
     if (crypto_pending(s)) return true;
-    return s == PacketSpace::application &&
-           (handshake_done_pending || path_response || streams.has_control_frames() || streams.has_pending_data());
+    return s == PacketSpace::application && application_frames_pending();
 }
 
 // At least 2 bytes: RFC 9000 §A.2's minimum assumes reordering within the
@@ -1039,6 +1063,7 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space
             handshake_done_pending = false;
         // Never retransmitted (RFC 9000 §13.3): no record for loss recovery.
         if (path_response && sink.put(wire::PathResponseFrame{*path_response})) path_response.reset();
+        peer_cids.write_frames(sink);
         streams.write_control_frames(sink);
         retransmission = streams.write_stream_frames(sink);
     }
@@ -1244,6 +1269,11 @@ std::optional<StreamId> Connection::open_stream() {
     return impl_->streams.open();
 }
 
+std::optional<StreamId> Connection::open_uni_stream() {
+    if (impl_->state != ConnectionState::established) return std::nullopt;
+    return impl_->streams.open(false);
+}
+
 std::size_t Connection::write(StreamId id, std::span<const std::uint8_t> data, bool fin) {
     StreamState* s = impl_->writable_stream(id);
     if (!s) return 0;
@@ -1339,6 +1369,14 @@ bool Connection::is_client() const { return impl_->client; }
 std::size_t Connection::max_datagram_size() const { return impl_->mds; }
 std::span<const std::uint8_t> Connection::peer_application_params() const {
     return impl_->peer_params.application_params;
+}
+HandshakeSummary Connection::handshake_summary() const {
+    HandshakeSummary h;
+    if (!impl_->tls) return h;
+    h.alpn = impl_->tls->alpn();
+    if (const auto suite = impl_->tls->suite()) h.cipher_suite = std::string(crypto::to_string(*suite));
+    if (impl_->have_peer_params) h.peer = wire::to_public(impl_->peer_params);
+    return h;
 }
 std::span<const std::uint8_t> Connection::local_cid() const { return impl_->local_cid.span(); }
 std::span<const std::uint8_t> Connection::peer_cid() const { return impl_->peer_cid.span(); }

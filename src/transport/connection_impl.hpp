@@ -25,6 +25,7 @@
 #include "transport/frame_sink.hpp"
 #include "transport/loss_detector.hpp"
 #include "transport/pacer.hpp"
+#include "transport/peer_connection_ids.hpp"
 #include "transport/packet.hpp"
 #include "transport/packet_codec.hpp"
 #include "transport/packet_space.hpp"
@@ -106,6 +107,9 @@ struct Connection::Impl {
     std::uint64_t unvalidated_sent = 0;
     bool amplification_wait = false;  // the next packet did not fit the budget: wait for the client
     std::optional<std::array<std::uint8_t, wire::kPathDataSize>> path_response;  // PATH_CHALLENGE data to echo
+    // The IDs the peer issued (peer_cid is the one in use); the limit is the
+    // active_connection_id_limit we advertise.
+    transport::PeerConnectionIds peer_cids{wire::kMinActiveConnectionIdLimit};
     std::size_t mds;
 
     // ---- recovery and congestion control
@@ -226,6 +230,12 @@ struct Connection::Impl {
     transport::PacketSpace close_space() const;
     bool can_send_eliciting(Instant now) const;
     bool has_eliciting_data() const;
+    bool application_frames_pending() const;
+    // Sequence 0 of the peer's IDs, which a client learns from the server's first packet.
+    void set_initial_peer_cid(const wire::ConnectionId& cid) {
+        peer_cids.set_initial(cid);
+        peer_cid = peer_cids.current();
+    }
     bool note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now);
     void update_pacer();
 

@@ -17,16 +17,18 @@ struct Crypto { std::uint64_t offset; std::uint64_t length; };  // CRYPTO data o
 struct Ack { std::uint64_t largest; };             // for ack-of-ack pruning
 struct MaxData { std::uint64_t maximum; };
 struct MaxStreamData { std::uint64_t id; std::uint64_t maximum; };
-struct MaxStreams { std::uint64_t maximum; };
+struct MaxStreams { std::uint64_t maximum; bool bidi = true; };
 struct DataBlocked { std::uint64_t limit; };
 struct StreamDataBlocked { std::uint64_t id; std::uint64_t limit; };
 struct HandshakeDone {};
+struct RetireConnectionId { std::uint64_t sequence; };
 struct Ping {};
 }  // namespace sent
 
 using SentFrame = std::variant<sent::Stream, sent::Crypto, sent::Ack, sent::MaxData,
                                sent::MaxStreamData, sent::MaxStreams, sent::DataBlocked,
-                               sent::StreamDataBlocked, sent::HandshakeDone, sent::Ping>;
+                               sent::StreamDataBlocked, sent::HandshakeDone, sent::RetireConnectionId,
+                               sent::Ping>;
 // The largest alternative sets SentFrames' inline size (see below).
 static_assert(sizeof(sent::Crypto) <= sizeof(sent::Stream));
 

@@ -9,36 +9,38 @@ namespace ndm::transport {
 
 namespace {
 constexpr std::size_t kMinRecvRangeCap = 1024;  // out-of-order ranges a stream may hold, at least
-
-bool is_bidi_stream(StreamId id) { return (id & 0x2) == 0; }
 }  // namespace
 
 StreamSet::StreamSet(const Config& config, std::deque<Event>& events)
     : cfg_(config), events_(events), conn_credit_(0), conn_window_(config.max_data),
-      local_max_streams_(config.max_streams) {}
+      local_max_streams_{config.max_streams, config.max_streams_uni} {}
 
-void StreamSet::on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data_bidi_local,
-                               std::uint64_t max_stream_data_bidi_remote, std::uint64_t max_streams) {
-    conn_credit_.raise(max_data);
-    peer_max_stream_data_local_ = max_stream_data_bidi_local;
-    peer_max_stream_data_remote_ = max_stream_data_bidi_remote;
-    peer_max_streams_ = max_streams;
+void StreamSet::on_peer_params(const PeerLimits& limits) {
+    conn_credit_.raise(limits.max_data);
+    peer_limits_ = limits;
+    peer_max_streams_[dir(true)] = limits.max_streams_bidi;
+    peer_max_streams_[dir(false)] = limits.max_streams_uni;
 }
 
 // Creates a stream with our buffer and window and the peer's initial credit:
 // RFC 9000 §18.2, the peer's bidi_local limit covers the streams it opened,
-// its bidi_remote limit those we opened.
+// its bidi_remote limit those we opened, its uni limit our unidirectional
+// ones; a receive-only stream has no credit and sends nothing.
 void StreamSet::add(StreamId id) {
-    const std::uint64_t credit = peer_initiated(id) ? peer_max_stream_data_local_ : peer_max_stream_data_remote_;
-    streams_.try_emplace(id, cfg_.send_buffer, credit, cfg_.max_stream_data);
+    std::uint64_t credit = 0;
+    if (send_only(id)) credit = peer_limits_.max_stream_data_uni;
+    else if (is_bidi(id)) credit = peer_initiated(id) ? peer_limits_.max_stream_data_bidi_local
+                                                      : peer_limits_.max_stream_data_bidi_remote;
+    streams_.try_emplace(id, receive_only(id) ? 0 : cfg_.send_buffer, credit, cfg_.max_stream_data);
 }
 
 // ============================================================================
 // The application's side
 
-std::optional<StreamId> StreamSet::open() {
-    if (next_local_index_ >= peer_max_streams_) return std::nullopt;
-    StreamId id = (next_local_index_++ << 2) | (cfg_.client ? 0u : 1u);
+std::optional<StreamId> StreamSet::open(bool bidi) {
+    std::uint64_t& next = next_local_index_[dir(bidi)];
+    if (next >= peer_max_streams_[dir(bidi)]) return std::nullopt;
+    const StreamId id = make_id(next++, bidi, true);
     add(id);
     return id;
 }
@@ -61,6 +63,7 @@ StreamState& StreamSet::require(StreamId id) {
 
 StreamState& StreamSet::writable(StreamId id) {
     StreamState& s = require(id);
+    if (receive_only(id)) throw std::logic_error(fmt::format("stream {} is the peer's unidirectional stream: receive-only", id));
     if (s.send.finished()) throw std::logic_error(fmt::format("stream {}: write after finish", id));
     return s;
 }
@@ -83,59 +86,66 @@ void StreamSet::on_consumed(StreamId id, std::size_t n) {
 
 bool StreamSet::finished(StreamId id) const {
     if (const StreamState* s = find(id)) return s->recv.finished();
-    std::uint64_t index = id >> 2;
-    return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_);
+    const std::uint64_t index = id >> 2;
+    return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_)[dir(is_bidi(id))];
 }
 
 void StreamSet::maybe_reap(StreamId id) {
     auto it = streams_.find(id);
     if (it == streams_.end()) return;
     const auto& s = it->second;
-    if (!s.send.all_acked() || !s.recv.finished()) return;
+    // A unidirectional stream is done when its one half is.
+    if ((!receive_only(id) && !s.send.all_acked()) || (!send_only(id) && !s.recv.finished())) return;
     streams_.erase(it);
     if (peer_initiated(id)) {
         // Let the peer open one more in its place (RFC 9000 §4.6).
-        ++local_max_streams_;
-        max_streams_pending_ = true;
+        ++local_max_streams_[dir(is_bidi(id))];
+        max_streams_pending_[dir(is_bidi(id))] = true;
     }
 }
 
 // ============================================================================
 // The peer's frames
 
-StreamState* StreamSet::stream_for_peer_frame(StreamId id, StreamResult& error) {
-    if (auto it = streams_.find(id); it != streams_.end()) return &it->second;
-    if (!is_bidi_stream(id)) {
-        error = StreamError{CloseCode::stream_state_error, fmt::format("unidirectional stream {} not supported", id)};
+StreamState* StreamSet::stream_for_peer_frame(StreamId id, Half half, StreamResult& error) {
+    // RFC 9000 §19.8, §19.10: data on our send-only stream, or credit for
+    // our receive-only one, is a STREAM_STATE_ERROR.
+    if (half == Half::receive ? send_only(id) : receive_only(id)) {
+        error = StreamError{CloseCode::stream_state_error,
+                            fmt::format("{} for unidirectional stream {}, which {} only", half == Half::receive ? "STREAM" : "MAX_STREAM_DATA",
+                                        id, half == Half::receive ? "we send on" : "the peer sends on")};
         return nullptr;
     }
-    std::uint64_t index = id >> 2;
+    if (auto it = streams_.find(id); it != streams_.end()) return &it->second;
+    const std::size_t d = dir(is_bidi(id));
+    const std::uint64_t index = id >> 2;
     if (!peer_initiated(id)) {
         // Below next_local_index_: a stream of ours that already finished.
-        if (index >= next_local_index_) {
+        if (index >= next_local_index_[d]) {
             error = StreamError{CloseCode::stream_state_error, fmt::format("stream {} was never opened", id)};
         }
         return nullptr;
     }
-    if (index < peer_next_index_) return nullptr;  // already finished and forgotten: a late duplicate
-    if (index >= local_max_streams_) {
+    if (index < peer_next_index_[d]) return nullptr;  // already finished and forgotten: a late duplicate
+    if (index >= local_max_streams_[d]) {
         error = StreamError{CloseCode::stream_limit_error,
-                            fmt::format("stream {} exceeds the limit of {} streams", id, local_max_streams_)};
+                            fmt::format("stream {} exceeds the limit of {} {} streams", id, local_max_streams_[d],
+                                        d == 0 ? "bidirectional" : "unidirectional")};
         return nullptr;
     }
-    // Opening stream N implicitly opens the lower ones (RFC 9000 §3.2).
-    for (std::uint64_t i = peer_next_index_; i <= index; ++i) {
-        StreamId sid = (i << 2) | (cfg_.client ? 1u : 0u);
+    // Opening stream N implicitly opens the lower ones of its type (RFC 9000 §3.2).
+    for (std::uint64_t i = peer_next_index_[d]; i <= index; ++i) {
+        const StreamId sid = make_id(i, d == 0, false);
         add(sid);
         events_.push_back(event::StreamOpened{sid});
     }
-    peer_next_index_ = index + 1;
+    peer_next_index_[d] = index + 1;
     return &streams_.at(id);
 }
 
 StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
     StreamResult error;
-    StreamState* s = stream_for_peer_frame(f.stream_id, error);
+    StreamState* s = stream_for_peer_frame(f.stream_id, Half::receive, error);
     if (!s) return error;
     std::uint64_t end = f.offset + f.data.size();
     std::uint64_t prev_high = s->recv.highest_received();
@@ -176,7 +186,7 @@ StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
 
 StreamResult StreamSet::on_max_stream_data(const wire::MaxStreamDataFrame& f) {
     StreamResult error;
-    StreamState* s = stream_for_peer_frame(f.stream_id, error);
+    StreamState* s = stream_for_peer_frame(f.stream_id, Half::send, error);
     if (!s) return error;
     if (s->credit.raise(f.maximum) && s->writable_wanted) {
         s->writable_wanted = false;
@@ -218,7 +228,7 @@ bool StreamSet::on_lost(const SentFrame& frame) {
             } else if constexpr (std::is_same_v<T, sent::MaxStreamData>) {
                 if (StreamState* s = find(f.id); s && s->window.limit() == f.maximum) s->max_stream_data_pending = true;
             } else if constexpr (std::is_same_v<T, sent::MaxStreams>) {
-                if (local_max_streams_ == f.maximum) max_streams_pending_ = true;
+                if (local_max_streams_[dir(f.bidi)] == f.maximum) max_streams_pending_[dir(f.bidi)] = true;
             } else if constexpr (std::is_same_v<T, sent::DataBlocked>) {
                 if (data_blocked_sent_at_ == f.limit) data_blocked_sent_at_ = UINT64_MAX;
             } else if constexpr (std::is_same_v<T, sent::StreamDataBlocked>) {
@@ -239,7 +249,7 @@ std::uint64_t StreamSet::new_data_limit(const StreamState& s) const {
 }
 
 bool StreamSet::has_control_frames() const {
-    if (max_data_pending_ || max_streams_pending_) return true;
+    if (max_data_pending_ || max_streams_pending_[0] || max_streams_pending_[1]) return true;
     return std::any_of(streams_.begin(), streams_.end(),
                        [](const auto& e) { return e.second.max_stream_data_pending; });
 }
@@ -265,8 +275,12 @@ void StreamSet::write_control_frames(FrameSink& sink) {
         std::uint64_t m = conn_window_.update();
         if (sink.put(wire::MaxDataFrame{m}, sent::MaxData{m})) max_data_pending_ = false;
     }
-    if (max_streams_pending_ && sink.put(wire::MaxStreamsFrame{local_max_streams_}, sent::MaxStreams{local_max_streams_}))
-        max_streams_pending_ = false;
+    for (const bool bidi : {true, false}) {
+        const std::size_t d = dir(bidi);
+        if (max_streams_pending_[d] && sink.put(wire::MaxStreamsFrame{local_max_streams_[d], bidi},
+                                                sent::MaxStreams{local_max_streams_[d], bidi}))
+            max_streams_pending_[d] = false;
+    }
     for (auto& [id, s] : streams_) {
         if (!s.max_stream_data_pending) continue;
         std::uint64_t m = s.window.update();

@@ -61,23 +61,33 @@ public:
         std::size_t send_buffer = 16u << 20;   // per stream
         std::uint64_t max_data = 32u << 20;    // our connection window
         std::uint64_t max_stream_data = 16u << 20;  // our window per stream
-        std::uint64_t max_streams = 100;       // how many the peer may open
+        std::uint64_t max_streams = 100;       // how many bidirectional streams the peer may open
+        std::uint64_t max_streams_uni = 0;     // how many unidirectional ones
     };
     // Stream events (opened, readable, writable) go to events.
     StreamSet(const Config& config, std::deque<Event>& events);
 
     // The peer's initial limits from its transport parameters (RFC 9000 §18.2).
-    void on_peer_params(std::uint64_t max_data, std::uint64_t max_stream_data_bidi_local,
-                        std::uint64_t max_stream_data_bidi_remote, std::uint64_t max_streams);
+    struct PeerLimits {
+        std::uint64_t max_data = 0;
+        std::uint64_t max_stream_data_bidi_local = 0;   // streams the peer opens
+        std::uint64_t max_stream_data_bidi_remote = 0;  // streams we open
+        std::uint64_t max_stream_data_uni = 0;          // unidirectional streams we open
+        std::uint64_t max_streams_bidi = 0;
+        std::uint64_t max_streams_uni = 0;
+    };
+    void on_peer_params(const PeerLimits& limits);
 
     // ---- the application's side
-    // nullopt when the peer's stream limit is reached.
-    std::optional<StreamId> open();
+    // nullopt when the peer's stream limit is reached. A unidirectional
+    // stream is send-only for us (RFC 9000 §2.1).
+    std::optional<StreamId> open(bool bidi = true);
     [[nodiscard]] StreamState* find(StreamId id);
     [[nodiscard]] const StreamState* find(StreamId id) const;
     // Throws std::invalid_argument when the stream is not open.
     StreamState& require(StreamId id);
-    // As require(), and std::logic_error after finish.
+    // As require(), and std::logic_error after finish or on a stream the
+    // peer opened as unidirectional (receive-only for us).
     StreamState& writable(StreamId id);
     // Bytes the application took: flow-control credit back to the peer, and
     // the stream's end once its FIN has been read. May reap the stream.
@@ -89,7 +99,10 @@ public:
     StreamResult on_stream_frame(const wire::StreamFrame& f);
     StreamResult on_max_stream_data(const wire::MaxStreamDataFrame& f);
     void on_max_data(std::uint64_t maximum);
-    void on_max_streams(std::uint64_t maximum) { peer_max_streams_ = std::max(peer_max_streams_, maximum); }
+    void on_max_streams(std::uint64_t maximum, bool bidi) {
+        auto& m = peer_max_streams_[dir(bidi)];
+        m = std::max(m, maximum);
+    }
 
     // ---- recovery: what became of frames the stream set wrote
     void on_acked(const sent::Stream& f);
@@ -111,14 +124,26 @@ public:
 
     [[nodiscard]] const StreamCounters& counters() const { return counters_; }
     [[nodiscard]] std::size_t size() const { return streams_.size(); }
-    [[nodiscard]] std::uint64_t local_max_streams() const { return local_max_streams_; }
+    [[nodiscard]] std::uint64_t local_max_streams(bool bidi = true) const { return local_max_streams_[dir(bidi)]; }
 
 private:
-    StreamState* stream_for_peer_frame(StreamId id, StreamResult& error);
+    // What a peer frame does to a stream: brings it data (STREAM), or
+    // concerns our sending (MAX_STREAM_DATA). Each needs that half to exist.
+    enum class Half { receive, send };
+    StreamState* stream_for_peer_frame(StreamId id, Half half, StreamResult& error);
     void add(StreamId id);
     void maybe_reap(StreamId id);
     [[nodiscard]] std::uint64_t new_data_limit(const StreamState& s) const;
     [[nodiscard]] bool peer_initiated(StreamId id) const { return ((id & 0x1) == 0) != cfg_.client; }
+    // RFC 9000 §2.1: bit 0x2 marks a unidirectional stream.
+    static bool is_bidi(StreamId id) { return (id & 0x2) == 0; }
+    static std::size_t dir(bool bidi) { return bidi ? 0 : 1; }
+    // The half a unidirectional stream lacks on this side.
+    [[nodiscard]] bool receive_only(StreamId id) const { return !is_bidi(id) && peer_initiated(id); }
+    [[nodiscard]] bool send_only(StreamId id) const { return !is_bidi(id) && !peer_initiated(id); }
+    [[nodiscard]] StreamId make_id(std::uint64_t index, bool bidi, bool ours) const {
+        return (index << 2) | (bidi ? 0u : 2u) | ((ours == cfg_.client) ? 0u : 1u);
+    }
     // Writes the STREAM frame for s's next chunk, or a *_BLOCKED frame when
     // flow control holds data back. sent: s has more to send; drained: move
     // on to the next stream; full: nothing more fits in this packet.
@@ -132,13 +157,13 @@ private:
     ReceiveWindow conn_window_;
     bool max_data_pending_ = false;
     std::uint64_t data_blocked_sent_at_ = UINT64_MAX;
-    std::uint64_t peer_max_stream_data_local_ = 0;   // the peer's initial MAX_STREAM_DATA, streams it opens
-    std::uint64_t peer_max_stream_data_remote_ = 0;  // and streams we open
-    std::uint64_t next_local_index_ = 0;   // streams we opened
-    std::uint64_t peer_next_index_ = 0;    // streams the peer opened (implicitly or not)
-    std::uint64_t peer_max_streams_ = 0;   // how many we may open
-    std::uint64_t local_max_streams_;      // how many the peer may open
-    bool max_streams_pending_ = false;
+    PeerLimits peer_limits_;  // the peer's initial MAX_STREAM_DATA per kind of stream
+    // Per direction, [0] bidirectional and [1] unidirectional (dir()):
+    std::uint64_t next_local_index_[2] = {0, 0};   // streams we opened
+    std::uint64_t peer_next_index_[2] = {0, 0};    // streams the peer opened (implicitly or not)
+    std::uint64_t peer_max_streams_[2] = {0, 0};   // how many we may open
+    std::uint64_t local_max_streams_[2];           // how many the peer may open
+    bool max_streams_pending_[2] = {false, false};
     StreamId rr_cursor_ = 0;  // round-robin position among streams
     StreamCounters counters_;
 };

@@ -323,4 +323,30 @@ bool decode_transport_params(std::span<const std::uint8_t> in, Role sender, Tran
     return true;
 }
 
+ndm::TransportParameters to_public(const TransportParams& p) {
+    const auto bytes = [](const std::optional<ConnectionId>& c) {
+        return c ? std::vector<std::uint8_t>(c->span().begin(), c->span().end()) : std::vector<std::uint8_t>{};
+    };
+    ndm::TransportParameters out;
+    out.original_destination_connection_id = bytes(p.original_destination_connection_id);
+    out.initial_source_connection_id = bytes(p.initial_source_connection_id);
+    out.retry_source_connection_id = bytes(p.retry_source_connection_id);
+    out.max_idle_timeout_ms = p.max_idle_timeout_ms;
+    out.max_udp_payload_size = p.max_udp_payload_size;
+    out.initial_max_data = p.initial_max_data;
+    out.initial_max_stream_data_bidi_local = p.initial_max_stream_data_bidi_local;
+    out.initial_max_stream_data_bidi_remote = p.initial_max_stream_data_bidi_remote;
+    out.initial_max_stream_data_uni = p.initial_max_stream_data_uni;
+    out.initial_max_streams_bidi = p.initial_max_streams_bidi;
+    out.initial_max_streams_uni = p.initial_max_streams_uni;
+    out.ack_delay_exponent = p.ack_delay_exponent;
+    out.max_ack_delay_ms = p.max_ack_delay_ms;
+    out.active_connection_id_limit = p.active_connection_id_limit;
+    out.disable_active_migration = p.disable_active_migration;
+    out.stateless_reset_token = p.stateless_reset_token.has_value();
+    out.preferred_address = p.preferred_address.has_value();
+    out.application_params = p.application_params;
+    return out;
+}
+
 }  // namespace ndm::wire

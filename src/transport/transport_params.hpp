@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "ndm/connection.hpp"
 #include "ndm/time.hpp"
 #include "transport/packet.hpp"  // ConnectionId
 #include "transport/varint.hpp"
@@ -103,5 +104,8 @@ bool encode_transport_params(Writer& w, const TransportParams& p, Role sender,
 // value, or a server-only parameter from a client; unknown and greasing ids
 // are skipped (RFC 9000 §7.4.2, §18.1). On failure out is left untouched.
 bool decode_transport_params(std::span<const std::uint8_t> in, Role sender, TransportParams& out, Error& err);
+
+// The public view (ndm/connection.hpp) of decoded parameters.
+ndm::TransportParameters to_public(const TransportParams& p);
 
 }  // namespace ndm::wire

@@ -1,0 +1,72 @@
+// The connection IDs the peer issued us to put in packets to it (RFC 9000
+// §5.1.1-§5.1.2, §19.15-§19.16): the one from its first packet (sequence 0)
+// and those its NEW_CONNECTION_ID frames add, with their stateless reset
+// tokens; the Retire Prior To it asks for, and the RETIRE_CONNECTION_ID frames
+// that answer it, kept until acknowledged. Bounded by the
+// active_connection_id_limit we advertised. Sans-I/O, no clock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ndm/connection.hpp"
+#include "transport/frame.hpp"
+#include "transport/frame_sink.hpp"
+#include "transport/packet.hpp"
+#include "transport/transport_params.hpp"
+
+namespace ndm::transport {
+
+struct ConnectionIdError {
+    CloseCode code;
+    std::string reason;
+};
+
+class PeerConnectionIds {
+public:
+    // `limit`: the active_connection_id_limit we advertised (at least 2).
+    explicit PeerConnectionIds(std::uint64_t limit) : limit_(limit) {}
+
+    // Sequence 0: the peer's first Source Connection ID, and (from a server's
+    // transport parameters) its reset token.
+    void set_initial(const wire::ConnectionId& cid);
+    void set_initial_reset_token(const wire::ResetToken& token);
+
+    // RFC 9000 §19.15. On success the ID in use may have changed (current()):
+    // a Retire Prior To above its sequence number retires it.
+    std::optional<ConnectionIdError> on_new_connection_id(const wire::NewConnectionIdFrame& f);
+
+    // The ID packets to the peer carry.
+    [[nodiscard]] const wire::ConnectionId& current() const { return entries_.front().cid; }
+    // RFC 9000 §10.3.1: whether `token` is one the peer issued for an ID not retired.
+    [[nodiscard]] bool is_reset_token(std::span<const std::uint8_t> token) const;
+
+    // RETIRE_CONNECTION_ID frames to send, acknowledged, or lost (sent again).
+    [[nodiscard]] bool has_pending() const { return !to_send_.empty(); }
+    void write_frames(FrameSink& sink);
+    void on_acked(std::uint64_t sequence);
+    void on_lost(std::uint64_t sequence);
+
+    [[nodiscard]] std::size_t active() const { return entries_.size(); }
+
+private:
+    struct Entry {
+        std::uint64_t sequence;
+        wire::ConnectionId cid;
+        std::optional<wire::ResetToken> reset_token;
+    };
+    void retire_below(std::uint64_t retire_prior_to);
+    void retire(std::uint64_t sequence);
+
+    std::uint64_t limit_;
+    std::vector<Entry> entries_;  // by sequence number; front() is in use
+    std::uint64_t retire_prior_to_ = 0;
+    std::vector<std::uint64_t> to_send_;    // RETIRE_CONNECTION_ID not yet sent (or lost)
+    std::vector<std::uint64_t> in_flight_;  // sent, not yet acknowledged
+};
+
+}  // namespace ndm::transport
