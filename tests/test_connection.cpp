@@ -839,3 +839,55 @@ TEST_CASE("a server drops a client Initial in a datagram under 1200 bytes (RFC 9
     CHECK(Connection::accept(p.server_cfg, small, p.now) == nullptr);
     CHECK(Connection::accept(p.server_cfg, hello, p.now) != nullptr);
 }
+
+TEST_CASE("a stateless reset ends the connection only when it carries the peer's token (RFC 9000 10.3.1)") {
+    ConnectionPair p;
+    std::array<std::uint8_t, 16> token{};
+    token.fill(0xa5);
+    p.server_cfg.stateless_reset_token = [&](std::span<const std::uint8_t>) { return token; };
+    REQUIRE(p.handshake());
+    CHECK(p.client->handshake_summary().peer.stateless_reset_token);
+    // Looks like a short-header packet, as a reset does; the wrong last 16 bytes.
+    std::vector<std::uint8_t> forged(40, 0x33);
+    forged[0] = 0x41;
+    p.client->on_datagram(forged, p.now);
+    CHECK(p.client->is_established());
+    auto reset = forged;
+    std::copy(token.begin(), token.end(), reset.end() - 16);
+    p.client->on_datagram(std::span(reset).last(20), p.now);  // under 21 bytes: not a reset
+    CHECK(p.client->is_established());
+    p.client->on_datagram(reset, p.now);
+    CHECK(p.client->state() == ConnectionState::draining);
+    CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::stateless_reset));
+    CHECK(p.client->close_info().by_peer);
+    CHECK(close_code_name(p.client->close_info().code) == "STATELESS_RESET");
+    std::vector<std::uint8_t> out(kMaxDatagramSize);
+    CHECK(p.client->poll_datagram(out, p.now) == 0);  // §10.3.1: nothing more is sent
+    // A client issues no token: the same bytes do nothing to the server.
+    p.server->on_datagram(reset, p.now);
+    CHECK(p.server->is_established());
+}
+
+TEST_CASE("a forged CONNECTION_CLOSE without the keys does nothing") {
+    ConnectionPair p, other;
+    other.server_cfg.seed = 99;
+    REQUIRE(p.handshake());
+    REQUIRE(other.handshake());
+    // A well-formed close, protected with another connection's keys and
+    // addressed to this server: what an attacker who saw the connection ID sends.
+    wire::ConnectionCloseFrame close;
+    close.error_code = 0;
+    close.reason = "forged";
+    auto forged = craft(*other.client, next_pn(*p.client, p.now), {close});
+    const auto cid = p.server->local_cid();
+    REQUIRE(forged.size() > 1 + cid.size());
+    std::copy(cid.begin(), cid.end(), forged.begin() + 1);
+    const auto dropped = p.server->stats(p.now).packets_dropped;
+    p.server->on_datagram(forged, p.now);
+    CHECK(p.server->is_established());
+    CHECK(p.server->stats(p.now).packets_dropped == dropped + 1);
+    // The same close with this connection's keys is the peer's, and is obeyed.
+    p.server->on_datagram(craft(*p.client, next_pn(*p.client, p.now), {close}), p.now);
+    CHECK(p.server->state() == ConnectionState::draining);
+    CHECK(p.server->close_info().reason == "forged");
+}

@@ -428,6 +428,66 @@ TEST_CASE("endpoint: impairment link (5% loss, delay, jitter) on egress and ingr
     check_byte_exact(run, server, bytes);
 }
 
+namespace {
+// An on-path forger: rewrites a few bytes (anywhere past the first) of every
+// third datagram, keeping its length, as a relay that also fixed up the UDP
+// checksum would deliver it. Seeded: the same rewrites every run.
+class RewritingLink final : public Link {
+public:
+    explicit RewritingLink(std::uint64_t seed) : rng_(seed) {}
+    void send(std::span<const std::uint8_t> d, Instant now) override {
+        std::vector<std::uint8_t> copy(d.begin(), d.end());
+        if (++count_ % 3 == 0 && copy.size() > 1) {
+            const int bytes = 1 + static_cast<int>(rng_.next() % 8);
+            for (int i = 0; i < bytes; ++i) {
+                const std::size_t at = 1 + rng_.next() % (copy.size() - 1);
+                copy[at] ^= static_cast<std::uint8_t>(1 + rng_.next() % 255);
+            }
+            ++stats_.corrupted;
+        }
+        ++stats_.sent;
+        q_.push_back({now, std::move(copy)});
+    }
+    [[nodiscard]] Instant next_delivery() const override { return q_.empty() ? kNever : q_.front().first; }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+        if (q_.empty() || q_.front().first > now) return false;
+        out = std::move(q_.front().second);
+        q_.pop_front();
+        ++stats_.delivered;
+        return true;
+    }
+    [[nodiscard]] LinkStats stats() const override { return stats_; }
+
+private:
+    util::Xoshiro256 rng_;
+    std::uint64_t count_ = 0;
+    LinkStats stats_;
+    std::deque<std::pair<Instant, std::vector<std::uint8_t>>> q_;
+};
+}  // namespace
+
+TEST_CASE("endpoint: a relay rewriting bytes of in-flight datagrams causes drops only, and the transfer is byte-exact") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    std::atomic<std::uint64_t> seed{7};
+    auto forger = [&seed] { return std::make_unique<RewritingLink>(seed++); };
+    EndpointConfig scfg = cfg, ccfg = cfg;
+    ccfg.egress_link = forger;  // client → server
+    scfg.egress_link = forger;  // server → client
+    SinkServer server(scfg);
+    Endpoint client(ccfg);
+    const std::uint64_t bytes = 1u << 20;
+    auto run = run_clients(client, server, "127.0.0.1", 1, bytes, ccfg.connection, 60s);
+    const Connection* c0 = client.find(run.flows[0].h);
+    REQUIRE(c0);
+    // Every rewritten packet failed authentication (or no longer parsed) and
+    // was dropped: none was taken for data, none closed the connection.
+    CHECK(c0->stats(steady_now()).packets_dropped > 0);
+    CHECK(c0->stats(steady_now()).packets_lost > 0);  // the client's rewritten packets, repaired
+    check_byte_exact(run, server, bytes);
+}
+
 TEST_CASE("endpoint: two connections through one shared emulated link get its rate together") {
     // Issue 13: ndm-send -P N gave each connection its own emulated link, so
     // -P 2 at 20 Mbit/s sent 40. With one emu::SharedLink per direction, a
@@ -939,4 +999,120 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     CHECK(server.stats().half_open_evicted == static_cast<std::uint64_t>(kFlood - 3));  // one more made room for the real client
     CHECK(server.connection_count() <= 4);
     close(fd);
+}
+
+namespace {
+// Forwards datagrams until *cut is set, then drops them: a server that
+// vanishes without a word (power loss, a crash).
+class CuttableLink final : public Link {
+public:
+    explicit CuttableLink(const bool* cut) : cut_(cut) {}
+    void send(std::span<const std::uint8_t> d, Instant now) override {
+        if (!*cut_) q_.push_back({now, std::vector<std::uint8_t>(d.begin(), d.end())});
+    }
+    [[nodiscard]] Instant next_delivery() const override { return q_.empty() ? kNever : q_.front().first; }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+        if (q_.empty() || q_.front().first > now) return false;
+        out = std::move(q_.front().second);
+        q_.pop_front();
+        return true;
+    }
+    [[nodiscard]] LinkStats stats() const override { return {}; }
+
+private:
+    const bool* cut_;
+    std::deque<std::pair<Instant, std::vector<std::uint8_t>>> q_;
+};
+}  // namespace
+
+TEST_CASE("endpoint: a server restarted with its reset secret ends its old clients with a stateless reset (RFC 9000 10.3)") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    std::array<std::uint8_t, 32> secret{};
+    secret.fill(0x17);
+    EndpointConfig server_cfg = cfg;
+    server_cfg.accept_connections = true;
+    server_cfg.stateless_reset_key = secret;
+    bool cut = false;
+    server_cfg.egress_link = [&] { return std::make_unique<CuttableLink>(&cut); };
+    auto server = std::make_unique<Endpoint>(server_cfg);
+    const std::uint16_t port = server->local_port();
+    Endpoint client(cfg);
+    const ConnectionHandle h = client.connect("127.0.0.1", port);
+    const auto both = [&](const std::function<bool()>& pred, Duration limit) {
+        const Instant end = steady_now() + limit;
+        while (steady_now() < end && !pred()) {
+            client.run_once(steady_now() + 1ms);
+            if (server) server->run_once(steady_now() + 1ms);
+        }
+        return pred();
+    };
+    bool accepted = false;
+    REQUIRE(both([&] {
+        accepted = accepted || server->next_accepted();
+        return accepted && client.find(h) && client.find(h)->is_established();
+    }, 5s));
+    REQUIRE(client.find(h)->handshake_summary().peer.stateless_reset_token);
+    // The server loses all state silently, and a new one starts on its port.
+    cut = true;
+    server.reset();
+    server_cfg.egress_link = nullptr;
+    server_cfg.port = port;
+    server = std::make_unique<Endpoint>(server_cfg);
+    REQUIRE(server->local_port() == port);
+    Connection* c = client.connection(h);
+    REQUIRE(c);
+    const auto s = c->open_stream();
+    REQUIRE(s);
+    const std::vector<std::uint8_t> data(1000, 1);
+    REQUIRE(c->write(*s, data) == data.size());
+    const Instant start = steady_now();
+    REQUIRE(both([&] { return client.close_info(h) != nullptr; }, 5s));
+    CHECK(client.close_info(h)->code == static_cast<std::uint64_t>(CloseCode::stateless_reset));
+    CHECK(steady_now() - start < 2s);  // not the 30 s idle timeout
+    CHECK(server->stats().stateless_resets_sent >= 1);
+    CHECK(server->connection_count() == 0);
+}
+
+TEST_CASE("endpoint: a server with another reset secret answers with a reset the client ignores") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    cfg.backend = IoBackend::epoll;
+    cfg.connection.idle_timeout = 1500ms;
+    EndpointConfig server_cfg = cfg;
+    server_cfg.accept_connections = true;
+    bool cut = false;
+    server_cfg.egress_link = [&] { return std::make_unique<CuttableLink>(&cut); };
+    auto server = std::make_unique<Endpoint>(server_cfg);
+    const std::uint16_t port = server->local_port();
+    Endpoint client(cfg);
+    const ConnectionHandle h = client.connect("127.0.0.1", port);
+    const auto both = [&](const std::function<bool()>& pred, Duration limit) {
+        const Instant end = steady_now() + limit;
+        while (steady_now() < end && !pred()) {
+            client.run_once(steady_now() + 1ms);
+            server->run_once(steady_now() + 1ms);
+        }
+        return pred();
+    };
+    bool accepted = false;
+    REQUIRE(both([&] {
+        accepted = accepted || server->next_accepted();
+        return accepted && client.find(h) && client.find(h)->is_established();
+    }, 5s));
+    cut = true;
+    server.reset();
+    server_cfg.egress_link = nullptr;
+    server_cfg.port = port;
+    server = std::make_unique<Endpoint>(server_cfg);  // a fresh random secret
+    Connection* c = client.connection(h);
+    REQUIRE(c);
+    const auto s = c->open_stream();
+    REQUIRE(s);
+    const std::vector<std::uint8_t> data(1000, 1);
+    REQUIRE(c->write(*s, data) == data.size());
+    REQUIRE(both([&] { return client.close_info(h) != nullptr; }, 5s));
+    CHECK(server->stats().stateless_resets_sent >= 1);
+    CHECK(client.close_info(h)->code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
 }

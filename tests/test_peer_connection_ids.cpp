@@ -3,6 +3,7 @@
 // RETIRE_CONNECTION_ID frames that answer it, and the reset tokens kept.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -117,16 +118,28 @@ TEST_CASE("peer connection ids: outstanding retirements are bounded") {
     CHECK(err->code == CloseCode::connection_id_limit_error);
 }
 
-TEST_CASE("peer connection ids: reset tokens count while their ID is active") {
+// A stateless reset's shape (RFC 9000 §10.3): short-header form, unpredictable bytes, the token last.
+std::vector<std::uint8_t> reset_datagram(std::span<const std::uint8_t> token, std::size_t size = 40) {
+    std::vector<std::uint8_t> d(size, 0x5c);
+    d[0] = 0x4b;
+    std::copy(token.begin(), token.end(), d.end() - 16);
+    return d;
+}
+
+TEST_CASE("peer connection ids: a datagram ending in a reset token is a stateless reset while its ID is active") {
     PeerConnectionIds ids(2);
     ids.set_initial(cid_of(0));
     wire::ResetToken t0{};
     t0.fill(0x42);
     ids.set_initial_reset_token(t0);
-    CHECK(ids.is_reset_token(t0));
+    CHECK(ids.is_stateless_reset(reset_datagram(t0)));
+    CHECK_FALSE(ids.is_stateless_reset(reset_datagram(t0, 20)));  // under 21 bytes it cannot be one
+    auto long_header = reset_datagram(t0);
+    long_header[0] |= 0x80;
+    CHECK_FALSE(ids.is_stateless_reset(long_header));
     const Issued one = issued(1);
-    CHECK_FALSE(ids.is_reset_token(one.token));
+    CHECK_FALSE(ids.is_stateless_reset(reset_datagram(one.token)));
     CHECK_FALSE(ids.on_new_connection_id(one.frame(1, 1)));
-    CHECK(ids.is_reset_token(one.token));
-    CHECK_FALSE(ids.is_reset_token(t0));  // sequence 0 is retired
+    CHECK(ids.is_stateless_reset(reset_datagram(one.token)));
+    CHECK_FALSE(ids.is_stateless_reset(reset_datagram(t0)));  // sequence 0 is retired
 }

@@ -7,6 +7,7 @@
 // A Connection is not thread-safe; drive it from one thread.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -160,6 +161,12 @@ struct ConnectionConfig {
     // simulator should rely on; the Endpoint sets a cryptographic source
     // (GnuTLS's random generator) for every connection it makes.
     std::function<void(std::span<std::uint8_t>)> random_bytes;
+    // Server: the stateless reset token (RFC 9000 §10.3) of a connection ID
+    // it issues, sent in its transport parameters so that the client can
+    // recognise a reset from a server that lost the connection's state. It
+    // must be computable from the ID alone (§10.3.2); the Endpoint sets one
+    // keyed by a secret of its own. Unset: no token is sent.
+    std::function<std::array<std::uint8_t, 16>(std::span<const std::uint8_t> cid)> stateless_reset_token;
     // Optional tracing (see trace::ConnectionObserver); unset costs nothing.
     trace::ObserverFactory observer;
 };
@@ -193,6 +200,7 @@ enum class CloseCode : std::uint64_t {
     crypto_error_base = 0x100,         // 0x100..0x1ff: CRYPTO_ERROR + TLS alert
     idle_timeout = 0x3fff'ffff'ffff'ff00,       // local only: never sent
     handshake_timeout = 0x3fff'ffff'ffff'ff01,  // local only: never sent
+    stateless_reset = 0x3fff'ffff'ffff'ff02,    // local only: the peer reset the connection (RFC 9000 §10.3)
 };
 
 // The transport error's name as RFC 9000 §20.1 spells it ("PROTOCOL_VIOLATION",

@@ -25,6 +25,7 @@
 // one-line reason; the blocking facade turns those into exceptions.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -71,6 +72,13 @@ struct EndpointConfig {
     // completes within the time the flood takes to fill the cap still gets
     // in. (Address validation with Retry, RFC 9000 §8.1.2, is the next step.)
     std::size_t max_half_open = 1024;
+    // Server side: the secret stateless reset tokens derive from (RFC 9000
+    // §10.3.2: HMAC-SHA256 of the connection ID). A server that restarts with
+    // the same secret (or every server behind one address) answers packets of
+    // connections it no longer knows with a reset their clients recognise, so
+    // they end at once instead of at their idle timeout. Unset: a random one
+    // per Endpoint. Keep it as secret as a private key.
+    std::optional<std::array<std::uint8_t, 32>> stateless_reset_key;
     // Defaults for connections this endpoint creates (connect and accept).
     // The seed is replaced per connection, and unless `random_bytes` is set the
     // connection IDs come from a cryptographic generator (ConnectionConfig).
@@ -105,6 +113,7 @@ struct EndpointStats {
     std::uint64_t send_errors = 0;
     std::uint64_t icmp_errors = 0;
     std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open
+    std::uint64_t stateless_resets_sent = 0;  // RFC 9000 §10.3: answers to datagrams for unknown IDs
 };
 
 class Endpoint {

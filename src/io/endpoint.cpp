@@ -20,6 +20,7 @@
 #include "crypto/random.hpp"
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "io/stateless_reset_responder.hpp"
 #include "io/transmit_batch.hpp"
 #include "util/rng.hpp"
 
@@ -60,6 +61,8 @@ std::uint64_t cid_key(std::span<const std::uint8_t> cid) {
     return k;
 }
 
+constexpr std::size_t kShortHeaderCidLength = 8;  // the IDs ndm issues
+
 struct HeaderPeek {
     std::span<const std::uint8_t> dcid;
     bool initial = false;
@@ -77,8 +80,8 @@ bool peek_dcid(std::span<const std::uint8_t> d, HeaderPeek& out) {
         out.initial = version != 0 && ((d[0] & 0x30) >> 4) == 0;
         return true;
     }
-    if (d.size() < 9) return false;
-    out.dcid = d.subspan(1, 8);
+    if (d.size() < 1 + kShortHeaderCidLength) return false;
+    out.dcid = d.subspan(1, kShortHeaderCidLength);
     return true;
 }
 
@@ -120,8 +123,13 @@ struct Endpoint::Impl final : io::RxHandler {
     std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
     EndpointStats st;
+    // RFC 9000 §10.3: the tokens of the IDs accepted connections issue, and the
+    // resets for datagrams to IDs no connection has (a server endpoint's).
+    std::shared_ptr<io::StatelessResetResponder> resets;
+    std::vector<std::pair<io::Address, std::vector<std::uint8_t>>> resets_to_send;
 
     explicit Impl(EndpointConfig c) : cfg(std::move(c)) {
+        if (cfg.accept_connections) resets = std::make_shared<io::StatelessResetResponder>(cfg.stateless_reset_key);
         if (!cfg.qlog_dir.empty()) {
             try {
                 qlog = qlog::file_observer(cfg.qlog_dir);
@@ -273,6 +281,8 @@ struct Endpoint::Impl final : io::RxHandler {
         // generator would give the next connection's away from one observed ID.
         if (!c.random_bytes) c.random_bytes = [](std::span<std::uint8_t> out) { crypto::CryptoRandom{}.fill(out); };
         if (!c.observer && qlog) c.observer = qlog;
+        if (!c.stateless_reset_token && resets)
+            c.stateless_reset_token = [r = resets](std::span<const std::uint8_t> cid) { return r->token_for(cid); };
         // The edge reads the clocks the core does not: certificates are
         // checked against the system time.
         if (c.tls.wall_time == std::chrono::system_clock::time_point{}) c.tls.wall_time = std::chrono::system_clock::now();
@@ -307,7 +317,11 @@ struct Endpoint::Impl final : io::RxHandler {
             }
             return;
         }
-        if (!hp.initial || !cfg.accept_connections) {
+        if (!hp.initial) {
+            if (!stateless_reset(data, from, now)) ++st.unroutable;
+            return;
+        }
+        if (!cfg.accept_connections) {
             ++st.unroutable;
             return;
         }
@@ -327,6 +341,31 @@ struct Endpoint::Impl final : io::RxHandler {
         // Retransmitted Initials still carry the client's original DCID.
         add_route(r, hp.dcid);
         spdlog::debug("ndm: accepted a connection from {}", from.to_string());
+    }
+
+    // RFC 9000 §10.3: a short-header datagram no ID routes may be a peer's
+    // stateless reset (its first bytes are random): the connections to that
+    // address look for their peer's token in it. Otherwise a server answers
+    // it with a reset of its own. True when a connection took it as a reset.
+    bool stateless_reset(std::span<const std::uint8_t> data, const io::Address& from, Instant now) {
+        bool taken = false;
+        for (auto& [h, r] : conns) {
+            if (!(r->peer == from) || r->abandoned || r->conn->state() == ConnectionState::draining) continue;
+            r->conn->on_datagram(data, now);
+            if (r->conn->state() == ConnectionState::draining) {
+                mark(*r);
+                taken = true;
+            }
+        }
+        if (taken || !resets) return taken;
+        std::vector<std::uint8_t> reset(io::StatelessResetResponder::kMaxResetSize);
+        const std::size_t n = resets->answer(data, kShortHeaderCidLength, now, reset);
+        if (n == 0) return false;
+        reset.resize(n);
+        resets_to_send.emplace_back(from, std::move(reset));
+        ++st.stateless_resets_sent;
+        service_needed = true;
+        return false;
     }
 
     void on_peer_error(const io::Address& peer_in, int error, const std::string& what) override {
@@ -441,6 +480,9 @@ struct Endpoint::Impl final : io::RxHandler {
     void service(Instant now) {
         service_needed = false;
         tx_blocked = !batch->flush_stash();
+        for (const auto& [to, d] : resets_to_send)
+            if (!batch->send_or_stash(to, d)) tx_blocked = true;
+        resets_to_send.clear();
         run_links(now);
         for (auto& [h, r] : conns) {
             if (r->conn->next_timeout() <= now) {

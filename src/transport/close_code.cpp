@@ -19,6 +19,7 @@ std::string close_code_name(std::uint64_t code) {
     if (code >= base && code <= base + 0xff) return "CRYPTO_ERROR";
     if (code == static_cast<std::uint64_t>(CloseCode::idle_timeout)) return "IDLE_TIMEOUT";
     if (code == static_cast<std::uint64_t>(CloseCode::handshake_timeout)) return "HANDSHAKE_TIMEOUT";
+    if (code == static_cast<std::uint64_t>(CloseCode::stateless_reset)) return "STATELESS_RESET";
     return fmt::format("{:#x}", code);
 }
 

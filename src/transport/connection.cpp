@@ -149,6 +149,7 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
 void Connection::Impl::encode_local_params(const ParamsEdit& edit) {
     local_params.initial_source_connection_id = local_cid;
     if (!client) local_params.original_destination_connection_id = original_dcid;
+    if (!client && cfg.stateless_reset_token) local_params.stateless_reset_token = cfg.stateless_reset_token(local_cid.span());
     if (edit) edit(local_params);
     encoded_params.resize(128 + wire::kMaxApplicationParams);
     wire::Writer w(encoded_params);
@@ -274,10 +275,14 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     wire::quic::DatagramPackets packets(rx_buffer, wire::kShortCidLength);
     wire::quic::PacketView view;
     bool counted = false, any = false;
+    rx_opened = false;
     while (packets.next(view)) {
         any = true;
         if (!on_packet(view, datagram.size(), counted, now)) return;
     }
+    // RFC 9000 §10.3.1: a datagram none of whose packets opens may be the
+    // peer's stateless reset; its last 16 bytes then are a token it issued.
+    if (!rx_opened && peer_cids.is_stateless_reset(datagram)) return on_stateless_reset(now);
     st.packets_dropped += packets.dropped_other_dcid();
     if (!any || packets.error() != wire::quic::HeaderError::none) {
         ++st.packets_dropped;
@@ -330,6 +335,7 @@ bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t da
                          ? wire::quic::open_packet(rx_buffer, v, &*one_rtt, largest, now, pto_period(), pkt)
                          : wire::quic::open_packet(rx_buffer, v, read_keys_of(space), largest, pkt);
     if (err != wire::quic::OpenError::none) return on_open_error(err, now);
+    rx_opened = true;
     // RFC 9000 §8.1: the limit counts what the client sent, once per datagram;
     // a Handshake packet proves the address (§8.1, only the client can have
     // its keys).
@@ -844,6 +850,17 @@ void Connection::Impl::enter_draining(const wire::ConnectionCloseFrame& f, Insta
         if (close.reason.empty() && tls->error()) close.reason = tls->error()->message;
     }
     spdlog::debug("ndm: peer closed: code {:#x} {:?}", f.error_code, f.reason);  // escaped: the peer's bytes
+    state = ConnectionState::draining;
+    close_deadline = now + three_pto();
+    probes_pending = 0;
+    events.push_back(event::Closed{close});
+}
+
+// RFC 9000 §10.3.1: the peer has no state for the connection; nothing more
+// is sent, and the draining period lets late packets die quietly.
+void Connection::Impl::on_stateless_reset(Instant now) {
+    close = {static_cast<std::uint64_t>(CloseCode::stateless_reset),
+             "the peer sent a stateless reset: it has no state for this connection (RFC 9000 §10.3)", true, false};
     state = ConnectionState::draining;
     close_deadline = now + three_pto();
     probes_pending = 0;

@@ -110,6 +110,7 @@ struct Connection::Impl {
     // The IDs the peer issued (peer_cid is the one in use); the limit is the
     // active_connection_id_limit we advertise.
     transport::PeerConnectionIds peer_cids{wire::kMinActiveConnectionIdLimit};
+    bool rx_opened = false;  // some packet of the datagram being read was authenticated
     std::size_t mds;
 
     // ---- recovery and congestion control
@@ -231,6 +232,7 @@ struct Connection::Impl {
     bool can_send_eliciting(Instant now) const;
     bool has_eliciting_data() const;
     bool application_frames_pending() const;
+    void on_stateless_reset(Instant now);
     // Sequence 0 of the peer's IDs, which a client learns from the server's first packet.
     void set_initial_peer_cid(const wire::ConnectionId& cid) {
         peer_cids.set_initial(cid);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "crypto/stateless_reset.hpp"
+
 namespace ndm::transport {
 
 namespace {
@@ -74,10 +76,11 @@ void PeerConnectionIds::retire(std::uint64_t sequence) {
         to_send_.push_back(sequence);
 }
 
-bool PeerConnectionIds::is_reset_token(std::span<const std::uint8_t> token) const {
-    return std::ranges::any_of(entries_, [&](const Entry& e) {
-        return e.reset_token && std::ranges::equal(*e.reset_token, token);
-    });
+bool PeerConnectionIds::is_stateless_reset(std::span<const std::uint8_t> datagram) const {
+    bool found = false;  // every token compared: no early exit to time
+    for (const Entry& e : entries_)
+        if (e.reset_token) found |= crypto::is_stateless_reset(datagram, *e.reset_token);
+    return found;
 }
 
 void PeerConnectionIds::write_frames(FrameSink& sink) {

@@ -42,8 +42,9 @@ public:
 
     // The ID packets to the peer carry.
     [[nodiscard]] const wire::ConnectionId& current() const { return entries_.front().cid; }
-    // RFC 9000 §10.3.1: whether `token` is one the peer issued for an ID not retired.
-    [[nodiscard]] bool is_reset_token(std::span<const std::uint8_t> token) const;
+    // RFC 9000 §10.3.1: whether the datagram ends in a reset token the peer
+    // issued for an ID not retired (compared in constant time).
+    [[nodiscard]] bool is_stateless_reset(std::span<const std::uint8_t> datagram) const;
 
     // RETIRE_CONNECTION_ID frames to send, acknowledged, or lost (sent again).
     [[nodiscard]] bool has_pending() const { return !to_send_.empty(); }
