@@ -1116,3 +1116,36 @@ TEST_CASE("endpoint: a server with another reset secret answers with a reset the
     CHECK(server->stats().stateless_resets_sent >= 1);
     CHECK(client.close_info(h)->code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
 }
+
+TEST_CASE("endpoint: a spoofed Initial from a port that never answers gets at most 3x its bytes back, ever (RFC 9000 8.1)") {
+    EndpointConfig scfg = tls_endpoint_config();
+    scfg.bind_address = "127.0.0.1";
+    scfg.accept_connections = true;
+    scfg.connection.handshake_timeout = 2s;  // how long the server keeps trying
+    Endpoint server(scfg);
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(server.local_port());
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::vector<std::uint8_t> buf(kMaxDatagramSize);
+    const auto conn = Connection::connect(tls_connection_config(), Instant{});
+    const std::size_t sent = conn->poll_datagram(buf, Instant{});
+    REQUIRE(sent >= kMinDatagramSize);
+    REQUIRE(sendto(fd, buf.data(), sent, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(sent));
+    // The server answers and retries until its handshake timeout ends the
+    // connection; the "client" never says another word.
+    REQUIRE(server.run_until([&] { return server.stats().datagrams_received >= 1; }, 2s));
+    REQUIRE(server.connection_count() == 1);
+    CHECK(server.run_until([&] { return server.connection_count() == 0; }, 5s));
+    std::size_t received = 0, datagrams = 0;
+    for (ssize_t n; (n = recv(fd, buf.data(), buf.size(), 0)) > 0;) {
+        received += static_cast<std::size_t>(n);
+        ++datagrams;
+    }
+    close(fd);
+    MESSAGE("spoofed Initial: ", sent, " bytes sent, ", received, " bytes in ", datagrams, " datagrams back");
+    CHECK(datagrams >= 1);  // it did answer (its first flight)
+    CHECK(received <= 3 * sent);
+}
