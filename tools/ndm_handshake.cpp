@@ -67,6 +67,8 @@ json params_json(const TransportParameters& p) {
 }
 
 std::string close_text(const CloseInfo& c) {
+    if (!c.application && c.code == kClosePeerUnreachable)  // the Endpoint's local code, not a TLS alert
+        return fmt::format("ended: the peer is unreachable ({})", tools::printable(c.reason));
     std::string code = c.application ? fmt::format("application code {:#x}{}", c.code,
                                                    c.code == kH3NoError ? " (H3_NO_ERROR when h3)" : "")
                                      : close_code_name(c.code);
@@ -268,6 +270,7 @@ int main(int argc, char** argv) {
         "  ndm-handshake listen -p 4433 --alpn h3 --cert c.pem --key k.pem (for e.g. gtlsclient)",
         "ndm-handshake"};
     app.require_subcommand(1);
+    app.fallthrough();  // --alpn and the other shared options may follow the subcommand too
     app.add_flag("-J,--json", o.json_out, "print one JSON document per connection instead of text");
     app.add_option("--alpn", o.alpn, "application protocols to offer or accept, in preference order (h3, ndm, ...)")
         ->delimiter(',')

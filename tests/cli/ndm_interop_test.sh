@@ -88,4 +88,12 @@ grep -q "cry remote transport_parameters original_destination_connection_id=" "$
   fail "gtlsclient did not decode ndm's original_destination_connection_id"
 grep -q "frm rx .* 1RTT CONNECTION_CLOSE(0x1d) error_code=.*(0x100)" "$out/gtlsclient.log" ||
   fail "gtlsclient received no H3_NO_ERROR close"
+# 4. The tool's own errors: a bad command line or file exits 2 with one line; nobody listening, 1.
+err=$("$hs" --cipher rot13 connect 127.0.0.1 "$port" --insecure 2>&1); rc=$?
+[ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && grep -q "unknown cipher suite 'rot13'" <<<"$err" ||
+  fail "bad --cipher: exit $rc: $err"
+err=$("$hs" connect 127.0.0.1 "$port" --ca "$out/missing.pem" 2>&1); rc=$?
+[ "$rc" -eq 2 ] && grep -q "missing.pem" <<<"$err" || fail "missing --ca file: exit $rc: $err"
+"$hs" --timeout 2 connect 127.0.0.1 "$port" --insecure > "$out/nobody.txt" 2>&1; rc=$?
+[ "$rc" -eq 1 ] && grep -q "the peer is unreachable" "$out/nobody.txt" || fail "nobody listening: exit $rc"
 echo "PASS: ndm-handshake and ngtcp2's gtlsserver/gtlsclient interoperate both ways (h3)"
