@@ -86,7 +86,6 @@ struct Options {
     std::string io = "auto";
     bool no_gso = false;
     std::vector<std::string> alpn{"ndm"};
-    std::vector<std::string> ciphers;
     std::uint64_t max_streams_uni = 100;
 };
 
@@ -169,7 +168,6 @@ EndpointConfig endpoint_config(const Options& o, TlsOptions tls) {
     cfg.backend = parse_io_backend(o.io);
     cfg.gso = cfg.gro = !o.no_gso;
     tls.alpn = o.alpn;
-    tls.cipher_suites = o.ciphers;
     cfg.connection.tls = std::move(tls);
     cfg.connection.initial_max_streams_uni = o.max_streams_uni;
     cfg.connection.handshake_timeout = from_seconds(o.timeout);
@@ -275,10 +273,6 @@ int main(int argc, char** argv) {
     app.add_option("--alpn", o.alpn, "application protocols to offer or accept, in preference order (h3, ndm, ...)")
         ->delimiter(',')
         ->capture_default_str();
-    app.add_option("--cipher", o.ciphers,
-                   "TLS 1.3 cipher suites to allow, in preference order: aes128-gcm, aes256-gcm, chacha20 "
-                   "(default: all three)")
-        ->delimiter(',');
     app.add_option("--timeout", o.timeout, "seconds the handshake, and then the close, may take")
         ->capture_default_str()
         ->check(CLI::Range(0.1, 3600.0));

@@ -140,6 +140,8 @@ run_readme() {
       echo "  not run here: benchmark sweeps of minutes (bench/RESULTS.md); eval_plots.sh rewrites bench/plots/" ;;
     "ndm-train ship --root . --name ndm-default")
       echo "  not run here: minutes of training that rewrite data/models/; the ndm-train doctest cases check the shipped files and the pipeline's parts" ;;
+    "ndm-handshake --alpn h3 connect 127.0.0.1 4433 --ca cert.pem" | "ndm-handshake --alpn h3 listen -p 4433 --cert c.pem --key k.pem")
+      echo "  needs another QUIC stack as its peer: covered by cli: ndm-handshake and ngtcp2's gtlsserver/gtlsclient complete a QUIC v1 h3 handshake both ways" ;;
     "ndm-send -J" | "ndm-recv -J" | "ndm-sim --json")
       echo "  named for their provenance record: covered by cli: ndm-send -J shape, -n, --emu loss and a vanishing server and cli: provenance: git commit at build time, ndm-sim --json" ;;
     *) return 1 ;;
@@ -155,6 +157,7 @@ known=(
   "sudo ndm-emu shell --profile urban-lte -- sh -c 'iperf3 -c \$NDM_EMU_HOST_ADDR -C cubic'"
   "scripts/test.sh" "scripts/test.sh --sanitize" "scripts/setup.sh" "scripts/fuzz.sh 60"
   "bench/ndm_eval.sh" "bench/eval_plots.sh" "ndm-train ship --root . --name ndm-default"
+  "ndm-handshake --alpn h3 connect 127.0.0.1 4433 --ca cert.pem" "ndm-handshake --alpn h3 listen -p 4433 --cert c.pem --key k.pem"
 )
 # The presets the README's "Emulator profiles" section names.
 presets=(urban-lte urban-lte-inorder lte-verizon lte-tmobile lte-att-driving wifi lossy-wifi satellite 3g)

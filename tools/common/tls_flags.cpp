@@ -18,6 +18,7 @@ void add_server_tls_flags(CLI::App& app, ServerTlsFlags& flags) {
     auto* key = app.add_option("--key", flags.key, "PEM private key of --cert");
     cert->needs(key);
     key->needs(cert);
+    add_cipher_flag(app, flags.ciphers);
 }
 
 namespace {
@@ -27,6 +28,7 @@ bool is_wildcard(const std::string& bind) { return bind.empty() || bind == "::" 
 ServerTls server_tls(const ServerTlsFlags& flags, const std::string& bind) {
     ServerTls out;
     out.options.keylog = keylog_from_environment();
+    out.options.cipher_suites = flags.ciphers;
     if (!flags.cert.empty()) {
         out.options.certificate = tls::ServerCredentials::load(flags.cert, flags.key);
         return out;
@@ -58,12 +60,14 @@ void add_client_tls_flags(CLI::App& app, ClientTlsFlags& flags) {
     pin->excludes(insecure);
     app.add_option("--server-name", flags.server_name,
                    "the name the server's certificate must carry, and the TLS SNI (default: the -c address)");
+    add_cipher_flag(app, flags.ciphers);
 }
 
 TlsOptions client_tls(const ClientTlsFlags& flags) {
     TlsOptions o;
     o.keylog = keylog_from_environment();
     o.server_name = flags.server_name;
+    o.cipher_suites = flags.ciphers;
     if (flags.insecure) {
         o.trust = tls::ClientCredentials::insecure();
     } else if (!flags.pin.empty()) {
@@ -86,6 +90,17 @@ TlsOptions in_process_tls() {
     o.trust = tls::ClientCredentials::pinned(creds.fingerprint());
     o.keylog = keylog_from_environment();
     return o;
+}
+
+void add_cipher_flag(CLI::App& app, std::vector<std::string>& suites) {
+    app.add_option("--cipher", suites,
+                   "TLS 1.3 cipher suites to allow, in preference order: aes128-gcm, aes256-gcm, chacha20 "
+                   "(comma-separated; default: all three)")
+        ->delimiter(',')
+        ->type_name("LIST")
+        ->check(CLI::IsMember({"aes128-gcm", "aes256-gcm", "chacha20", "TLS_AES_128_GCM_SHA256",
+                               "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"},
+                              CLI::ignore_case));
 }
 
 void add_no_gso_flag(CLI::App& app, bool& no_gso) {

@@ -15,6 +15,7 @@ namespace ndm::tools {
 
 struct ServerTlsFlags {
     std::string cert, key;  // PEM files; both or neither
+    std::vector<std::string> ciphers;  // --cipher
 };
 void add_server_tls_flags(CLI::App& app, ServerTlsFlags& flags);
 
@@ -24,6 +25,7 @@ struct ServerTls {
     // how a client can trust it ("... fingerprint <hex>; ndm-send --pin <hex>").
     std::string self_signed_note;
 };
+// Adds --cert, --key and --cipher.
 // Loads --cert/--key, or makes a self-signed certificate for localhost, the
 // loopback addresses, this host's name and `bind` (unless a wildcard); adds
 // SSLKEYLOGFILE. Throws (tls::CredentialError, tls::KeylogError,
@@ -33,6 +35,7 @@ ServerTls server_tls(const ServerTlsFlags& flags, const std::string& bind);
 struct ClientTlsFlags {
     std::string ca, pin, server_name;
     bool insecure = false;
+    std::vector<std::string> ciphers;  // --cipher
 };
 void add_client_tls_flags(CLI::App& app, ClientTlsFlags& flags);
 // The trust the flags ask for (the system store when none), the server name
@@ -43,6 +46,10 @@ TlsOptions client_tls(const ClientTlsFlags& flags);
 // For a server and a client in one process: a self-signed certificate for
 // 127.0.0.1, made once, that the options both present and pin.
 TlsOptions in_process_tls();
+
+// --cipher LIST: the TLS 1.3 cipher suites allowed, in preference order
+// (TlsOptions::cipher_suites: aes128-gcm, aes256-gcm, chacha20).
+void add_cipher_flag(CLI::App& app, std::vector<std::string>& suites);
 
 // --no-gso: one datagram per system call, no UDP GSO/GRO, so that a packet
 // capture on loopback (tcpdump, Wireshark) sees each datagram on its own.
