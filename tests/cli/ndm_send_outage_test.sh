@@ -32,7 +32,11 @@ for i in 3 4; do
   b=$(get outage.json "intervals.$i.sum.bytes")
   [ "$b" -le 100000 ] || fail "interval $i: $b bytes sent in the dark"
 done
-# ... and the transfer resumed after it.
-[ "$(get outage.json intervals.6.sum.bytes)" -gt 0 ] || fail "no data in 6-7 s: did not resume"
+# ... and the transfer resumed after it: new data in 5-8 s. Everything sent
+# into the dark (~13 MB in 2-3 s on loopback) is resent first, which under
+# sanitizers on a loaded machine can take until the last second.
+resumed=0
+for i in 5 6 7; do resumed=$((resumed + $(get outage.json "intervals.$i.sum.bytes"))); done
+[ "$resumed" -gt 0 ] || fail "no new data in 5-8 s: did not resume"
 [ "$(get outage.json end.sum_sent.retransmits)" -gt 0 ] || fail "no retransmissions after the blackhole"
 echo "ok"
