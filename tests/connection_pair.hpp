@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ndm/connection.hpp"
@@ -23,6 +24,9 @@ struct ConnectionPair {
     // Optional edits of each side's transport parameters before TLS carries
     // them: a peer stating what no ConnectionConfig would.
     Connection::Impl::ParamsEdit client_params, server_params;
+    // Set: the server is accepted as after a Retry whose token it validated
+    // (RFC 9000 §8.1.2), for the client's first DCID this names.
+    std::optional<RetryValidation> server_retry;
 
     ConnectionPair() { server_cfg.seed = 2; }
 
@@ -42,7 +46,9 @@ struct ConnectionPair {
                 std::vector<std::uint8_t> d(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
                 again = moved = true;
                 if (to_server && !to_server(d)) continue;
-                if (!server) server = Connection::Impl::accept(server_cfg, d, now, server_params);
+                if (!server)
+                    server = Connection::Impl::accept(server_cfg, d, now, server_params,
+                                                      server_retry ? &*server_retry : nullptr);
                 else server->on_datagram(d, now);
             }
             while (server) {

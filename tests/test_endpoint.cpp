@@ -23,6 +23,7 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "transport/quic_header.hpp"
 #include "util/rng.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
@@ -952,6 +953,50 @@ TEST_CASE("endpoint: one observed connection ID does not predict the next connec
     CHECK(cid1 != cid2);
 }
 
+namespace {
+// A UDP socket that sends client Initials (each a real ClientHello, 1200
+// bytes) to a server on 127.0.0.1 and never answers: a spoofed client, as
+// far as the server can tell. It stays open while it lives, so the server
+// gets no ICMP errors for what it sends back.
+class SilentClient {
+public:
+    explicit SilentClient(std::uint16_t server_port) : fd_(socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0)) {
+        REQUIRE(fd_ >= 0);
+        to_.sin_family = AF_INET;
+        to_.sin_port = htons(server_port);
+        to_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    }
+    ~SilentClient() { close(fd_); }
+    SilentClient(const SilentClient&) = delete;
+    SilentClient& operator=(const SilentClient&) = delete;
+
+    // Sends the first Initial of a client whose connection IDs derive from
+    // `seed`; returns its size.
+    std::size_t send_initial(std::uint64_t seed) {
+        ConnectionConfig c = tls_connection_config();
+        c.seed = seed;
+        const auto conn = Connection::connect(c, Instant{});
+        const std::size_t n = conn->poll_datagram(buf_, Instant{});
+        REQUIRE(n >= kMinDatagramSize);
+        REQUIRE(sendto(fd_, buf_.data(), n, 0, reinterpret_cast<const sockaddr*>(&to_), sizeof to_) ==
+                static_cast<ssize_t>(n));
+        return n;
+    }
+    // What the server sent back: each datagram, in order.
+    std::vector<std::vector<std::uint8_t>> received() {
+        std::vector<std::vector<std::uint8_t>> out;
+        for (ssize_t n; (n = recv(fd_, buf_.data(), buf_.size(), 0)) > 0;)
+            out.emplace_back(buf_.begin(), buf_.begin() + n);
+        return out;
+    }
+
+private:
+    int fd_;
+    sockaddr_in to_{};
+    std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(kMaxDatagramSize);
+};
+}  // namespace
+
 TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a real client still gets in") {
     // Initials from a plain socket that never answers: each makes a half-open
     // server connection. Beyond max_half_open the oldest are evicted.
@@ -960,25 +1005,10 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     scfg.accept_connections = true;
     scfg.max_half_open = 4;
     Endpoint server(scfg);
-    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(server.local_port());
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    SilentClient flood(server.local_port());  // open while the test runs: no ICMP errors end the handshakes
     constexpr int kFlood = 12;
-    std::vector<std::uint8_t> buf(kMaxDatagramSize);
-    for (int i = 0; i < kFlood; ++i) {
-        ConnectionConfig c = tls_connection_config();
-        c.seed = 1000 + static_cast<std::uint64_t>(i);  // distinct connection IDs
-        const auto conn = Connection::connect(c, Instant{});
-        const std::size_t n = conn->poll_datagram(buf, Instant{});
-        REQUIRE(n >= kMinDatagramSize);
-        REQUIRE(sendto(fd, buf.data(), n, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(n));
-    }
+    for (int i = 0; i < kFlood; ++i) flood.send_initial(1000 + static_cast<std::uint64_t>(i));
     server.run_until([&] { return server.stats().datagrams_received >= kFlood; }, 5s);
-    // fd stays open (and silent): closed, its port would answer the server
-    // with ICMP errors, which end those handshakes before the cap does.
     CHECK(server.stats().datagrams_received >= kFlood);
     CHECK(server.connection_count() <= 4);
     CHECK(server.stats().half_open_evicted == static_cast<std::uint64_t>(kFlood - 4));
@@ -986,6 +1016,7 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     EndpointConfig ccfg = tls_endpoint_config();
     ccfg.bind_address = "127.0.0.1";
     Endpoint client(ccfg);
+    spdlog::set_level(spdlog::level::debug);
     const auto h = client.connect("127.0.0.1", server.local_port());
     const bool up = client.run_until(
         [&] {
@@ -998,7 +1029,72 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     server.run_until([&] { return server.next_accepted().has_value(); }, 2s);
     CHECK(server.stats().half_open_evicted == static_cast<std::uint64_t>(kFlood - 3));  // one more made room for the real client
     CHECK(server.connection_count() <= 4);
-    close(fd);
+}
+
+TEST_CASE("endpoint: with retry=always each client goes through one Retry and its transfer is byte-exact (RFC 9000 8.1.2)") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    EndpointConfig scfg = cfg;
+    scfg.retry = RetryPolicy::always;
+    SinkServer server(scfg);
+    Endpoint client(cfg);
+    const std::uint64_t bytes = 4u << 20;
+    auto run = run_clients(client, server, "127.0.0.1", 3, bytes, cfg.connection, 30s);
+    check_byte_exact(run, server, bytes);
+    for (const Flow& f : run.flows) {
+        const Connection* c = client.find(f.h);
+        REQUIRE(c);
+        CHECK(c->handshake_summary().retry);
+        CHECK(c->handshake_summary().peer.retry_source_connection_id.size() == 8);
+    }
+}
+
+TEST_CASE("endpoint: under load a spoofed Initial gets a small Retry and no state, and a real client gets in through it") {
+    // Initials from a socket that never answers fill the handshakes up to
+    // retry_threshold; beyond it each gets a Retry, which the "client" never
+    // returns: no connection, nothing more sent.
+    EndpointConfig scfg = tls_endpoint_config();
+    scfg.bind_address = "127.0.0.1";
+    scfg.accept_connections = true;
+    scfg.retry_threshold = 2;
+    Endpoint server(scfg);
+    SilentClient flood(server.local_port());
+    constexpr int kFlood = 6;
+    std::size_t flood_bytes = 0;
+    for (int i = 0; i < kFlood; ++i) flood_bytes += flood.send_initial(2000 + static_cast<std::uint64_t>(i));
+    server.run_until([&] { return server.stats().datagrams_received >= kFlood; }, 5s);
+    CHECK(server.connection_count() == 2);
+    CHECK(server.stats().retries_sent == kFlood - 2);
+    std::size_t retries = 0, retry_bytes = 0;
+    server.run_until([] { return false; }, 100ms);
+    for (const auto& d : flood.received()) {
+        wire::quic::PacketView v;
+        if (wire::quic::parse_packet_header(d, 8, v) == wire::quic::HeaderError::none &&
+            v.kind == wire::quic::PacketKind::retry) {
+            ++retries;
+            retry_bytes += d.size();
+        }
+    }
+    CHECK(retries == kFlood - 2);
+    CHECK(retry_bytes < flood_bytes / 4);
+
+    EndpointConfig ccfg = tls_endpoint_config();
+    ccfg.bind_address = "127.0.0.1";
+    Endpoint client(ccfg);
+    const auto h = client.connect("127.0.0.1", server.local_port());
+    // Both endpoints on this thread, each in turn for at most 1 ms.
+    bool up = false;
+    for (const Instant end = steady_now() + 5s; !up && steady_now() < end;) {
+        server.run_once(steady_now() + 1ms);
+        client.run_once(steady_now() + 1ms);
+        const Connection* c = client.find(h);
+        up = c && c->is_established();
+    }
+    REQUIRE(up);
+    CHECK(client.find(h)->handshake_summary().retry);
+    CHECK(server.stats().retries_sent == kFlood - 1);
+    CHECK(server.stats().invalid_tokens == 0);
 }
 
 namespace {
@@ -1148,28 +1244,18 @@ TEST_CASE("endpoint: a spoofed Initial from a port that never answers gets at mo
     scfg.accept_connections = true;
     scfg.connection.handshake_timeout = 2s;  // how long the server keeps trying
     Endpoint server(scfg);
-    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(server.local_port());
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    std::vector<std::uint8_t> buf(kMaxDatagramSize);
-    const auto conn = Connection::connect(tls_connection_config(), Instant{});
-    const std::size_t sent = conn->poll_datagram(buf, Instant{});
-    REQUIRE(sent >= kMinDatagramSize);
-    REQUIRE(sendto(fd, buf.data(), sent, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(sent));
+    SilentClient spoofed(server.local_port());
+    const std::size_t sent = spoofed.send_initial(1);
     // The server answers and retries until its handshake timeout ends the
     // connection; the "client" never says another word.
     REQUIRE(server.run_until([&] { return server.stats().datagrams_received >= 1; }, 2s));
     REQUIRE(server.connection_count() == 1);
     CHECK(server.run_until([&] { return server.connection_count() == 0; }, 5s));
     std::size_t received = 0, datagrams = 0;
-    for (ssize_t n; (n = recv(fd, buf.data(), buf.size(), 0)) > 0;) {
-        received += static_cast<std::size_t>(n);
+    for (const auto& d : spoofed.received()) {
+        received += d.size();
         ++datagrams;
     }
-    close(fd);
     MESSAGE("spoofed Initial: ", sent, " bytes sent, ", received, " bytes in ", datagrams, " datagrams back");
     CHECK(datagrams >= 1);  // it did answer (its first flight)
     CHECK(received <= 3 * sent);

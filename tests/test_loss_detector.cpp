@@ -700,6 +700,32 @@ TEST_CASE("LossDetector: discard_space removes its bytes in flight and resets pt
     CHECK(ld.discard_space(PacketSpace::initial) == 0);  // idempotent
 }
 
+TEST_CASE("LossDetector: restart_space hands back the outstanding packets and keeps the space and its numbers (RFC 9002 6.3)") {
+    LossDetector ld({.max_ack_delay = 25ms});
+    for (std::uint64_t pn = 0; pn < 5; ++pn) ld.on_packet_sent(packet(pn, t0 + pn * 1ms), PacketSpace::initial);
+    ld.on_packet_sent(packet(0, t0 + 10ms));
+    auto out = ld.on_ack_received(ack({{4, 4}}), t0 + 100ms, false, PacketSpace::initial);
+    REQUIRE(pns(out.lost) == Pns{0, 1});  // 0 and 1 lost, 2 and 3 outstanding
+    REQUIRE(ld.on_timeout(ld.timer()).lost.size() == 1);  // 2 by time threshold
+    REQUIRE(ld.bytes_in_flight() == 2 * 1200);
+    const auto back = ld.restart_space(PacketSpace::initial);
+    CHECK(pns(back) == Pns{3});  // neither acknowledged nor declared lost
+    CHECK(ld.bytes_in_flight() == 1200);  // the application packet
+    CHECK(ld.pto_count() == 0);
+    CHECK_FALSE(ld.discarded(PacketSpace::initial));
+    CHECK(ld.outstanding(PacketSpace::initial) == 0);
+    CHECK(ld.ack_eliciting_in_flight(PacketSpace::initial) == 0);
+    CHECK(ld.next_packet_number(PacketSpace::initial) == 5);  // RFC 9000 §17.2.5.3
+    ld.on_packet_sent(packet(5, t0 + 200ms), PacketSpace::initial);
+    out = ld.on_ack_received(ack({{5, 5}}), t0 + 250ms, false, PacketSpace::initial);
+    CHECK(pns(out.acked) == Pns{5});
+    CHECK(out.lost.empty());
+    // An ACK of a packet from before the restart is valid but acknowledges nothing.
+    out = ld.on_ack_received(ack({{3, 3}}), t0 + 260ms, false, PacketSpace::initial);
+    CHECK_FALSE(out.invalid);
+    CHECK(out.acked.empty());
+}
+
 TEST_CASE("LossDetector: an ACK for a discarded space is ignored") {
     LossDetector ld({});
     ld.on_packet_sent(packet(0, t0), PacketSpace::handshake);

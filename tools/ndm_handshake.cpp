@@ -87,6 +87,7 @@ struct Options {
     bool no_gso = false;
     std::vector<std::string> alpn{"ndm"};
     std::uint64_t max_streams_uni = 100;
+    std::string retry = "auto";  // listen only
 };
 
 // One connection's report: the handshake's outcome, then how it closed.
@@ -108,6 +109,7 @@ struct Report {
                 j["version"] = fmt::format("{:#010x}", summary.version);
                 j["alpn"] = summary.alpn;
                 j["cipher_suite"] = summary.cipher_suite;
+                j["retry"] = summary.retry;
                 j["peer_transport_parameters"] = params_json(summary.peer);
             }
             j["peer_streams"] = {{"opened", peer_streams}, {"bytes", peer_stream_bytes}};
@@ -120,7 +122,8 @@ struct Report {
         if (established) {
             std::cout << fmt::format("ndm-handshake: QUIC v1 handshake with {} complete", peer)
                       << (handshake_ms ? fmt::format(" in {:.1f} ms", *handshake_ms) : "") << '\n'
-                      << fmt::format("  alpn           {}\n  cipher suite   {}\n", summary.alpn, summary.cipher_suite)
+                      << fmt::format("  alpn           {}\n  cipher suite   {}\n  retry          {}\n", summary.alpn,
+                                     summary.cipher_suite, summary.retry ? "yes (address validated by a Retry)" : "no")
                       << "  peer transport parameters:\n";
             const json params = params_json(summary.peer);
             for (const auto& [k, v] : params.items())
@@ -212,9 +215,10 @@ int run_server(const Options& o, const std::string& bind, std::uint16_t port, co
     cfg.bind_address = bind;
     cfg.port = port;
     cfg.accept_connections = true;
+    cfg.retry = parse_retry_policy(o.retry);
     Endpoint ep(cfg);
-    std::cerr << fmt::format("ndm-handshake: listening on {} (UDP), ALPN {}\n", ep.local_address(),
-                             fmt::format("{}", fmt::join(o.alpn, ",")));
+    std::cerr << fmt::format("ndm-handshake: listening on {} (UDP), ALPN {}, Retry {}\n", ep.local_address(),
+                             fmt::format("{}", fmt::join(o.alpn, ",")), o.retry);
     if (!tls.self_signed_note.empty()) std::cerr << tls.self_signed_note << '\n';
     int served = 0, failures = 0;
     std::set<ConnectionHandle> established;
@@ -307,6 +311,7 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     tools::ServerTlsFlags server_flags;
     tools::add_server_tls_flags(*listen, server_flags);
+    tools::add_retry_option(*listen, o.retry);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -418,6 +418,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_server_tls_flags(app, tls_flags);
     bool no_gso = false;
     ndm::tools::add_no_gso_flag(app, no_gso);
+    std::string retry = "auto";
+    ndm::tools::add_retry_option(app, retry);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -437,6 +439,7 @@ int main(int argc, char** argv) {
         const ndm::tools::ServerTls tls = ndm::tools::server_tls(tls_flags, bind);
         cfg.connection.tls = tls.options;
         cfg.gso = cfg.gro = !no_gso;
+        cfg.retry = parse_retry_policy(retry);
         Endpoint ep(cfg);
 
         std::signal(SIGINT, on_signal);
@@ -473,6 +476,11 @@ int main(int argc, char** argv) {
                 if (Connection* c = ep.connection(f.h)) c->close(0, "the server was interrupted", steady_now());
             ep.run_until([&] { return ep.connection_count() == 0; }, std::chrono::milliseconds(300));
         }
+        // What a flood of Initials cost, if there was one (RFC 9000 §8.1).
+        if (const EndpointStats st = ep.stats(); st.retries_sent + st.invalid_tokens + st.half_open_evicted > 0)
+            std::cerr << fmt::format("ndm-recv: address validation: {} Retries sent, {} invalid tokens dropped, {} "
+                                     "half-open handshakes evicted\n",
+                                     st.retries_sent, st.invalid_tokens, st.half_open_evicted);
         return 0;
     } catch (const std::exception& e) {
         std::cerr << "ndm-recv: " << e.what() << '\n';

@@ -239,8 +239,14 @@ struct TransportParameters {
 };
 
 // What the handshake settled (RFC 9001 §4, §8.1), valid once established.
+// What a server learned from a valid Retry token (RFC 9000 §8.1.2).
+struct RetryValidation {
+    std::vector<std::uint8_t> original_dcid;  // the DCID of the client's first Initial, before the Retry
+};
+
 struct HandshakeSummary {
     std::uint32_t version = kProtocolVersion;
+    bool retry = false;        // the handshake went through a Retry (RFC 9000 §8.1.2)
     std::string alpn;          // "h3", "ndm"
     std::string cipher_suite;  // "TLS_AES_128_GCM_SHA256"
     TransportParameters peer;
@@ -267,6 +273,14 @@ public:
     // version_negotiation_error, so the client learns why.
     static std::unique_ptr<Connection> accept(const ConnectionConfig& config,
                                               std::span<const std::uint8_t> datagram, Instant now);
+    // The same for an Initial that carried a Retry token the server issued
+    // and has validated (RFC 9000 §8.1.2): the client's address counts as
+    // validated (no amplification limit), and the server's parameters name
+    // the client's first DCID and the Retry's SCID, the DCID of `datagram`
+    // (§7.3), as the client will check.
+    static std::unique_ptr<Connection> accept(const ConnectionConfig& config,
+                                              std::span<const std::uint8_t> datagram, Instant now,
+                                              const RetryValidation& retry);
 
     ~Connection();
     Connection(const Connection&) = delete;

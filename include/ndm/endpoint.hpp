@@ -51,6 +51,18 @@ enum class IoBackend {
 IoBackend parse_io_backend(const std::string& name);
 const char* to_string(IoBackend b);
 
+// Server side: when a client's Initial is answered with a Retry (RFC 9000
+// §8.1.2) instead of a connection.
+enum class RetryPolicy {
+    never,
+    under_load,  // once EndpointConfig::retry_threshold handshakes are in progress
+    always,
+};
+// "auto" (under_load) | "always" | "never" (the tools' --retry option);
+// throws std::invalid_argument.
+RetryPolicy parse_retry_policy(const std::string& name);
+const char* to_string(RetryPolicy p);
+
 // Local-only close codes the Endpoint uses (never sent on the wire as such).
 inline constexpr std::uint64_t kClosePeerUnreachable = 0x102;  // ICMP error / no route
 
@@ -70,8 +82,22 @@ struct EndpointConfig {
     // without bound. At the cap a new Initial evicts the oldest half-open
     // connection (silently, as a SYN cache does), so a client whose handshake
     // completes within the time the flood takes to fill the cap still gets
-    // in. (Address validation with Retry, RFC 9000 §8.1.2, is the next step.)
+    // in. Retry (below) keeps spoofed Initials from getting this far.
     std::size_t max_half_open = 1024;
+    // Server side: address validation with Retry (RFC 9000 §8.1.2). A Retry
+    // costs the client one round trip and the server no state: the client's
+    // next Initial returns its token (bound to the client's address and
+    // port, valid 10 s), which proves the address before the server spends
+    // a TLS handshake on it or sends it more than 3x what it received. So a
+    // flood of Initials from spoofed addresses costs a Retry each, not a
+    // handshake. under_load answers with Retry once retry_threshold
+    // handshakes are in progress or have begun within the last second;
+    // always, every Initial without a valid token. An Initial whose Retry token does not validate (forged,
+    // expired, another address or port) is dropped: a client that took a
+    // Retry would not take a second one (§17.2.5.2). A token of another
+    // kind (another server's NEW_TOKEN) counts as none (§8.1.3).
+    RetryPolicy retry = RetryPolicy::under_load;
+    std::size_t retry_threshold = 128;
     // Server side: the secret stateless reset tokens derive from (RFC 9000
     // §10.3.2: HMAC-SHA256 of the connection ID). A server that restarts with
     // the same secret (or every server behind one address) answers packets of
@@ -114,6 +140,8 @@ struct EndpointStats {
     std::uint64_t icmp_errors = 0;
     std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open
     std::uint64_t stateless_resets_sent = 0;  // RFC 9000 §10.3: answers to datagrams for unknown IDs
+    std::uint64_t retries_sent = 0;           // RFC 9000 §8.1.2
+    std::uint64_t invalid_tokens = 0;         // Initials dropped for a token that did not validate
 };
 
 class Endpoint {

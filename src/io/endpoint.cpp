@@ -20,6 +20,7 @@
 #include "crypto/random.hpp"
 #include "io/backend.hpp"
 #include "io/probe.hpp"
+#include "io/retry_gate.hpp"
 #include "io/stateless_reset_responder.hpp"
 #include "io/transmit_batch.hpp"
 #include "util/rng.hpp"
@@ -31,6 +32,22 @@ IoBackend parse_io_backend(const std::string& name) {
     if (name == "uring" || name == "io_uring") return IoBackend::uring;
     if (name == "epoll") return IoBackend::epoll;
     throw std::invalid_argument(fmt::format("unknown I/O backend '{}' (expected auto, uring or epoll)", name));
+}
+
+RetryPolicy parse_retry_policy(const std::string& name) {
+    if (name == "auto") return RetryPolicy::under_load;
+    if (name == "always") return RetryPolicy::always;
+    if (name == "never") return RetryPolicy::never;
+    throw std::invalid_argument(fmt::format("unknown Retry policy '{}' (expected auto, always or never)", name));
+}
+
+const char* to_string(RetryPolicy p) {
+    switch (p) {
+        case RetryPolicy::never: return "never";
+        case RetryPolicy::under_load: return "auto";
+        case RetryPolicy::always: return "always";
+    }
+    return "?";
 }
 
 const char* to_string(IoBackend b) {
@@ -126,10 +143,15 @@ struct Endpoint::Impl final : io::RxHandler {
     // RFC 9000 §10.3: the tokens of the IDs accepted connections issue, and the
     // resets for datagrams to IDs no connection has (a server endpoint's).
     std::shared_ptr<io::StatelessResetResponder> resets;
-    std::vector<std::pair<io::Address, std::vector<std::uint8_t>>> resets_to_send;
+    // Stateless answers (resets, Retries) waiting for the next service pass.
+    std::vector<std::pair<io::Address, std::vector<std::uint8_t>>> stateless_to_send;
+    std::optional<io::RetryGate> retry_gate;  // a server endpoint's (RFC 9000 §8.1.2)
 
     explicit Impl(EndpointConfig c) : cfg(std::move(c)) {
-        if (cfg.accept_connections) resets = std::make_shared<io::StatelessResetResponder>(cfg.stateless_reset_key);
+        if (cfg.accept_connections) {
+            resets = std::make_shared<io::StatelessResetResponder>(cfg.stateless_reset_key);
+            retry_gate.emplace(cfg.retry, cfg.retry_threshold);
+        }
         if (!cfg.qlog_dir.empty()) {
             try {
                 qlog = qlog::file_observer(cfg.qlog_dir);
@@ -325,11 +347,8 @@ struct Endpoint::Impl final : io::RxHandler {
             ++st.unroutable;
             return;
         }
-        auto conn = Connection::accept(with_seed(cfg.connection), data, now);
-        if (!conn) {
-            ++st.unroutable;
-            return;
-        }
+        auto conn = admit(data, from, now);
+        if (!conn) return;
         make_half_open_room(now);
         Record& r = add(std::move(conn), from, cfg.connection.max_datagram_size);
         if (r.conn->state() == ConnectionState::handshaking) {
@@ -341,6 +360,39 @@ struct Endpoint::Impl final : io::RxHandler {
         // Retransmitted Initials still carry the client's original DCID.
         add_route(r, hp.dcid);
         spdlog::debug("ndm: accepted a connection from {}", from.to_string());
+    }
+
+    // A client's first datagram to this server: a connection, or a Retry
+    // (RFC 9000 §8.1.2) and nullptr, or nullptr when it is dropped.
+    std::unique_ptr<Connection> admit(std::span<const std::uint8_t> data, const io::Address& from, Instant now) {
+        wire::quic::PacketView first;
+        const bool initial =
+            wire::quic::parse_packet_header(data, wire::kShortCidLength, first) == wire::quic::HeaderError::none &&
+            first.kind == wire::quic::PacketKind::initial && data.size() >= kMinDatagramSize;
+        using Token = io::RetryGate::TokenCheck::Kind;
+        const auto token = initial ? retry_gate->check_token(first, from, now) : io::RetryGate::TokenCheck{};
+        std::unique_ptr<Connection> conn;
+        if (token.kind == Token::invalid) {
+            ++st.invalid_tokens;
+            return nullptr;
+        }
+        if (token.kind == Token::valid) {
+            conn = Connection::accept(with_seed(cfg.connection), data, now, token.retry);
+        } else if (initial && retry_gate->wants_retry(half_open_count, now)) {
+            std::vector<std::uint8_t> retry(io::RetryGate::kMaxRetrySize);
+            retry.resize(retry_gate->write_retry(retry, first, from, now));
+            if (!retry.empty()) {
+                stateless_to_send.emplace_back(from, std::move(retry));
+                ++st.retries_sent;
+                service_needed = true;
+            }
+            return nullptr;
+        } else {
+            conn = Connection::accept(with_seed(cfg.connection), data, now);  // also other versions (VN)
+        }
+        if (!conn) ++st.unroutable;
+        else if (initial) retry_gate->on_handshake_started(now);
+        return conn;
     }
 
     // RFC 9000 §10.3: a short-header datagram no ID routes may be a peer's
@@ -362,7 +414,7 @@ struct Endpoint::Impl final : io::RxHandler {
         const std::size_t n = resets->answer(data, kShortHeaderCidLength, now, reset);
         if (n == 0) return false;
         reset.resize(n);
-        resets_to_send.emplace_back(from, std::move(reset));
+        stateless_to_send.emplace_back(from, std::move(reset));
         ++st.stateless_resets_sent;
         service_needed = true;
         return false;
@@ -480,9 +532,9 @@ struct Endpoint::Impl final : io::RxHandler {
     void service(Instant now) {
         service_needed = false;
         tx_blocked = !batch->flush_stash();
-        for (const auto& [to, d] : resets_to_send)
+        for (const auto& [to, d] : stateless_to_send)
             if (!batch->send_or_stash(to, d)) tx_blocked = true;
-        resets_to_send.clear();
+        stateless_to_send.clear();
         run_links(now);
         for (auto& [h, r] : conns) {
             if (r->conn->next_timeout() <= now) {

@@ -149,6 +149,7 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
 void Connection::Impl::encode_local_params(const ParamsEdit& edit) {
     local_params.initial_source_connection_id = local_cid;
     if (!client) local_params.original_destination_connection_id = original_dcid;
+    if (!client) local_params.retry_source_connection_id = retry_scid;
     if (!client && cfg.stateless_reset_token) local_params.stateless_reset_token = cfg.stateless_reset_token(local_cid.span());
     if (edit) edit(local_params);
     encoded_params.resize(128 + wire::kMaxApplicationParams);
@@ -203,6 +204,7 @@ std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& co
                                                       const ParamsEdit& edit) {
     auto impl = std::make_unique<Impl>(config, true, now);
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
+    impl->initial_dcid = impl->original_dcid;
     impl->set_initial_peer_cid(impl->original_dcid);  // until the server's first packet names its own
     impl->encode_local_params(edit);
     impl->install_initial_keys();
@@ -217,9 +219,15 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
     return Impl::accept(config, datagram, now, nullptr);
 }
 
+std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
+                                               std::span<const std::uint8_t> datagram, Instant now,
+                                               const RetryValidation& retry) {
+    return Impl::accept(config, datagram, now, nullptr, &retry);
+}
+
 std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& config,
                                                      std::span<const std::uint8_t> datagram, Instant now,
-                                                     const ParamsEdit& edit) {
+                                                     const ParamsEdit& edit, const RetryValidation* retry) {
     wire::quic::PacketView first;
     if (wire::quic::parse_packet_header(datagram, wire::kShortCidLength, first) != wire::quic::HeaderError::none)
         return nullptr;
@@ -232,16 +240,20 @@ std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& con
     // RFC 9000 §7.2: the client's first DCID is at least 8 bytes; ndm's IDs
     // are 8, and the other version's may be up to 255 (RFC 8999 §5.1).
     if (first.dcid.size() > wire::kMaxCidLength || first.scid.size() > wire::kMaxCidLength) return nullptr;
+    if (retry && (other_version || retry->original_dcid.size() > wire::kMaxCidLength)) return nullptr;
     // Mix the client's CID into our seed so that every accepted connection
     // gets distinct IDs even with one server config.
     ConnectionConfig cfg = config;
     for (auto b : first.dcid) cfg.seed = cfg.seed * 131 + b;
     auto impl = std::make_unique<Impl>(cfg, false, now);
-    impl->original_dcid = wire::ConnectionId::from(first.dcid);
+    impl->initial_dcid = wire::ConnectionId::from(first.dcid);
+    impl->original_dcid = retry ? wire::ConnectionId::from(retry->original_dcid) : impl->initial_dcid;
+    if (retry) impl->retry_scid = impl->initial_dcid;
     impl->set_initial_peer_cid(wire::ConnectionId::from(first.scid));
     impl->encode_local_params(edit);
     impl->attach_observer(config.observer, now);
-    impl->address_validated = false;
+    // RFC 9000 §8.1: a returned Retry token proves the address (§8.1.2).
+    impl->address_validated = retry != nullptr;
     if (other_version) {
         impl->offered_version = first.version;
         impl->send_version_negotiation = true;
@@ -306,7 +318,11 @@ bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t da
         on_version_negotiation(v);
         return false;
     }
-    // 0-RTT is never accepted, Retry not yet used, other versions not spoken.
+    if (v.kind == PacketKind::retry) {
+        on_retry(v, now);
+        return false;  // a Retry has no Length: it is the rest of the datagram
+    }
+    // 0-RTT is never accepted, other versions not spoken.
     if (v.kind != PacketKind::initial && v.kind != PacketKind::handshake && v.kind != PacketKind::one_rtt) {
         ++st.packets_dropped;
         return true;
@@ -314,7 +330,7 @@ bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t da
     const PacketSpace space = space_of(v.kind);
     const wire::PacketType type = type_of(space);
     const bool cid_ok = std::ranges::equal(v.dcid, local_cid.span()) ||
-                        (!client && v.kind == PacketKind::initial && std::ranges::equal(v.dcid, original_dcid.span()));
+                        (!client && v.kind == PacketKind::initial && std::ranges::equal(v.dcid, initial_dcid.span()));
     // RFC 9001 §4.9: packets of a discarded space are dropped, and so are
     // those of a space whose keys this side does not have yet (§4.1.4); §5.7:
     // a server processes no 1-RTT packet before its handshake completes (one
@@ -400,6 +416,33 @@ bool Connection::Impl::on_open_error(wire::quic::OpenError err, Instant now) {
         return false;
     }
     return true;
+}
+
+// RFC 9000 §17.2.5.2: a client accepts one Retry, before it has read any
+// packet of the server's, and only with a tag that proves the sender saw its
+// first Initial (RFC 9001 §5.8). It then starts over towards the Retry's
+// Source Connection ID, with Initial keys from that ID (RFC 9001 §5.2) and
+// the token in every Initial; packet numbers continue (§17.2.5.3).
+void Connection::Impl::on_retry(const wire::quic::PacketView& v, Instant now) {
+    if (!client || state != ConnectionState::handshaking || retry_scid || acks_of(PacketSpace::initial).has_received() ||
+        !std::ranges::equal(v.dcid, local_cid.span()) ||
+        wire::quic::verify_retry(v, original_dcid.span()) != wire::quic::HeaderError::none) {
+        ++st.packets_dropped;
+        return;
+    }
+    retry_scid = wire::ConnectionId::from(v.scid);
+    retry_token.assign(v.token.begin(), v.token.end());
+    initial_dcid = *retry_scid;
+    set_initial_peer_cid(initial_dcid);
+    install_initial_keys();
+    // RFC 9002 §6.3: the Retry acknowledges nothing; recovery and congestion
+    // control start over, and the ClientHello is sent again.
+    for (const SentPacket& p : loss.restart_space(PacketSpace::initial))
+        for (const auto& sf : p.frames)
+            if (auto* c = std::get_if<sent::Crypto>(&sf)) crypto_of(PacketSpace::initial).on_lost(*c);
+    probes_pending = 0;
+    make_controller(mds, now);
+    spdlog::debug("ndm: client took a Retry with a {}-byte token", retry_token.size());
 }
 
 void Connection::Impl::on_version_negotiation(const wire::quic::PacketView& vn) {
@@ -572,7 +615,7 @@ void Connection::Impl::drive_tls(Instant now) {
 // Keys (RFC 9001 §5)
 
 void Connection::Impl::install_initial_keys() {
-    initial.emplace(crypto::initial_keys(original_dcid.span(), !client));
+    initial.emplace(crypto::initial_keys(initial_dcid.span(), !client));
 }
 
 // A secret TLS made becomes the packet keys of its space (§5.1); the 1-RTT
@@ -659,8 +702,17 @@ bool Connection::Impl::check_peer_cids(Instant now) {
     // client takes it from each of the server's long-header packets before
     // their frames are processed).
     if (!check(peer_params.initial_source_connection_id, peer_cid, "initial_source_connection_id")) return false;
-    return !client || check(peer_params.original_destination_connection_id, original_dcid,
-                            "original_destination_connection_id");
+    if (!client) return true;
+    if (!check(peer_params.original_destination_connection_id, original_dcid, "original_destination_connection_id"))
+        return false;
+    // After a Retry the server names the Retry's Source Connection ID; without one it must not.
+    if (retry_scid) return check(peer_params.retry_source_connection_id, *retry_scid, "retry_source_connection_id");
+    if (peer_params.retry_source_connection_id) {
+        close_with_error(CloseCode::transport_parameter_error,
+                         "peer sent retry_source_connection_id though it sent no Retry", now);
+        return false;
+    }
+    return true;
 }
 
 void Connection::Impl::set_established(Instant now) {
@@ -1148,6 +1200,7 @@ wire::quic::PacketBuilder Connection::Impl::builder(std::span<std::uint8_t> data
     h.type = space == PacketSpace::initial ? wire::quic::LongType::initial : wire::quic::LongType::handshake;
     h.dcid = peer_cid;
     h.scid = local_cid;
+    if (space == PacketSpace::initial) h.token = retry_token;  // RFC 9000 §17.2.2 (a client's, after a Retry)
     h.packet_number = pn;
     h.pn_length = pn_len;
     // Long-header packets stay small (the handshake); 4 Length bytes if not.
@@ -1390,6 +1443,7 @@ std::span<const std::uint8_t> Connection::peer_application_params() const {
 HandshakeSummary Connection::handshake_summary() const {
     HandshakeSummary h;
     if (!impl_->tls) return h;
+    h.retry = impl_->retry_scid.has_value();
     h.alpn = impl_->tls->alpn();
     if (const auto suite = impl_->tls->suite()) h.cipher_suite = std::string(crypto::to_string(*suite));
     if (impl_->have_peer_params) h.peer = wire::to_public(impl_->peer_params);

@@ -48,7 +48,8 @@ struct Connection::Impl {
     using ParamsEdit = std::function<void(wire::TransportParams&)>;
     static std::unique_ptr<Connection> connect(const ConnectionConfig& config, Instant now, const ParamsEdit& edit);
     static std::unique_ptr<Connection> accept(const ConnectionConfig& config, std::span<const std::uint8_t> datagram,
-                                              Instant now, const ParamsEdit& edit);
+                                              Instant now, const ParamsEdit& edit,
+                                              const RetryValidation* retry = nullptr);
     // Tests and the tools' hostile-peer probe play this side's peer or
     // forge this side's packets through these (a nested class may reach impl_).
     static Impl& of(Connection& c) { return *c.impl_; }
@@ -65,6 +66,15 @@ struct Connection::Impl {
     ConnectionState state = ConnectionState::handshaking;
     std::uint64_t rng;
     wire::ConnectionId local_cid, peer_cid, original_dcid;
+    // The Destination Connection ID of the client's Initial packets, from
+    // which the Initial keys derive (RFC 9001 §5.2): original_dcid, or after
+    // a Retry the Source Connection ID the Retry chose (RFC 9000 §17.2.5.2).
+    wire::ConnectionId initial_dcid;
+    // RFC 9000 §8.1.2, §17.2.5: a client keeps the token of the one Retry it
+    // accepts for every later Initial, and both sides the Retry's Source
+    // Connection ID, which the server's retry_source_connection_id states (§7.3).
+    std::vector<std::uint8_t> retry_token;
+    std::optional<wire::ConnectionId> retry_scid;
     wire::TransportParams local_params, peer_params;
     bool have_peer_params = false;
     std::vector<std::uint8_t> encoded_params;  // local_params as the TLS extension carries them
@@ -200,6 +210,7 @@ struct Connection::Impl {
     void on_peer_params(std::span<const std::uint8_t> data, Instant now);
     bool check_peer_cids(Instant now);
     void on_version_negotiation(const wire::quic::PacketView& vn);
+    void on_retry(const wire::quic::PacketView& retry, Instant now);
     void set_established(Instant now);
 
     // ---- closing

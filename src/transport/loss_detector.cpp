@@ -384,13 +384,27 @@ TimeoutOutcome LossDetector::on_timeout(Instant now) {
 
 std::uint64_t LossDetector::discard_space(PacketSpace space_id) {
     Space& sp = space(space_id);
-    // RFC 9002 §A.11: in-flight packets leave bytes_in_flight (lost ones
-    // already did); no congestion event.
+    const std::uint64_t removed = remove_space_from_flight(sp, nullptr);
+    sp.discarded = true;
+    return removed;
+}
+
+std::vector<SentPacket> LossDetector::restart_space(PacketSpace space_id) {
+    std::vector<SentPacket> outstanding;
+    remove_space_from_flight(space(space_id), &outstanding);
+    return outstanding;
+}
+
+// RFC 9002 §A.11: in-flight packets leave bytes_in_flight (lost ones already
+// did) without a congestion event, the space's timers are cleared and
+// pto_count is reset. The outstanding packets go to `outstanding` if given.
+std::uint64_t LossDetector::remove_space_from_flight(Space& sp, std::vector<SentPacket>* outstanding) {
     std::uint64_t removed = 0;
     for (std::size_t i = 0; i < sp.sent.size(); ++i) {
-        const Slot& s = sp.sent[i];
+        Slot& s = sp.sent[i];
         if (s.state == State::outstanding && s.p.in_flight) removed += s.p.bytes;
         if (s.event != 0 && s.event == current_event_) current_event_ = 0;  // can no longer be undone
+        if (s.state == State::outstanding && outstanding) outstanding->push_back(std::move(s.p));
     }
     for (const auto& [pn, s] : sp.lost) {
         if (s.event != 0 && s.event == current_event_) current_event_ = 0;
@@ -399,7 +413,6 @@ std::uint64_t LossDetector::discard_space(PacketSpace space_id) {
     bytes_in_flight_ -= removed;
     forget_packets(sp);
     sp.last_ack_eliciting_time = Instant{};
-    sp.discarded = true;
     pto_count_ = 0;
     return removed;
 }

@@ -132,6 +132,12 @@ public:
     // Returns the bytes removed from bytes_in_flight. Idempotent.
     std::uint64_t discard_space(PacketSpace s);
     [[nodiscard]] bool discarded(PacketSpace s) const { return space(s).discarded; }
+    // RFC 9002 §6.3: a Retry restarts the handshake. Space s's packets leave
+    // bytes_in_flight and its timers as discard_space() does, but the space
+    // stays in use and keeps its packet numbers (RFC 9000 §17.2.5.3). Returns
+    // the packets that were outstanding (neither acknowledged nor declared
+    // lost), whose frames the caller sends again; none is reported lost.
+    std::vector<SentPacket> restart_space(PacketSpace s);
 
     // Connection state the timer depends on (RFC 9002 §A.8). The defaults
     // (confirmed, address validated) give a single application space today's
@@ -258,6 +264,7 @@ private:
                                                 std::uint64_t event) const;
     void late_ack(Space& sp, Slot& s, AckOutcome& out);
     void remove_from_flight(Space& sp, const SentPacket& p);
+    std::uint64_t remove_space_from_flight(Space& sp, std::vector<SentPacket>* outstanding);
     void cleanup(Space& sp, Instant now);
     void forget_old_losses(Space& sp, Instant now);
     // Forgets sp's packets and loss time (packet numbers keep increasing).

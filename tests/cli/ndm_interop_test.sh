@@ -8,6 +8,7 @@
 # peer's HTTP/3 control and QPACK streams arrive, and the connection closes
 # with H3_NO_ERROR, which the other side receives. Then what must fail fails
 # with a line that says why: no common ALPN, a certificate for another name.
+# Then Retry both ways (ngtcp2's -V, ndm's --retry always).
 set -uo pipefail
 hs="$1"
 check="$2"
@@ -21,6 +22,22 @@ gtlsserver=$(command -v gtlsserver || echo /usr/sbin/gtlsserver)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
   -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$out/key.pem" -out "$out/cert.pem" 2> /dev/null ||
   fail "openssl could not make a certificate"
+
+# gtlsclient against `ndm-handshake listen FLAGS...` on a free port: ndm's
+# report in $out/NAME.json, gtlsclient's log in $out/NAME_gtlsclient.log.
+gtlsclient_to_ndm() {
+  local name=$1
+  shift
+  port=$(free_port)
+  "$hs" -J --alpn h3 listen "$@" -B 127.0.0.1 -p "$port" --cert "$out/cert.pem" --key "$out/key.pem" \
+    > "$out/$name.json" 2> "$out/${name}_err.txt" &
+  srv_pid=$!
+  for _ in $(seq 50); do grep -q "listening" "$out/${name}_err.txt" 2>/dev/null && break; sleep 0.1; done
+  timeout 15 gtlsclient --timeout=10s 127.0.0.1 "$port" > "$out/${name}_gtlsclient.log" 2>&1 ||
+    fail "gtlsclient against ndm-handshake listen $*: exit $?"
+  wait "$srv_pid" || fail "ndm-handshake listen $*: exit $?"
+  srv_pid=""
+}
 
 # 1. ndm as client, gtlsserver as server; the certificate is verified (--ca).
 port=$(free_port)
@@ -66,29 +83,49 @@ grep -q "TLS alert bad_certificate: certificate for localhost, 127.0.0.1, expect
 kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; srv_pid=""
 
 # 3. gtlsclient as client, ndm as server, ChaCha20-Poly1305 only.
-port=$(free_port)
-"$hs" -J --alpn h3 listen --cipher chacha20 -B 127.0.0.1 -p "$port" --cert "$out/cert.pem" --key "$out/key.pem" \
-  > "$out/server.json" 2> "$out/server_err.txt" &
-srv_pid=$!
-for _ in $(seq 50); do grep -q "listening" "$out/server_err.txt" 2>/dev/null && break; sleep 0.1; done
-timeout 15 gtlsclient --timeout=10s 127.0.0.1 "$port" > "$out/gtlsclient.log" 2>&1 || fail "gtlsclient: exit $?"
-wait "$srv_pid" || fail "ndm-handshake listen: exit $?"
-srv_pid=""
+gtlsclient_to_ndm server --cipher chacha20
 [ "$("$check" get "$out/server.json" ok)" = true ] || fail "ndm server: not ok"
 [ "$("$check" get "$out/server.json" alpn)" = h3 ] || fail "ndm server: ALPN is not h3"
 [ "$("$check" get "$out/server.json" cipher_suite)" = TLS_CHACHA20_POLY1305_SHA256 ] || fail "ndm server: not ChaCha20"
 scid=$("$check" get "$out/server.json" peer_transport_parameters.initial_source_connection_id)
-grep -q "pkt tx .* scid=0x$scid .*type=Initial" "$out/gtlsclient.log" || fail "gtlsclient sent no Initial from the SCID ndm decoded ($scid)"
+grep -q "pkt tx .* scid=0x$scid .*type=Initial" "$out/server_gtlsclient.log" || fail "gtlsclient sent no Initial from the SCID ndm decoded ($scid)"
 [ "$("$check" get "$out/server.json" peer_streams.opened)" -ge 3 ] || fail "gtlsclient's HTTP/3 streams did not arrive"
-grep -q "QUIC handshake has completed" "$out/gtlsclient.log" || fail "gtlsclient: handshake not completed"
-grep -q "QUIC handshake has been confirmed" "$out/gtlsclient.log" || fail "gtlsclient: no HANDSHAKE_DONE"
-grep -q "cry remote transport_parameters initial_max_streams_uni=100$" "$out/gtlsclient.log" ||
+grep -q "QUIC handshake has completed" "$out/server_gtlsclient.log" || fail "gtlsclient: handshake not completed"
+grep -q "QUIC handshake has been confirmed" "$out/server_gtlsclient.log" || fail "gtlsclient: no HANDSHAKE_DONE"
+grep -q "cry remote transport_parameters initial_max_streams_uni=100$" "$out/server_gtlsclient.log" ||
   fail "gtlsclient did not decode ndm's transport parameters"
-grep -q "cry remote transport_parameters original_destination_connection_id=" "$out/gtlsclient.log" ||
+grep -q "cry remote transport_parameters original_destination_connection_id=" "$out/server_gtlsclient.log" ||
   fail "gtlsclient did not decode ndm's original_destination_connection_id"
-grep -q "frm rx .* 1RTT CONNECTION_CLOSE(0x1d) error_code=.*(0x100)" "$out/gtlsclient.log" ||
+grep -q "frm rx .* 1RTT CONNECTION_CLOSE(0x1d) error_code=.*(0x100)" "$out/server_gtlsclient.log" ||
   fail "gtlsclient received no H3_NO_ERROR close"
-# 4. The tool's own errors: a bad command line or file exits 2 with one line; nobody listening, 1.
+# 4. Retry (RFC 9000 §8.1.2) both ways: gtlsserver -V validates every
+# client's address with a Retry, which ndm takes; ndm-handshake listen
+# --retry always sends one, which gtlsclient takes. Each side's
+# retry_source_connection_id is the SCID of the Retry the other sent.
+port=$(free_port)
+timeout 20 "$gtlsserver" -V --timeout=10s 127.0.0.1 "$port" "$out/key.pem" "$out/cert.pem" > "$out/gtlsserver_retry.log" 2>&1 &
+srv_pid=$!
+for _ in $(seq 50); do ss -Hlun "sport = :$port" 2>/dev/null | grep -q . && break; sleep 0.1; done
+timeout 15 "$hs" -J --alpn h3 connect 127.0.0.1 "$port" --ca "$out/cert.pem" > "$out/client_retry.json" 2>&1 ||
+  fail "ndm-handshake connect to gtlsserver -V: exit $?"
+kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; srv_pid=""
+[ "$("$check" get "$out/client_retry.json" ok)" = true ] || fail "ndm client after gtlsserver's Retry: not ok"
+[ "$("$check" get "$out/client_retry.json" retry)" = true ] || fail "ndm client: the handshake went through no Retry"
+grep -q "Sending Retry packet" "$out/gtlsserver_retry.log" || fail "gtlsserver -V sent no Retry"
+rscid=$("$check" get "$out/client_retry.json" peer_transport_parameters.retry_source_connection_id)
+grep -q "pkt rx .* dcid=0x$rscid .*type=Initial" "$out/gtlsserver_retry.log" ||
+  fail "ndm's Initial after the Retry did not go to the Retry's SCID ($rscid)"
+
+gtlsclient_to_ndm server_retry --retry always
+[ "$("$check" get "$out/server_retry.json" ok)" = true ] || fail "ndm server with --retry always: not ok"
+[ "$("$check" get "$out/server_retry.json" retry)" = true ] || fail "ndm server: no Retry in the handshake"
+rscid=$(sed -n 's/.*pkt rx .* scid=0x\([0-9a-f]*\) .*type=Retry.*/\1/p' "$out/server_retry_gtlsclient.log" | head -1)
+[ -n "$rscid" ] || fail "gtlsclient received no Retry"
+grep -q "cry remote transport_parameters retry_source_connection_id=0x$rscid$" "$out/server_retry_gtlsclient.log" ||
+  fail "gtlsclient did not decode ndm's retry_source_connection_id ($rscid)"
+grep -q "QUIC handshake has completed" "$out/server_retry_gtlsclient.log" || fail "gtlsclient: no handshake after the Retry"
+
+# 5. The tool's own errors: a bad command line or file exits 2 with one line; nobody listening, 1.
 err=$("$hs" connect 127.0.0.1 "$port" --insecure --cipher rot13 2>&1); rc=$?
 [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && grep -q -- "--cipher: rot13" <<<"$err" ||
   fail "bad --cipher: exit $rc: $err"

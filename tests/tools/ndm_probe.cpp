@@ -35,6 +35,7 @@
 
 #include "common/printable.hpp"
 #include "crypto/packet_protection.hpp"
+#include "ipv4_endpoint.hpp"
 #include "ndm/connection.hpp"
 #include "quic_test_util.hpp"
 #include "transport/frame.hpp"
@@ -50,13 +51,10 @@ namespace {
 }
 
 sockaddr_in parse_addr(const std::string& s) {
-    const auto colon = s.rfind(':');
-    if (colon == std::string::npos) usage("address must be ADDR:PORT");
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(std::atoi(s.c_str() + colon + 1)));
-    if (inet_pton(AF_INET, s.substr(0, colon).c_str(), &a.sin_addr) != 1) usage("bad IPv4 address");
-    return a;
+    std::string error;
+    const auto a = test::parse_ipv4_endpoint(s, error);
+    if (!a) usage(error.c_str());
+    return *a;
 }
 
 wire::ConnectionId random_cid() {

@@ -109,6 +109,15 @@ void add_no_gso_flag(CLI::App& app, bool& no_gso) {
                  "shows every datagram on its own, which Wireshark needs to decode them (slower)");
 }
 
+void add_retry_option(CLI::App& app, std::string& retry) {
+    app.add_option("--retry", retry,
+                   "address validation with Retry (RFC 9000 8.1.2): auto = once 128 handshakes are in progress or began in the last second (a "
+                   "flood of spoofed Initials then costs one small Retry each, not a TLS handshake), always = "
+                   "every new client (one extra round trip), never")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+}
+
 tls::KeylogSink keylog_from_environment() {
     const char* path = std::getenv("SSLKEYLOGFILE");
     if (path == nullptr || *path == '\0') return {};

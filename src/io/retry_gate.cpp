@@ -1,0 +1,99 @@
+#include "io/retry_gate.hpp"
+
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <array>
+
+namespace ndm::io {
+
+namespace {
+
+// The bytes a token binds: the peer's IP address and port (RFC 9000 §8.1.3:
+// a Retry token is for the address the Initial came from, port included).
+struct AddressBytes {
+    std::array<std::uint8_t, 18> bytes{};
+    std::size_t size = 0;
+    [[nodiscard]] std::span<const std::uint8_t> span() const { return {bytes.data(), size}; }
+};
+
+AddressBytes address_bytes(const Address& a) {
+    AddressBytes out;
+    const std::uint16_t port = a.port();
+    out.bytes[0] = static_cast<std::uint8_t>(port >> 8);
+    out.bytes[1] = static_cast<std::uint8_t>(port);
+    if (a.family() == AF_INET6) {
+        const auto* sa = reinterpret_cast<const sockaddr_in6*>(a.sa());
+        std::copy_n(sa->sin6_addr.s6_addr, 16, out.bytes.begin() + 2);
+        out.size = 18;
+    } else {
+        const auto* sa = reinterpret_cast<const sockaddr_in*>(a.sa());
+        std::copy_n(reinterpret_cast<const std::uint8_t*>(&sa->sin_addr.s_addr), 4, out.bytes.begin() + 2);
+        out.size = 6;
+    }
+    return out;
+}
+
+}  // namespace
+
+RetryGate::RetryGate(RetryPolicy policy, std::size_t threshold)
+    : policy_(policy), threshold_(threshold), key_(random_) {}
+
+bool RetryGate::wants_retry(std::size_t half_open, Instant now) const {
+    switch (policy_) {
+        case RetryPolicy::never: return false;
+        case RetryPolicy::always: return true;
+        case RetryPolicy::under_load:
+            return half_open >= threshold_ || recent_handshakes(now) >= static_cast<double>(threshold_);
+    }
+    return false;
+}
+
+void RetryGate::on_handshake_started(Instant now) {
+    roll_window(now);
+    ++this_window_;
+}
+
+void RetryGate::roll_window(Instant now) {
+    constexpr Duration kWindow = std::chrono::seconds(1);
+    if (now - window_start_ < kWindow) return;
+    last_window_ = now - window_start_ < 2 * kWindow ? this_window_ : 0;
+    this_window_ = 0;
+    window_start_ = now;
+}
+
+double RetryGate::recent_handshakes(Instant now) const {
+    const double into = to_seconds(now - window_start_);
+    if (into >= 2) return 0;
+    if (into >= 1) return static_cast<double>(this_window_) * (2 - into);
+    return static_cast<double>(this_window_) + static_cast<double>(last_window_) * (1 - into);
+}
+
+std::size_t RetryGate::write_retry(std::span<std::uint8_t> out, const wire::quic::PacketView& initial,
+                                   const Address& peer, Instant now) {
+    const auto token = key_.issue(crypto::TokenKind::retry, address_bytes(peer).span(), now, initial.dcid, random_);
+    wire::ConnectionId scid;
+    scid.length = wire::kShortCidLength;  // the length ndm routes short headers by
+    random_.fill(std::span<std::uint8_t>(scid.bytes.data(), scid.length));
+    std::uint8_t unused = 0;
+    random_.fill(std::span<std::uint8_t>(&unused, 1));
+    return wire::quic::write_retry(out, wire::ConnectionId::from(initial.scid), scid, token.span(), initial.dcid,
+                                   unused);
+}
+
+RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initial, const Address& peer,
+                                             Instant now) {
+    using Kind = TokenCheck::Kind;
+    const auto token = initial.token;
+    // crypto/address_token.hpp: a Retry token is its kind byte, then a
+    // nonce, the sealed fields and the tag.
+    const bool ours = token.size() >= crypto::kAddressTokenOverhead && token.size() <= crypto::kMaxAddressTokenSize &&
+                      token[0] == static_cast<std::uint8_t>(crypto::TokenKind::retry);
+    if (!ours) return {};
+    const auto v = key_.validate(token, address_bytes(peer).span(), now);
+    if (!v || v->kind != crypto::TokenKind::retry) return {Kind::invalid, {}};
+    const auto odcid = v->original_dcid();
+    return {Kind::valid, RetryValidation{{odcid.begin(), odcid.end()}}};
+}
+
+}  // namespace ndm::io
