@@ -3,11 +3,21 @@
 
 What a user runs (ndm-send -> ndm-recv), the in-process bench (bench/ndm_loopback_bench),
 kernel TCP (iperf3), iperf3 UDP and ngtcp2 (Debian's gtlsserver/gtlsclient, HTTP/3 over
-QUIC with TLS 1.3) on one machine, ROUNDS interleaved rounds, medians reported, and the
-ratios taken between medians of the same run. No impairment, one connection, 127.0.0.1.
+QUIC with TLS 1.3) on one machine, ROUNDS interleaved rounds (each round starts one
+configuration later than the one before), medians reported, and the ratios taken between
+medians of the same run. No impairment, one connection, 127.0.0.1.
 
     bench/peers.py [BUILD_DIR]     env: ROUNDS (>= 3, default 5), BYTES (ndm, default 1 GiB),
-                                   SECONDS_IPERF (default 5), NGTCP2_BYTES (default 256 MiB)
+                                   SECONDS_IPERF (default 5), NGTCP2_BYTES (default 256 MiB),
+                                   CIPHERS (default aes128-gcm,chacha20),
+                                   BEFORE_BUILD (a second build to compare with, e.g. of an
+                                   older commit; its rows are "before", BUILD_DIR's "after")
+
+CIPHERS gives one CLI row per cipher suite for each build whose ndm-send and ndm-recv take
+--cipher (older builds: one row, whatever they negotiate), the same for the in-process bench if
+it takes --cipher, and one ngtcp2 row per suite (gtlsclient --ciphers). CIPHERS= (empty) runs
+everything with its default suites. The CLI trusts ndm-recv's self-signed certificate with the
+--pin it prints.
 
 Installs iperf3, ngtcp2-client and ngtcp2-server from Debian when missing. Prints the machine
 (kernel, CPUs, model, load before/after) and a Markdown table for bench/RESULTS.md.
@@ -21,13 +31,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+BEFORE_BUILD = os.environ.get("BEFORE_BUILD", "")
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 BYTES = int(os.environ.get("BYTES", str(1 << 30)))
-SECONDS_IPERF = float(os.environ.get("SECONDS_IPERF", "5"))
+SECONDS_IPERF = os.environ.get("SECONDS_IPERF", "5")  # iperf3 -t: whole seconds (0 would be "forever")
 NGTCP2_BYTES = int(os.environ.get("NGTCP2_BYTES", str(256 << 20)))
+CIPHERS = [c.strip() for c in os.environ.get("CIPHERS", "aes128-gcm,chacha20").split(",") if c.strip()]
+
+# ndm's --cipher names -> how the table says them, and GnuTLS's name (gtlsclient --ciphers).
+CIPHER_NAMES = {"aes128-gcm": "AES-128-GCM", "aes256-gcm": "AES-256-GCM", "chacha20": "ChaCha20-Poly1305"}
+GNUTLS_CIPHERS = {"aes128-gcm": "AES-128-GCM", "aes256-gcm": "AES-256-GCM", "chacha20": "CHACHA20-POLY1305"}
 
 
 def die(msg):
@@ -69,26 +87,81 @@ def run_child(cmd):
     return out, time.monotonic() - t0, ru.ru_utime + ru.ru_stime, p.returncode
 
 
-def ndm_cli():
+def help_text(cmd):
+    """What cmd prints for --help (stdout and stderr), to see which flags a build has."""
+    p = subprocess.run(cmd + ["--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.stdout
+
+
+class Build:
+    """One build directory: its tools, the commit it was built from, the flags it has."""
+
+    def __init__(self, path, tag):
+        self.path, self.tag = os.path.abspath(path), tag
+        for exe in ("tools/ndm-send", "tools/ndm-recv", "bench/ndm_loopback_bench"):
+            if not os.access(os.path.join(self.path, exe), os.X_OK):
+                die(f"{self.path}/{exe} is missing: build first (scripts/build.sh)")
+        send_help = help_text([self.exe("tools/ndm-send")])
+        self.has_pin = "--pin" in send_help  # TLS: ndm-recv prints a self-signed certificate's --pin
+        self.has_cipher = "--cipher" in send_help
+        self.ciphers = (CIPHERS or [None]) if self.has_cipher else [None]
+        bench_help = help_text([self.exe("bench/ndm_loopback_bench")])
+        self.bench_ciphers = (CIPHERS or [None]) if "--cipher" in bench_help else [None]
+        self.commit = source_commit(self.path)
+
+    def exe(self, name):
+        return os.path.join(self.path, name)
+
+    def name(self):
+        return " ".join(x for x in (self.tag, f"@{self.commit}") if x)
+
+
+def source_commit(build):
+    """The short commit of the source tree a CMake build directory was configured from
+    ("+changes" if that tree has uncommitted changes), or "?"."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            src = next(l.split("=", 1)[1].strip() for l in f if l.startswith("CMAKE_HOME_DIRECTORY:"))
+        git = ["git", "-C", src]
+        commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(git + ["status", "--porcelain", "-uno"], capture_output=True, text=True).stdout
+        return commit + ("+changes" if dirty.strip() else "")
+    except (OSError, StopIteration, subprocess.CalledProcessError):
+        return "?"
+
+
+def ndm_cli(build, cipher):
     port = free_port()
-    recv = subprocess.Popen([f"{BUILD}/tools/ndm-recv", "-1", "-B", "127.0.0.1", "-p", str(port)],
+    suite = ["--cipher", cipher] if cipher else []
+    recv = subprocess.Popen([build.exe("tools/ndm-recv"), "-1", "-B", "127.0.0.1", "-p", str(port), *suite],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    recv.stdout.readline()  # the banner: listening
-    recv.stdout.readline()
-    out, _, send_cpu, rc = run_child([f"{BUILD}/tools/ndm-send", "-c", "127.0.0.1", "-p", str(port),
-                                      "-n", str(BYTES), "-J"])
+    for _ in range(3):  # the banner: listening on ...
+        recv.stdout.readline()
+    trust = []
+    if build.has_pin:  # then "TLS: self-signed certificate ..." and "clients trust it with: ndm-send --pin HEX ..."
+        for line in recv.stdout:
+            if "--pin" in line:
+                trust = ["--pin", line.split("--pin", 1)[1].split()[0]]
+                break
+    out, _, send_cpu, rc = run_child([build.exe("tools/ndm-send"), "-c", "127.0.0.1", "-p", str(port),
+                                      "-n", str(BYTES), "-J", *trust, *suite])
+    if rc != 0:
+        recv.kill()
     recv.stdout.read()
     _, _, ru = os.wait4(recv.pid, 0)
     if rc != 0:
         return None
-    end = json.loads(out)["end"]
-    gbps = end["sum_received"]["bits_per_second"] / 1e9
-    return {"goodput_gbps": gbps, "cpu_s_per_gb": (send_cpu + ru.ru_utime + ru.ru_stime) / (BYTES / 1e9)}
+    doc = json.loads(out)
+    gbps = doc["end"]["sum_received"]["bits_per_second"] / 1e9
+    return {"goodput_gbps": gbps, "cpu_s_per_gb": (send_cpu + ru.ru_utime + ru.ru_stime) / (BYTES / 1e9),
+            "io": doc["start"].get("io", "?")}
 
 
-def ndm_inproc():
-    out, _, _, rc = run_child([f"{BUILD}/bench/ndm_loopback_bench", "--io", "uring", "--gso", "on",
-                               "--bytes", str(BYTES)])
+def ndm_inproc(build, cipher):
+    suite = ["--cipher", cipher] if cipher else []
+    out, _, _, rc = run_child([build.exe("bench/ndm_loopback_bench"), "--io", "uring", "--gso", "on",
+                               "--bytes", str(BYTES), *suite])
     if rc != 0:
         return None
     d = json.loads(out)
@@ -96,7 +169,7 @@ def ndm_inproc():
 
 
 def iperf3(port, *args):
-    out, _, _, rc = run_child(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(SECONDS_IPERF), "-J", *args])
+    out, _, _, rc = run_child(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", SECONDS_IPERF, "-J", *args])
     if rc != 0:
         return None
     end = json.loads(out)["end"]
@@ -107,11 +180,14 @@ def iperf3(port, *args):
     return {"goodput_gbps": gbytes * 8 / recv["seconds"], "cpu_s_per_gb": cpu_s / gbytes}
 
 
-def ngtcp2(server_pid, port):
+def ngtcp2(server_pid, port, cipher):
+    # The client offers only this suite; the server (default list) has all of them.
+    suite = ([f"--ciphers=NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+{GNUTLS_CIPHERS[cipher]}"]
+             if cipher else [])
     before = proc_cpu(server_pid)
     _, wall, cpu, rc = run_child(["gtlsclient", "-q", "--no-quic-dump", "--no-http-dump",
                                   "--exit-on-all-streams-close", "--max-data=64M",
-                                  "--max-stream-data-bidi-local=32M", "127.0.0.1", str(port),
+                                  "--max-stream-data-bidi-local=32M", *suite, "127.0.0.1", str(port),
                                   f"https://127.0.0.1:{port}/blob"])
     if rc != 0:
         return None
@@ -147,62 +223,133 @@ def cpu_model():
     return "unknown CPU"
 
 
-LABELS = {
-    "ndm-cli": "ndm-send → ndm-recv (the CLI, io_uring, GSO/GRO, 1452 B)",
-    "ndm-inproc": "ndm in-process bench (ndm_loopback_bench, io_uring, GSO/GRO, 1452 B)",
-    "tcp": "kernel TCP (iperf3)",
-    "udp": "iperf3 UDP, 1400 B, -b 0 (received)",
-    "ngtcp2": "ngtcp2 gtlsserver → gtlsclient (HTTP/3, TLS 1.3)",
-}
+@dataclass
+class Row:
+    kind: str  # cli, inproc, tcp, udp, ngtcp2
+    label: str
+    run: Callable[[], Optional[dict]]
+    build: Optional[Build] = None
+    cipher: Optional[str] = None
+
+
+def suite_text(cipher, build=None):
+    """How a row names its cipher suite: its own, or what a build without one negotiates."""
+    if cipher:
+        return CIPHER_NAMES.get(cipher, cipher)
+    if build and not build.has_cipher:
+        return ""  # a build without --cipher: whatever it does (before packet protection: nothing)
+    return "default suites (ndm prefers AES-128-GCM)" if build else "default suites"
+
+
+def rows_for(builds, iperf_port, ng):
+    ng_proc, ng_port = ng
+
+    def suite(b, c):
+        text = suite_text(c, b) if len(builds) > 1 or c else ""
+        return f", {text}" if text else ""
+
+    rows = []
+    for b in builds:
+        for c in b.ciphers:
+            rows.append(Row("cli", f"ndm-send → ndm-recv {b.name()}{suite(b, c)} (the CLI, GSO/GRO, 1452 B)",
+                            lambda b=b, c=c: ndm_cli(b, c), b, c))
+    for b in builds:
+        for c in b.bench_ciphers:
+            rows.append(Row("inproc", f"ndm in-process bench {b.name()}{suite(b, c)} (ndm_loopback_bench, io_uring, "
+                            "GSO/GRO, 1452 B)", lambda b=b, c=c: ndm_inproc(b, c), b, c))
+    rows.append(Row("tcp", "kernel TCP (iperf3)", lambda: iperf3(iperf_port)))
+    rows.append(Row("udp", "iperf3 UDP, 1400 B, -b 0 (received)",
+                    lambda: iperf3(iperf_port, "-u", "-b", "0", "-l", "1400")))
+    for c in CIPHERS or [None]:
+        rows.append(Row("ngtcp2", f"ngtcp2 gtlsserver → gtlsclient (HTTP/3, TLS 1.3, {suite_text(c)})",
+                        lambda c=c: ngtcp2(ng_proc.pid, ng_port, c), cipher=c))
+    return rows
+
+
+def ratio(a, b, what):
+    """"what: goodput 0.50×, CPU per GB 2.00× (+1.23 s/GB)" between two (goodput, CPU/GB) medians."""
+    return (f"- {what}: goodput {a[0] / b[0]:.2f}×, CPU per GB {a[1] / b[1]:.2f}× "
+            f"({a[1] - b[1]:+.2f} s/GB)")
+
+
+def print_ratios(rows, med):
+    def find(kind, build=None, cipher=None, any_cipher=False):
+        for r in rows:
+            if r.kind == kind and r.build is build and (any_cipher or r.cipher == cipher) and id(r) in med:
+                return r
+        return None
+
+    before = next((r.build for r in rows if r.build and r.build.tag == "before"), None)
+    after = next((r.build for r in rows if r.build and r.build.tag == "after"), None)
+    if before and after:
+        for kind, what in (("cli", "ndm CLI"), ("inproc", "ndm in-process bench")):
+            b = find(kind, before, any_cipher=True)
+            for a in (r for r in rows if r.kind == kind and r.build is after and id(r) in med):
+                if b:
+                    print(ratio(med[id(a)], med[id(b)], f"{what} after / before, {suite_text(a.cipher, a.build)}"))
+    ngtcp2_default = find("ngtcp2", cipher=CIPHERS[0] if CIPHERS else None)
+    for cli in (r for r in rows if r.kind == "cli" and id(r) in med):
+        name = f"ndm CLI {cli.build.name()}" + (f", {suite_text(cli.cipher)}" if cli.cipher else "")
+        peers = [(find("inproc", cli.build, cli.cipher) or find("inproc", cli.build, any_cipher=True),
+                  "its in-process bench"),
+                 (find("tcp"), "kernel TCP"), (find("udp"), "iperf3 UDP"),
+                 (find("ngtcp2", cipher=cli.cipher) or ngtcp2_default, "ngtcp2")]
+        for peer, peer_name in peers:
+            if peer:
+                suite = f" ({suite_text(peer.cipher)})" if peer.kind == "ngtcp2" else ""
+                print(ratio(med[id(cli)], med[id(peer)], f"{name} / {peer_name}{suite}"))
 
 
 def main():
     if ROUNDS < 3:
         die("ROUNDS must be at least 3 (medians of interleaved runs)")
-    for exe in ("tools/ndm-send", "tools/ndm-recv", "bench/ndm_loopback_bench"):
-        if not os.access(os.path.join(BUILD, exe), os.X_OK):
-            die(f"{BUILD}/{exe} is missing: build first (scripts/build.sh)")
+    if not SECONDS_IPERF.isdigit() or int(SECONDS_IPERF) < 1:
+        die("SECONDS_IPERF must be a whole number of seconds, at least 1")
+    for c in CIPHERS:
+        if c not in CIPHER_NAMES:
+            die(f"CIPHERS: unknown suite {c!r} (known: {', '.join(CIPHER_NAMES)})")
+    builds = [Build(BUILD, "after" if BEFORE_BUILD else "")]
+    if BEFORE_BUILD:
+        builds.insert(0, Build(BEFORE_BUILD, "before"))
     ensure_packages()
-    runs = {k: [] for k in LABELS}
     with tempfile.TemporaryDirectory() as tmp:
         iperf, iperf_port, ng, ng_port = start_servers(tmp)
+        rows = rows_for(builds, iperf_port, (ng, ng_port))
+        runs = {id(r): [] for r in rows}
         load_before = open("/proc/loadavg").read().split()[:3]
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         try:
-            for r in range(ROUNDS):
-                print(f"peers: round {r + 1}/{ROUNDS}", file=sys.stderr)
-                for name, fn in (("ndm-cli", ndm_cli), ("ndm-inproc", ndm_inproc),
-                                 ("tcp", lambda: iperf3(iperf_port)),
-                                 ("udp", lambda: iperf3(iperf_port, "-u", "-b", "0", "-l", "1400")),
-                                 ("ngtcp2", lambda: ngtcp2(ng.pid, ng_port))):
-                    res = fn()
-                    runs[name].append(res)
-                    print(f"peers:   {name}: {res}", file=sys.stderr)
+            for n in range(ROUNDS):
+                print(f"peers: round {n + 1}/{ROUNDS}", file=sys.stderr)
+                shift = n % len(rows)  # each round starts one configuration later
+                for r in rows[shift:] + rows[:shift]:
+                    res = r.run()
+                    runs[id(r)].append(res)
+                    print(f"peers:   {r.label}: {res}", file=sys.stderr)
         finally:
             iperf.kill()
             ng.kill()
         load_after = open("/proc/loadavg").read().split()[:3]
+    cli_io = sorted({x["io"] for r in rows if r.kind == "cli" for x in runs[id(r)] if x})
     print(f"{started}, kernel {os.uname().release}, {os.cpu_count()} CPUs ({cpu_model()}), "
           f"load average before {' '.join(load_before)}, after {' '.join(load_after)}; "
-          f"ndm {BYTES >> 20} MiB per run, iperf3 {SECONDS_IPERF:g} s, ngtcp2 {NGTCP2_BYTES >> 20} MiB\n")
+          f"ndm {BYTES >> 20} MiB per run (CLI I/O: {', '.join(cli_io) or '?'}), iperf3 {SECONDS_IPERF} s, "
+          f"ngtcp2 {NGTCP2_BYTES >> 20} MiB; {ROUNDS} interleaved rounds\n")
     med = {}
     print(f"| configuration | goodput Gbit/s (median of {ROUNDS}) | all runs | CPU s/GB (both sides) |")
     print("|---|---|---|---|")
-    for name, label in LABELS.items():
-        ok = [x for x in runs[name] if x]
+    for r in rows:
+        ok = [x for x in runs[id(r)] if x]
         if not ok:
-            print(f"| {label} | failed | | |")
+            print(f"| {r.label} | failed | | |")
             continue
         g = statistics.median(x["goodput_gbps"] for x in ok)
         c = statistics.median(x["cpu_s_per_gb"] for x in ok)
-        med[name] = (g, c)
-        all_runs = ", ".join(f"{x['goodput_gbps']:.2f}" if x else "failed" for x in runs[name])
-        print(f"| {label} | {g:.2f} | {all_runs} | {c:.2f} |")
+        med[id(r)] = (g, c)
+        all_runs = ", ".join(f"{x['goodput_gbps']:.2f}" if x else "failed" for x in runs[id(r)])
+        print(f"| {r.label} | {g:.2f} | {all_runs} | {c:.2f} |")
     print()
-    for name in ("ndm-inproc", "tcp", "udp", "ngtcp2"):
-        if "ndm-cli" in med and name in med:
-            print(f"- ndm CLI / {name}: goodput {med['ndm-cli'][0] / med[name][0]:.2f}×, "
-                  f"CPU per GB {med['ndm-cli'][1] / med[name][1]:.2f}×")
+    print_ratios(rows, med)
 
 
 if __name__ == "__main__":
