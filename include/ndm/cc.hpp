@@ -36,6 +36,36 @@ struct PacketSent {
     bool app_limited = false;
 };
 
+// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation-02
+// §3.3; Linux's struct rate_sample), taken on every ACK that newly
+// acknowledges in-flight packets, from the most recently sent of them (P
+// below). Rates are in bytes per second, amounts in bytes.
+struct RateSample {
+    // A rate was measured. False when the interval is shorter than the
+    // minimum RTT (ACK compression, or a packet sent before a reordering:
+    // the rate would be overstated) or zero; the other fields still hold.
+    bool valid = false;
+    double delivery_rate = 0;            // delivered / interval
+    // The longer of P's send interval (from the send of the packet whose
+    // acknowledgement preceded P's send, to P's send) and its ACK interval
+    // (from that acknowledgement to this one), so that neither send bursts
+    // nor ACK compression inflate the rate (§3.3).
+    Duration interval{0};
+    std::uint64_t delivered = 0;         // acknowledged from P's send until this ACK, P included
+    std::uint64_t prior_delivered = 0;   // the connection's delivered count when P was sent
+    std::uint64_t total_delivered = 0;   // the connection's delivered count after this ACK
+    // P left while the sender had nothing to send and the window room
+    // (§3.4): the rate measures the application, so it bounds the path's
+    // only from below. A model of the path should take such a sample only
+    // when it exceeds its current estimate (as BBR does).
+    bool is_app_limited = false;
+    Duration rtt{0};                     // this ACK's arrival minus P's send time
+    std::uint64_t tx_in_flight = 0;      // bytes in flight just after P was sent
+    std::uint64_t lost = 0;              // declared lost from P's send until this ACK, its own losses included
+    std::uint64_t newly_acked = 0;       // in-flight bytes this ACK newly acknowledged
+    std::uint64_t newly_lost = 0;        // bytes this ACK (or the timeout before it) declared lost
+};
+
 // One ACK frame's worth of newly acknowledged in-flight packets (RFC 9002 §7.3.2).
 struct AckEvent {
     Instant now;
@@ -63,6 +93,8 @@ struct AckEvent {
     // used. A controller that does not override ssthresh() counts as in slow
     // start. Evaluated with cwnd() and ssthresh() as they are before on_ack().
     bool app_limited = false;
+    // The delivery rate this ACK measured (BBR's input; see RateSample).
+    RateSample rate;
 };
 
 // Packets declared lost by one ACK or timeout (RFC 9002 §7.3.2, §7.6).

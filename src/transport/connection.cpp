@@ -781,14 +781,21 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
         if (p.in_flight) {
             acked_bytes += p.bytes;
             ++acked_packets;
+            delivery.on_packet_acked(p.rate, p.time_sent, p.bytes, now);
         }
     }
     for (const auto& p : out.late_acked) {
         ++st.spurious_losses;
         release_acked(p, space);
+        // Declared lost, yet delivered: it counts as delivered (tcp_rate.c does the same for a SACKed lost skb).
+        if (p.in_flight) delivery.on_packet_acked(p.rate, p.time_sent, p.bytes, now);
     }
     st.bytes_acked += acked_bytes;
-    if (acked_packets > 0) on_acked_bytes(acked_bytes, acked_packets, now);
+    if (acked_packets > 0 || !out.late_acked.empty()) {
+        const cc::RateSample rate = delivery.take_sample(lost_since_sample, loss.rtt().min());
+        lost_since_sample = 0;
+        if (acked_packets > 0) on_acked_bytes(acked_bytes, acked_packets, rate, now);
+    }
     track_cc_state(now);
     update_pacer();
     trace_metrics(now);
@@ -810,7 +817,8 @@ void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space) {
 }
 
 // The controller's view of the in-flight packets this ACK acknowledged.
-void Connection::Impl::on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now) {
+void Connection::Impl::on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, const cc::RateSample& rate,
+                                      Instant now) {
     const AckOutcome& out = ack_out;
     cc::AckEvent ev;
     ev.now = now;
@@ -827,6 +835,7 @@ void Connection::Impl::on_acked_bytes(std::uint64_t bytes, std::uint64_t packets
     ev.largest_acked_sent_time = out.largest_acked_time_sent;
     cwnd_usage.on_ack(loss.largest_acked());
     ev.app_limited = !cwnd_usage.cwnd_limited(cc->cwnd(), cc->ssthresh());
+    ev.rate = rate;
     cc->on_ack(ev);
 }
 
@@ -856,6 +865,8 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
             }
         }
     }
+    delivery.on_packets_lost(lost_bytes);
+    lost_since_sample += lost_bytes;
     if (lost_packets > 0) {
         ++st.congestion_events;
         if (persistent) ++st.persistent_congestions;
@@ -1002,7 +1013,10 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
         for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application})
             if (space_wants(s, now)) spaces[n++] = s;
     }
-    if (n == 0) return 0;
+    if (n == 0) {
+        note_app_limited();
+        return 0;
+    }
     // RFC 9001 §6.6: a new key phase before the AEAD's confidentiality limit.
     if (one_rtt && handshake_confirmed && one_rtt->wants_update()) one_rtt->initiate_update();
     const std::span<std::uint8_t> datagram =
@@ -1021,6 +1035,15 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     }
     if (pos == 0) amplification_wait = !address_validated;  // nothing fit: only the limit makes room this small
     return pos;
+}
+
+// draft-cheng-iccrg-delivery-rate-estimation §3.4: the application has given
+// nothing more to send while the window has room for another packet, so
+// what is sent until then is delivered at the application's rate.
+void Connection::Impl::note_app_limited() {
+    if (state != ConnectionState::established || streams.has_unsent_data() || crypto_pending(PacketSpace::application))
+        return;
+    if (loss.bytes_in_flight() + mds <= cc->cwnd()) delivery.on_app_limited(loss.bytes_in_flight());
 }
 
 std::size_t Connection::Impl::write_version_negotiation(std::span<std::uint8_t> out) {
@@ -1155,6 +1178,7 @@ void Connection::Impl::on_packet_built(std::uint64_t pn, PacketSpace space, std:
             cc->on_idle_restart(now);
         }
         const std::uint64_t in_flight = loss.bytes_in_flight() + len;
+        p.rate = delivery.on_packet_sent(now, loss.bytes_in_flight(), len);
         if (cfg.pacing) pacer.on_sent(now, len);
         // Handshake packets are never what the window limits (RFC 9002 §7.8).
         const bool app_limited = space != PacketSpace::application || note_cwnd_usage(p.pn, in_flight, now);

@@ -21,6 +21,7 @@
 #include "tls/tls_session.hpp"
 #include "transport/crypto_stream.hpp"
 #include "transport/cwnd_usage.hpp"
+#include "transport/delivery_rate.hpp"
 #include "transport/frame.hpp"
 #include "transport/frame_sink.hpp"
 #include "transport/loss_detector.hpp"
@@ -133,6 +134,8 @@ struct Connection::Impl {
     const transport::AckTracker& acks_of(transport::PacketSpace s) const { return acks[static_cast<std::size_t>(s)]; }
     transport::Pacer pacer;
     transport::CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
+    transport::DeliveryRate delivery;  // rate samples for AckEvent::rate
+    std::uint64_t lost_since_sample = 0;  // bytes declared lost since the last rate sample
     std::unique_ptr<cc::Controller> cc;
     double pacing_rate = 0;  // bytes per second
     unsigned probes_pending = 0;
@@ -204,7 +207,8 @@ struct Connection::Impl {
     void on_ack_frame(const wire::AckFrame& ack, transport::PacketSpace space, Instant now);
     void release_acked(const transport::SentPacket& p, transport::PacketSpace space);
     void discard_space(transport::PacketSpace space);
-    void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, Instant now);
+    void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, const cc::RateSample& rate, Instant now);
+    void note_app_limited();
     void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
                          Instant now);
     void on_peer_params(std::span<const std::uint8_t> data, Instant now);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ndm/time.hpp"
+#include "transport/delivery_rate.hpp"
 #include "transport/frame.hpp"
 #include "transport/packet_space.hpp"
 #include "transport/rtt_estimator.hpp"
@@ -42,6 +43,7 @@ struct SentPacket {
     std::uint32_t bytes = 0;   // counted in bytes_in_flight when in_flight
     bool ack_eliciting = false;
     bool in_flight = false;    // RFC 9002 §2: ack-eliciting or PADDING
+    RateSnapshot rate;         // the delivery state when it was sent (in flight only)
     SentFrames frames;
 };
 

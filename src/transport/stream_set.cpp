@@ -259,6 +259,11 @@ bool StreamSet::has_pending_data() const {
                        [&](const auto& e) { return e.second.send.has_pending(new_data_limit(e.second)); });
 }
 
+bool StreamSet::has_unsent_data() const {
+    return std::any_of(streams_.begin(), streams_.end(),
+                       [](const auto& e) { return e.second.send.has_pending(UINT64_MAX); });
+}
+
 std::uint64_t StreamSet::sendable_new_data(std::uint64_t enough) const {
     const std::uint64_t conn = conn_credit_.available();
     std::uint64_t total = 0;

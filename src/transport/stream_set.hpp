@@ -114,6 +114,10 @@ public:
     [[nodiscard]] bool has_control_frames() const;
     // Some stream has data that flow control lets go.
     [[nodiscard]] bool has_pending_data() const;
+    // Any stream data (or FIN) not yet sent or to be sent again, whatever
+    // flow control allows: false means the application has given nothing
+    // more to send (the draft's app-limited test, delivery_rate.hpp).
+    [[nodiscard]] bool has_unsent_data() const;
     // New stream data flow control lets go now, counted up to `enough`.
     [[nodiscard]] std::uint64_t sendable_new_data(std::uint64_t enough) const;
     // Writes the pending MAX_DATA, MAX_STREAMS and MAX_STREAM_DATA frames.
