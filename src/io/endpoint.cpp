@@ -124,6 +124,10 @@ struct Endpoint::Impl final : io::RxHandler {
     EventHandler handler;
     std::unordered_map<ConnectionHandle, std::unique_ptr<Record>> conns;
     std::unordered_map<std::uint64_t, Record*> routes;
+    // The connections of each peer address: a datagram no ID routes (a
+    // possible stateless reset) and an ICMP error concern only these, so
+    // neither costs a scan over every connection (a flood could drive one).
+    std::unordered_multimap<io::Address, Record*, io::AddressHash> by_peer;
     std::vector<Record*> dirty;
     std::deque<ConnectionHandle> accepted;
     std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
@@ -242,6 +246,7 @@ struct Endpoint::Impl final : io::RxHandler {
         if (cfg.ingress_link) rec->ingress = cfg.ingress_link();
         add_route(*rec, rec->conn->local_cid());
         Record& r = *rec;
+        by_peer.emplace(peer, &r);
         conns.emplace(r.handle, std::move(rec));
         mark(r);
         return r;
@@ -249,6 +254,12 @@ struct Endpoint::Impl final : io::RxHandler {
 
     void remove(Record& r) {
         leave_half_open(r);
+        for (auto [it, end] = by_peer.equal_range(r.peer); it != end; ++it) {
+            if (it->second == &r) {
+                by_peer.erase(it);
+                break;
+            }
+        }
         for (auto k : r.keys) {
             auto it = routes.find(k);
             if (it != routes.end() && it->second == &r) routes.erase(it);
@@ -401,11 +412,12 @@ struct Endpoint::Impl final : io::RxHandler {
     // it with a reset of its own. True when a connection took it as a reset.
     bool stateless_reset(std::span<const std::uint8_t> data, const io::Address& from, Instant now) {
         bool taken = false;
-        for (auto& [h, r] : conns) {
-            if (!(r->peer == from) || r->abandoned || r->conn->state() == ConnectionState::draining) continue;
-            r->conn->on_datagram(data, now);
-            if (r->conn->state() == ConnectionState::draining) {
-                mark(*r);
+        for (auto [it, end] = by_peer.equal_range(from); it != end; ++it) {
+            Record& r = *it->second;
+            if (r.abandoned || r.conn->state() == ConnectionState::draining) continue;
+            r.conn->on_datagram(data, now);
+            if (r.conn->state() == ConnectionState::draining) {
+                mark(r);
                 taken = true;
             }
         }
@@ -425,14 +437,15 @@ struct Endpoint::Impl final : io::RxHandler {
         io::Address peer;
         if (!peer_in.convert_to(backend->local_address().family(), peer)) peer = peer_in;
         const Instant now = rx_time();
-        for (auto& [h, r] : conns) {
-            if (!(r->peer == peer) || r->abandoned) continue;
-            const auto s = r->conn->state();
+        for (auto [it, end] = by_peer.equal_range(peer); it != end; ++it) {
+            Record& r = *it->second;
+            if (r.abandoned) continue;
+            const auto s = r.conn->state();
             if (s != ConnectionState::handshaking && s != ConnectionState::established) continue;
-            spdlog::debug("ndm: connection {} to {}: {} (errno {})", h, peer.to_string(), what, error);
-            r->conn->close(kClosePeerUnreachable, what, now, false);
-            r->abandoned = true;
-            mark(*r);
+            spdlog::debug("ndm: connection {} to {}: {} (errno {})", r.handle, peer.to_string(), what, error);
+            r.conn->close(kClosePeerUnreachable, what, now, false);
+            r.abandoned = true;
+            mark(r);
         }
     }
 
