@@ -31,8 +31,14 @@ grep -qw bbr /proc/sys/net/ipv4/tcp_available_congestion_control ||
 
 out=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$out"; }
+host_rmem=$(sysctl -n net.ipv4.tcp_rmem)
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+  sysctl -qw net.ipv4.tcp_rmem="$host_rmem" || true
+  rm -rf "$out"
+}
 trap cleanup EXIT
+sysctl -qw net.ipv4.tcp_rmem="4096 131072 67108864"
 "$RECV" -p 5298 > /dev/null 2> "$out/recv_err.txt" &
 pids+=($!)
 sleep 1
@@ -41,10 +47,17 @@ sleep 1
 # The shell's TUN device (ndms<pid>) is the namespace's only device besides
 # lo (ip sees the namespace's devices; /sys/class/net would show the host's);
 # its host side (ndmh<pid>) gets the same MTU through nsenter into this
-# script's namespace, or the host's TCP would announce a 1460-byte MSS.
+# script's namespace, or the host's TCP would announce a 1460-byte MSS. The
+# namespace's TCP buffers may grow to 64 MB: with the default 4 MB send
+# buffer (net.ipv4.tcp_wmem) kernel BBR is limited by its own socket, not
+# the path, to about a third of what it reaches here (measured: 9–14 against
+# 17–27 Mbit/s at 1500 B, 92 against 323 Mbit/s at 65535 B); ndm's windows
+# are 16 MB per stream and 32 MB per connection. The host's tcp_rmem is raised
+# alike for the run and restored after.
 in_shell() {  # SEED MTU CMD
   "$EMU" shell --quiet --profile "$PROFILE" --seed "$1" -- sh -c \
-    "dev=\$(ip -o link show | awk -F': ' '\$2 != \"lo\" { sub(/@.*/, \"\", \$2); print \$2; exit }');
+    "sysctl -qw net.ipv4.tcp_wmem='4096 16384 67108864' net.ipv4.tcp_rmem='4096 131072 67108864' &&
+     dev=\$(ip -o link show | awk -F': ' '\$2 != \"lo\" { sub(/@.*/, \"\", \$2); print \$2; exit }');
      ip link set dev \$dev mtu $2 && nsenter -t $$ -n ip link set dev ndmh\${dev#ndms} mtu $2 && $3" 2> /dev/null
 }
 # iperf3 3.12's server stays "busy" for a while after a test whose control
