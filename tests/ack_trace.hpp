@@ -162,6 +162,24 @@ inline void register_recorder(const std::string& name, Recording& rec) {
                              }});
 }
 
+// register_recorder() for a scope: when the scope ends (a failed REQUIRE
+// included) the name makes a plain reno again, so no registration keeps
+// pointing at a Recording that is gone. Declare it after the Recording.
+class ScopedRecorder {
+public:
+    ScopedRecorder(std::string name, Recording& rec) : name_(std::move(name)) { register_recorder(name_, rec); }
+    ~ScopedRecorder() {
+        cc::register_controller({name_, "unused", [](const cc::Params& p, const cc::Options&) {
+                                     return cc::make("reno", p);
+                                 }});
+    }
+    ScopedRecorder(const ScopedRecorder&) = delete;
+    ScopedRecorder& operator=(const ScopedRecorder&) = delete;
+
+private:
+    std::string name_;
+};
+
 // ------------------------------------------------------------ the file format
 
 namespace trace_detail {

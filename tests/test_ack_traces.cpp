@@ -93,7 +93,7 @@ Recorded record(const TraceSpec& spec, Duration duration) {
     ndm::testing::Recording rec;
     rec.inner = std::string(spec.cc);
     const std::string reg = "ack-trace-recorder-" + std::string(spec.name);
-    ndm::testing::register_recorder(reg, rec);
+    const ndm::testing::ScopedRecorder recorder(reg, rec);
     auto t = spec.build();
     t.client.cc = reg;
     t.client.max_datagram_size = t.server.max_datagram_size = spec.mds;
@@ -103,10 +103,6 @@ Recorded record(const TraceSpec& spec, Duration duration) {
     REQUIRE_MESSAGE(r.completed, spec.name, ": ", r.failure);
     REQUIRE(r.hash_match);
     REQUIRE(rec.max_datagram_size == spec.mds);
-    // A replaced registration must not keep pointing at this Recording.
-    ndm::cc::register_controller({reg, "unused", [](const ndm::cc::Params& p, const ndm::cc::Options&) {
-                                      return ndm::cc::make("reno", p);
-                                  }});
     Recorded out;
     out.trace.name = std::string(spec.name);
     out.trace.description = std::string(spec.description);

@@ -43,13 +43,13 @@ struct Flow {
         bytes_in_flight += kSize;
     }
     // Acknowledges the n oldest packets in one ACK at `now`.
-    cc::RateSample ack(std::size_t n, Instant now, Duration min_rtt = 0ms, std::uint64_t newly_lost = 0) {
+    cc::RateSample ack(std::size_t n, Instant now, Duration min_rtt = 0ms) {
         for (std::size_t i = 0; i < n; ++i) {
             dr.on_packet_acked(in_flight.front().snap, in_flight.front().time, kSize, now);
             in_flight.pop_front();
             bytes_in_flight -= kSize;
         }
-        return dr.take_sample(newly_lost, min_rtt);
+        return dr.take_sample(min_rtt);
     }
 };
 
@@ -118,7 +118,7 @@ TEST_CASE("delivery rate: an interval shorter than min_rtt is not a valid sample
     Flow g;
     g.send(t0);
     CHECK(g.ack(1, t0 + 30ms, 0ms).valid);  // no min_rtt known yet: trusted
-    const auto none = g.dr.take_sample(0, 0ms);  // nothing newly acknowledged
+    const auto none = g.dr.take_sample(0ms);  // nothing newly acknowledged
     CHECK_FALSE(none.valid);
     CHECK(none.total_delivered == kSize);
 }
@@ -148,9 +148,9 @@ TEST_CASE("delivery rate: the sample carries what was lost since its packet left
     f.send(t0 + 1ms);
     f.dr.on_packets_lost(3 * kSize);  // lost before the third packet left
     f.send(t0 + 2ms);
-    f.dr.on_packets_lost(2 * kSize);
-    f.ack(2, t0 + 50ms, 40ms);
-    const auto s = f.ack(1, t0 + 52ms, 40ms, 2 * kSize);
+    CHECK(f.ack(2, t0 + 50ms, 40ms).newly_lost == 3 * kSize);
+    f.dr.on_packets_lost(2 * kSize);  // declared between the two samples
+    const auto s = f.ack(1, t0 + 52ms, 40ms);
     CHECK(s.tx_in_flight == 3 * kSize);
     CHECK(s.lost == 2 * kSize);  // only what was declared after it left
     CHECK(s.newly_lost == 2 * kSize);
@@ -174,7 +174,7 @@ TEST_CASE("delivery rate: after an idle period the next sample starts at its own
 TEST_CASE("delivery rate: a connection's AckEvents measure a 10 Mbit/s bottleneck") {
     ndm::testing::Recording rec;
     rec.inner = "cubic";
-    ndm::testing::register_recorder("delivery-rate-recorder", rec);
+    const ndm::testing::ScopedRecorder recorder("delivery-rate-recorder", rec);
     sim::TransferSpec t;
     t.client.cc = "delivery-rate-recorder";
     t.client_to_server.rate_bps = 10e6;
@@ -184,8 +184,6 @@ TEST_CASE("delivery rate: a connection's AckEvents measure a 10 Mbit/s bottlenec
     t.send_for = 8s;
     t.deadline = 30s;
     const auto r = sim::run_transfer(t);
-    cc::register_controller({"delivery-rate-recorder", "unused",
-                             [](const cc::Params& p, const cc::Options&) { return cc::make("reno", p); }});
     REQUIRE(r.completed);
     std::size_t acks = 0, valid = 0, app_limited = 0;
     double max_rate = 0;
@@ -218,7 +216,7 @@ TEST_CASE("delivery rate: a connection's AckEvents measure a 10 Mbit/s bottlenec
 TEST_CASE("delivery rate: a sender that runs out of data marks its samples app-limited (draft 3.4)") {
     ndm::testing::Recording rec;
     rec.inner = "reno";
-    ndm::testing::register_recorder("app-limited-recorder", rec);
+    const ndm::testing::ScopedRecorder recorder("app-limited-recorder", rec);
     test::ConnectionPair p;
     p.client_cfg.cc = "app-limited-recorder";
     REQUIRE(p.handshake());
@@ -237,8 +235,6 @@ TEST_CASE("delivery rate: a sender that runs out of data marks its samples app-l
         }));
         p.now += 50ms;
     }
-    cc::register_controller({"app-limited-recorder", "unused",
-                             [](const cc::Params& prm, const cc::Options&) { return cc::make("reno", prm); }});
     std::size_t data_acks = 0, marked = 0;
     for (std::size_t i = before_data; i < rec.events.size(); ++i) {
         const auto* a = std::get_if<cc::AckEvent>(&rec.events[i]);

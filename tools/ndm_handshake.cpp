@@ -218,7 +218,7 @@ int run_server(const Options& o, const std::string& bind, std::uint16_t port, co
     cfg.retry = parse_retry_policy(o.retry);
     Endpoint ep(cfg);
     std::cerr << fmt::format("ndm-handshake: listening on {} (UDP), ALPN {}, Retry {}\n", ep.local_address(),
-                             fmt::format("{}", fmt::join(o.alpn, ",")), o.retry);
+                             fmt::format("{}", fmt::join(o.alpn, ",")), to_string(cfg.retry));
     if (!tls.self_signed_note.empty()) std::cerr << tls.self_signed_note << '\n';
     int served = 0, failures = 0;
     std::set<ConnectionHandle> established;

@@ -238,12 +238,12 @@ struct TransportParameters {
     std::vector<std::uint8_t> application_params;  // ndm's private parameter
 };
 
-// What the handshake settled (RFC 9001 §4, §8.1), valid once established.
 // What a server learned from a valid Retry token (RFC 9000 §8.1.2).
 struct RetryValidation {
     std::vector<std::uint8_t> original_dcid;  // the DCID of the client's first Initial, before the Retry
 };
 
+// What the handshake settled (RFC 9001 §4, §8.1), valid once established.
 struct HandshakeSummary {
     std::uint32_t version = kProtocolVersion;
     bool retry = false;        // the handshake went through a Retry (RFC 9000 §8.1.2)

@@ -55,7 +55,7 @@ const char* to_string(IoBackend b);
 // §8.1.2) instead of a connection.
 enum class RetryPolicy {
     never,
-    under_load,  // once EndpointConfig::retry_threshold handshakes are in progress
+    under_load,  // once EndpointConfig::retry_threshold handshakes are in progress or began in the last second
     always,
 };
 // "auto" (under_load) | "always" | "never" (the tools' --retry option);
@@ -92,10 +92,11 @@ struct EndpointConfig {
     // flood of Initials from spoofed addresses costs a Retry each, not a
     // handshake. under_load answers with Retry once retry_threshold
     // handshakes are in progress or have begun within the last second;
-    // always, every Initial without a valid token. An Initial whose Retry token does not validate (forged,
-    // expired, another address or port) is dropped: a client that took a
-    // Retry would not take a second one (§17.2.5.2). A token of another
-    // kind (another server's NEW_TOKEN) counts as none (§8.1.3).
+    // always, every Initial without a valid token. An Initial whose Retry
+    // token does not validate (forged, expired, another address or port) is
+    // dropped: a client that took a Retry would not take a second one
+    // (§17.2.5.2). A token of another kind (another server's NEW_TOKEN)
+    // counts as none (§8.1.3).
     RetryPolicy retry = RetryPolicy::under_load;
     std::size_t retry_threshold = 128;
     // Server side: the secret stateless reset tokens derive from (RFC 9000

@@ -58,13 +58,9 @@ public:
     // The model, for tests and traces.
     [[nodiscard]] Mode mode() const { return mode_; }
     [[nodiscard]] double bandwidth() const;  // bytes per second (the long-term one while policed)
-    [[nodiscard]] double max_bandwidth() const { return bw_.get(); }
     [[nodiscard]] std::optional<Duration> min_rtt() const { return min_rtt_; }
     [[nodiscard]] double pacing_gain() const { return pacing_gain_; }
-    [[nodiscard]] double cwnd_gain() const { return cwnd_gain_; }
     [[nodiscard]] bool full_bandwidth_reached() const { return full_bw_reached_; }
-    [[nodiscard]] std::uint64_t round_count() const { return round_count_; }
-    [[nodiscard]] bool policed() const { return lt_use_bw_; }
 
 private:
     // Per ACK, in tcp_bbr.c's order (bbr_update_model).

@@ -792,8 +792,7 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     }
     st.bytes_acked += acked_bytes;
     if (acked_packets > 0 || !out.late_acked.empty()) {
-        const cc::RateSample rate = delivery.take_sample(lost_since_sample, loss.rtt().min());
-        lost_since_sample = 0;
+        const cc::RateSample rate = delivery.take_sample(loss.rtt().min());
         if (acked_packets > 0) on_acked_bytes(acked_bytes, acked_packets, rate, now);
     }
     track_cc_state(now);
@@ -866,7 +865,6 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
         }
     }
     delivery.on_packets_lost(lost_bytes);
-    lost_since_sample += lost_bytes;
     if (lost_packets > 0) {
         ++st.congestion_events;
         if (persistent) ++st.persistent_congestions;

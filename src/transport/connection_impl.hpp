@@ -135,7 +135,6 @@ struct Connection::Impl {
     transport::Pacer pacer;
     transport::CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
     transport::DeliveryRate delivery;  // rate samples for AckEvent::rate
-    std::uint64_t lost_since_sample = 0;  // bytes declared lost since the last rate sample
     std::unique_ptr<cc::Controller> cc;
     double pacing_rate = 0;  // bytes per second
     unsigned probes_pending = 0;

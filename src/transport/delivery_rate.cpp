@@ -29,7 +29,6 @@ void DeliveryRate::on_packet_acked(const RateSnapshot& s, Instant time_sent, std
     if (!newest) return;
     pending_.has = true;
     pending_.prior_delivered = s.delivered;
-    pending_.prior_time = s.delivered_time;
     pending_.newest_sent = time_sent;
     pending_.send_elapsed = time_sent - s.first_sent_time;
     pending_.ack_elapsed = now - s.delivered_time;
@@ -41,12 +40,13 @@ void DeliveryRate::on_packet_acked(const RateSnapshot& s, Instant time_sent, std
     first_sent_time_ = time_sent;
 }
 
-cc::RateSample DeliveryRate::take_sample(std::uint64_t newly_lost, Duration min_rtt) {
+cc::RateSample DeliveryRate::take_sample(Duration min_rtt) {
     // §3.3: the app-limited phase ends once its last packet is delivered.
     if (app_limited_until_ != 0 && delivered_ > app_limited_until_) app_limited_until_ = 0;
     cc::RateSample r;
     r.total_delivered = delivered_;
-    r.newly_lost = newly_lost;
+    r.newly_lost = lost_ - lost_at_sample_;
+    lost_at_sample_ = lost_;
     if (!pending_.has) {
         pending_ = {};
         return r;

@@ -38,15 +38,16 @@ public:
     // §3.3 UpdateRateSample, for each newly acknowledged in-flight packet of
     // one ACK, in any order.
     void on_packet_acked(const RateSnapshot& s, Instant time_sent, std::uint64_t bytes, Instant now);
-    // Bytes newly declared lost (for the next sample's `lost` and BBR's
-    // per-packet lost-at-send).
+    // Bytes newly declared lost (the next sample's `lost` and `newly_lost`,
+    // and BBR's per-packet lost-at-send).
     void on_packets_lost(std::uint64_t bytes) { lost_ += bytes; }
     // §3.3 GenerateRateSample, once per ACK after its packets: the sample,
     // whose `valid` is false when the ACK newly acknowledged nothing, or its
     // interval is shorter than min_rtt (§3.3: such intervals come from ACK
     // compression or packets sent before a reordering, and would overstate
-    // the rate). newly_lost: the bytes this ACK declared lost.
-    cc::RateSample take_sample(std::uint64_t newly_lost, Duration min_rtt);
+    // the rate). Its newly_lost is what was declared lost since the
+    // previous sample.
+    cc::RateSample take_sample(Duration min_rtt);
 
     // §3.4 CheckIfApplicationLimited: the sender has no data to send and the
     // window is not full, so samples from packets sent from now until this
@@ -62,12 +63,12 @@ private:
     Instant delivered_time_{};        // C.delivered_time: when delivered_ last grew
     Instant first_sent_time_{};       // C.first_sent_time: send time of the newest acked packet
     std::uint64_t lost_ = 0;          // bytes declared lost so far
+    std::uint64_t lost_at_sample_ = 0;  // lost_ when the previous sample was taken
     std::uint64_t app_limited_until_ = 0;  // C.app_limited: 0, or the delivered_ that ends it
     // The sample being built from this ACK's packets (§3.3's rs).
     struct Pending {
         bool has = false;
         std::uint64_t prior_delivered = 0;
-        Instant prior_time{};
         Instant newest_sent{};
         Duration send_elapsed{0}, ack_elapsed{0};
         std::uint64_t newly_acked = 0;
