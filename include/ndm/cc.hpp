@@ -34,6 +34,26 @@ struct PacketSent {
     // The window is not what limits the sender after this packet: the same
     // verdict as AckEvent::app_limited, at send time.
     bool app_limited = false;
+    // The delivery-rate estimator is in an application-limited phase (its
+    // C.app_limited; the packet's RateSample will say is_app_limited): the
+    // sender ran out of data since the window was last full. With nothing
+    // else in flight, the sender is restarting from idle (BBR's
+    // HandleRestartFromIdle).
+    bool in_app_limited_phase = false;
+};
+
+// One in-flight packet declared lost (RFC 9002 §6.1), reported before the
+// CongestionEvent of the losses it is part of, in packet-number order. BBR
+// (draft-ietf-ccwg-bbr §5.5.10.2 HandleLostPacket) estimates from each the
+// inflight at which losses crossed its threshold.
+struct PacketLost {
+    Instant now;
+    std::uint64_t packet_number = 0;
+    std::uint64_t bytes = 0;
+    Instant time_sent;
+    std::uint64_t tx_in_flight = 0;  // bytes in flight just after it was sent, itself included
+    std::uint64_t lost = 0;          // bytes declared lost from its send until now, itself included
+    bool is_app_limited = false;     // sent in an application-limited phase
 };
 
 // A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation-02
@@ -124,6 +144,7 @@ public:
     virtual ~Controller() = default;
 
     virtual void on_packet_sent(const PacketSent&) {}
+    virtual void on_packet_lost(const PacketLost&) {}
     virtual void on_ack(const AckEvent& ev) = 0;
     virtual void on_congestion_event(const CongestionEvent& ev) = 0;
     virtual void on_spurious_congestion(const SpuriousEvent&) {}

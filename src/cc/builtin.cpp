@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "cc/bbr.hpp"
 #include "cc/bbr1.hpp"
 #include "cc/cubic.hpp"
 #include "cc/ndm/lkm_controller.hpp"
@@ -16,6 +17,8 @@ void register_builtin_controllers(const std::function<void(Registration)>& add) 
          [](const Params& p, const Options& o) { return std::make_unique<Reno>(p, o); }});
     add({std::string(Cubic::kName), std::string(Cubic::kDescription),
          [](const Params& p, const Options& o) { return std::make_unique<Cubic>(p, o); }});
+    add({std::string(Bbr::kName), std::string(Bbr::kDescription),
+         [](const Params& p, const Options& o) { return std::make_unique<Bbr>(p, o); }});
     add({std::string(Bbr1::kName), std::string(Bbr1::kDescription),
          [](const Params& p, const Options& o) { return std::make_unique<Bbr1>(p, o); }});
     add({std::string(lkm::LkmController::kName), std::string(lkm::LkmController::kDescription),

@@ -20,6 +20,7 @@ namespace ndm::cc {
 class Forwarding : public Controller {
 public:
     void on_packet_sent(const PacketSent& p) override { inner_->on_packet_sent(p); }
+    void on_packet_lost(const PacketLost& p) override { inner_->on_packet_lost(p); }
     void on_ack(const AckEvent& ev) override { inner_->on_ack(ev); }
     void on_congestion_event(const CongestionEvent& ev) override { inner_->on_congestion_event(ev); }
     void on_spurious_congestion(const SpuriousEvent& ev) override { inner_->on_spurious_congestion(ev); }

@@ -19,6 +19,10 @@ public:
     // The maximum of the samples taken within the window ending at the latest `time`.
     [[nodiscard]] double get() const { return s_[0].value; }
 
+    // A new window length for the samples that follow (BBRv3's extra_acked
+    // filter remembers one round in Startup and ten afterwards).
+    void set_window(std::uint64_t window) { window_ = window; }
+
     // Forgets everything: `value` at `time` is the only sample.
     void reset(std::uint64_t time, double value) { s_.fill({time, value}); }
 

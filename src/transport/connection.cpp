@@ -850,6 +850,9 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
             lost_bytes += p.bytes;
             ++lost_packets;
             largest_sent = std::max(largest_sent, p.time_sent);
+            delivery.on_packets_lost(p.bytes);
+            cc->on_packet_lost({now, p.pn, p.bytes, p.time_sent, p.rate.tx_in_flight, delivery.lost() - p.rate.lost,
+                                p.rate.is_app_limited});
         }
         // RFC 9000 §13.3: retransmit information, not packets. The stream
         // set takes back what its frames carried.
@@ -864,7 +867,6 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
             }
         }
     }
-    delivery.on_packets_lost(lost_bytes);
     if (lost_packets > 0) {
         ++st.congestion_events;
         if (persistent) ++st.persistent_congestions;
@@ -1180,7 +1182,7 @@ void Connection::Impl::on_packet_built(std::uint64_t pn, PacketSpace space, std:
         if (cfg.pacing) pacer.on_sent(now, len);
         // Handshake packets are never what the window limits (RFC 9002 §7.8).
         const bool app_limited = space != PacketSpace::application || note_cwnd_usage(p.pn, in_flight, now);
-        cc->on_packet_sent(cc::PacketSent{now, p.pn, len, in_flight, app_limited});
+        cc->on_packet_sent(cc::PacketSent{now, p.pn, len, in_flight, app_limited, p.rate.is_app_limited});
     }
     if (eliciting) {
         last_eliciting_sent = now;

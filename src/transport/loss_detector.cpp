@@ -10,8 +10,10 @@ namespace ndm::transport {
 
 namespace {
 
-// Lost packets are remembered this many PTO periods after they were sent, to
-// recognize late acknowledgements (spurious losses)...
+// Lost packets are remembered this many PTO periods after they were declared
+// lost, to recognize late acknowledgements (spurious losses); counting from
+// the declaration rather than the send lets a delay spike longer than the
+// persistent-congestion period (RFC 9002 §7.6) still prove spurious...
 constexpr int kLostRetentionPtos = 3;
 // ...but never more than this many.
 constexpr std::size_t kMaxLostRetained = std::size_t{1} << 16;
@@ -211,6 +213,7 @@ LossDetector::LossBatch LossDetector::detect_lost(Space& sp, Instant now, std::v
         // packet, or long enough before now.
         if (s.p.time_sent <= lost_send_time || sp.largest_acked >= pn + packet_threshold_) {
             s.state = State::lost;
+            s.declared_lost = now;
             remove_from_flight(sp, s.p);
             if (s.p.in_flight) {
                 s.event = event;
@@ -291,7 +294,7 @@ void LossDetector::forget_old_losses(Space& sp, Instant now) {
     const Duration keep = rtt_.pto_period(cfg_.max_ack_delay) * kLostRetentionPtos;
     while (!sp.lost.empty()) {
         const Slot& s = sp.lost.begin()->second;
-        if (sp.lost.size() <= kMaxLostRetained && add_saturating(s.p.time_sent, keep) >= now) break;
+        if (sp.lost.size() <= kMaxLostRetained && add_saturating(s.declared_lost, keep) >= now) break;
         // This event can no longer be shown spurious.
         if (s.event != 0 && s.event == current_event_) current_event_ = 0;
         sp.lost.erase(sp.lost.begin());

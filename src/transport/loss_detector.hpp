@@ -185,6 +185,7 @@ private:
         SentPacket p;
         State state = State::outstanding;
         std::uint64_t event = 0;  // congestion event that declared it lost (0: none)
+        Instant declared_lost{};  // when it was (State::lost)
     };
 
     struct LossBatch {
