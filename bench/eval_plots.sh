@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The plots of issue 7's evaluation (bench/RESULTS.md "ndm evaluation"): bitrate
-# and cwnd over time of ndm, cubic, reno, ndm-lkm (and bbr1), one seed, virtual time,
+# and cwnd over time of ndm, cubic, reno, ndm-lkm (and bbr, bbr1), one seed, virtual time,
 # written as SVG to bench/plots/ by ndm-compare (its plot.svg).
 #
 #   bench/eval_plots.sh [BUILD_DIR]      (env: SECS=30, SEED=1)
@@ -25,6 +25,6 @@ plot urban-lte-1452 urban-lte realistic ndm,cubic,reno,ndm-lkm
 plot urban-lte-65507 urban-lte seed ndm,cubic,reno,ndm-lkm
 plot urban-lte-inorder-1452 urban-lte-inorder realistic ndm,cubic,reno,ndm-lkm
 # bbr1 outruns the loss-based controllers tenfold under random loss: a plot of its own, or theirs would be flat.
-plot urban-lte-1452-bbr1 urban-lte realistic ndm,bbr1
-plot droptail-1bdp "delay=25ms,rate=20mbit,queue=86pkt" realistic ndm,cubic,reno,bbr1
-plot droptail-quarter-bdp "delay=25ms,rate=20mbit,queue=22pkt" realistic ndm,cubic,reno,bbr1
+plot urban-lte-1452-bbr1 urban-lte realistic ndm,bbr,bbr1
+plot droptail-1bdp "delay=25ms,rate=20mbit,queue=86pkt" realistic ndm,cubic,reno,bbr,bbr1
+plot droptail-quarter-bdp "delay=25ms,rate=20mbit,queue=22pkt" realistic ndm,cubic,reno,bbr,bbr1

@@ -32,20 +32,21 @@ stat() {
 mean() { jq -r --arg cc "$2" --arg m "$3" '.controllers[] | select(.name == $cc) | .summary[$m].mean' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
-echo "Commands: \`$CMP --virtual --repeat $SEEDS -t $SECS --profile P --packets K --cc $NDM,cubic,reno,ndm-lkm,bbr1\`"
+echo "Commands: \`$CMP --virtual --repeat $SEEDS -t $SECS --profile P --packets K --cc $NDM,cubic,reno,ndm-lkm,bbr,bbr1\`"
 echo "(seeds 1..$SEEDS, common random numbers; goodput = receiver bitrate)"
 echo
 echo "### 1. Random loss (no bottleneck queue)"
 echo
-echo "| profile | packets | $NDM Mbit/s | cubic Mbit/s | reno Mbit/s | ndm-lkm Mbit/s | bbr1 Mbit/s | $NDM / cubic | $NDM / bbr1 |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
-for prof in urban-lte urban-lte-inorder "urban-lte,loss=2%" "urban-lte,loss=1%" "urban-lte-inorder,loss=1%"; do
+echo "| profile | packets | $NDM Mbit/s | cubic Mbit/s | reno Mbit/s | ndm-lkm Mbit/s | bbr Mbit/s | bbr1 Mbit/s | $NDM / cubic | $NDM / bbr | $NDM / bbr1 |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for prof in urban-lte urban-lte-inorder "urban-lte,loss=2%" "urban-lte,loss=1%" "urban-lte,loss=0.5%" "urban-lte-inorder,loss=1%"; do
   for pk in realistic seed; do
     f="$OUT/rl.json"
     "$CMP" --virtual -q -J --repeat "$SEEDS" -t "$SECS" --profile "$prof" --packets "$pk" \
-      --cc "$NDM,cubic,reno,ndm-lkm,bbr1" --out "$OUT/o" >"$f" || true
-    n=$(mean "$f" "$NDM" receiver_bitrate_bps); c=$(mean "$f" cubic receiver_bitrate_bps); b=$(mean "$f" bbr1 receiver_bitrate_bps)
-    echo "| $prof | $pk | $(stat "$f" "$NDM" receiver_bitrate_bps 1e-6 x) | $(stat "$f" cubic receiver_bitrate_bps 1e-6 x) | $(stat "$f" reno receiver_bitrate_bps 1e-6 x) | $(stat "$f" ndm-lkm receiver_bitrate_bps 1e-6 x) | $(stat "$f" bbr1 receiver_bitrate_bps 1e-6 x) | $(ratio "$n" "$c") | $(ratio "$n" "$b") |"
+      --cc "$NDM,cubic,reno,ndm-lkm,bbr,bbr1" --out "$OUT/o" >"$f" || true
+    n=$(mean "$f" "$NDM" receiver_bitrate_bps); c=$(mean "$f" cubic receiver_bitrate_bps)
+    b3=$(mean "$f" bbr receiver_bitrate_bps); b=$(mean "$f" bbr1 receiver_bitrate_bps)
+    echo "| $prof | $pk | $(stat "$f" "$NDM" receiver_bitrate_bps 1e-6 x) | $(stat "$f" cubic receiver_bitrate_bps 1e-6 x) | $(stat "$f" reno receiver_bitrate_bps 1e-6 x) | $(stat "$f" ndm-lkm receiver_bitrate_bps 1e-6 x) | $(stat "$f" bbr receiver_bitrate_bps 1e-6 x) | $(stat "$f" bbr1 receiver_bitrate_bps 1e-6 x) | $(ratio "$n" "$c") | $(ratio "$n" "$b3") | $(ratio "$n" "$b") |"
   done
 done
 echo
@@ -59,8 +60,8 @@ for q in 86 22 344 86j; do
   prof="delay=25ms,rate=20mbit,queue=${q%j}pkt"
   [ "$q" = 86j ] && prof="$prof,jitter=2ms,order=inorder"
   "$CMP" --virtual -q -J --repeat "$SEEDS" -t "$SECS" --profile "$prof" \
-    --packets realistic --cc "$NDM,cubic,reno,bbr1" --out "$OUT/o" >"$f" || true
-  for cc in "$NDM" cubic reno bbr1; do
+    --packets realistic --cc "$NDM,cubic,reno,bbr,bbr1" --out "$OUT/o" >"$f" || true
+  for cc in "$NDM" cubic reno bbr bbr1; do
     label="${q%j} pkt"; [ "$q" = 86j ] && label="86 pkt + 2 ms in-order jitter"
     echo "| $label | $cc | $(stat "$f" "$cc" receiver_bitrate_bps 1e-6 x) | $(stat "$f" "$cc" queue_delay_p95_ms 1 x) | $(stat "$f" "$cc" path_loss_percent 1 x) |"
   done
@@ -70,7 +71,7 @@ echo "### 3. Fairness on a shared bottleneck (20 Mbit/s, 1 BDP droptail, ${FAIR_
 echo
 echo "| flows | Jain's index, last half | goodput of each flow, last half, Mbit/s | bottleneck p95 queueing delay ms |"
 echo "|---|---:|---|---:|"
-for pair in "$NDM,cubic|0|" "$NDM,$NDM|10|" "cubic,cubic|0|" "$NDM,cubic|0|j" "$NDM,$NDM|10|j" "bbr1,cubic|0|" "bbr1,bbr1|10|"; do
+for pair in "$NDM,cubic|0|" "$NDM,$NDM|10|" "cubic,cubic|0|" "$NDM,cubic|0|j" "$NDM,$NDM|10|j" "bbr,cubic|0|" "bbr,bbr|10|" "bbr1,cubic|0|" "bbr1,bbr1|10|"; do
   IFS='|' read -r ccs stag jit <<<"$pair"
   prof="delay=25ms,rate=20mbit,queue=86pkt"
   [ "$jit" = j ] && prof="$prof,jitter=2ms,order=inorder"
@@ -91,8 +92,8 @@ echo "|---|---|---:|---:|---:|"
 for prof in lte-verizon lte-tmobile lte-att-driving; do
   f="$OUT/lte.json"
   "$CMP" --virtual -q -J --repeat "$SEEDS" -t "$SECS" --profile "$prof" --packets realistic \
-    --cc "$NDM,cubic,reno,ndm-lkm,bbr1" --out "$OUT/o" >"$f" || true
-  for cc in "$NDM" cubic reno ndm-lkm bbr1; do
+    --cc "$NDM,cubic,reno,ndm-lkm,bbr,bbr1" --out "$OUT/o" >"$f" || true
+  for cc in "$NDM" cubic reno ndm-lkm bbr bbr1; do
     echo "| $prof | $cc | $(stat "$f" "$cc" receiver_bitrate_bps 1e-6 x) | $(stat "$f" "$cc" queue_delay_p95_ms 1 x) | $(stat "$f" "$cc" path_loss_percent 1 x) |"
   done
 done
