@@ -83,7 +83,23 @@ private:
 
 }  // namespace detail
 
-class BottleneckLink final : public Link {
+// A Link whose datagrams wait in a DeliveryQueue until the time send() gave them.
+class QueuedLink : public Link {
+public:
+    [[nodiscard]] Instant next_delivery() const override { return queue_.next(); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+        if (!queue_.pop(now, out)) return false;
+        ++stats_.delivered;
+        return true;
+    }
+    [[nodiscard]] LinkStats stats() const override { return stats_; }
+
+protected:
+    detail::DeliveryQueue queue_;
+    LinkStats stats_;
+};
+
+class BottleneckLink final : public QueuedLink {
 public:
     BottleneckLink(std::shared_ptr<Bottleneck> cfg, std::uint64_t seed) : cfg_(std::move(cfg)), rng_(seed) {}
 
@@ -114,13 +130,6 @@ public:
         }
         queue_.push(at, d);
     }
-    [[nodiscard]] Instant next_delivery() const override { return queue_.next(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
-        if (!queue_.pop(now, out)) return false;
-        ++stats_.delivered;
-        return true;
-    }
-    [[nodiscard]] LinkStats stats() const override { return stats_; }
 
 private:
     double uniform() { return static_cast<double>(util::splitmix64_next(rng_) >> 11) * 0x1.0p-53; }
@@ -141,14 +150,12 @@ private:
     std::shared_ptr<Bottleneck> cfg_;
     std::uint64_t rng_;
     Instant busy_until_{};
-    detail::DeliveryQueue queue_;
     bool policer_started_ = false;
     double tokens_ = 0;
     Instant last_fill_{};
-    LinkStats stats_;
 };
 
-class ReturnLink final : public Link {
+class ReturnLink final : public QueuedLink {
 public:
     explicit ReturnLink(std::shared_ptr<ReturnPath> cfg) : cfg_(std::move(cfg)) {}
     void send(std::span<const std::uint8_t> d, Instant now) override {
@@ -158,22 +165,13 @@ public:
             const auto slots = (at.time_since_epoch() + b - Duration{1}) / b;
             at = Instant{} + slots * b;
         }
-        queue_.push(std::max(at, last_), d);  // a batch never reorders
-        last_ = std::max(at, last_);
+        last_ = std::max(at, last_);  // a batch never reorders
+        queue_.push(last_, d);
     }
-    [[nodiscard]] Instant next_delivery() const override { return queue_.next(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
-        if (!queue_.pop(now, out)) return false;
-        ++stats_.delivered;
-        return true;
-    }
-    [[nodiscard]] LinkStats stats() const override { return stats_; }
 
 private:
     std::shared_ptr<ReturnPath> cfg_;
-    detail::DeliveryQueue queue_;
     Instant last_{};
-    LinkStats stats_;
 };
 
 // What the hook sees after each ACK.

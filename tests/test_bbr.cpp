@@ -38,6 +38,9 @@ struct Recorder {
                       k.ack.rate.valid ? k.ack.rate.delivery_rate : 0});
     }
     // Index of the first record at or after `from` where pred holds, or size().
+    [[nodiscard]] AckHook hook() {
+        return [this](const Tick& k) { (*this)(k); };
+    }
     template <typename P>
     [[nodiscard]] std::size_t first(P pred, std::size_t from = 0) const {
         for (std::size_t i = from; i < tr.size(); ++i)
@@ -48,6 +51,21 @@ struct Recorder {
         return first([s](const Rec& r) { return r.m.state == s; }, from);
     }
 };
+
+// A hook that records every ACK and, at the first one where `when` holds,
+// runs `then` once and notes when (since the run's start) in `fired`.
+template <typename When, typename Then>
+AckHook record_and_once(Recorder& rec, std::optional<Duration>& fired, When when, Then then) {
+    return [&rec, &fired, when, then](const Tick& k) {
+        if (!fired && when(k)) {
+            fired = k.now - Instant{};
+            then(k);
+        }
+        rec(k);
+    };
+}
+
+bool in_state(const Tick& k, State st) { return k.m.state == st; }
 
 double link_bytes(double mbps) { return mbps * 1e6 / 8; }
 bool is_probe_bw(State s) {
@@ -60,7 +78,7 @@ bool is_probe_bw(State s) {
 TEST_CASE("bbr A.1: Startup exits on a bandwidth plateau, with max_bw within 2 % of the link, into Drain") {
     Scenario s;
     Recorder rec;
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 3s;
     s.run();
     const auto& tr = rec.tr;
@@ -110,7 +128,7 @@ TEST_CASE("bbr A.2: Startup exits on loss above 2 % when the samples are applica
 TEST_CASE("bbr A.3: Drain paces at 0.5 and exits into ProbeBW once inflight is down to Inflight(1.0)") {
     Scenario s;
     Recorder rec;
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 3s;
     s.run();
     const auto& tr = rec.tr;
@@ -154,7 +172,7 @@ TEST_CASE("bbr A.5: ProbeBW_UP ends on a bandwidth plateau (three rounds under 2
     Scenario s;
     Recorder rec;
     s.path->queue_bytes = 1'000'000;  // deep: the probe finds the plateau before any loss
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 8s;
     const auto r = s.run();
     CHECK(r.data.dropped_queue == 0);
@@ -176,7 +194,7 @@ TEST_CASE("bbr A.5: ProbeBW_UP ends on a bandwidth plateau (three rounds under 2
 TEST_CASE("bbr A.8: ProbeBW_DOWN paces at 0.9 and moves to CRUISE once inflight is within headroom and the BDP") {
     Scenario s;
     Recorder rec;
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 8s;
     s.run();
     const auto& tr = rec.tr;
@@ -197,7 +215,7 @@ TEST_CASE("bbr A.8: ProbeBW_DOWN paces at 0.9 and moves to CRUISE once inflight 
 TEST_CASE("bbr A.10: ProbeRTT comes when the RTT floor is 5 s old, halves the window for 200 ms and a round, back to ProbeBW") {
     Scenario s;
     Recorder rec;
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 10s;
     const auto r = s.run();
     const auto& tr = rec.tr;
@@ -252,7 +270,7 @@ TEST_CASE("bbr A.7: neither Startup nor ProbeBW_UP ends while application-limite
         Scenario s;
         Recorder rec;
         s.app_rate_bps = 4e6;  // of 10 Mbit/s
-        s.on_ack = [&](const Tick& k) { rec(k); };
+        s.on_ack = rec.hook();
         s.duration = 4s;  // before the RTT floor is 5 s old (ProbeRTT: A.20)
         s.run();
         REQUIRE(rec.tr.size() > 100);
@@ -329,7 +347,7 @@ TEST_CASE("bbr A.11: ProbeRTT is skipped when the application was idle for longe
     s.on_sent = [&](const cc::Bbr& b, const cc::PacketSent& p) {
         if (p.time >= pause_to && b.model().idle_restart) restart_seen = true;
     };
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 11s;
     const auto r = s.run();
     const auto& tr = rec.tr;
@@ -346,7 +364,7 @@ TEST_CASE("bbr A.12: Startup reaches the link rate over a path that aggregates A
     Scenario s;
     Recorder rec;
     s.ret->batch = 10ms;  // ACKs arrive in 10 ms slots
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 3s;
     s.run();
     const auto& tr = rec.tr;
@@ -369,13 +387,8 @@ TEST_CASE("bbr A.13: CRUISE keeps the link full when ACKs start to arrive aggreg
     Scenario s;
     Recorder rec;
     std::optional<Duration> from;
-    s.on_ack = [&](const Tick& k) {
-        if (!from && k.m.state == State::probe_bw_cruise) {
-            from = k.now - Instant{};
-            s.ret->batch = 20ms;
-        }
-        rec(k);
-    };
+    s.on_ack = record_and_once(rec, from, [](const Tick& k) { return in_state(k, State::probe_bw_cruise); },
+                               [&](const Tick&) { s.ret->batch = 20ms; });
     s.duration = 8s;
     const auto r = s.run();
     REQUIRE(from);
@@ -405,7 +418,7 @@ TEST_CASE("bbr A.14: a BDP below one packet keeps 4 packets in flight and paces 
     s.path->delay = 5ms;
     s.ret->delay = 5ms;
     s.path->queue_bytes = 12'000;
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 120s;
     const auto r = s.run();
     const auto& tr = rec.tr;
@@ -423,15 +436,15 @@ TEST_CASE("bbr A.15: bandwidth ×10 is found within a few probes, inflight_longt
     Recorder rec;
     s.path->queue_bytes = 30'000;  // shallow: each probe at 10 Mbit/s finds loss and sets inflight_longterm
     std::optional<Duration> raised;
-    s.on_ack = [&](const Tick& k) {
-        if (!raised && k.m.inflight_longterm != cc::Bbr::kInfinity && k.m.state == State::probe_bw_cruise &&
-            k.now > Instant{} + 3s) {
-            raised = k.now - Instant{};
+    s.on_ack = record_and_once(
+        rec, raised,
+        [](const Tick& k) {
+            return k.m.inflight_longterm != cc::Bbr::kInfinity && in_state(k, State::probe_bw_cruise) && k.now > Instant{} + 3s;
+        },
+        [&](const Tick&) {
             s.path->rate_bps = 100e6;
             s.path->queue_bytes = 300'000;
-        }
-        rec(k);
-    };
+        });
     s.duration = 20s;
     s.run();
     REQUIRE(raised);
@@ -463,13 +476,9 @@ TEST_CASE("bbr A.16: bandwidth ÷10 lowers bw_shortterm at once and max_bw withi
     s.path->rate_bps = 100e6;
     s.path->queue_bytes = 500'000;
     std::optional<Duration> cut;
-    s.on_ack = [&](const Tick& k) {
-        if (!cut && k.m.state == State::probe_bw_cruise && k.now > Instant{} + 2s) {
-            cut = k.now - Instant{};
-            s.path->rate_bps = 10e6;
-        }
-        rec(k);
-    };
+    s.on_ack = record_and_once(
+        rec, cut, [](const Tick& k) { return in_state(k, State::probe_bw_cruise) && k.now > Instant{} + 2s; },
+        [&](const Tick&) { s.path->rate_bps = 10e6; });
     s.duration = 16s;
     s.run();
     REQUIRE(cut);
@@ -496,7 +505,7 @@ TEST_CASE("bbr A.17: a token-bucket policer: BBR settles at the token rate witho
     s.path->rate_bps = 50e6;
     s.path->policer_bps = 5e6;
     s.path->policer_burst = 60'000;
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 30s;
     const auto r = s.run();
     std::uint64_t sent = 0, dropped = 0;
@@ -518,17 +527,14 @@ TEST_CASE("bbr A.17: a token-bucket policer: BBR settles at the token rate witho
 TEST_CASE("bbr A.18: a spurious fast recovery (reordering) restores the model and returns to probing") {
     Scenario s;
     Recorder rec;
-    bool held = false;
-    s.on_ack = [&](const Tick& k) {
-        // On the first UP, hold back the next few packets by 30 ms: later ones
-        // overtake them and they are declared lost, then acknowledged.
-        if (!held && k.m.state == State::probe_bw_up) {
-            held = true;
-            s.path->hold_until = k.now + 3ms;
-            s.path->hold_extra = 30ms;
-        }
-        rec(k);
-    };
+    std::optional<Duration> held;
+    // On the first UP, hold back the next few packets by 30 ms: later ones
+    // overtake them and they are declared lost, then acknowledged.
+    s.on_ack = record_and_once(rec, held, [](const Tick& k) { return in_state(k, State::probe_bw_up); },
+                               [&](const Tick& k) {
+                                   s.path->hold_until = k.now + 3ms;
+                                   s.path->hold_extra = 30ms;
+                               });
     s.duration = 5s;
     const auto r = s.run();
     CHECK(r.sender.spurious_losses > 0);
@@ -556,19 +562,16 @@ TEST_CASE("bbr A.18: a spurious fast recovery (reordering) restores the model an
 TEST_CASE("bbr A.19: a spurious persistent congestion (an RTO) restores the model and returns to probing") {
     Scenario s;
     Recorder rec;
-    bool held = false;
-    s.on_ack = [&](const Tick& k) {
-        // On the first UP the link stalls for 400 ms and flushes what it
-        // holds 300 ms later: the probe sent after the stall is acknowledged
-        // first, so the held packets are declared lost, over more than three
-        // PTOs (persistent congestion, RFC 9002 §7.6), and then arrive.
-        if (!held && k.m.state == State::probe_bw_up) {
-            held = true;
-            s.path->hold_until = k.now + 400ms;
-            s.path->release_at = k.now + 700ms;
-        }
-        rec(k);
-    };
+    std::optional<Duration> held;
+    // On the first UP the link stalls for 400 ms and flushes what it holds
+    // 300 ms later: the probe sent after the stall is acknowledged first, so
+    // the held packets are declared lost, over more than three PTOs
+    // (persistent congestion, RFC 9002 §7.6), and then arrive.
+    s.on_ack = record_and_once(rec, held, [](const Tick& k) { return in_state(k, State::probe_bw_up); },
+                               [&](const Tick& k) {
+                                   s.path->hold_until = k.now + 400ms;
+                                   s.path->release_at = k.now + 700ms;
+                               });
     s.duration = 8s;
     const auto r = s.run();
     CHECK(r.sender.persistent_congestions == 1);
@@ -597,7 +600,7 @@ TEST_CASE("bbr A.20: ProbeRTT during a long Startup returns to Startup, not Prob
     Scenario s;
     Recorder rec;
     s.app_rate_bps = 4e6;  // of 10 Mbit/s: Startup never sees the pipe full
-    s.on_ack = [&](const Tick& k) { rec(k); };
+    s.on_ack = rec.hook();
     s.duration = 8s;
     s.run();
     const auto& tr = rec.tr;
