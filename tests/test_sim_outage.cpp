@@ -157,34 +157,38 @@ TEST_CASE("outage: every controller completes the Gilbert-Elliott profile delay=
     }
 }
 
-TEST_CASE("outage: Gilbert-Elliott seed 1 loses 66 ACK-path datagrams in a row, which a 30 s idle timeout does not outlast and the tools' default does") {
-    // Seed 1's ACK path draws a Bad-state sojourn of 66 datagrams (down
-    // datagrams 1937-2002). Once the sender stalls inside it, only its probes
-    // move the chain: two probes per PTO (RFC 9002 §6.2.4, the most it
-    // allows) arrive back to back and get one ACK (RFC 9000 §13.2.2, every
-    // second packet), one a second at the 1 s backoff bound, so crossing the
-    // burst takes 45-60 s of silence, longer than a 30 s idle timeout
-    // (reno ends at 34.0 s, cubic 32.0 s, ndm-lkm 36.6 s; ndm's ACKs fall
-    // elsewhere). Spacing the two probes more than max_ack_delay apart, so
-    // each gets its own ACK, was measured too: cubic then completes (24.9 s),
-    // reno still times out 0.03 s after the burst's last drop and ndm-lkm with
-    // 57 of the 66 lost. Only probing faster than the 1 s bound (more
-    // aggressive than RFC 6298's RTO or any RFC 9002 PTO) would cross it
-    // within 30 s. Kernel TCP waits it out (RTO backoff to 120 s, ~15 min of
-    // retries) and so does iperf3 (120 s receive timeout): so do the tools.
+TEST_CASE("outage: Gilbert-Elliott seed 1 loses 40-odd ACK-path datagrams in a row, which a 30 s idle timeout does not outlast and the tools' default does") {
+    // Seed 1's ACK path draws Bad-state sojourns of 41 to 66 datagrams;
+    // which datagrams they hit depends on how many the receiver sends, so
+    // each controller meets a different one (reno 50, ndm-lkm 41 in a row
+    // while stalled; cubic and ndm cross a 66-datagram one without stalling).
+    // Once the sender stalls inside one, only its probes move the chain: two
+    // probes per PTO (RFC 9002 §6.2.4, the most it allows) arrive back to
+    // back and get one ACK (RFC 9000 §13.2.2, every second packet), one a
+    // second at the 1 s backoff bound, so crossing the burst takes longer
+    // than a 30 s idle timeout (reno ends at 38 s). Only probing faster than
+    // the 1 s bound (more aggressive than RFC 6298's RTO or any RFC 9002 PTO)
+    // would cross it within 30 s. Kernel TCP waits it out (RTO backoff to
+    // 120 s, ~15 min of retries) and so does iperf3 (120 s receive timeout):
+    // so do the tools.
     {
-        const auto r = ge_run("reno", 1, std::chrono::seconds(30));
+        auto longest = std::make_shared<std::uint64_t>(0);
+        const auto r = ge_run("reno", 1, std::chrono::seconds(30), longest);
         CHECK_FALSE(r.completed);
+        CHECK(r.duration > 30s);
         CHECK(r.duration < 40s);
+        CHECK(*longest >= 40);
     }
+    bool stalled_past_30s = false;
     for (const std::string cc : kControllers) {
         CAPTURE(cc);
         auto longest = std::make_shared<std::uint64_t>(0);
         const auto r = ge_run(cc, 1, kToolsIdleTimeout, longest);
         check_complete(r, r.bytes_sent);
-        CHECK(*longest == 66);
-        if (cc != "ndm") CHECK(r.duration > 40s);  // it did stall across the burst: past a 30 s idle timeout
+        CHECK(*longest >= 40);
+        if (r.duration > 40s) stalled_past_30s = true;  // across a burst: past a 30 s idle timeout
         MESSAGE(cc, " seed 1, tools' idle timeout: ", ndm::to_seconds(r.duration), " s, PTOs ", r.client_stats.pto_count,
                 ", longest ACK-path burst ", *longest);
     }
+    CHECK(stalled_past_30s);
 }

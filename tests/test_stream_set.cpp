@@ -237,7 +237,7 @@ TEST_CASE("stream set: unidirectional streams go one way, with their own limits 
     CHECK(server.set.local_max_streams(false) == 3);
     CHECK(server.set.local_max_streams(true) == 100);
     Packet control;
-    server.set.write_control_frames(control.sink);
+    server.set.write_control_frames(control.sink, Instant{}, Duration{0});
     const trace::Frame* ms = control.find(FT::max_streams);
     REQUIRE(ms != nullptr);
     CHECK(ms->unidirectional);
@@ -265,10 +265,35 @@ TEST_CASE("stream set: receive windows are enforced per stream and per connectio
     server.set.on_consumed(0, 80);
     CHECK(server.set.has_control_frames());
     Packet p;
-    server.set.write_control_frames(p.sink);
+    server.set.write_control_frames(p.sink, Instant{}, Duration{0});
     CHECK(p.value(FT::max_stream_data) == 180);
     CHECK(p.value(FT::max_data) == 230);
     CHECK_FALSE(server.set.has_control_frames());
+}
+
+TEST_CASE("stream set: a receive window that slides again within two RTTs doubles, up to 4 times its size") {
+    using namespace std::chrono_literals;
+    ReceiveWindow w(1000);
+    const Duration rtt = 100ms;
+    Instant t{};
+    auto consume_and_slide = [&](std::uint64_t n, Duration after) {
+        w.on_consumed(n);
+        t += after;
+        REQUIRE(w.should_update());
+        return w.update(t, rtt);
+    };
+    CHECK(consume_and_slide(500, 1s) == 1500);     // the first slide: no history yet
+    CHECK(consume_and_slide(500, 150ms) == 3000);  // 150 ms < 2 RTT: 2000-byte window
+    CHECK(w.window() == 2000);
+    CHECK(consume_and_slide(1000, 300ms) == 4000);  // 300 ms >= 2 RTT: unchanged
+    CHECK(consume_and_slide(1000, 50ms) == 7000);   // doubled to 4000
+    CHECK(consume_and_slide(2000, 50ms) == 9000);   // capped at 4 × 1000
+    CHECK(w.window() == 4000);
+    // Resending a lost update (nothing new consumed) neither slides nor grows.
+    t += 1ms;
+    CHECK_FALSE(w.should_update());
+    CHECK(w.update(t, rtt) == 9000);
+    CHECK(w.window() == 4000);
 }
 
 TEST_CASE("stream set: a stream finished both ways is reaped and the peer may open another") {
@@ -300,7 +325,7 @@ TEST_CASE("stream set: a stream finished both ways is reaped and the peer may op
     CHECK(server.set.local_max_streams() == 2);
     REQUIRE(server.set.has_control_frames());
     Packet ctl;
-    server.set.write_control_frames(ctl.sink);
+    server.set.write_control_frames(ctl.sink, Instant{}, Duration{0});
     CHECK(ctl.value(FT::max_streams) == 2);
 
     // A late duplicate of the reaped stream is ignored, not reopened.

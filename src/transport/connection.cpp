@@ -1101,7 +1101,7 @@ std::size_t Connection::Impl::write_packet(std::span<std::uint8_t> datagram, std
     } else {
         write_ack_frame(sink, space, now);
         const bool probe = probes_pending > 0 && probe_space == space;
-        if (probe || can_send_eliciting(now)) retransmission = write_eliciting_frames(sink, space, probe);
+        if (probe || can_send_eliciting(now)) retransmission = write_eliciting_frames(sink, space, probe, now);
     }
     // PATH_RESPONSE datagrams are padded to 1200 bytes too (RFC 9000 §8.2.2).
     if (path_response_due && !path_response) pad_to = std::max(pad_to, std::min(kMinDatagramSize, datagram.size()));
@@ -1146,7 +1146,7 @@ void Connection::Impl::write_ack_frame(FrameSink& sink, PacketSpace space, Insta
 // CRYPTO, HANDSHAKE_DONE, the stream set's flow-control and STREAM frames,
 // and a PING when a probe carries nothing else (RFC 9002 §6.2.4). Returns
 // whether any stream data was a retransmission.
-bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space, bool probe) {
+bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space, bool probe, Instant now) {
     bool retransmission = false;
     while (crypto_pending(space) && crypto_of(space).write_frame(sink)) {
     }
@@ -1156,7 +1156,7 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space
         // Never retransmitted (RFC 9000 §13.3): no record for loss recovery.
         if (path_response && sink.put(wire::PathResponseFrame{*path_response})) path_response.reset();
         peer_cids.write_frames(sink);
-        streams.write_control_frames(sink);
+        streams.write_control_frames(sink, now, loss.rtt().smoothed());
         retransmission = streams.write_stream_frames(sink);
     }
     if (probe && !sink.eliciting()) sink.put(wire::PingFrame{}, sent::Ping{});

@@ -239,7 +239,7 @@ struct Connection::Impl {
     bool ack_due(transport::PacketSpace space, Instant now) const;
     void write_close_frame(transport::FrameSink& sink, wire::PacketType type);
     void write_ack_frame(transport::FrameSink& sink, transport::PacketSpace space, Instant now);
-    bool write_eliciting_frames(transport::FrameSink& sink, transport::PacketSpace space, bool probe);
+    bool write_eliciting_frames(transport::FrameSink& sink, transport::PacketSpace space, bool probe, Instant now);
     void on_packet_built(std::uint64_t pn, transport::PacketSpace space, std::size_t len, transport::SentFrames frames,
                          bool eliciting, bool padded, bool retransmission, Instant now);
     transport::PacketSpace close_space() const;

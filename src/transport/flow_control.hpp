@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ndm/time.hpp"
+
 namespace ndm::transport {
 
 // What we may send: the peer's limit and how much of it we used.
@@ -33,11 +35,23 @@ private:
 // received, and how much the application consumed. The window slides when
 // the application has consumed half of it, so a bulk sender never stalls
 // waiting for an update (the update leaves a full RTT of slack).
+//
+// Auto-tuning (as Linux's tcp_rcv_space_adjust and Chromium's QUIC flow
+// controller do): when the window slides again within two RTTs of the
+// previous slide, it is the window, not the application, that limits the
+// peer, so it doubles, up to kAutoTuneFactor times its initial size. A lossy
+// high-BDP path needs several RTTs of data buffered behind each hole
+// (bench/RESULTS.md, "Fidelity against the kernel"). Only data the
+// application consumed makes it grow, so a peer cannot inflate it alone.
 class ReceiveWindow {
 public:
-    explicit ReceiveWindow(std::uint64_t window = 0) : window_(window), limit_(window) {}
+    static constexpr std::uint64_t kAutoTuneFactor = 4;
+
+    explicit ReceiveWindow(std::uint64_t window = 0)
+        : window_(window), max_window_(window * kAutoTuneFactor), limit_(window) {}
     [[nodiscard]] std::uint64_t limit() const { return limit_; }
     [[nodiscard]] std::uint64_t received() const { return received_; }
+    [[nodiscard]] std::uint64_t window() const { return window_; }
     // Records data up to end_offset; false means the peer exceeded our limit.
     bool on_received(std::uint64_t end_offset) {
         if (end_offset > limit_) return false;
@@ -46,17 +60,29 @@ public:
     }
     void on_consumed(std::uint64_t n) { consumed_ += n; }
     [[nodiscard]] bool should_update() const { return consumed_ + window_ - limit_ >= window_ / 2; }
-    // Slides the window and returns the new limit to advertise.
-    std::uint64_t update() {
-        limit_ = consumed_ + window_;
+    // Slides the window and returns the limit to advertise. A slide that
+    // consumption made due (not the resend of a lost update) grows the
+    // window first when the previous one was under two RTTs ago.
+    std::uint64_t update(Instant now, Duration rtt) {
+        if (should_update()) {
+            if (has_slid_ && rtt > Duration::zero() && now - last_slide_ < 2 * rtt) {
+                window_ = std::min(2 * window_, max_window_);
+            }
+            has_slid_ = true;
+            last_slide_ = now;
+        }
+        limit_ = std::max(limit_, consumed_ + window_);
         return limit_;
     }
 
 private:
     std::uint64_t window_;
+    std::uint64_t max_window_;
     std::uint64_t limit_;
     std::uint64_t received_ = 0;
     std::uint64_t consumed_ = 0;
+    bool has_slid_ = false;
+    Instant last_slide_{};
 };
 
 }  // namespace ndm::transport

@@ -275,9 +275,9 @@ std::uint64_t StreamSet::sendable_new_data(std::uint64_t enough) const {
     return std::min(total, conn);
 }
 
-void StreamSet::write_control_frames(FrameSink& sink) {
+void StreamSet::write_control_frames(FrameSink& sink, Instant now, Duration rtt) {
     if (max_data_pending_ || conn_window_.should_update()) {
-        std::uint64_t m = conn_window_.update();
+        std::uint64_t m = conn_window_.update(now, rtt);
         if (sink.put(wire::MaxDataFrame{m}, sent::MaxData{m})) max_data_pending_ = false;
     }
     for (const bool bidi : {true, false}) {
@@ -288,7 +288,7 @@ void StreamSet::write_control_frames(FrameSink& sink) {
     }
     for (auto& [id, s] : streams_) {
         if (!s.max_stream_data_pending) continue;
-        std::uint64_t m = s.window.update();
+        std::uint64_t m = s.window.update(now, rtt);
         if (!sink.put(wire::MaxStreamDataFrame{id, m}, sent::MaxStreamData{id, m})) break;
         s.max_stream_data_pending = false;
     }

@@ -121,7 +121,9 @@ public:
     // New stream data flow control lets go now, counted up to `enough`.
     [[nodiscard]] std::uint64_t sendable_new_data(std::uint64_t enough) const;
     // Writes the pending MAX_DATA, MAX_STREAMS and MAX_STREAM_DATA frames.
-    void write_control_frames(FrameSink& sink);
+    // MAX_DATA, MAX_STREAMS, MAX_STREAM_DATA as due; `rtt` (smoothed) lets
+    // the receive windows auto-tune (transport/flow_control.hpp).
+    void write_control_frames(FrameSink& sink, Instant now, Duration rtt);
     // Fills the rest of the packet with STREAM frames (and *_BLOCKED where
     // flow control holds data back); returns whether any was a retransmission.
     bool write_stream_frames(FrameSink& sink);
