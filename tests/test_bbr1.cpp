@@ -230,12 +230,21 @@ TEST_CASE("bbr1: recovery holds packets in flight to what was acknowledged, then
     ack.rate.prior_delivered = 1000;
     b.on_ack(ack);
     CHECK(b.cwnd() == 6000u);  // packet conservation: in flight + acknowledged
-    // Recovery ends with the ACK of a packet sent after it began: the window returns.
+    // The RFC 9002 period ends with the ACK of a packet sent after it began,
+    // but TCP's recovery, whose state BBR follows, lasts until the holes'
+    // retransmissions are acknowledged: about a min_rtt (50 ms) more.
     ack.now = t0 + 60ms;
     ack.largest_acked_sent_time = t0 + 10ms;
     ack.rate.newly_lost = 0;
     ack.rate.total_delivered = 3000;
     ack.rate.prior_delivered = 2000;
+    b.on_ack(ack);
+    CHECK(b.cwnd() < before);
+    // A packet sent a min_rtt after recovery began is acknowledged: the window returns.
+    ack.now = t0 + 110ms;
+    ack.largest_acked_sent_time = t0 + 60ms;
+    ack.rate.total_delivered = 4000;
+    ack.rate.prior_delivered = 3000;
     b.on_ack(ack);
     CHECK(b.cwnd() >= before);
 }

@@ -320,10 +320,25 @@ std::uint64_t Bbr1::quantization_budget(std::uint64_t cwnd) const {
 
 std::uint64_t Bbr1::inflight(double bw, double gain) const { return quantization_budget(bdp(bw, gain)); }
 
+// Linux's TCP_CA_Recovery lasts until every hole below the recovery point
+// is repaired (snd_una reaches high_seq): the retransmissions sent as the
+// losses are detected must be acknowledged too, about a round after RFC
+// 9002's recovery period (§7.3.2) ends. BBR's packet conservation and its
+// restore key on that state, so bbr1 keeps it until a packet sent one
+// min_rtt after the period began is acknowledged. With the RFC 9002 period
+// alone, 5 % loss started a new episode, and a round of conservation, every
+// round: 10.2 Mbit/s on a 20 Mbit/s in-order-jitter path where kernel BBR
+// gets 16.7 (bench/RESULTS.md, "Fidelity against the kernel").
+bool Bbr1::in_tcp_recovery(const AckEvent& ev) const {
+    if (recovery_.active()) return true;
+    return min_rtt_ && recovery_.start() != Instant::min() && ev.largest_acked_sent_time <= recovery_.start() + *min_rtt_;
+}
+
 void Bbr1::save_cwnd() {
-    // bbr_save_cwnd: in recovery or ProbeRTT the window is already cut; keep
-    // the larger one from before.
-    if (!recovery_.active() && mode_ != Mode::probe_rtt) {
+    // bbr_save_cwnd: in recovery (as the controller last saw it:
+    // prev_ca_state) or ProbeRTT the window is already cut; keep the larger
+    // one from before.
+    if (!prev_in_recovery_ && mode_ != Mode::probe_rtt) {
         prior_cwnd_ = cwnd_;
     } else {
         prior_cwnd_ = std::max(prior_cwnd_, cwnd_);
@@ -335,7 +350,7 @@ void Bbr1::save_cwnd() {
 // just acknowledged); leaving recovery restores the window from before.
 // True while conservation holds the window.
 bool Bbr1::recover_or_restore(const AckEvent& ev, std::uint64_t lost) {
-    const bool in_recovery = recovery_.active();
+    const bool in_recovery = in_tcp_recovery(ev);
     if (lost > 0) cwnd_ = std::max(cwnd_ - std::min(cwnd_, lost), mds_);
     if (in_recovery && !prev_in_recovery_) {
         packet_conservation_ = true;

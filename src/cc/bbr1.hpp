@@ -15,7 +15,8 @@
 //
 // Differences from Linux, by necessity: amounts are bytes, not packets (the
 // quantization budget and the minimums are packets of max_datagram_size);
-// the recovery period is RFC 9002's (§7.3.2) rather than TCP's; persistent
+// the recovery state is RFC 9002's recovery period (§7.3.2) held one min_rtt
+// longer, as TCP's lasts until the retransmissions are acknowledged; persistent
 // congestion (RFC 9002 §7.6) plays the part of an RTO; the random ProbeBW
 // phase comes from a generator seeded by the creation time, so virtual-time
 // runs repeat.
@@ -74,6 +75,7 @@ private:
     void set_pacing_rate(double bw, double gain, const AckEvent* ev);
     void set_cwnd(const AckEvent& ev);
     bool recover_or_restore(const AckEvent& ev, std::uint64_t lost);
+    [[nodiscard]] bool in_tcp_recovery(const AckEvent& ev) const;
 
     // Long-term (policer) sampling.
     void lt_sampling(const AckEvent& ev);
