@@ -106,6 +106,8 @@ void Host::on_congestion_event(const CongestionEvent& ev) {
     // One reduction per window: Linux stays in Recovery/Loss until its
     // high_seq is acked, and a loss from before that point is part of the
     // reduction already made.
+    // CE marks (ev.ecn_ce) take the same path, as Linux's CWR state reduces
+    // through the module's ssthresh() once per window (tcp_enter_cwr).
     if (state_ != HostState::open || ev.largest_lost_sent_time <= period_start_) return;
     enter_recovery(ev.now);
 }
