@@ -18,6 +18,7 @@
 #include "ndm/cc.hpp"
 #include "ndm/connection.hpp"
 #include "ndm/qlog.hpp"
+#include "quic_test_util.hpp"
 #include "transport/ack_tracker.hpp"
 #include "transport/ecn_validator.hpp"
 #include "transport/frame.hpp"
@@ -349,5 +350,48 @@ TEST_CASE("ecn end to end: paths that clear or rewrite the codepoint fail valida
         CHECK(r.client.ecn_state == EcnState::disabled);
         CHECK(r.client.ecn_ect0_sent == 0);
         CHECK(r.server.ecn_ect0_received == 0);
+    }
+}
+
+TEST_CASE("ecn end to end: a peer's hostile ACK_ECN counts fail validation without closing, overflowing or reducing") {
+    using ndm::transport::PacketSpace;
+    for (const EcnCounts hostile : {EcnCounts{kMaxVarint, kMaxVarint, kMaxVarint}, EcnCounts{0, 0, kMaxVarint},
+                                    EcnCounts{0, 0, 0}}) {
+        CAPTURE(hostile.ect0);
+        CAPTURE(hostile.ce);
+        ndm::test::ConnectionPair p;
+        p.ecn_path = [](Ecn e) { return e; };
+        REQUIRE(p.handshake());
+        const auto id = p.client->open_stream();
+        REQUIRE(id);
+        // Some data both ways validates ECN; then the client sends more, which the path loses.
+        std::vector<std::uint8_t> data(200'000, 1);
+        p.client->write(*id, data);
+        REQUIRE(p.run_until([&] { return p.client->stats(p.now).bytes_in_flight == 0; }));
+        REQUIRE(p.client->stats(p.now).ecn_state == EcnState::capable);
+        p.client->write(*id, data);
+        std::vector<std::uint8_t> buf(ndm::kMaxDatagramSize);
+        Ecn ecn = Ecn::not_ect;
+        while (p.client->poll_datagram(buf, p.now, ecn) > 0) CHECK(ecn == Ecn::ect0);
+        const auto before = p.client->stats(p.now);
+        // The server "acknowledges" all of it with counts no honest receiver reports
+        // (the last one decreases: the real ones were above zero).
+        auto& impl = ndm::Connection::Impl::of(*p.client);
+        const std::uint64_t largest = impl.loss.next_packet_number(PacketSpace::application) - 1;
+        ndm::wire::AckFrame ack;
+        ack.ranges.push_back({0, largest});
+        ack.ecn = hostile;
+        const auto pkt = ndm::test::seal(*p.server, PacketSpace::application, before.packets_received + 1000,
+                                         ndm::test::encode({ack}));
+        p.client->on_datagram(pkt, p.now, Ecn::ect0);
+        const auto after = p.client->stats(p.now);
+        CHECK(p.client->is_established());
+        CHECK(after.ecn_state == EcnState::failed);
+        CHECK(after.ecn_ce_reported == before.ecn_ce_reported);
+        CHECK(after.congestion_events == before.congestion_events);
+        CHECK(after.cwnd >= before.cwnd);
+        // No more marking from here on.
+        p.client->write(*id, data);
+        while (p.client->poll_datagram(buf, p.now, ecn) > 0) CHECK(ecn == Ecn::not_ect);
     }
 }
