@@ -15,7 +15,8 @@ void TxSlot::fill(msghdr& m) {
     m.msg_namelen = peer.length;
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
-    if (const std::size_t n = write_tx_cmsgs(control, sizeof control, static_cast<std::uint16_t>(segment), peer.sa(), ecn)) {
+    const auto seg = static_cast<std::uint16_t>(segment);
+    if (const std::size_t n = write_tx_cmsgs(control, sizeof control, seg, peer.sa(), ecn)) {
         m.msg_control = control;
         m.msg_controllen = n;
     }

@@ -106,9 +106,9 @@ std::size_t put_cmsg(std::uint8_t* buf, std::size_t cap, int level, int type, T 
 // IPv4 and v4-mapped destinations take IP_TOS (a v6 socket sends to a mapped
 // address through the IPv4 path, udp_sendmsg, which reads SOL_IP cmsgs),
 // others IPV6_TCLASS.
-bool ipv4_path(const sockaddr* to) {
-    if (to == nullptr || to->sa_family == AF_INET) return to != nullptr;
-    return IN6_IS_ADDR_V4MAPPED(&reinterpret_cast<const sockaddr_in6*>(to)->sin6_addr);
+bool ipv4_path(const sockaddr& to) {
+    return to.sa_family == AF_INET ||
+           IN6_IS_ADDR_V4MAPPED(&reinterpret_cast<const sockaddr_in6*>(&to)->sin6_addr);
 }
 }  // namespace
 
@@ -117,7 +117,7 @@ std::size_t write_tx_cmsgs(std::uint8_t* buf, std::size_t cap, std::uint16_t seg
     if (segment > 0) n += put_cmsg(buf, cap, IPPROTO_UDP, UDP_SEGMENT, segment);
     if (ecn != Ecn::not_ect && to != nullptr) {
         const int tos = static_cast<int>(tos_with(0, ecn));
-        n += ipv4_path(to) ? put_cmsg(buf + n, cap - n, IPPROTO_IP, IP_TOS, tos)
+        n += ipv4_path(*to) ? put_cmsg(buf + n, cap - n, IPPROTO_IP, IP_TOS, tos)
                            : put_cmsg(buf + n, cap - n, IPPROTO_IPV6, IPV6_TCLASS, tos);
     }
     return n;

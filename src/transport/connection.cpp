@@ -778,7 +778,8 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     // ECN before losses (ProcessECN, RFC 9002 A.7) and losses before
     // acknowledgements.
     if (out.spurious_congestion) cc->on_spurious_congestion(cc::SpuriousEvent{now});
-    const bool largest_is_new = loss.has_largest_acked(space) && (!had_largest || loss.largest_acked(space) > prior_largest);
+    const bool largest_is_new =
+        loss.has_largest_acked(space) && (!had_largest || loss.largest_acked(space) > prior_largest);
     on_ack_ecn(ack, space, largest_is_new, now);
     if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, space, now);
     if (state != ConnectionState::handshaking && state != ConnectionState::established) return;
