@@ -27,6 +27,10 @@ struct ConnectionPair {
     // Set: the server is accepted as after a Retry whose token it validated
     // (RFC 9000 §8.1.2), for the client's first DCID this names.
     std::optional<RetryValidation> server_retry;
+    // The ECN codepoint a datagram arrives with, given the one it was sent
+    // with (both directions). Unset: the path clears it, as it did before
+    // ndm spoke ECN (every datagram arrives not-ECT).
+    std::function<Ecn(Ecn)> ecn_path;
 
     ConnectionPair() { server_cfg.seed = 2; }
 
@@ -42,22 +46,24 @@ struct ConnectionPair {
         bool moved = false;
         for (bool again = true; again;) {
             again = false;
-            while (std::size_t n = client->poll_datagram(buf, now)) {
+            Ecn ecn = Ecn::not_ect;
+            while (std::size_t n = client->poll_datagram(buf, now, ecn)) {
                 std::vector<std::uint8_t> d(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
                 again = moved = true;
                 if (to_server && !to_server(d)) continue;
+                const Ecn arrived = ecn_path ? ecn_path(ecn) : Ecn::not_ect;
                 if (!server)
                     server = Connection::Impl::accept(server_cfg, d, now, server_params,
-                                                      server_retry ? &*server_retry : nullptr);
-                else server->on_datagram(d, now);
+                                                      server_retry ? &*server_retry : nullptr, arrived);
+                else server->on_datagram(d, now, arrived);
             }
             while (server) {
-                std::size_t n = server->poll_datagram(buf, now);
+                std::size_t n = server->poll_datagram(buf, now, ecn);
                 if (!n) break;
                 std::vector<std::uint8_t> d(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
                 again = moved = true;
                 if (to_client && !to_client(d)) continue;
-                client->on_datagram(d, now);
+                client->on_datagram(d, now, ecn_path ? ecn_path(ecn) : Ecn::not_ect);
             }
         }
         return moved;

@@ -789,7 +789,7 @@ TEST_CASE("endpoint: a foreign loop can poll fd() and next_deadline()") {
 
 namespace {
 struct NoRx final : io::RxHandler {
-    void on_datagram(std::span<const std::uint8_t>, const io::Address&) override {}
+    void on_datagram(std::span<const std::uint8_t>, const io::Address&, Ecn) override {}
     void on_peer_error(const io::Address&, int, const std::string&) override {}
 };
 }  // namespace
@@ -857,7 +857,7 @@ TEST_CASE("io_uring backend: asynchronous sends leave in submission order") {
                     std::memset(slot + k * kSize, 0, kSize);
                     std::memcpy(slot + k * kSize, &seq, 4);
                 }
-                tx->tx_queue(n * kSize, kSize, to);
+                tx->tx_queue(n * kSize, kSize, to, Ecn::not_ect);
             } else {
                 for (std::uint32_t k = 0; k < n; ++k, ++seq) {
                     if (k > 0) {
@@ -865,7 +865,7 @@ TEST_CASE("io_uring backend: asynchronous sends leave in submission order") {
                     }
                     std::memset(slot, 0, kSize);
                     std::memcpy(slot, &seq, 4);
-                    tx->tx_queue(kSize, 0, to);
+                    tx->tx_queue(kSize, 0, to, Ecn::not_ect);
                 }
             }
             tx->wait(steady_now(), none);  // submit (and reap) without sleeping

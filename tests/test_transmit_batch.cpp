@@ -37,7 +37,7 @@ public:
         }
         return slot_;
     }
-    void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
+    void tx_queue(std::size_t len, std::size_t segment, const Address& to, ndm::Ecn) override {
         REQUIRE(slots_ > 0);
         --slots_;
         sent.push_back({{slot_, slot_ + len}, segment, to});

@@ -418,6 +418,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_server_tls_flags(app, tls_flags);
     bool no_gso = false;
     ndm::tools::add_no_gso_flag(app, no_gso);
+    bool no_ecn = false;
+    ndm::tools::add_no_ecn_flag(app, no_ecn);
     std::string retry = "auto";
     ndm::tools::add_retry_option(app, retry);
     try {
@@ -439,6 +441,7 @@ int main(int argc, char** argv) {
         const ndm::tools::ServerTls tls = ndm::tools::server_tls(tls_flags, bind);
         cfg.connection.tls = tls.options;
         cfg.gso = cfg.gro = !no_gso;
+        cfg.connection.ecn = !no_ecn;
         cfg.retry = parse_retry_policy(retry);
         Endpoint ep(cfg);
 

@@ -59,6 +59,7 @@ struct Options {
     tools::ClientTlsFlags tls_flags;
     TlsOptions tls;  // from tls_flags, checked before any packet is sent
     bool no_gso = false;
+    bool no_ecn = false;
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -149,6 +150,7 @@ private:
         cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
         cfg.connection.tls = o.tls;
         cfg.gso = cfg.gro = !o.no_gso;
+        cfg.connection.ecn = !o.no_ecn;
         cfg.qlog_dir = o.qlog;
         // The -P connections share one emulated path per direction, as they would share a bottleneck.
         if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
@@ -533,6 +535,7 @@ int main(int argc, char** argv) {
     tools::add_idle_timeout_option(app, o.idle_timeout);
     tools::add_client_tls_flags(app, o.tls_flags);
     tools::add_no_gso_flag(app, o.no_gso);
+    tools::add_no_ecn_flag(app, o.no_ecn);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& ex) {

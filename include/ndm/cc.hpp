@@ -117,12 +117,23 @@ struct AckEvent {
     RateSample rate;
 };
 
-// Packets declared lost by one ACK or timeout (RFC 9002 §7.3.2, §7.6).
+// Packets declared lost by one ACK or timeout (RFC 9002 §7.3.2, §7.6), or
+// newly reported CE-marked by the peer's ECN counts (RFC 9002 §7.1, B.7).
 struct CongestionEvent {
     Instant now;
     std::uint64_t bytes_lost = 0;
     std::uint64_t packets_lost = 0;
-    Instant largest_lost_sent_time;  // starts a recovery period if after the current one
+    // Starts a recovery period if after the current one. For an ECN event:
+    // the send time of the largest packet the ACK newly acknowledged (B.7),
+    // so that one round's marks reduce the window once, as its losses would.
+    Instant largest_lost_sent_time;
+    // Packets the peer newly reported CE-marked (RFC 9000 §13.4.1): a
+    // congestion signal without a loss. bytes_lost and packets_lost are 0 for
+    // a pure-ECN event; the core never combines the two in one event. A
+    // controller reacts as to a loss (RFC 9002 §7.1; RFC 8311 allows a
+    // smaller reduction), but an ECN reduction is never spurious: no
+    // SpuriousEvent undoes it.
+    std::uint64_t ecn_ce = 0;
     std::uint64_t bytes_in_flight = 0;  // after removing the lost packets
     bool persistent = false;  // persistent congestion (RFC 9002 §7.6): collapse to minimum
 };

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "ndm/ecn.hpp"
 #include "ndm/stats.hpp"
 #include "ndm/time.hpp"
 #include "ndm/tls.hpp"
@@ -34,9 +35,10 @@ using StreamId = std::uint64_t;
 
 // Tracing (qlog and the like): an optional per-connection observer the
 // connection calls where packets are sent, received and declared lost and
-// where congestion state, cwnd or RTT change (the events qlog's QUIC schema
-// names transport:packet_sent/received, recovery:packet_lost,
-// metrics_updated, congestion_state_updated). Plain structs, ngtcp2-style:
+// where congestion state, cwnd, RTT or the ECN validation state change (the
+// events qlog's QUIC schema names transport:packet_sent/received,
+// recovery:packet_lost, metrics_updated, congestion_state_updated,
+// ecn_state_updated). Plain structs, ngtcp2-style:
 // without an observer the connection skips all of it. ndm/qlog.hpp writes
 // these events as qlog files.
 namespace trace {
@@ -62,6 +64,8 @@ struct Frame {
     Duration ack_delay{0};
     // ACK: [smallest, largest] per range, largest first.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> acked_ranges;
+    // ACK_ECN (type 0x03): the ECT(0), ECT(1) and CE counts.
+    std::optional<std::array<std::uint64_t, 3>> ecn_counts;
 };
 
 struct PacketSent {
@@ -95,6 +99,10 @@ struct CongestionStateUpdated {
     Instant time;
     std::string_view old_state, new_state;  // the controller's state() names
 };
+struct EcnStateUpdated {
+    Instant time;
+    EcnState old_state, new_state;  // RFC 9000 §13.4.2 validation
+};
 
 class ConnectionObserver {
 public:
@@ -104,6 +112,7 @@ public:
     virtual void on_packet_lost(const PacketLost&) {}
     virtual void on_metrics_updated(const MetricsUpdated&) {}
     virtual void on_congestion_state_updated(const CongestionStateUpdated&) {}
+    virtual void on_ecn_state_updated(const EcnStateUpdated&) {}
 };
 
 struct ConnectionInfo {
@@ -146,6 +155,15 @@ struct ConnectionConfig {
     std::string cc = "reno";
     std::string cc_options;
     bool pacing = true;
+    // ECN (RFC 9000 §13.4): mark packets ECT(0) once the path is validated
+    // (§13.4.2: the first 10 are marked to test it, marking stops if the
+    // path or the peer mangles the codepoints) and treat the CE marks the
+    // peer reports as congestion (RFC 9002 §7.1). On by default, as in
+    // Linux's QUIC stacks that support it (quiche, msquic, quinn, ngtcp2's
+    // examples): validation makes it safe on paths that do not carry ECN.
+    // Received codepoints are counted and reported (ACK_ECN) either way, as
+    // §13.4.1 requires of every endpoint that can read them.
+    bool ecn = true;
     // Opaque bytes carried in the handshake (the tools put test parameters
     // here), as a transport parameter of ndm's private ID.
     std::vector<std::uint8_t> application_params;
@@ -271,8 +289,10 @@ public:
     // the datagram is not a valid client hello (the caller drops it). On a
     // version mismatch the connection is created and immediately closes with
     // version_negotiation_error, so the client learns why.
+    // `ecn`: the datagram's ECN codepoint (see on_datagram).
     static std::unique_ptr<Connection> accept(const ConnectionConfig& config,
-                                              std::span<const std::uint8_t> datagram, Instant now);
+                                              std::span<const std::uint8_t> datagram, Instant now,
+                                              Ecn ecn = Ecn::not_ect);
     // The same for an Initial that carried a Retry token the server issued
     // and has validated (RFC 9000 §8.1.2): the client's address counts as
     // validated (no amplification limit), and the server's parameters name
@@ -280,7 +300,7 @@ public:
     // (§7.3), as the client will check.
     static std::unique_ptr<Connection> accept(const ConnectionConfig& config,
                                               std::span<const std::uint8_t> datagram, Instant now,
-                                              const RetryValidation& retry);
+                                              const RetryValidation& retry, Ecn ecn = Ecn::not_ect);
 
     ~Connection();
     Connection(const Connection&) = delete;
@@ -289,10 +309,18 @@ public:
     // Feeds one received datagram. Malformed datagrams are dropped (counted in
     // stats().packets_dropped) or close the connection with a reason.
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
+    // The same with the ECN codepoint of the datagram's IP header (the
+    // driver reads it from IP_TOS / IPV6_TCLASS); the form above is not-ECT.
+    void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn);
     // Writes the next datagram into out (which must hold max_datagram_size
     // bytes) and returns its length, or 0 when nothing may be sent now
     // (congestion window, pacing, nothing to send). Call until it returns 0.
     std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now);
+    // The same, and sets `ecn` to the codepoint the driver sends the datagram
+    // with (IP_TOS / IPV6_TCLASS): ECT(0) while ECN is tested or validated,
+    // else not-ECT. A driver without ECN uses the form above, which sends
+    // the same datagrams; validation then finds the path bleaching and stops.
+    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn);
     // Earliest instant at which on_timeout() or poll_datagram() has work:
     // ACK delay, loss/PTO timer, idle timeout, or the pacer's next send time.
     [[nodiscard]] Instant next_timeout() const;

@@ -40,6 +40,16 @@ enum class DropReason : std::uint8_t {
 inline constexpr std::size_t kDropReasons = 6;
 [[nodiscard]] const char* to_string(DropReason r);
 
+// Why the bottleneck marked an ECT datagram CE instead of dropping it
+// (RFC 3168 §5, QueueConfig::ecn).
+enum class MarkReason : std::uint8_t {
+    red,    // RED's probability on the queue length
+    codel,  // CoDel's drop decision at dequeue (RFC 8289 §5)
+    step,   // the L4S step: queueing delay above QueueConfig::ecn_step (RFC 9331 §5.1)
+};
+inline constexpr std::size_t kMarkReasons = 3;
+[[nodiscard]] const char* to_string(MarkReason r);
+
 enum class LossKind : std::uint8_t { none, bernoulli, gilbert_elliott, four_state };
 
 // netem's loss models (docs/emulator.md R5). netem's loss "correlation" is
@@ -76,6 +86,20 @@ struct DelayConfig {
 
 enum class QueueDiscipline : std::uint8_t { droptail, codel };
 
+// CE marking at the bottleneck (RFC 3168 §5: an AQM marks an ECT datagram
+// where it would drop it; a not-ECT one it still drops). none: the queue
+// never marks. red: RED (Floyd & Jacobson 1993) on the queue length at
+// arrival: below red_min nothing, from red_min to red_max a probability
+// rising linearly to red_max_p, at red_max and above every datagram; the
+// length is the instantaneous one (no EWMA and no count spacing, so the
+// verdict depends on this packet's queue alone, as with DualPI2's step).
+// codel: CoDel's own decisions (aqm=codel), marking instead of dropping as
+// RFC 8289 §5 and Linux's codel `ecn` do. step: an L4S-style step (RFC 9331
+// §5.1; DualPI2's 1 ms default): an ECT datagram (only ECT(1) with
+// ecn_step_ect1_only, as L4S's queue would) waiting longer than ecn_step is
+// marked; nothing is dropped for it.
+enum class EcnMarking : std::uint8_t { none, red, codel, step };
+
 struct QueueConfig {
     double rate_bps = 0;          // 0 = unlimited (no bottleneck unless a trace is set)
     std::int32_t overhead = 0;    // bytes added per packet for serialization (netem PACKETOVERHEAD; may be negative)
@@ -87,6 +111,12 @@ struct QueueConfig {
     QueueDiscipline discipline = QueueDiscipline::droptail;
     Duration codel_target = std::chrono::milliseconds(5);
     Duration codel_interval = std::chrono::milliseconds(100);
+    EcnMarking ecn = EcnMarking::none;
+    std::size_t red_min = 5;    // packets (red)
+    std::size_t red_max = 15;   // packets, > red_min
+    double red_max_p = 0.1;     // marking probability just below red_max
+    Duration ecn_step = std::chrono::milliseconds(1);
+    bool ecn_step_ect1_only = false;
 };
 
 class Trace;  // a loaded Mahimahi trace (src/emu/trace.hpp)
@@ -119,6 +149,9 @@ struct DirectionConfig {
     QueueConfig queue;
     TraceConfig trace;       // when set, replaces queue.rate_bps as the service process
     DelayConfig delay;
+    // The path clears every datagram's ECN codepoint (a middlebox rewriting
+    // the TOS byte, RFC 9000 §13.4.2's bleaching), before the bottleneck.
+    bool ecn_bleach = false;
 };
 
 // `up` is client → server (Mahimahi's uplink), `down` server → client.
@@ -152,6 +185,10 @@ struct Profile {
 //   aqm                      droptail (default) | codel; codel-target, codel-interval
 //   trace                    a Mahimahi file (path or name in trace_search_path());
 //                            "trace=NAME" uses NAME.up / NAME.down when NAME itself is absent
+//   ecn                      none (default) | red | codel (needs aqm=codel) | step: CE marking
+//                            (QueueConfig::ecn); bleach: the path clears the codepoint
+//   red-min, red-max         RED thresholds in packets (default 5, 15); red-p its maximum probability (10%)
+//   ecn-step                 the step's queueing delay (default 1ms); ecn-step-ect1 on|off: mark ECT(1) only
 //   outage                   DUR@START: a blackhole of DUR from START after the link's first
 //                            datagram (OutageConfig); repeatable, each adds a phase (at most
 //                            kMaxOutages); "outage=none" removes those set before
@@ -204,10 +241,14 @@ struct EmuStats {
     std::uint64_t reordered = 0;   // delivered with a lower send index than one delivered before (RFC 4737)
     std::uint64_t reorder_immediate = 0;  // sent at once by the explicit reorder knob
     std::array<std::uint64_t, kDropReasons> dropped{};
+    std::array<std::uint64_t, kMarkReasons> marked{};  // ECT copies marked CE instead of dropped
+    std::uint64_t bleached = 0;                        // copies whose codepoint the path cleared
     Histogram queue_delay;    // waiting time in the bottleneck queue (until serialization starts)
     Histogram one_way_delay;  // send() → due time of each delivered copy
     [[nodiscard]] std::uint64_t drops(DropReason r) const { return dropped[static_cast<std::size_t>(r)]; }
     [[nodiscard]] std::uint64_t total_dropped() const;
+    [[nodiscard]] std::uint64_t marks(MarkReason r) const { return marked[static_cast<std::size_t>(r)]; }
+    [[nodiscard]] std::uint64_t total_marked() const;
 };
 
 // One line per copy's fate, for tests, logs and training labels.
@@ -220,6 +261,7 @@ struct PacketEvent {
     DropReason reason;     // for dropped
     Instant sent;
     Instant at;            // drop time, or the due time (scheduled/delivered)
+    Ecn ecn = Ecn::not_ect;  // the copy's codepoint at this point (CE once marked)
 };
 
 // ---------------------------------------------------------------- the link
@@ -234,13 +276,16 @@ public:
     EmulatedLink& operator=(const EmulatedLink&) = delete;
 
     void send(std::span<const std::uint8_t> datagram, Instant now) override;
+    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override;
     [[nodiscard]] Instant next_delivery() const override;
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override;
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override;
     [[nodiscard]] LinkStats stats() const override;
     // send()/deliver() with an opaque tag that travels with the datagram (and
     // its duplicate) and comes back on delivery: SharedLink's port number.
-    void send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag);
+    void send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag, Ecn ecn = Ecn::not_ect);
     bool deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag);
+    bool deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag, Ecn& ecn);
 
     [[nodiscard]] const EmuStats& emu_stats() const;
     // Called for every drop, every scheduled copy and every delivery.
@@ -280,6 +325,7 @@ private:
     struct Queued {
         Instant due;
         std::vector<std::uint8_t> data;
+        Ecn ecn;
     };
     // Moves everything the link delivers by `now` to its port's queue.
     void pull(Instant now);
@@ -294,7 +340,7 @@ private:
 
 // One direction's link. The seed is mixed with the direction, so one run seed
 // gives both directions independent streams; each decision type (loss,
-// duplicate, corrupt, jitter, reorder) has its own stream, so comparing two
+// duplicate, corrupt, jitter, reorder, RED) has its own stream, so comparing two
 // controllers under the same seed uses common random numbers.
 [[nodiscard]] std::unique_ptr<EmulatedLink> make_link(const Profile& profile, Direction direction,
                                                       std::uint64_t seed);

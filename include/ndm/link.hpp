@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm {
@@ -26,6 +27,7 @@ struct LinkStats {
     std::uint64_t duplicated = 0;
     std::uint64_t corrupted = 0;
     std::uint64_t reordered = 0;
+    std::uint64_t ce_marked = 0;  // ECT datagrams an AQM marked CE instead of dropping (RFC 3168 §5)
 };
 
 // One direction of a path: a pure object with no clock of its own
@@ -44,6 +46,22 @@ public:
     // contents); false if none is due.
     virtual bool deliver(Instant now, std::vector<std::uint8_t>& out) = 0;
     [[nodiscard]] virtual LinkStats stats() const = 0;
+
+    // send() and deliver() with the datagram's ECN codepoint (the two ECN
+    // bits of its IP header, ndm/ecn.hpp). A link that models ECN overrides
+    // both and carries the codepoint through, marking CE where its AQM would
+    // (the emulator); it implements the two-argument forms as not-ECT. These
+    // defaults are a link that does not: the codepoint is lost on the way, as
+    // on a path that clears the TOS byte, which ECN validation notices
+    // (RFC 9000 §13.4.2) and answers by no longer marking.
+    virtual void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
+        (void)ecn;
+        send(datagram, now);
+    }
+    virtual bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
+        ecn = Ecn::not_ect;
+        return deliver(now, out);
+    }
 };
 
 // Makes one fresh Link (one per connection and direction).

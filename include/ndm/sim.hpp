@@ -50,7 +50,8 @@ struct SimpleLinkConfig {
 // enabling, say, duplication does not change which datagrams are lost.
 // Pipeline per datagram (cf. netem_enqueue): outage → loss → duplicate; then
 // for each copy: queue bound → corrupt → serialization (FIFO) → delay → reorder.
-// Without reordering, datagrams leave in the order they were sent.
+// Without reordering, datagrams leave in the order they were sent. Each
+// datagram's ECN codepoint is carried unchanged: SimpleLink never marks.
 class SimpleLink final : public Link {
 public:
     explicit SimpleLink(SimpleLinkConfig config);
@@ -59,8 +60,10 @@ public:
     SimpleLink& operator=(const SimpleLink&) = delete;
 
     void send(std::span<const std::uint8_t> datagram, Instant now) override;
+    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override;
     [[nodiscard]] Instant next_delivery() const override;
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override;
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override;
     [[nodiscard]] LinkStats stats() const override { return stats_; }
 
     [[nodiscard]] const SimpleLinkConfig& config() const { return config_; }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm {
@@ -28,6 +29,17 @@ struct ConnectionStats {
     std::uint64_t congestion_events = 0;
     std::uint64_t persistent_congestions = 0;
     std::uint64_t pto_count = 0;
+    // ECN (RFC 9000 §13.4). Sent: packets this side marked ECT(0). Received:
+    // the codepoints of the packets this side received and reports in its
+    // ACK_ECN frames. Reported CE: the peer's CE count over our packets,
+    // summed over the packet number spaces (each CE increase is a congestion
+    // event, counted in congestion_events too).
+    EcnState ecn_state = EcnState::disabled;
+    std::uint64_t ecn_ect0_sent = 0;
+    std::uint64_t ecn_ect0_received = 0;
+    std::uint64_t ecn_ect1_received = 0;
+    std::uint64_t ecn_ce_received = 0;
+    std::uint64_t ecn_ce_reported = 0;
     // Congestion control and RTT, current values.
     std::uint64_t cwnd = 0;
     std::uint64_t ssthresh = UINT64_MAX;

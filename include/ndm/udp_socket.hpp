@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "ndm/ecn.hpp"
+
 namespace ndm {
 
 // A socket call failed; code() is the errno.
@@ -95,6 +97,8 @@ public:
     [[nodiscard]] bool truncated(std::size_t i) const;
     // The UDP_GRO segment size, 0 when the message is one datagram.
     [[nodiscard]] int gro_segment(std::size_t i) const;
+    // The ECN codepoint of its IP header (needs enable_ecn_reporting()).
+    [[nodiscard]] Ecn ecn(std::size_t i) const;
     [[nodiscard]] std::size_t capacity() const { return msgs_.size(); }
 
 private:
@@ -133,6 +137,10 @@ public:
     // send time turns it off again (send(), or the caller via set_gso).
     int enable_gso();
     void set_gso(bool on) { gso_ = on; }
+    // Reports each received datagram's TOS / Traffic Class byte (IP_RECVTOS,
+    // and IPV6_RECVTCLASS on an IPv6 socket), whose two low bits are its ECN
+    // codepoint (UdpReceiveBatch::ecn); 0 or the errno.
+    int enable_ecn_reporting();
 
     [[nodiscard]] int fd() const { return fd_; }
     [[nodiscard]] bool gso() const { return gso_; }

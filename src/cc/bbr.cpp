@@ -165,6 +165,10 @@ void Bbr::on_packet_lost(const PacketLost& p) {
 
 void Bbr::on_congestion_event(const CongestionEvent& ev) {
     inflight_now_ = ev.bytes_in_flight;
+    if (ev.ecn_ce > 0 && ev.bytes_lost == 0) {
+        on_ce_marks(ev.now);
+        return;
+    }
     if (ev.persistent) {
         // §5.6.4.4 OnEnterRTO, for RFC 9002 §7.6's persistent congestion
         // (SaveStateUponLoss ran with the first lost packet).
@@ -180,6 +184,24 @@ void Bbr::on_congestion_event(const CongestionEvent& ev) {
     // the episode's first lost packet (on_packet_lost).
     episode_saved_ = false;
     if (recovery_.start_if_new(ev.largest_lost_sent_time, ev.now)) recovery_start_round_ = round_count_;
+}
+
+// §3.7: the draft specifies no ECN response of its own but says CE marks
+// MUST be treated as congestion. bbr answers them as it answers losses above
+// its threshold, without the threshold (a CE mark means the queue is
+// already building): the short-term model comes down at the end of the
+// round (NoteLoss); Startup ends as its loss exit would; a bandwidth probe
+// ends as HandleInflightTooHigh would, at the inflight now. Marks are never
+// spurious, so nothing here can be undone.
+void Bbr::on_ce_marks(Instant now) {
+    note_loss();
+    if (state_ == State::startup && !full_bw_reached_) {
+        full_bw_reached_ = true;
+        inflight_longterm_ = std::max(bdp_multiple(bw_, 1.0), inflight_latest_);
+    } else if (is_bw_probe_sample_) {
+        handle_inflight_too_high(false, inflight_now_, now);
+    }
+    undo_state_.reset();
 }
 
 // §5.5.11.2 HandleSpuriousLossDetection.

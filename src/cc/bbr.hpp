@@ -133,8 +133,9 @@ private:
     void reset_short_term_model();
     void raise_inflight_longterm_slope();
 
-    // Losses (§5.5.10) and their undo (§5.5.11), windows (§5.6.4).
+    // Losses (§5.5.10) and their undo (§5.5.11), CE marks (§3.7), windows (§5.6.4).
     void note_loss();
+    void on_ce_marks(Instant now);
     void handle_inflight_too_high(bool app_limited, std::uint64_t tx_in_flight, Instant now);
     [[nodiscard]] bool is_inflight_too_high(std::uint64_t lost, std::uint64_t tx_in_flight) const;
     void save_state_upon_loss();

@@ -73,6 +73,10 @@ double Bbr1::bandwidth() const { return lt_use_bw_ ? lt_bw_ : bw_.get(); }
 // ---------------------------------------------------------------- events
 
 void Bbr1::on_congestion_event(const CongestionEvent& ev) {
+    // CE marks (ev.ecn_ce, no loss) are ignored, as Linux's tcp_bbr.c
+    // ignores ECN: BBRv1's model does not take them, and entering recovery
+    // on them would throttle a window that nothing was lost from.
+    if (ev.ecn_ce > 0) return;
     total_lost_ += ev.bytes_lost;
     if (ev.persistent) {
         // RFC 9002 §7.6 in the part of TCP's RTO (bbr_set_state TCP_CA_Loss):

@@ -149,8 +149,10 @@ void Cubic::congestion_avoidance(const AckEvent& ev, std::uint64_t bytes) noexce
 
 void Cubic::on_congestion_event_scaled(const CongestionEvent& ev, double beta) {
     if (recovery_.start_if_new(ev.largest_lost_sent_time, ev.now)) {
-        // RFC 9002 Appendix B.6: one reduction per recovery period.
-        can_undo_ = true;
+        // RFC 9002 Appendix B.6: one reduction per recovery period. CE marks
+        // (ev.ecn_ce) reduce as a loss does (RFC 9438 §4.6 with RFC 8311's
+        // optional smaller β not taken), but are never spurious: no undo.
+        can_undo_ = ev.ecn_ce == 0;
         saved_ = s_;
         saved_hystart_phase_ = hystart_.phase();
         hystart_.on_congestion();  // RFC 9406 §4.2: loss ends slow start and CSS

@@ -51,8 +51,11 @@ void Reno::on_ack(const AckEvent& ev) {
 void Reno::on_congestion_event(const CongestionEvent& ev) {
     // RFC 9002 Appendix B.6 OnCongestionEvent: at most one reduction per
     // recovery period.
+    // A CE-mark event (ev.ecn_ce, RFC 9002 §7.1, B.7) reduces the same way,
+    // dated by the largest acknowledged packet's send time, so it too reduces
+    // once per round; it cannot prove spurious, so it is not undoable.
     if (recovery_.start_if_new(ev.largest_lost_sent_time, ev.now)) {
-        can_undo_ = true;
+        can_undo_ = ev.ecn_ce == 0;
         undo_cwnd_ = cwnd_;
         undo_ssthresh_ = ssthresh_;
         // Rounded, not truncated: 12000 * 0.7 is 8399.999... in binary.

@@ -1,6 +1,9 @@
 // CoDel (RFC 8289 §5 pseudocode), the second queue discipline after droptail
 // (Mahimahi's `--*-queue=codel`). It decides at dequeue, so the bottleneck
-// runs it lazily at each service start (rate_queue.cpp).
+// runs it lazily at each service start (rate_queue.cpp). With ECN the drop
+// callback may mark the packet instead (RFC 8289 §5: "mark ... instead of
+// dropping"): the packet is served, and the control law advances as it does
+// for a drop, as in Linux's codel_dequeue with `ecn`.
 #pragma once
 
 #include <cmath>
@@ -18,8 +21,9 @@ public:
         : target_(target), interval_(interval), mtu_(mtu) {}
 
     // Queue must provide: empty(), pop() -> Item with `.arrival` (Instant), and
-    // bytes() (after the pop). drop(item) is called for each packet CoDel drops.
-    // Returns the packet to serve at `now`, if any.
+    // bytes() (after the pop). drop(item) is called for each packet CoDel
+    // drops and returns true if it was dropped, false if it was marked CE
+    // instead (then it is served). Returns the packet to serve at `now`, if any.
     template <class Queue, class Drop>
     auto dequeue(Instant now, Queue& q, Drop&& drop) -> std::optional<decltype(q.pop())> {
         auto r = do_dequeue(now, q);
@@ -32,8 +36,11 @@ public:
                 dropping_ = false;
             } else {
                 while (now >= drop_next_ && dropping_) {
-                    drop(*r.item);
                     ++count_;
+                    if (!drop(*r.item)) {
+                        drop_next_ = control_law(drop_next_, count_);
+                        return r.item;  // marked, not dropped: served now
+                    }
                     r = do_dequeue(now, q);
                     if (!r.item) {
                         dropping_ = false;
@@ -47,8 +54,7 @@ public:
                 }
             }
         } else if (r.ok_to_drop) {
-            drop(*r.item);
-            r = do_dequeue(now, q);
+            if (drop(*r.item)) r = do_dequeue(now, q);  // a marked packet is served instead
             dropping_ = true;
             // Re-enter with the drop rate that was in force recently (RFC 8289 §5.6).
             const std::uint32_t delta = count_ - last_count_;

@@ -14,13 +14,22 @@ EmulatedLink::EmulatedLink(const DirectionConfig& config, std::uint64_t seed)
 EmulatedLink::~EmulatedLink() = default;
 
 void EmulatedLink::send(std::span<const std::uint8_t> datagram, Instant now) { pipeline_->send(datagram, now); }
+void EmulatedLink::send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
+    pipeline_->send(datagram, now, 0, ecn);
+}
 Instant EmulatedLink::next_delivery() const { return pipeline_->next_delivery(); }
 bool EmulatedLink::deliver(Instant now, std::vector<std::uint8_t>& out) { return pipeline_->deliver(now, out); }
-void EmulatedLink::send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag) {
-    pipeline_->send(datagram, now, tag);
+bool EmulatedLink::deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
+    return pipeline_->deliver(now, out, nullptr, &ecn);
+}
+void EmulatedLink::send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag, Ecn ecn) {
+    pipeline_->send(datagram, now, tag, ecn);
 }
 bool EmulatedLink::deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag) {
     return pipeline_->deliver(now, out, &tag);
+}
+bool EmulatedLink::deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag, Ecn& ecn) {
+    return pipeline_->deliver(now, out, &tag, &ecn);
 }
 const EmuStats& EmulatedLink::emu_stats() const { return pipeline_->stats(); }
 std::size_t EmulatedLink::in_flight() const { return pipeline_->in_flight(); }
@@ -39,6 +48,7 @@ LinkStats EmulatedLink::stats() const {
     s.duplicated = e.duplicated;
     s.corrupted = e.corrupted;
     s.reordered = e.reordered;
+    s.ce_marked = e.total_marked();
     return s;
 }
 
@@ -58,6 +68,21 @@ const char* to_string(DropReason r) {
         case DropReason::blackhole: return "blackhole";
     }
     return "?";
+}
+
+const char* to_string(MarkReason r) {
+    switch (r) {
+        case MarkReason::red: return "red";
+        case MarkReason::codel: return "codel";
+        case MarkReason::step: return "step";
+    }
+    return "?";
+}
+
+std::uint64_t EmuStats::total_marked() const {
+    std::uint64_t n = 0;
+    for (auto m : marked) n += m;
+    return n;
 }
 
 std::uint64_t EmuStats::total_dropped() const {

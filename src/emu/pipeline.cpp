@@ -27,11 +27,11 @@ Pipeline::Pipeline(const DirectionConfig& config, std::uint64_t seed)
       loss_(config.loss, make_stream(seed, Stream::loss)),
       duplicate_(make_stream(seed, Stream::duplicate)),
       corrupt_(make_stream(seed, Stream::corrupt)),
-      bottleneck_(config.queue, config.trace),
+      bottleneck_(config.queue, config.trace, make_stream(seed, Stream::red)),
       delay_(config.delay, make_stream(seed, Stream::jitter), make_stream(seed, Stream::reorder)) {}
 
 std::uint32_t Pipeline::alloc(std::span<const std::uint8_t> data, std::uint64_t index, std::uint64_t tag, Instant sent,
-                              bool duplicate) {
+                              bool duplicate, Ecn ecn) {
     std::uint32_t id;
     if (!free_.empty()) {
         id = free_.back();
@@ -46,12 +46,13 @@ std::uint32_t Pipeline::alloc(std::span<const std::uint8_t> data, std::uint64_t 
     s.tag = tag;
     s.sent = sent;
     s.duplicate = duplicate;
+    s.ecn = ecn;
     s.corrupted = false;
     return id;
 }
 
 void Pipeline::emit(PacketEvent::Kind kind, const Slot& s, DropReason reason, Instant at) const {
-    if (observer_) observer_({kind, s.index, s.duplicate, s.corrupted, reason, s.sent, at});
+    if (observer_) observer_({kind, s.index, s.duplicate, s.corrupted, reason, s.sent, at, s.ecn});
 }
 
 void Pipeline::drop(std::uint32_t slot, DropReason reason, Instant at) {
@@ -62,7 +63,7 @@ void Pipeline::drop(std::uint32_t slot, DropReason reason, Instant at) {
 
 void Pipeline::drop_unqueued(std::uint64_t index, bool duplicate, DropReason reason, Instant now) {
     ++stats_.dropped[static_cast<std::size_t>(reason)];
-    if (observer_) observer_({PacketEvent::Kind::dropped, index, duplicate, false, reason, now, now});
+    if (observer_) observer_({PacketEvent::Kind::dropped, index, duplicate, false, reason, now, now, Ecn::not_ect});
 }
 
 bool Pipeline::in_outage(Instant t) const {
@@ -93,12 +94,16 @@ void Pipeline::drain_bottleneck() {
     bottleneck_.dropped().clear();
     for (const auto& s : bottleneck_.served()) {
         stats_.queue_delay.add(s.start - s.arrival);
+        if (s.mark) {
+            slots_[s.slot].ecn = Ecn::ce;
+            ++stats_.marked[static_cast<std::size_t>(*s.mark)];
+        }
         schedule(s.slot, s.completion);
     }
     bottleneck_.served().clear();
 }
 
-void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag) {
+void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag, Ecn ecn) {
     now = std::max(now, last_send_);  // callers must not go back in time; stay sorted if they do
     last_send_ = now;
     ++stats_.sent;
@@ -109,6 +114,10 @@ void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::ui
         // resume after the outage where they left off.
         drop_unqueued(index, false, DropReason::blackhole, now);
         return;
+    }
+    if (config_.ecn_bleach && ecn != Ecn::not_ect) {
+        ecn = Ecn::not_ect;  // cleared before anything may mark it
+        ++stats_.bleached;
     }
     // netem order (docs/emulator.md R1): duplicate first; the clone runs the
     // whole pipeline (netem re-enqueues it at the root), duplicates of
@@ -121,7 +130,7 @@ void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::ui
             drop_unqueued(index, dup, *reason, now);
             continue;
         }
-        const std::uint32_t slot = alloc(datagram, index, tag, now, dup);
+        const std::uint32_t slot = alloc(datagram, index, tag, now, dup, ecn);
         Slot& s = slots_[slot];
         if (!s.data.empty() && corrupt_.chance(config_.corrupt)) {
             // One bit of one byte, like netem's corrupt (a detectable single-bit error).
@@ -131,7 +140,7 @@ void Pipeline::send(std::span<const std::uint8_t> datagram, Instant now, std::ui
             ++stats_.corrupted;
         }
         if (bottleneck_.enabled()) {
-            bottleneck_.arrive(slot, static_cast<std::uint32_t>(s.data.size()), now);
+            bottleneck_.arrive(slot, static_cast<std::uint32_t>(s.data.size()), now, s.ecn);
             drain_bottleneck();
         } else {
             schedule(slot, now);
@@ -144,7 +153,7 @@ Instant Pipeline::next_delivery() const {
     return std::min(t, bottleneck_.next_event());
 }
 
-bool Pipeline::deliver(Instant now, std::vector<std::uint8_t>& out, std::uint64_t* tag) {
+bool Pipeline::deliver(Instant now, std::vector<std::uint8_t>& out, std::uint64_t* tag, Ecn* ecn) {
     if (bottleneck_.next_event() <= now) {
         bottleneck_.pump(now);
         drain_bottleneck();
@@ -156,6 +165,7 @@ bool Pipeline::deliver(Instant now, std::vector<std::uint8_t>& out, std::uint64_
     Slot& s = slots_[due.slot];
     out.swap(s.data);  // the caller's old buffer becomes the slot's, reused later
     if (tag != nullptr) *tag = s.tag;
+    if (ecn != nullptr) *ecn = s.ecn;
     ++stats_.delivered;
     if (any_delivered_ && s.index < max_delivered_index_) ++stats_.reordered;
     if (!any_delivered_ || s.index > max_delivered_index_) max_delivered_index_ = s.index;

@@ -21,10 +21,11 @@ class Pipeline {
 public:
     Pipeline(const DirectionConfig& config, std::uint64_t seed);
 
-    // `tag` travels with the datagram and its duplicate (EmulatedLink::send_tagged).
-    void send(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag = 0);
+    // `tag` travels with the datagram and its duplicate (EmulatedLink::send_tagged),
+    // and so does its ECN codepoint, unless cleared (ecn_bleach) or marked CE.
+    void send(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag = 0, Ecn ecn = Ecn::not_ect);
     [[nodiscard]] Instant next_delivery() const;
-    bool deliver(Instant now, std::vector<std::uint8_t>& out, std::uint64_t* tag = nullptr);
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, std::uint64_t* tag = nullptr, Ecn* ecn = nullptr);
 
     [[nodiscard]] const EmuStats& stats() const { return stats_; }
     [[nodiscard]] std::size_t in_flight() const { return slots_.size() - free_.size(); }
@@ -36,6 +37,7 @@ private:
         std::uint64_t index = 0;
         std::uint64_t tag = 0;
         Instant sent{};
+        Ecn ecn = Ecn::not_ect;
         bool duplicate = false;
         bool corrupted = false;
     };
@@ -47,7 +49,7 @@ private:
     };
 
     std::uint32_t alloc(std::span<const std::uint8_t> data, std::uint64_t index, std::uint64_t tag, Instant sent,
-                        bool duplicate);
+                        bool duplicate, Ecn ecn);
     void release(std::uint32_t slot) { free_.push_back(slot); }
     void drop(std::uint32_t slot, DropReason reason, Instant at);
     void drop_unqueued(std::uint64_t index, bool duplicate, DropReason reason, Instant now);

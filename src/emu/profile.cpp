@@ -148,7 +148,8 @@ OutageConfig parse_outage(const std::string& key, std::string_view v) {
 
 const char* const kKeys =
     "delay, jitter, distribution, order, reorder, gap, loss, gemodel, lossstate, duplicate, corrupt, rate, "
-    "overhead, queue, aqm, codel-target, codel-interval, trace, outage";
+    "overhead, queue, aqm, codel-target, codel-interval, ecn, red-min, red-max, red-p, ecn-step, ecn-step-ect1, "
+    "trace, outage";
 
 struct Parser {
     std::string source;  // for messages: the preset or file
@@ -271,6 +272,20 @@ struct Parser {
             c.queue.codel_target = parse_time(key, v);
         } else if (key == "codel-interval") {
             c.queue.codel_interval = parse_time(key, v);
+        } else if (key == "ecn") {
+            parse_ecn(c, v);
+        } else if (key == "red-min") {
+            c.queue.red_min = static_cast<std::size_t>(parse_integer(key, v, 0, 1'000'000));
+        } else if (key == "red-max") {
+            c.queue.red_max = static_cast<std::size_t>(parse_integer(key, v, 1, 1'000'000));
+        } else if (key == "red-p") {
+            c.queue.red_max_p = parse_probability(key, v);
+        } else if (key == "ecn-step") {
+            c.queue.ecn_step = parse_time(key, v);
+        } else if (key == "ecn-step-ect1") {
+            const std::string s = lower(v);
+            if (s != "on" && s != "off") fail("ecn-step-ect1: unknown '" + std::string(v) + "' (use on or off)");
+            c.queue.ecn_step_ect1_only = s == "on";
         } else if (key == "outage") {
             // Repeatable: each one adds a phase; "none" clears (e.g. a preset's).
             if (lower(v) == "none") {
@@ -282,6 +297,18 @@ struct Parser {
         } else {
             fail("unknown key '" + key + "' (known: " + kKeys + "; prefix up. or down. for one direction)");
         }
+    }
+
+    // ecn=none|red|codel|step sets the marking (QueueConfig::ecn); ecn=bleach
+    // a path that clears the codepoint. Each replaces what an earlier ecn= set.
+    static void parse_ecn(DirectionConfig& c, std::string_view v) {
+        const std::string s = lower(v);
+        c.ecn_bleach = s == "bleach";
+        if (s == "none" || s == "off" || s == "bleach") c.queue.ecn = EcnMarking::none;
+        else if (s == "red") c.queue.ecn = EcnMarking::red;
+        else if (s == "codel") c.queue.ecn = EcnMarking::codel;
+        else if (s == "step") c.queue.ecn = EcnMarking::step;
+        else fail("ecn: unknown '" + std::string(v) + "' (use none, red, codel, step or bleach)");
     }
 
     void finish(Profile& p) {
@@ -489,7 +516,13 @@ std::string describe(const DirectionConfig& c) {
         add(q);
         if (c.queue.discipline == QueueDiscipline::codel)
             add("aqm=codel(target=" + ms(c.queue.codel_target) + ",interval=" + ms(c.queue.codel_interval) + ")");
+        if (c.queue.ecn == EcnMarking::red)
+            add(fmt::format("ecn=red({}-{}pkt,p={})", c.queue.red_min, c.queue.red_max, pct(c.queue.red_max_p)));
+        if (c.queue.ecn == EcnMarking::codel) add("ecn=codel");
+        if (c.queue.ecn == EcnMarking::step)
+            add("ecn=step(" + ms(c.queue.ecn_step) + (c.queue.ecn_step_ect1_only ? ",ect1" : "") + ")");
     }
+    if (c.ecn_bleach) add("ecn=bleach");
     return out.empty() ? "none" : out;
 }
 
@@ -502,6 +535,12 @@ std::string format_stats(const EmuStats& s) {
                       std::to_string(s.reordered) + "\ndropped " + std::to_string(s.total_dropped()) + ":";
     for (std::size_t r = 0; r < kDropReasons; ++r)
         out += std::string(" ") + to_string(static_cast<DropReason>(r)) + " " + std::to_string(s.dropped[r]);
+    if (s.total_marked() > 0 || s.bleached > 0) {
+        out += "\nCE-marked " + std::to_string(s.total_marked()) + ":";
+        for (std::size_t r = 0; r < kMarkReasons; ++r)
+            out += std::string(" ") + to_string(static_cast<MarkReason>(r)) + " " + std::to_string(s.marked[r]);
+        out += ", ECN cleared " + std::to_string(s.bleached);
+    }
     for (const auto& [name, h] : {std::pair<const char*, const Histogram*>{"queue delay", &s.queue_delay},
                                   {"one-way delay", &s.one_way_delay}}) {
         out += std::string("\n") + name + " ms: n " + std::to_string(h->count());

@@ -19,10 +19,18 @@ void validate(const QueueConfig& q, const TraceConfig& t) {
     if ((q.rate_bps > 0 || t.trace) && q.packets == 0 && q.bytes == 0)
         throw std::invalid_argument("a rate-limited queue needs a bound (queue=Npkt or queue=Nkb)");
     if (t.trace && t.opportunity_bytes == 0) throw std::invalid_argument("trace opportunity must be > 0 bytes");
+    if (q.ecn != EcnMarking::none && q.rate_bps == 0 && !t.trace)
+        throw std::invalid_argument("ecn marking needs a bottleneck to mark at (rate or trace)");
+    if (q.ecn == EcnMarking::codel && q.discipline != QueueDiscipline::codel)
+        throw std::invalid_argument("ecn=codel marks where CoDel drops: it needs aqm=codel");
+    if (q.ecn == EcnMarking::red && !(q.red_min < q.red_max))
+        throw std::invalid_argument(fmt::format("red-min ({}) must be below red-max ({})", q.red_min, q.red_max));
+    if (!(q.red_max_p > 0 && q.red_max_p <= 1)) throw std::invalid_argument("red-p must be in (0, 1]");
+    if (q.ecn_step <= Duration::zero()) throw std::invalid_argument("ecn-step must be > 0");
 }
 
-Bottleneck::Bottleneck(const QueueConfig& queue, const TraceConfig& trace)
-    : queue_(queue), trace_cfg_(trace), trace_(trace.trace.get()), rate_(queue.rate_bps > 0) {
+Bottleneck::Bottleneck(const QueueConfig& queue, const TraceConfig& trace, Rng red)
+    : queue_(queue), trace_cfg_(trace), trace_(trace.trace.get()), rate_(queue.rate_bps > 0), red_(red) {
     validate(queue_, trace_cfg_);
     if (queue_.discipline == QueueDiscipline::codel) {
         lazy_ = true;
@@ -54,7 +62,7 @@ Instant Bottleneck::next_start(Instant ready) const {
 
 Bottleneck::Served Bottleneck::serve(std::uint32_t slot, std::uint32_t bytes, Instant arrival, Instant ready) {
     const std::int64_t wire = std::max<std::int64_t>(0, std::int64_t{bytes} + queue_.overhead);
-    Served s{slot, arrival, {}, {}};
+    Served s{slot, arrival, {}, {}, std::nullopt};
     if (rate_) {
         s.start = std::max(ready, free_at_);
         if (ready >= free_at_) carry_ns_ = 0;  // idle transmitter: nothing to carry
@@ -116,7 +124,24 @@ bool Bottleneck::in_outage(Instant now) const {
            t >= trace_cfg_.outage_gap;
 }
 
-void Bottleneck::arrive(std::uint32_t slot, std::uint32_t bytes, Instant now) {
+// Floyd & Jacobson 1993 §4 with the instantaneous backlog as the average:
+// nothing below red_min, certainty from red_max, a linear ramp to red_max_p
+// between. Draws only in the ramp, so a queue that never reaches it leaves
+// the stream where it was.
+bool Bottleneck::red_picks(std::size_t backlog) {
+    if (backlog < queue_.red_min) return false;
+    if (backlog >= queue_.red_max) return true;
+    const double p = queue_.red_max_p * static_cast<double>(backlog - queue_.red_min) /
+                     static_cast<double>(queue_.red_max - queue_.red_min);
+    return red_.chance(p);
+}
+
+bool Bottleneck::step_marks(Ecn ecn, Duration delay) const {
+    if (queue_.ecn != EcnMarking::step || delay <= queue_.ecn_step) return false;
+    return queue_.ecn_step_ect1_only ? ecn == Ecn::ect1 : is_ect(ecn);
+}
+
+void Bottleneck::arrive(std::uint32_t slot, std::uint32_t bytes, Instant now, Ecn ecn) {
     if (!started_) {
         started_ = true;
         epoch_ = now;  // a trace starts with the first packet, as mm-link starts with its shell
@@ -136,11 +161,22 @@ void Bottleneck::arrive(std::uint32_t slot, std::uint32_t bytes, Instant now) {
         dropped_.push_back({slot, in_outage(now) ? DropReason::trace_outage : DropReason::queue_overflow, now});
         return;
     }
+    std::optional<MarkReason> mark;
+    if (queue_.ecn == EcnMarking::red && red_picks(backlog_places())) {
+        if (!is_ect(ecn)) {
+            dropped_.push_back({slot, DropReason::aqm, now});  // RFC 3168 §5: a not-ECT packet is dropped
+            return;
+        }
+        mark = MarkReason::red;
+    }
     if (!lazy_) {
-        start_service(serve(slot, bytes, now, now), bytes);
+        Served s = serve(slot, bytes, now, now);
+        if (!mark && step_marks(ecn, s.start - now)) mark = MarkReason::step;
+        s.mark = mark;
+        start_service(s, bytes);
         return;
     }
-    waiting_.push_back({slot, bytes, now});
+    waiting_.push_back({slot, bytes, now, ecn, mark});
     waiting_bytes_ += bytes;
     waiting_places_ += places(bytes);
     pump(now);  // an idle server takes it at once
@@ -158,12 +194,20 @@ void Bottleneck::pump(Instant t) {
         if (at > t) break;
         retire(at);
         WaitingQueue q{*this};
-        auto item = codel_->dequeue(at, q, [&](const Waiting& w) {
+        auto item = codel_->dequeue(at, q, [&](Waiting& w) {
+            if (queue_.ecn == EcnMarking::codel && is_ect(w.ecn)) {
+                if (!w.mark) w.mark = MarkReason::codel;
+                return false;
+            }
             dropped_.push_back({w.slot, DropReason::aqm, at});
+            return true;
         });
         if (!item) continue;
         // Served from its arrival: next_start(arrival) is `at` (all waiting packets arrived by then).
-        start_service(serve(item->slot, item->bytes, item->arrival, item->arrival), item->bytes);
+        Served s = serve(item->slot, item->bytes, item->arrival, item->arrival);
+        s.mark = item->mark;
+        if (!s.mark && step_marks(item->ecn, s.start - item->arrival)) s.mark = MarkReason::step;
+        start_service(s, item->bytes);
     }
 }
 

@@ -15,14 +15,22 @@
 // process a packet's service start and completion are known when it arrives,
 // so no later event is needed. CoDel decides at dequeue, when later arrivals
 // matter (its "bytes queued" test), so it is run lazily by pump().
+//
+// ECN marking (QueueConfig::ecn, RFC 3168 §5): RED decides at arrival on the
+// backlog it finds, the step when the packet's queueing delay is known (at
+// arrival for droptail, at dequeue under CoDel), CoDel at dequeue. A marked
+// packet is served with Served::mark set; a not-ECT packet RED picks is
+// dropped (DropReason::aqm).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "emu/codel.hpp"
+#include "emu/streams.hpp"
 #include "emu/trace.hpp"
 #include "ndm/emu.hpp"
 
@@ -30,7 +38,8 @@ namespace ndm::emu {
 
 class Bottleneck {
 public:
-    Bottleneck(const QueueConfig& queue, const TraceConfig& trace);
+    // `red` draws RED's marking decisions (its own stream, emu/streams.hpp).
+    Bottleneck(const QueueConfig& queue, const TraceConfig& trace, Rng red);
 
     [[nodiscard]] bool enabled() const { return rate_ || trace_; }
 
@@ -39,6 +48,7 @@ public:
         Instant arrival;
         Instant start;       // service start: arrival + queueing delay
         Instant completion;  // leaves the bottleneck
+        std::optional<MarkReason> mark;  // marked CE on the way (it was ECT)
     };
     struct Dropped {
         std::uint32_t slot;
@@ -46,9 +56,9 @@ public:
         Instant at;
     };
 
-    // A packet of `bytes` arrives at `now` (non-decreasing). Results are appended
-    // to served()/dropped(); the caller clears them after reading.
-    void arrive(std::uint32_t slot, std::uint32_t bytes, Instant now);
+    // A packet of `bytes` with codepoint `ecn` arrives at `now` (non-decreasing).
+    // Results are appended to served()/dropped(); the caller clears them after reading.
+    void arrive(std::uint32_t slot, std::uint32_t bytes, Instant now, Ecn ecn = Ecn::not_ect);
     // Lazy disciplines: make every dequeue decision due at or before t.
     void pump(Instant t);
     // The next instant pump() has work (a pending dequeue), or kNever.
@@ -67,6 +77,8 @@ private:
         std::uint32_t slot;
         std::uint32_t bytes;
         Instant arrival;
+        Ecn ecn;
+        std::optional<MarkReason> mark;
     };
     struct InService {
         Instant completion;
@@ -86,6 +98,10 @@ private:
     void start_service(const Served& s, std::uint32_t bytes);
     void retire(Instant now);
     [[nodiscard]] bool in_outage(Instant now) const;
+    // RED's verdict for a packet arriving to `backlog` queued places.
+    bool red_picks(std::size_t backlog);
+    // Whether the step marks a packet of codepoint `ecn` that waited `delay`.
+    [[nodiscard]] bool step_marks(Ecn ecn, Duration delay) const;
 
     QueueConfig queue_;
     TraceConfig trace_cfg_;
@@ -94,6 +110,7 @@ private:
     bool lazy_ = false;
     bool warned_oversize_ = false;
     std::unique_ptr<Codel> codel_;
+    Rng red_;
 
     // Rate service.
     Instant free_at_{Instant::min()};

@@ -18,8 +18,9 @@ public:
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
 
-    void send(std::span<const std::uint8_t> datagram, Instant now) override {
-        owner_->link_->send_tagged(datagram, now, id_);
+    void send(std::span<const std::uint8_t> datagram, Instant now) override { send(datagram, now, Ecn::not_ect); }
+    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
+        owner_->link_->send_tagged(datagram, now, id_, ecn);
     }
     // The head of this port's queue, else the link's next event, which may
     // turn out to be another port's datagram (deliver() then returns false
@@ -29,10 +30,15 @@ public:
         return q.empty() ? owner_->link_->next_delivery() : q.front().due;
     }
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+        Ecn ecn = Ecn::not_ect;
+        return deliver(now, out, ecn);
+    }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override {
         owner_->pull(now);
         auto& q = queue();
         if (q.empty() || q.front().due > now) return false;
         out.swap(q.front().data);
+        ecn = q.front().ecn;
         owner_->spare_.push_back(std::move(q.front().data));  // the caller's old buffer, reused later
         q.pop_front();
         return true;
@@ -58,7 +64,8 @@ std::unique_ptr<Link> SharedLink::port() {
 void SharedLink::pull(Instant now) {
     for (Instant due = link_->next_delivery(); due <= now; due = link_->next_delivery()) {
         std::uint64_t tag = 0;
-        if (!link_->deliver_tagged(now, rx_, tag)) break;  // a lazy queue decision, nothing due yet
+        Ecn ecn = Ecn::not_ect;
+        if (!link_->deliver_tagged(now, rx_, tag, ecn)) break;  // a lazy queue decision, nothing due yet
         const auto it = queues_.find(tag);
         if (it == queues_.end()) {
             ++orphaned_;
@@ -70,7 +77,7 @@ void SharedLink::pull(Instant now) {
             spare_.pop_back();
         }
         buf.swap(rx_);
-        it->second.push_back({std::min(due, now), std::move(buf)});
+        it->second.push_back({std::min(due, now), std::move(buf), ecn});
     }
 }
 

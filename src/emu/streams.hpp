@@ -17,6 +17,7 @@ enum class Stream : std::uint64_t {
     corrupt = 0x636f7272,    // "corr"
     jitter = 0x6a697474,     // "jitt"
     reorder = 0x72656f72,    // "reor"
+    red = 0x72656420,        // "red ": RED's marking/dropping draws
 };
 
 inline Rng make_stream(std::uint64_t seed, Stream s) {

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "ndm/ecn.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/time.hpp"
 
@@ -49,9 +50,10 @@ struct AddressHash {
 class RxHandler {
 public:
     virtual ~RxHandler() = default;
-    // One datagram (already split out of a GRO super-datagram). The bytes are
-    // valid only during the call.
-    virtual void on_datagram(std::span<const std::uint8_t> data, const Address& from) = 0;
+    // One datagram (already split out of a GRO super-datagram; the pieces
+    // share the super-datagram's ECN codepoint, as the kernel coalesces only
+    // datagrams with equal TOS). The bytes are valid only during the call.
+    virtual void on_datagram(std::span<const std::uint8_t> data, const Address& from, Ecn ecn) = 0;
     // An ICMP error for traffic to `peer` (IP_RECVERR) or a failed send
     // (unreachable route): errno-style code and a one-line description.
     virtual void on_peer_error(const Address& peer, int error, const std::string& what) = 0;
@@ -89,8 +91,9 @@ public:
     virtual std::uint8_t* tx_slot() = 0;
     // Queues the slot last returned by tx_slot(): `len` bytes to `to`. With
     // segment > 0 and len > segment the kernel splits it into datagrams of
-    // `segment` bytes (the last may be shorter): one GSO send.
-    virtual void tx_queue(std::size_t len, std::size_t segment, const Address& to) = 0;
+    // `segment` bytes (the last may be shorter): one GSO send. Every datagram
+    // of it carries the ECN codepoint `ecn` (a per-send IP_TOS / IPV6_TCLASS cmsg).
+    virtual void tx_queue(std::size_t len, std::size_t segment, const Address& to, Ecn ecn) = 0;
     // Hands queued sends to the kernel now (wait() does it too).
     virtual void flush() = 0;
     // Sends what is queued, then waits until something arrives or `deadline`
@@ -142,23 +145,32 @@ struct OpenedSocket {
     bool gso = false;
     bool gro = false;
 };
-// Opens, configures (buffers, IP_RECVERR, GRO, GSO probe) and binds; dual-stack
+// Opens, configures (buffers, IP_RECVERR, GRO, GSO probe, received TOS) and binds; dual-stack
 // for "::" with a fallback to 0.0.0.0 when IPv6 is unavailable. Throws EndpointError.
 OpenedSocket open_udp_socket(const SocketOptions& opt);
 // Drains the socket error queue (MSG_ERRQUEUE) into h.on_peer_error.
 void drain_error_queue(int fd, RxHandler& h);
-// Parses the UDP_GRO cmsg: the segment size, or 0 if absent.
-int gro_segment_size(const msghdr& msg);
+// The control data of a received message: the UDP_GRO segment size (0 if
+// absent) and the ECN codepoint of the IP_TOS / IPV6_TCLASS cmsg (not-ECT if
+// absent).
+struct RxControl {
+    int gro_segment = 0;
+    Ecn ecn = Ecn::not_ect;
+};
+RxControl parse_rx_control(const msghdr& msg);
 // Delivers a received (possibly GRO-coalesced) payload split into datagrams
-// (ndm::for_each_gro_segment).
-void deliver_split(std::span<const std::uint8_t> payload, int segment, const Address& from, RxHandler& h);
-// Fills a control buffer with a UDP_SEGMENT cmsg; returns its length.
-std::size_t write_gso_cmsg(std::uint8_t* buf, std::size_t cap, std::uint16_t segment);
+// (ndm::for_each_gro_segment), each with the payload's codepoint.
+void deliver_split(std::span<const std::uint8_t> payload, const RxControl& control, const Address& from,
+                   RxHandler& h);
+// Fills a control buffer with a UDP_SEGMENT cmsg (segment > 0) and an ECN
+// cmsg (ecn not not-ECT) for a send to `to`; returns the length written.
+std::size_t write_tx_cmsgs(std::uint8_t* buf, std::size_t cap, std::uint16_t segment, const sockaddr* to, Ecn ecn);
 // Is this send error the kernel refusing GSO (no checksum offload, bad size)?
 bool is_gso_refusal(int error);
 // Sends a GSO payload one datagram at a time with plain sendmsg (fallback
 // after a GSO refusal). Returns 0 or the first errno.
-int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to);
+int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to,
+                  Ecn ecn);
 
 inline int Backend::adopt(const OpenedSocket& s) {
     local_ = s.local;

@@ -329,7 +329,7 @@ struct Endpoint::Impl final : io::RxHandler {
         return *rx_now;
     }
 
-    void on_datagram(std::span<const std::uint8_t> data, const io::Address& from) override {
+    void on_datagram(std::span<const std::uint8_t> data, const io::Address& from, Ecn ecn) override {
         ++st.datagrams_received;
         HeaderPeek hp;
         if (!peek_dcid(data, hp)) {
@@ -341,11 +341,11 @@ struct Endpoint::Impl final : io::RxHandler {
         if (it != routes.end()) {
             Record& r = *it->second;
             if (r.ingress) {
-                r.ingress->send(data, now);
+                r.ingress->send(data, now, ecn);
                 service_needed = true;
                 next_deadline = std::min(next_deadline, r.ingress->next_delivery());
             } else {
-                r.conn->on_datagram(data, now);
+                r.conn->on_datagram(data, now, ecn);
                 mark(r);
             }
             return;
@@ -358,7 +358,7 @@ struct Endpoint::Impl final : io::RxHandler {
             ++st.unroutable;
             return;
         }
-        auto conn = admit(data, from, now);
+        auto conn = admit(data, from, ecn, now);
         if (!conn) return;
         make_half_open_room(now);
         Record& r = add(std::move(conn), from, cfg.connection.max_datagram_size);
@@ -375,7 +375,8 @@ struct Endpoint::Impl final : io::RxHandler {
 
     // A client's first datagram to this server: a connection, or a Retry
     // (RFC 9000 §8.1.2) and nullptr, or nullptr when it is dropped.
-    std::unique_ptr<Connection> admit(std::span<const std::uint8_t> data, const io::Address& from, Instant now) {
+    std::unique_ptr<Connection> admit(std::span<const std::uint8_t> data, const io::Address& from, Ecn ecn,
+                                      Instant now) {
         wire::quic::PacketView first;
         const bool initial =
             wire::quic::parse_packet_header(data, wire::kShortCidLength, first) == wire::quic::HeaderError::none &&
@@ -388,7 +389,7 @@ struct Endpoint::Impl final : io::RxHandler {
             return nullptr;
         }
         if (token.kind == Token::valid) {
-            conn = Connection::accept(with_seed(cfg.connection), data, now, token.retry);
+            conn = Connection::accept(with_seed(cfg.connection), data, now, token.retry, ecn);
         } else if (initial && retry_gate->wants_retry(half_open_count, now)) {
             std::vector<std::uint8_t> retry(io::RetryGate::kMaxRetrySize);
             retry.resize(retry_gate->write_retry(retry, first, from, now));
@@ -399,7 +400,7 @@ struct Endpoint::Impl final : io::RxHandler {
             }
             return nullptr;
         } else {
-            conn = Connection::accept(with_seed(cfg.connection), data, now);  // also other versions (VN)
+            conn = Connection::accept(with_seed(cfg.connection), data, now, ecn);  // also other versions (VN)
         }
         if (!conn) ++st.unroutable;
         else if (initial) retry_gate->on_handshake_started(now);
@@ -459,9 +460,10 @@ struct Endpoint::Impl final : io::RxHandler {
         for (;;) {
             std::uint8_t* at = batch->reserve(r.peer, r.mds);
             if (!at) return false;
-            const std::size_t n = r.conn->poll_datagram({at, r.mds}, now);
+            Ecn ecn = Ecn::not_ect;
+            const std::size_t n = r.conn->poll_datagram({at, r.mds}, now, ecn);
             if (n == 0) return true;
-            if (!batch->commit(n)) return false;
+            if (!batch->commit(n, ecn)) return false;
         }
     }
 
@@ -470,8 +472,9 @@ struct Endpoint::Impl final : io::RxHandler {
         r.dirty = false;
         if (!r.abandoned) {
             if (r.egress) {
-                while (std::size_t n = r.conn->poll_datagram({scratch.data(), r.mds}, now)) {
-                    r.egress->send({scratch.data(), n}, now);
+                Ecn ecn = Ecn::not_ect;
+                while (std::size_t n = r.conn->poll_datagram({scratch.data(), r.mds}, now, ecn)) {
+                    r.egress->send({scratch.data(), n}, now, ecn);
                 }
             } else if (!tx_blocked) {
                 // One pacer quantum per clock reading would cap a turn at 64 KiB
@@ -517,15 +520,16 @@ struct Endpoint::Impl final : io::RxHandler {
     void run_links(Instant now) {
         for (auto& [h, rp] : conns) {
             Record& r = *rp;
+            Ecn ecn = Ecn::not_ect;
             if (r.egress) {
-                while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out)) {
-                    if (!r.abandoned && !batch->send_or_stash(r.peer, link_out)) tx_blocked = true;
+                while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out, ecn)) {
+                    if (!r.abandoned && !batch->send_or_stash(r.peer, link_out, ecn)) tx_blocked = true;
                 }
             }
             if (r.ingress) {
                 bool got = false;
-                while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out)) {
-                    r.conn->on_datagram(link_out, now);
+                while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out, ecn)) {
+                    r.conn->on_datagram(link_out, now, ecn);
                     got = true;
                 }
                 if (got) mark(r);

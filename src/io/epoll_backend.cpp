@@ -59,8 +59,8 @@ public:
         return tx_.peek();
     }
 
-    void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
-        const unsigned i = tx_.take(len, segment, to);
+    void tx_queue(std::size_t len, std::size_t segment, const Address& to, Ecn ecn) override {
+        const unsigned i = tx_.take(len, segment, to, ecn);
         if (!tx_.send_now_if_gso_off(fd_, i, gso_)) pending_.push_back(i);
     }
 
@@ -156,7 +156,8 @@ private:
             for (int k = 0; k < n; ++k) {
                 if (rx_.truncated(k)) continue;
                 ++received_;
-                deliver_split(rx_.payload(k), rx_.gro_segment(k), Address::from(rx_.from(k), rx_.from_len(k)), h);
+                deliver_split(rx_.payload(k), {rx_.gro_segment(k), rx_.ecn(k)},
+                              Address::from(rx_.from(k), rx_.from_len(k)), h);
             }
             if (static_cast<unsigned>(n) < kRxBatch) return true;
         }

@@ -230,6 +230,12 @@ OpenedSocket open_udp_socket(const SocketOptions& opt) {
                          std::strerror(e));
         }
     }
+    // RFC 9000 §13.4.1: the codepoint of every received datagram is counted
+    // and reported, so the connection needs it. Without it the peer's ECN
+    // validation fails and it stops marking: nothing else breaks.
+    if (const int e = sock->enable_ecn_reporting(); e != 0)
+        spdlog::info("ndm io: the kernel does not report received TOS ({}); ECN codepoints read as not-ECT",
+                     std::strerror(e));
     s.gro = sock->gro();
     s.gso = sock->gso();
     s.fd = sock->release();
@@ -280,12 +286,17 @@ void drain_error_queue(int fd, RxHandler& h) {
     }
 }
 
-void deliver_split(std::span<const std::uint8_t> payload, int segment, const Address& from, RxHandler& h) {
-    ndm::for_each_gro_segment(payload, segment, [&](std::span<const std::uint8_t> d) { h.on_datagram(d, from); });
+void deliver_split(std::span<const std::uint8_t> payload, const RxControl& control, const Address& from,
+                   RxHandler& h) {
+    ndm::for_each_gro_segment(payload, control.gro_segment,
+                              [&](std::span<const std::uint8_t> d) { h.on_datagram(d, from, control.ecn); });
 }
 
-int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to) {
+int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to,
+                  Ecn ecn) {
     if (segment == 0) segment = len;
+    alignas(cmsghdr) std::uint8_t control[32];
+    const std::size_t control_len = write_tx_cmsgs(control, sizeof control, 0, to.sa(), ecn);
     for (std::size_t off = 0; off < len; off += segment) {
         const std::size_t n = std::min(segment, len - off);
         iovec iov{const_cast<std::uint8_t*>(data + off), n};
@@ -294,6 +305,10 @@ int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t
         msg.msg_namelen = to.length;
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
+        if (control_len > 0) {
+            msg.msg_control = control;
+            msg.msg_controllen = control_len;
+        }
         for (int attempt = 0;; ++attempt) {
             if (sendmsg(fd, &msg, 0) >= 0) break;
             if ((errno == EAGAIN || errno == ENOBUFS) && attempt < 100) {

@@ -54,16 +54,18 @@ public:
     // the open slot, after flushing it when it goes elsewhere or lacks the
     // room, else a new one. nullptr when no slot is free.
     std::uint8_t* reserve(const Address& to, std::size_t room);
-    // The n bytes just written at reserve()'s pointer join the batch, or,
-    // when the GSO rule forbids it, start a new one in a fresh slot. Returns
-    // false when no slot was free: the datagram is then stashed.
-    bool commit(std::size_t n);
+    // The n bytes just written at reserve()'s pointer, to be sent with ECN
+    // codepoint `ecn`, join the batch, or, when the GSO rule forbids it or
+    // the batch has another codepoint (one send has one TOS), start a new one
+    // in a fresh slot. Returns false when no slot was free: the datagram is
+    // then stashed.
+    bool commit(std::size_t n, Ecn ecn = Ecn::not_ect);
     // Copies d into the batch (flushing first when it cannot join); false
     // when no slot is free (nothing copied).
-    bool copy(const Address& to, std::span<const std::uint8_t> d);
+    bool copy(const Address& to, std::span<const std::uint8_t> d, Ecn ecn = Ecn::not_ect);
     // copy(), or the stash when it is not empty or no slot is free (keeps the
     // order); false when the datagram was stashed.
-    bool send_or_stash(const Address& to, std::span<const std::uint8_t> d);
+    bool send_or_stash(const Address& to, std::span<const std::uint8_t> d, Ecn ecn = Ecn::not_ect);
     // Sends stashed datagrams while slots are free; true when none is left.
     bool flush_stash();
     [[nodiscard]] bool stash_empty() const { return stash_.empty(); }
@@ -78,17 +80,23 @@ public:
     [[nodiscard]] std::uint64_t queued() const { return queued_; }
 
 private:
-    [[nodiscard]] bool joins(const Address& to, std::size_t n) const {
-        return backend_->gso() && run_.accepts(n) && peer_ == to;
+    [[nodiscard]] bool joins(const Address& to, std::size_t n, Ecn ecn) const {
+        return backend_->gso() && run_.accepts(n) && peer_ == to && ecn_ == ecn;
     }
-    bool open(const Address& to);
+    bool open(const Address& to, Ecn ecn);
+    struct Stashed {
+        Address to;
+        std::vector<std::uint8_t> data;
+        Ecn ecn;
+    };
 
     Backend* backend_;
     std::uint8_t* slot_ = nullptr;
     Address peer_;
+    Ecn ecn_ = Ecn::not_ect;
     GsoRun run_;
     std::uint64_t queued_ = 0;
-    std::deque<std::pair<Address, std::vector<std::uint8_t>>> stash_;  // sends without a free slot
+    std::deque<Stashed> stash_;  // sends without a free slot
 };
 
 }  // namespace ndm::io

@@ -15,9 +15,10 @@ void TxSlot::fill(msghdr& m) {
     m.msg_namelen = peer.length;
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
-    if (segment) {
+    const auto seg = static_cast<std::uint16_t>(segment);
+    if (const std::size_t n = write_tx_cmsgs(control, sizeof control, seg, peer.sa(), ecn)) {
         m.msg_control = control;
-        m.msg_controllen = write_gso_cmsg(control, sizeof control, static_cast<std::uint16_t>(segment));
+        m.msg_controllen = n;
     }
 }
 
@@ -30,20 +31,21 @@ TxPool::TxPool(unsigned slots) : mem_(std::size_t{slots} * kTxSlotSize), slots_(
     }
 }
 
-unsigned TxPool::take(std::size_t len, std::size_t segment, const Address& to) {
+unsigned TxPool::take(std::size_t len, std::size_t segment, const Address& to, Ecn ecn) {
     const unsigned i = free_.back();
     free_.pop_back();
     TxSlot& s = slots_[i];
     s.len = len;
     s.segment = (segment > 0 && len > segment) ? segment : 0;
     s.peer = to;
+    s.ecn = ecn;
     return i;
 }
 
 bool TxPool::send_now_if_gso_off(int fd, unsigned i, bool gso) {
     TxSlot& s = slots_[i];
     if (!s.segment || gso) return false;
-    if (int e = send_segments(fd, s.data, s.len, s.segment, s.peer); e != 0) note_error(s, e);
+    if (int e = send_segments(fd, s.data, s.len, s.segment, s.peer, s.ecn); e != 0) note_error(s, e);
     release(i);
     return true;
 }
@@ -56,7 +58,7 @@ void TxPool::on_send_error(int fd, unsigned i, int e, bool& gso) {
                          s.peer.to_string(), std::strerror(e));
         }
         gso = false;
-        if (int e2 = send_segments(fd, s.data, s.len, s.segment, s.peer); e2 != 0) note_error(s, e2);
+        if (int e2 = send_segments(fd, s.data, s.len, s.segment, s.peer, s.ecn); e2 != 0) note_error(s, e2);
     } else {
         note_error(s, e);
     }

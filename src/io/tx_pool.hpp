@@ -22,11 +22,13 @@ struct TxSlot {
     std::size_t len = 0;
     std::size_t segment = 0;  // GSO segment size; 0 for a single datagram
     Address peer;
+    Ecn ecn = Ecn::not_ect;   // of every datagram in the slot
     iovec iov{};
     msghdr msg{};  // for backends whose header must outlive the call (io_uring)
     alignas(cmsghdr) std::uint8_t control[64]{};
 
-    // Points m at this slot's bytes and peer, with a UDP_SEGMENT cmsg for GSO.
+    // Points m at this slot's bytes and peer, with a UDP_SEGMENT cmsg for GSO
+    // and an IP_TOS / IPV6_TCLASS one for an ECN codepoint.
     void fill(msghdr& m);
 };
 
@@ -39,7 +41,7 @@ public:
         return free_.empty() ? nullptr : slots_[free_.back()].data;
     }
     // Takes that slot for `len` bytes to `to`; `segment` as in Backend::tx_queue.
-    unsigned take(std::size_t len, std::size_t segment, const Address& to);
+    unsigned take(std::size_t len, std::size_t segment, const Address& to, Ecn ecn);
     void release(unsigned i) { free_.push_back(i); }
     TxSlot& operator[](unsigned i) { return slots_[i]; }
 

@@ -59,38 +59,68 @@ bool same_destination(const UdpDatagram& a, const UdpDatagram& b) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// The UDP_GRO and UDP_SEGMENT control messages (udp(7)), for both backends too
+// The UDP_GRO and UDP_SEGMENT control messages (udp(7)) and the TOS / Traffic
+// Class ones that carry ECN (ip(7) IP_TOS, ipv6(7) IPV6_TCLASS), for both
+// backends too
 
 namespace io {
 
-int gro_segment_size(const msghdr& received) {
+RxControl parse_rx_control(const msghdr& received) {
+    RxControl out;
     // io_uring's recvmsg_out layout may place the control data at an address
     // that is not aligned for cmsghdr: walk an aligned copy instead.
     alignas(cmsghdr) std::uint8_t control[256];
     msghdr msg{};
     msg.msg_controllen = std::min<std::size_t>(received.msg_controllen, sizeof control);
-    if (msg.msg_controllen == 0 || received.msg_control == nullptr) return 0;
+    if (msg.msg_controllen == 0 || received.msg_control == nullptr) return out;
     std::memcpy(control, received.msg_control, msg.msg_controllen);
     msg.msg_control = control;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
-            int seg = 0;
-            std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
-            return seg;
+        const std::size_t len = c->cmsg_len >= CMSG_LEN(0) ? c->cmsg_len - CMSG_LEN(0) : 0;
+        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO && len >= sizeof(int)) {
+            std::memcpy(&out.gro_segment, CMSG_DATA(c), sizeof(int));
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && len >= 1) {
+            out.ecn = ecn_of_tos(*CMSG_DATA(c));  // one byte (ip(7) IP_RECVTOS)
+        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS && len >= sizeof(int)) {
+            int tclass = 0;  // an int (ipv6(7) IPV6_RECVTCLASS)
+            std::memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
+            out.ecn = ecn_of_tos(static_cast<unsigned>(tclass));
         }
     }
-    return 0;
+    return out;
 }
 
-std::size_t write_gso_cmsg(std::uint8_t* buf, std::size_t cap, std::uint16_t segment) {
-    if (cap < CMSG_SPACE(sizeof(std::uint16_t))) return 0;
-    std::memset(buf, 0, CMSG_SPACE(sizeof(std::uint16_t)));
+namespace {
+template <class T>
+std::size_t put_cmsg(std::uint8_t* buf, std::size_t cap, int level, int type, T value) {
+    if (cap < CMSG_SPACE(sizeof(T))) return 0;
+    std::memset(buf, 0, CMSG_SPACE(sizeof(T)));
     auto* c = reinterpret_cast<cmsghdr*>(buf);
-    c->cmsg_level = IPPROTO_UDP;
-    c->cmsg_type = UDP_SEGMENT;
-    c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
-    std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
-    return CMSG_SPACE(sizeof(std::uint16_t));
+    c->cmsg_level = level;
+    c->cmsg_type = type;
+    c->cmsg_len = CMSG_LEN(sizeof(T));
+    std::memcpy(CMSG_DATA(c), &value, sizeof value);
+    return CMSG_SPACE(sizeof(T));
+}
+
+// IPv4 and v4-mapped destinations take IP_TOS (a v6 socket sends to a mapped
+// address through the IPv4 path, udp_sendmsg, which reads SOL_IP cmsgs),
+// others IPV6_TCLASS.
+bool ipv4_path(const sockaddr& to) {
+    return to.sa_family == AF_INET ||
+           IN6_IS_ADDR_V4MAPPED(&reinterpret_cast<const sockaddr_in6*>(&to)->sin6_addr);
+}
+}  // namespace
+
+std::size_t write_tx_cmsgs(std::uint8_t* buf, std::size_t cap, std::uint16_t segment, const sockaddr* to, Ecn ecn) {
+    std::size_t n = 0;
+    if (segment > 0) n += put_cmsg(buf, cap, IPPROTO_UDP, UDP_SEGMENT, segment);
+    if (ecn != Ecn::not_ect && to != nullptr) {
+        const int tos = static_cast<int>(tos_with(0, ecn));
+        n += ipv4_path(*to) ? put_cmsg(buf + n, cap - n, IPPROTO_IP, IP_TOS, tos)
+                           : put_cmsg(buf + n, cap - n, IPPROTO_IPV6, IPV6_TCLASS, tos);
+    }
+    return n;
 }
 
 bool is_gso_refusal(int error) { return error == EIO || error == EINVAL || error == ENOPROTOOPT; }
@@ -134,7 +164,8 @@ const sockaddr* UdpReceiveBatch::from(std::size_t i) const {
 }
 socklen_t UdpReceiveBatch::from_len(std::size_t i) const { return msgs_[i].msg_hdr.msg_namelen; }
 bool UdpReceiveBatch::truncated(std::size_t i) const { return (msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) != 0; }
-int UdpReceiveBatch::gro_segment(std::size_t i) const { return io::gro_segment_size(msgs_[i].msg_hdr); }
+int UdpReceiveBatch::gro_segment(std::size_t i) const { return io::parse_rx_control(msgs_[i].msg_hdr).gro_segment; }
+Ecn UdpReceiveBatch::ecn(std::size_t i) const { return io::parse_rx_control(msgs_[i].msg_hdr).ecn; }
 
 // ---------------------------------------------------------------------------
 // UdpSocket: set-up
@@ -184,6 +215,17 @@ int UdpSocket::enable_gro() {
     const int one = 1;
     gro_ = setsockopt(fd_, IPPROTO_UDP, UDP_GRO, &one, sizeof one) == 0;
     return gro_ ? 0 : errno;
+}
+
+int UdpSocket::enable_ecn_reporting() {
+    // IP_RECVTOS on a v6 socket too: its IPv4(-mapped) traffic reports IP_TOS.
+    const int one = 1;
+    int family = AF_INET;
+    socklen_t len = sizeof family;
+    getsockopt(fd_, SOL_SOCKET, SO_DOMAIN, &family, &len);
+    if (family == AF_INET6 && setsockopt(fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one) != 0) return errno;
+    const bool v4 = setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) == 0;
+    return v4 || family == AF_INET6 ? 0 : errno;
 }
 
 int UdpSocket::enable_gso() {
@@ -252,7 +294,8 @@ void UdpSocket::send_run(std::span<const UdpDatagram> run, UdpSendResult& r) {
         msghdr m = msgs_[i].msg_hdr;
         m.msg_iovlen = k - i;
         m.msg_control = control;
-        m.msg_controllen = io::write_gso_cmsg(control, sizeof control, static_cast<std::uint16_t>(g.segment()));
+        m.msg_controllen = io::write_tx_cmsgs(control, sizeof control, static_cast<std::uint16_t>(g.segment()), nullptr,
+                                              Ecn::not_ect);
         ssize_t rc;
         do rc = sendmsg(fd_, &m, MSG_DONTWAIT);
         while (rc < 0 && errno == EINTR);

@@ -102,8 +102,8 @@ public:
         return tx_.peek();
     }
 
-    void tx_queue(std::size_t len, std::size_t segment, const Address& to) override {
-        const unsigned i = tx_.take(len, segment, to);
+    void tx_queue(std::size_t len, std::size_t segment, const Address& to, Ecn ecn) override {
+        const unsigned i = tx_.take(len, segment, to, ecn);
         if (tx_.send_now_if_gso_off(fd_, i, gso_)) return;
         TxSlot& s = tx_[i];
         s.fill(s.msg);
@@ -391,15 +391,16 @@ private:
         }
         const Address from = Address::from(static_cast<const sockaddr*>(io_uring_recvmsg_name(out)),
                                            std::min<socklen_t>(out->namelen, rx_msg_.msg_namelen));
-        int segment = 0;
-        // A msghdr view over the returned control data for the CMSG macros.
+        RxControl control;
+        // A msghdr view over the returned control data for the CMSG macros:
+        // the GRO segment size and the TOS byte's ECN codepoint.
         msghdr view{};
         view.msg_control = io_uring_recvmsg_cmsg_firsthdr(out, &rx_msg_);
         view.msg_controllen = out->controllen;
-        if (view.msg_control) segment = gro_segment_size(view);
+        if (view.msg_control) control = parse_rx_control(view);
         auto* payload = static_cast<const std::uint8_t*>(io_uring_recvmsg_payload(out, &rx_msg_));
         const auto plen = io_uring_recvmsg_payload_length(out, len, &rx_msg_);
-        deliver_split({payload, plen}, segment, from, *handler_);
+        deliver_split({payload, plen}, control, from, *handler_);
     }
 
     // Closing the ring cancels sends still queued for the io-wq worker, so

@@ -24,11 +24,11 @@ class Demux {
 public:
     Demux(std::unique_ptr<Link> link, std::size_t flows) : link_(std::move(link)), queues_(flows) {}
 
-    void send(std::uint8_t flow, std::span<const std::uint8_t> datagram, Instant now) {
+    void send(std::uint8_t flow, std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
         tagged_.resize(datagram.size() + 1);
         tagged_[0] = flow;
         std::copy(datagram.begin(), datagram.end(), tagged_.begin() + 1);
-        link_->send(tagged_, now);
+        link_->send(tagged_, now, ecn);
     }
 
     // The earliest time flow f may have a datagram: its own queue's head, or
@@ -40,11 +40,12 @@ public:
         return t;
     }
 
-    bool deliver(std::size_t f, Instant now, std::vector<std::uint8_t>& out) {
+    bool deliver(std::size_t f, Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
         pull(now);
         auto& q = queues_[f];
         if (q.empty() || q.front().due > now) return false;
         out = std::move(q.front().data);
+        ecn = q.front().ecn;
         q.pop_front();
         return true;
     }
@@ -56,17 +57,19 @@ private:
     struct Queued {
         Instant due;
         std::vector<std::uint8_t> data;
+        Ecn ecn;
     };
 
     void pull(Instant now) {
         while (link_->next_delivery() <= now) {
             const Instant due = link_->next_delivery();
-            if (!link_->deliver(now, rx_)) break;
+            Ecn ecn = Ecn::not_ect;
+            if (!link_->deliver(now, rx_, ecn)) break;
             if (rx_.empty() || rx_[0] >= queues_.size()) {
                 ++misrouted_;  // the flow byte itself was corrupted
                 continue;
             }
-            queues_[rx_[0]].push_back({due, std::vector<std::uint8_t>(rx_.begin() + 1, rx_.end())});
+            queues_[rx_[0]].push_back({due, std::vector<std::uint8_t>(rx_.begin() + 1, rx_.end()), ecn});
         }
     }
 
@@ -80,9 +83,18 @@ private:
 class Port final : public Link {
 public:
     Port(Demux& demux, std::uint8_t flow) : demux_(demux), flow_(flow) {}
-    void send(std::span<const std::uint8_t> datagram, Instant now) override { demux_.send(flow_, datagram, now); }
+    void send(std::span<const std::uint8_t> datagram, Instant now) override { send(datagram, now, Ecn::not_ect); }
+    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
+        demux_.send(flow_, datagram, now, ecn);
+    }
     [[nodiscard]] Instant next_delivery() const override { return demux_.next_for(flow_); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return demux_.deliver(flow_, now, out); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+        Ecn ecn = Ecn::not_ect;
+        return deliver(now, out, ecn);
+    }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override {
+        return demux_.deliver(flow_, now, out, ecn);
+    }
     [[nodiscard]] LinkStats stats() const override { return demux_.stats(); }
 
 private:

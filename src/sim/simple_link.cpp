@@ -16,6 +16,7 @@ struct Packet {
     Instant at;
     std::uint64_t seq;  // send order: breaks ties so equal times stay FIFO
     std::vector<std::uint8_t> data;
+    Ecn ecn;
 };
 }  // namespace
 
@@ -71,7 +72,9 @@ SimpleLink::~SimpleLink() = default;
 
 std::size_t SimpleLink::queued() const { return state_->in_order.size() + state_->held.size(); }
 
-void SimpleLink::send(std::span<const std::uint8_t> datagram, Instant now) {
+void SimpleLink::send(std::span<const std::uint8_t> datagram, Instant now) { send(datagram, now, Ecn::not_ect); }
+
+void SimpleLink::send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
     State& s = *state_;
     now = std::max(now, s.last_send);  // keep the queues sorted even if a caller goes back in time
     s.last_send = now;
@@ -114,7 +117,7 @@ void SimpleLink::send(std::span<const std::uint8_t> datagram, Instant now) {
             s.tx_free_at = at;
             s.tx_end.push_back(at);
         }
-        Packet p{at + config_.delay, s.seq++, s.buffer(datagram)};
+        Packet p{at + config_.delay, s.seq++, s.buffer(datagram), ecn};
         if (!p.data.empty() && s.corrupt.chance(config_.corrupt)) {
             ++stats_.corrupted;
             const std::uint64_t bit = s.corrupt.below(p.data.size() * 8);
@@ -139,6 +142,11 @@ Instant SimpleLink::next_delivery() const {
 }
 
 bool SimpleLink::deliver(Instant now, std::vector<std::uint8_t>& out) {
+    Ecn ecn = Ecn::not_ect;
+    return deliver(now, out, ecn);
+}
+
+bool SimpleLink::deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
     State& s = *state_;
     std::deque<Packet>* q = nullptr;
     if (!s.in_order.empty()) q = &s.in_order;
@@ -148,6 +156,7 @@ bool SimpleLink::deliver(Instant now, std::vector<std::uint8_t>& out) {
     }
     if (q == nullptr || q->front().at > now) return false;
     out.swap(q->front().data);
+    ecn = q->front().ecn;
     s.pool.push_back(std::move(q->front().data));  // the caller's old buffer, reused later
     q->pop_front();
     ++stats_.delivered;

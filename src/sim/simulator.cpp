@@ -92,7 +92,8 @@ void Simulator::drain(int side) {
     Connection* c = side == kClient ? client_.get() : server_.get();
     if (c == nullptr) return;
     Link& link = *links_[side == kClient ? 0 : 1];
-    while (const std::size_t n = c->poll_datagram(tx_buffer_, now_)) link.send({tx_buffer_.data(), n}, now_);
+    Ecn ecn = Ecn::not_ect;
+    while (const std::size_t n = c->poll_datagram(tx_buffer_, now_, ecn)) link.send({tx_buffer_.data(), n}, now_, ecn);
 }
 
 void Simulator::flush() {
@@ -130,11 +131,12 @@ bool Simulator::step() {
     }
     ++steps_;
 
+    Ecn rx_ecn = Ecn::not_ect;
     switch (next.kind) {
         case EventKind::to_server:
-            if (!links_[0]->deliver(now_, rx_buffer_)) break;
+            if (!links_[0]->deliver(now_, rx_buffer_, rx_ecn)) break;
             if (!server_) {
-                server_ = Connection::accept(server_config_, rx_buffer_, now_);
+                server_ = Connection::accept(server_config_, rx_buffer_, now_, rx_ecn);
                 if (!server_) {
                     ++rejected_;
                     spdlog::debug("sim: t={} ns: accept() rejected a {}-byte datagram",
@@ -142,13 +144,13 @@ bool Simulator::step() {
                     break;
                 }
             } else {
-                server_->on_datagram(rx_buffer_, now_);
+                server_->on_datagram(rx_buffer_, now_, rx_ecn);
             }
             drain(kServer);
             break;
         case EventKind::to_client:
-            if (!links_[1]->deliver(now_, rx_buffer_)) break;
-            client_->on_datagram(rx_buffer_, now_);
+            if (!links_[1]->deliver(now_, rx_buffer_, rx_ecn)) break;
+            client_->on_datagram(rx_buffer_, now_, rx_ecn);
             drain(kClient);
             break;
         case EventKind::client_timer:

@@ -53,7 +53,13 @@ json frame_json(const trace::Frame& f) {
             // qlog lists ranges ascending; the wire has them largest first.
             for (auto it = f.acked_ranges.rbegin(); it != f.acked_ranges.rend(); ++it)
                 ranges.push_back(json::array({it->first, it->second}));
-            return {{"frame_type", "ack"}, {"ack_delay", ms(f.ack_delay)}, {"acked_ranges", ranges}};
+            json ack = {{"frame_type", "ack"}, {"ack_delay", ms(f.ack_delay)}, {"acked_ranges", ranges}};
+            if (f.ecn_counts) {
+                ack["ect0"] = (*f.ecn_counts)[0];
+                ack["ect1"] = (*f.ecn_counts)[1];
+                ack["ce"] = (*f.ecn_counts)[2];
+            }
+            return ack;
         }
         case T::crypto: return {{"frame_type", "crypto"}, {"offset", f.offset}, {"length", f.length}};
         case T::stream:
@@ -142,6 +148,10 @@ public:
     }
     void on_congestion_state_updated(const trace::CongestionStateUpdated& e) override {
         event(e.time, "recovery:congestion_state_updated", {{"old", e.old_state}, {"new", e.new_state}});
+    }
+    void on_ecn_state_updated(const trace::EcnStateUpdated& e) override {
+        // quic-events' recovery:ecn_state_updated; ndm's "disabled" never changes, so it is never logged.
+        event(e.time, "recovery:ecn_state_updated", {{"old", to_string(e.old_state)}, {"new", to_string(e.new_state)}});
     }
 
 private:

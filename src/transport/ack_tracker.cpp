@@ -16,7 +16,7 @@ bool AckTracker::missing_between(std::uint64_t a, std::uint64_t b) const {
     return received_.contiguous_end(a + 1) < b;
 }
 
-bool AckTracker::on_packet_received(std::uint64_t pn, bool ack_eliciting, Instant now) {
+bool AckTracker::on_packet_received(std::uint64_t pn, bool ack_eliciting, Instant now, Ecn ecn) {
     // pn + 1 must not overflow; real packet numbers stay below 2^62.
     if (pn == UINT64_MAX || pn < dup_floor_ || received_.contains(pn)) return false;
 
@@ -36,6 +36,12 @@ bool AckTracker::on_packet_received(std::uint64_t pn, bool ack_eliciting, Instan
         }
     }
 
+    // RFC 9000 §13.4.1: counted per packet; a coalesced datagram's packets
+    // each count its codepoint.
+    if (ecn == Ecn::ect0) ++ecn_.ect0;
+    if (ecn == Ecn::ect1) ++ecn_.ect1;
+    if (ecn == Ecn::ce) ++ecn_.ce;
+
     received_.add(pn, pn + 1);
     if (!has_received_ || pn > largest_) {
         largest_ = pn;
@@ -53,7 +59,9 @@ bool AckTracker::on_packet_received(std::uint64_t pn, bool ack_eliciting, Instan
 
     if (ack_eliciting) {
         ++eliciting_since_ack_;
-        if (out_of_order || eliciting_since_ack_ >= cfg_.ack_eliciting_threshold) {
+        // RFC 9000 §13.2.1: a CE-marked packet is acknowledged at once too,
+        // so the sender's controller hears of the congestion without delay.
+        if (out_of_order || ecn == Ecn::ce || eliciting_since_ack_ >= cfg_.ack_eliciting_threshold) {
             deadline_ = now;  // RFC 9000 §13.2.1, §13.2.2
         } else {
             deadline_ = std::min(deadline_, now + cfg_.max_ack_delay);
@@ -80,6 +88,7 @@ wire::AckFrame AckTracker::build_ack(Instant now) const {
         f.ranges.push_back({std::max(it->lo, report_floor_), it->hi - 1});
     }
     f.ack_delay = std::max(now - largest_time_, Duration{0});
+    if (ecn_ != wire::EcnCounts{}) f.ecn = ecn_;  // RFC 9000 §13.4.1: ACK_ECN once any count is non-zero
     return f;
 }
 

@@ -1,12 +1,13 @@
 // Receiver side of acknowledgement (RFC 9000 §13.2): remembers which packet
 // numbers arrived, detects duplicates, decides when an ACK is due and builds
-// the ACK frame.
+// the ACK frame, with the space's ECN counts (§13.4.1) once any is non-zero.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 
+#include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
 #include "transport/frame.hpp"
 #include "transport/range_set.hpp"
@@ -25,8 +26,10 @@ public:
 
     // Records a packet that decrypted successfully. Returns false for a
     // duplicate (already received, or below the duplicate floor): the caller
-    // drops it without processing.
-    bool on_packet_received(std::uint64_t pn, bool ack_eliciting, Instant now);
+    // drops it without processing. `ecn` is the codepoint of the datagram
+    // that carried the packet: counted once per packet, duplicates not
+    // (RFC 9000 §13.4.1).
+    bool on_packet_received(std::uint64_t pn, bool ack_eliciting, Instant now, Ecn ecn = Ecn::not_ect);
 
     // When an ACK must be sent; kNever when no ack-eliciting packet awaits one.
     [[nodiscard]] Instant ack_deadline() const { return deadline_; }
@@ -35,7 +38,9 @@ public:
     [[nodiscard]] bool ack_pending() const { return pending_; }
 
     // Ranges descending, at most max_ranges (the highest ones), ack_delay =
-    // now − arrival of the largest (RFC 9000 §13.2.5). Requires has_received().
+    // now − arrival of the largest (RFC 9000 §13.2.5), and the ECN counts
+    // when any packet arrived marked (an ACK_ECN frame, §19.3.2). Requires
+    // has_received().
     [[nodiscard]] wire::AckFrame build_ack(Instant now) const;
     void on_ack_sent(Instant now);
     // A packet carrying our ACK frame with this Largest Acknowledged was itself
@@ -49,6 +54,8 @@ public:
     [[nodiscard]] std::uint64_t duplicate_floor() const { return dup_floor_; }
     [[nodiscard]] const RangeSet& received() const { return received_; }
     [[nodiscard]] const Config& config() const { return cfg_; }
+    // Packets received per ECN codepoint, not-ECT aside (RFC 9000 §13.4.1).
+    [[nodiscard]] const wire::EcnCounts& ecn_counts() const { return ecn_; }
 
 private:
     [[nodiscard]] bool missing_between(std::uint64_t a, std::uint64_t b) const;
@@ -66,6 +73,7 @@ private:
     bool pending_ = false;
     unsigned eliciting_since_ack_ = 0;
     Instant deadline_ = kNever;
+    wire::EcnCounts ecn_;
 };
 
 }  // namespace ndm::transport

@@ -91,6 +91,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
       acks{AckTracker(ack_config(PacketSpace::initial, config.max_ack_delay)),
            AckTracker(ack_config(PacketSpace::handshake, config.max_ack_delay)),
            AckTracker(ack_config(PacketSpace::application, config.max_ack_delay))},
+      ecn(config.ecn),
       streams(StreamSet::Config{is_client, config.stream_send_buffer, config.initial_max_data,
                                 config.initial_max_stream_data, config.initial_max_streams,
                                 config.initial_max_streams_uni},
@@ -131,6 +132,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     handshake_deadline = now + cfg.handshake_timeout;
     idle_deadline = now + cfg.idle_timeout;
     cc_state_since = now;
+    traced_ecn_state = ecn.state();
 }
 
 void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
@@ -215,19 +217,19 @@ std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& co
 }
 
 std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
-                                               std::span<const std::uint8_t> datagram, Instant now) {
-    return Impl::accept(config, datagram, now, nullptr);
+                                               std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
+    return Impl::accept(config, datagram, now, nullptr, nullptr, ecn);
 }
 
 std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
                                                std::span<const std::uint8_t> datagram, Instant now,
-                                               const RetryValidation& retry) {
-    return Impl::accept(config, datagram, now, nullptr, &retry);
+                                               const RetryValidation& retry, Ecn ecn) {
+    return Impl::accept(config, datagram, now, nullptr, &retry, ecn);
 }
 
 std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& config,
                                                      std::span<const std::uint8_t> datagram, Instant now,
-                                                     const ParamsEdit& edit, const RetryValidation* retry) {
+                                                     const ParamsEdit& edit, const RetryValidation* retry, Ecn ecn) {
     wire::quic::PacketView first;
     if (wire::quic::parse_packet_header(datagram, wire::kShortCidLength, first) != wire::quic::HeaderError::none)
         return nullptr;
@@ -269,7 +271,7 @@ std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& con
     impl->install_initial_keys();
     impl->start_tls();
     auto conn = std::unique_ptr<Connection>(new Connection(std::move(impl)));
-    conn->on_datagram(datagram, now);
+    conn->on_datagram(datagram, now, ecn);
     // A first datagram that brought TLS nothing is not a connection attempt.
     if (!conn->impl_->tls_input_seen && conn->impl_->state == ConnectionState::handshaking) return nullptr;
     return conn;
@@ -280,8 +282,9 @@ Connection::~Connection() = default;
 // ============================================================================
 // Receiving
 
-void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now) {
+void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn_codepoint) {
     if (state == ConnectionState::closed || state == ConnectionState::draining) return;
+    rx_ecn = ecn_codepoint;  // every packet of the datagram carries it (RFC 9000 §13.4.1)
     // Opened in place (RFC 9001 §5.3-5.4): a copy, so the caller's buffer stays as received.
     rx_buffer.assign(datagram.begin(), datagram.end());
     wire::quic::DatagramPackets packets(rx_buffer, wire::kShortCidLength);
@@ -369,7 +372,7 @@ bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t da
 
     bool ack_eliciting = false;
     if (!decode_frames(pkt.payload, type, ack_eliciting, now)) return false;
-    if (!tracker.on_packet_received(pkt.packet_number, ack_eliciting, now)) {
+    if (!tracker.on_packet_received(pkt.packet_number, ack_eliciting, now, rx_ecn)) {
         ++st.packets_dropped;  // duplicate
         return true;
     }
@@ -499,8 +502,6 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
             if constexpr (std::is_same_v<T, wire::PaddingFrame> || std::is_same_v<T, wire::PingFrame>) {
                 return true;
             } else if constexpr (std::is_same_v<T, wire::AckFrame>) {
-                // ECN counts (0x03) are not validated: ndm marks no packet
-                // ECT, so there is nothing to check them against (RFC 9000 §13.4.2).
                 on_ack_frame(f, space, now);
             } else if constexpr (std::is_same_v<T, wire::CryptoFrame>) {
                 on_crypto_frame(f, space, now);
@@ -745,6 +746,11 @@ void Connection::Impl::set_established(Instant now) {
 void Connection::Impl::discard_space(PacketSpace space) {
     if (loss.discarded(space)) return;
     loss.discard_space(space);
+    // Its ECN counts stay in the statistics (ConnectionStats::ecn_*_received).
+    const wire::EcnCounts& c = acks_of(space).ecn_counts();
+    ecn_received_discarded.ect0 += c.ect0;
+    ecn_received_discarded.ect1 += c.ect1;
+    ecn_received_discarded.ce += c.ce;
     acks_of(space) = AckTracker(ack_config(space, cfg.max_ack_delay));
     if (probe_space == space) probes_pending = 0;
     crypto_of(space).discard();
@@ -759,6 +765,8 @@ void Connection::Impl::discard_space(PacketSpace space) {
 
 void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space, Instant now) {
     AckOutcome& out = ack_out;
+    const bool had_largest = loss.has_largest_acked(space);
+    const std::uint64_t prior_largest = loss.largest_acked(space);
     loss.on_ack_received(ack, now, handshake_confirmed, out, space);
     if (out.invalid) {
         close_with_error(CloseCode::protocol_violation,
@@ -766,9 +774,13 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
         return;
     }
 
-    // The undo of an earlier reduction comes before this ACK's own losses,
-    // and losses before acknowledgements (RFC 9002 A.7).
+    // The undo of an earlier reduction comes before this ACK's own signals,
+    // ECN before losses (ProcessECN, RFC 9002 A.7) and losses before
+    // acknowledgements.
     if (out.spurious_congestion) cc->on_spurious_congestion(cc::SpuriousEvent{now});
+    const bool largest_is_new =
+        loss.has_largest_acked(space) && (!had_largest || loss.largest_acked(space) > prior_largest);
+    on_ack_ecn(ack, space, largest_is_new, now);
     if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, space, now);
     if (state != ConnectionState::handshaking && state != ConnectionState::established) return;
 
@@ -798,6 +810,29 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     track_cc_state(now);
     update_pacer();
     trace_metrics(now);
+}
+
+// RFC 9000 §13.4.2.1: the ACK's ECN counts are checked against the marked
+// packets it newly acknowledged; a validated increase of the CE count is a
+// congestion event dated by the largest newly acknowledged packet's send
+// time (RFC 9002 §7.1, Appendix B.7), so one round's marks reduce once.
+void Connection::Impl::on_ack_ecn(const wire::AckFrame& ack, PacketSpace space, bool largest_is_new, Instant now) {
+    const AckOutcome& out = ack_out;
+    transport::EcnValidator::Acked acked{0, largest_is_new};
+    for (const auto* list : {&out.acked, &out.late_acked})
+        for (const auto& p : *list) acked.ect0_packets += p.ecn == Ecn::ect0 ? 1 : 0;
+    const std::uint64_t ce = ecn.on_ack(ack.ecn, acked, space);
+    trace_ecn_state(now);
+    if (ce == 0) return;
+    ++st.congestion_events;
+    cc::CongestionEvent ev;
+    ev.now = now;
+    ev.ecn_ce = ce;
+    ev.largest_lost_sent_time = out.largest_acked_time_sent;
+    ev.bytes_in_flight = loss.bytes_in_flight();
+    cc->on_congestion_event(ev);
+    track_cc_state(now);
+    update_pacer();
 }
 
 // What an acknowledged packet carried is delivered.
@@ -845,6 +880,7 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
     Instant largest_sent{};
     for (auto& p : lost) {
         ++st.packets_lost;
+        ecn.on_packet_lost(p.ecn);
         if (obs) obs->on_packet_lost({now, p.pn, p.bytes, trace_type(type_of(space))});
         if (p.in_flight) {
             lost_bytes += p.bytes;
@@ -867,6 +903,7 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
             }
         }
     }
+    trace_ecn_state(now);
     if (lost_packets > 0) {
         ++st.congestion_events;
         if (persistent) ++st.persistent_congestions;
@@ -997,7 +1034,9 @@ void Connection::Impl::update_pacer() {
     pacer.set_rate(rate, mds);
 }
 
-std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant now) {
+std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out) {
+    // RFC 9000 §13.4.2: one codepoint for the whole datagram, as its IP header has one.
+    ecn_out = tx_ecn = ecn.codepoint();
     if (state == ConnectionState::closed || state == ConnectionState::draining) return 0;
     if (out.size() < mds) throw std::invalid_argument("poll_datagram: buffer smaller than the datagram size");
     if (send_version_negotiation) return write_version_negotiation(out);
@@ -1173,6 +1212,9 @@ void Connection::Impl::on_packet_built(std::uint64_t pn, PacketSpace space, std:
     p.ack_eliciting = eliciting;
     p.in_flight = eliciting || padded;  // RFC 9002 §2
     p.frames = std::move(frames);
+    p.ecn = tx_ecn;
+    ecn.on_packet_sent(tx_ecn, space);
+    trace_ecn_state(now);
     if (p.in_flight) {
         if (loss.bytes_in_flight() == 0 && last_eliciting_sent != Instant{} && now - last_eliciting_sent > pto_period()) {
             cc->on_idle_restart(now);
@@ -1338,12 +1380,19 @@ void Connection::Impl::on_timeout(Instant now) {
 // Public API
 
 void Connection::on_datagram(std::span<const std::uint8_t> datagram, Instant now) {
+    on_datagram(datagram, now, Ecn::not_ect);
+}
+void Connection::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
     impl_->last_now = now;
-    impl_->on_datagram(datagram, now);
+    impl_->on_datagram(datagram, now, ecn);
 }
 std::size_t Connection::poll_datagram(std::span<std::uint8_t> out, Instant now) {
+    Ecn ecn = Ecn::not_ect;
+    return poll_datagram(out, now, ecn);
+}
+std::size_t Connection::poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn) {
     impl_->last_now = now;
-    return impl_->poll_datagram(out, now);
+    return impl_->poll_datagram(out, now, ecn);
 }
 Instant Connection::next_timeout() const { return impl_->next_timeout(); }
 void Connection::on_timeout(Instant now) {

@@ -22,6 +22,7 @@
 #include "transport/crypto_stream.hpp"
 #include "transport/cwnd_usage.hpp"
 #include "transport/delivery_rate.hpp"
+#include "transport/ecn_validator.hpp"
 #include "transport/frame.hpp"
 #include "transport/frame_sink.hpp"
 #include "transport/loss_detector.hpp"
@@ -50,7 +51,7 @@ struct Connection::Impl {
     static std::unique_ptr<Connection> connect(const ConnectionConfig& config, Instant now, const ParamsEdit& edit);
     static std::unique_ptr<Connection> accept(const ConnectionConfig& config, std::span<const std::uint8_t> datagram,
                                               Instant now, const ParamsEdit& edit,
-                                              const RetryValidation* retry = nullptr);
+                                              const RetryValidation* retry = nullptr, Ecn ecn = Ecn::not_ect);
     // Tests and the tools' hostile-peer probe play this side's peer or
     // forge this side's packets through these (a nested class may reach impl_).
     static Impl& of(Connection& c) { return *c.impl_; }
@@ -135,6 +136,10 @@ struct Connection::Impl {
     transport::Pacer pacer;
     transport::CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
     transport::DeliveryRate delivery;  // rate samples for AckEvent::rate
+    transport::EcnValidator ecn;       // RFC 9000 §13.4.2: what to mark, whether the peer's counts hold
+    Ecn rx_ecn = Ecn::not_ect;         // the codepoint of the datagram being read
+    Ecn tx_ecn = Ecn::not_ect;         // the codepoint of the datagram being built
+    wire::EcnCounts ecn_received_discarded;  // what the discarded spaces' trackers had counted
     std::unique_ptr<cc::Controller> cc;
     double pacing_rate = 0;  // bytes per second
     unsigned probes_pending = 0;
@@ -184,6 +189,9 @@ struct Connection::Impl {
     void trace_metrics(Instant now);
     void trace_received(wire::PacketType type, std::uint64_t pn, std::size_t size, Instant now);
     void trace_sent(wire::PacketType type, std::uint64_t pn, std::size_t size, Instant now);
+    EcnState traced_ecn_state = EcnState::disabled;  // last reported to the observer
+    // Reports a change of the ECN validation state (RFC 9000 §13.4.2).
+    void trace_ecn_state(Instant now);
 
     // ---- receiving
     void make_controller(std::size_t datagram_size, Instant now);
@@ -195,7 +203,7 @@ struct Connection::Impl {
     bool crypto_pending(transport::PacketSpace s) const {
         return has_write_keys(s) && !loss.discarded(s) && crypto_of(s).has_pending();
     }
-    void on_datagram(std::span<const std::uint8_t> datagram, Instant now);
+    void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn);
     // One packet of the datagram in rx_buffer; false: read no further packets of it.
     bool on_packet(const wire::quic::PacketView& view, std::size_t datagram_size, bool& counted, Instant now);
     bool decode_frames(std::span<const std::uint8_t> payload, wire::PacketType type, bool& ack_eliciting, Instant now);
@@ -207,6 +215,7 @@ struct Connection::Impl {
     void release_acked(const transport::SentPacket& p, transport::PacketSpace space);
     void discard_space(transport::PacketSpace space);
     void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, const cc::RateSample& rate, Instant now);
+    void on_ack_ecn(const wire::AckFrame& ack, transport::PacketSpace space, bool largest_is_new, Instant now);
     void note_app_limited();
     void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
                          Instant now);
@@ -223,7 +232,7 @@ struct Connection::Impl {
     void terminate();
 
     // ---- sending
-    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now);
+    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out);
     std::size_t write_version_negotiation(std::span<std::uint8_t> out);
     std::size_t pn_length(transport::PacketSpace space) const;
     // Writes one packet of `space` at datagram[pos..]: its frames (the close

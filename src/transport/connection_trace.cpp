@@ -33,6 +33,7 @@ trace::Frame transport::trace_frame(const wire::Frame& frame) {
             } else if constexpr (std::is_same_v<F, wire::AckFrame>) {
                 t.ack_delay = f.ack_delay;
                 for (const auto& r : f.ranges) t.acked_ranges.emplace_back(r.smallest, r.largest);
+                if (f.ecn) t.ecn_counts = {f.ecn->ect0, f.ecn->ect1, f.ecn->ce};
             } else if constexpr (std::is_same_v<F, wire::CryptoFrame>) {
                 t.offset = f.offset;
                 t.length = f.data.size();
@@ -147,6 +148,13 @@ void Connection::Impl::track_cc_state(Instant now) {
     adopt_cc_state(now);
 }
 
+void Connection::Impl::trace_ecn_state(Instant now) {
+    const EcnState s = ecn.state();
+    if (s == traced_ecn_state) return;
+    if (obs) obs->on_ecn_state_updated({now, traced_ecn_state, s});
+    traced_ecn_state = s;
+}
+
 ConnectionStats Connection::Impl::stats(Instant now) const {
     ConnectionStats s = st;
     const StreamCounters& sc = streams.counters();
@@ -172,6 +180,17 @@ ConnectionStats Connection::Impl::stats(Instant now) const {
     s.time_in_congestion_avoidance = times[static_cast<std::size_t>(C::congestion_avoidance)];
     s.time_in_recovery = times[static_cast<std::size_t>(C::recovery)];
     s.time_in_other_states = times[static_cast<std::size_t>(C::other)];
+    s.ecn_state = ecn.state();
+    s.ecn_ect0_sent = ecn.ect0_sent();
+    s.ecn_ce_reported = ecn.ce_reported();
+    s.ecn_ect0_received = ecn_received_discarded.ect0;
+    s.ecn_ect1_received = ecn_received_discarded.ect1;
+    s.ecn_ce_received = ecn_received_discarded.ce;
+    for (const auto& a : acks) {
+        s.ecn_ect0_received += a.ecn_counts().ect0;
+        s.ecn_ect1_received += a.ecn_counts().ect1;
+        s.ecn_ce_received += a.ecn_counts().ce;
+    }
     return s;
 }
 

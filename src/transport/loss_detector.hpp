@@ -17,6 +17,7 @@
 #include <map>
 #include <vector>
 
+#include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
 #include "transport/delivery_rate.hpp"
 #include "transport/frame.hpp"
@@ -43,6 +44,7 @@ struct SentPacket {
     std::uint32_t bytes = 0;   // counted in bytes_in_flight when in_flight
     bool ack_eliciting = false;
     bool in_flight = false;    // RFC 9002 §2: ack-eliciting or PADDING
+    Ecn ecn = Ecn::not_ect;    // the datagram's codepoint (RFC 9000 §13.4.2 validates against it)
     RateSnapshot rate;         // the delivery state when it was sent (in flight only)
     SentFrames frames;
 };

@@ -19,8 +19,14 @@ class EmuLinkRef final : public Link {
 public:
     explicit EmuLinkRef(std::shared_ptr<emu::EmulatedLink> link) : link_(std::move(link)) {}
     void send(std::span<const std::uint8_t> datagram, Instant now) override { link_->send(datagram, now); }
+    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
+        link_->send(datagram, now, ecn);
+    }
     [[nodiscard]] Instant next_delivery() const override { return link_->next_delivery(); }
     bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return link_->deliver(now, out); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override {
+        return link_->deliver(now, out, ecn);
+    }
     [[nodiscard]] LinkStats stats() const override { return link_->stats(); }
 
 private:

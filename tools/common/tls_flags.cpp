@@ -109,6 +109,12 @@ void add_no_gso_flag(CLI::App& app, bool& no_gso) {
                  "shows every datagram on its own, which Wireshark needs to decode them (slower)");
 }
 
+void add_no_ecn_flag(CLI::App& app, bool& no_ecn) {
+    app.add_flag("--no-ecn", no_ecn,
+                 "send without ECN: no ECT(0) marks, so CE marks on the path cannot slow this side down "
+                 "(default: marked once the path is validated, docs/wire-format.md §12)");
+}
+
 void add_retry_option(CLI::App& app, std::string& retry) {
     app.add_option("--retry", retry,
                    "address validation with Retry (RFC 9000 8.1.2): auto = once 128 handshakes are in progress or began in the last second (a "

@@ -55,6 +55,10 @@ void add_cipher_flag(CLI::App& app, std::vector<std::string>& suites);
 // capture on loopback (tcpdump, Wireshark) sees each datagram on its own.
 void add_no_gso_flag(CLI::App& app, bool& no_gso);
 
+// --no-ecn: this side sends every datagram not-ECT (ConnectionConfig::ecn
+// off); what it receives is still counted and reported (RFC 9000 §13.4.1).
+void add_no_ecn_flag(CLI::App& app, bool& no_ecn);
+
 // --retry auto|always|never: when a server answers a client's first
 // Initial with a Retry (EndpointConfig::retry, RFC 9000 §8.1.2).
 void add_retry_option(CLI::App& app, std::string& retry);

@@ -106,8 +106,12 @@ void Host::on_congestion_event(const CongestionEvent& ev) {
     // One reduction per window: Linux stays in Recovery/Loss until its
     // high_seq is acked, and a loss from before that point is part of the
     // reduction already made.
+    // CE marks (ev.ecn_ce) take the same path, as Linux's CWR state reduces
+    // through the module's ssthresh() once per window (tcp_enter_cwr), and
+    // like CWR they are never undone (a mark is not spurious).
     if (state_ != HostState::open || ev.largest_lost_sent_time <= period_start_) return;
     enter_recovery(ev.now);
+    if (ev.ecn_ce > 0) can_undo_ = false;
 }
 
 // tcp_enter_recovery + tcp_init_cwnd_reduction (§1.1 "Congestion event").

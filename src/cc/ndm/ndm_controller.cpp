@@ -119,6 +119,13 @@ void NdmController::on_ack(const AckEvent& ev) {
 }
 
 void NdmController::on_congestion_event(const CongestionEvent& ev) {
+    if (ev.ecn_ce > 0) {
+        // CE marks (RFC 9002 §7.1): a router said the queue is building, so
+        // there is nothing to classify as random or congestive, and no loss
+        // for the features. Cubic's reduction, once per round as for losses.
+        cubic_.on_congestion_event(ev);
+        return;
+    }
     features_.on_loss(ev);
     if (ev.persistent) {
         // RFC 9002 §7.6: always congestive, whatever the model says.
