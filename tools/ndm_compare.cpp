@@ -119,6 +119,8 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
     out.retransmits = r.client_stats.packets_retransmitted;
     out.packets_lost = r.client_stats.packets_lost;
     out.spurious_losses = r.client_stats.spurious_losses;
+    out.ecn_state = std::string(to_string(r.client_stats.ecn_state));
+    out.ecn_ce_reported = r.client_stats.ecn_ce_reported;
     out.byte_exact = r.completed && r.hash_match;
     out.path = links.metrics();
     if (!r.completed) out.error = r.failure.empty() ? "transfer did not complete" : r.failure;

@@ -81,6 +81,12 @@ nlohmann::json to_json(const ndm::ConnectionStats& s) {
             {"congestion_events", s.congestion_events},
             {"persistent_congestions", s.persistent_congestions},
             {"pto_count", s.pto_count},
+            {"ecn", {{"state", std::string(to_string(s.ecn_state))},
+                     {"ect0_sent", s.ecn_ect0_sent},
+                     {"ect0_received", s.ecn_ect0_received},
+                     {"ect1_received", s.ecn_ect1_received},
+                     {"ce_received", s.ecn_ce_received},
+                     {"ce_reported", s.ecn_ce_reported}}},
             {"cwnd", s.cwnd},
             {"ssthresh", s.ssthresh},
             {"bytes_in_flight", s.bytes_in_flight},
@@ -98,7 +104,8 @@ nlohmann::json to_json(const ndm::LinkStats& s) {
             {"dropped_outage", s.dropped_outage},
             {"duplicated", s.duplicated},
             {"corrupted", s.corrupted},
-            {"reordered", s.reordered}};
+            {"reordered", s.reordered},
+            {"ce_marked", s.ce_marked}};
 }
 
 nlohmann::json to_json(const ndm::CloseInfo& c, bool closed) {

@@ -62,6 +62,7 @@ inline PathMetrics path_metrics(const emu::EmuStats& s) {
     m.sent = s.sent;
     m.dropped_queue = s.drops(emu::DropReason::queue_overflow) + s.drops(emu::DropReason::aqm);
     m.dropped_other = s.total_dropped() - m.dropped_queue;
+    m.ce_marked = s.total_marked();
     return m;
 }
 

@@ -146,6 +146,8 @@ void run_sender(const LiveSpec& spec, LoopbackReceiver& rx, RunResult& out) {
         out.retransmits = st.packets_retransmitted;
         out.packets_lost = st.packets_lost;
         out.spurious_losses = st.spurious_losses;
+        out.ecn_state = std::string(to_string(st.ecn_state));
+        out.ecn_ce_reported = st.ecn_ce_reported;
     }
     const LoopbackReceiver::Totals got = rx.totals();
     out.receiver_bytes = got.bytes;

@@ -435,13 +435,15 @@ std::string to_json(const Experiment& e) {
                                   {"drain_seconds", r->drain_seconds()}}},
                     {"packets_lost", r->packets_lost},
                     {"spurious_losses", r->spurious_losses},
+                    {"ecn", {{"state", r->ecn_state}, {"ce_reported", r->ecn_ce_reported}}},
                     {"byte_exact", r->byte_exact},
                     {"path", {{"measured", r->path.measured},
                               {"queue_delay_p95_ms", r->path.queue_delay_p95_ms},
                               {"one_way_delay_p95_ms", r->path.one_way_delay_p95_ms},
                               {"sent", r->path.sent},
                               {"dropped_queue", r->path.dropped_queue},
-                              {"dropped_other", r->path.dropped_other}}},
+                              {"dropped_other", r->path.dropped_other},
+                              {"ce_marked", r->path.ce_marked}}},
                     {"error", r->error},
                     {"intervals", json::array()}};
             for (const auto& iv : r->intervals) {

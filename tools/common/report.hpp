@@ -30,6 +30,7 @@ struct PathMetrics {
     std::uint64_t sent = 0;            // datagrams the sender put on the path
     std::uint64_t dropped_queue = 0;   // queue overflow or AQM: congestion
     std::uint64_t dropped_other = 0;   // random, burst, outage: not congestion
+    std::uint64_t ce_marked = 0;       // ECT datagrams an AQM marked CE instead of dropping
     [[nodiscard]] double loss_rate() const {
         return sent ? static_cast<double>(dropped_queue + dropped_other) / static_cast<double>(sent) : 0.0;
     }
@@ -46,6 +47,8 @@ struct RunResult {
     std::uint64_t retransmits = 0;
     std::uint64_t packets_lost = 0;
     std::uint64_t spurious_losses = 0;
+    std::string ecn_state = "disabled";  // the sender's ECN validation outcome (RFC 9000 §13.4.2)
+    std::uint64_t ecn_ce_reported = 0;   // CE marks the receiver reported back (ACK_ECN)
     bool byte_exact = false;
     std::string error;  // empty when the run completed
     std::vector<IntervalRow> intervals;
