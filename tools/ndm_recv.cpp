@@ -131,7 +131,7 @@ struct Server {
         f.start = f.last_byte = now;
         if (p.reverse) {
             try {
-                c->set_congestion_control(p.cc);  // the sender's controller runs here
+                c->set_congestion_control(p.cc, p.cc_options);  // the sender's controller runs here
             } catch (const std::exception& e) {
                 c->close(1, e.what(), now);
                 std::cerr << "ndm-recv: rejected a connection: " << tools::printable(e.what()) << '\n';

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/cc_entry.hpp"
 #include "common/cli.hpp"
 #include "common/emu_path.hpp"
 #include "common/emu_summary.hpp"
@@ -141,7 +142,9 @@ private:
                                           std::optional<tools::SharedEmuPath>& path) {
         EndpointConfig cfg;
         cfg.backend = parse_io_backend(o.io);
-        cfg.connection.cc = o.cc;
+        const tools::CcEntry cc = tools::parse_cc_entry(o.cc);
+        cfg.connection.cc = cc.name;
+        cfg.connection.cc_options = cc.options;
         cfg.connection.max_datagram_size = o.packet_size;
         cfg.connection.seed = o.seed * 2 + 1;
         // Fail within seconds when the server is absent; mid-test, survive
@@ -509,7 +512,8 @@ int main(int argc, char** argv) {
     auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)");
     t->excludes(n);
     app.add_option("-C,--congestion", o.cc,
-                   "congestion controller of the sending side: reno, cubic, ndm, ndm-lkm or a registered name")
+                   "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
+                   "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
         ->capture_default_str();
     app.add_option("-i,--interval", o.interval, "seconds between interval reports")
         ->capture_default_str()
@@ -548,12 +552,14 @@ int main(int argc, char** argv) {
         (void)parse_io_backend(o.io);
         cc::Params cp;
         cp.max_datagram_size = o.packet_size;
-        (void)cc::make(o.cc, cp);
+        const tools::CcEntry entry = tools::parse_cc_entry(o.cc);
+        (void)cc::make(entry.name, cp, entry.options);
         if (!o.emu.empty()) profile = emu::parse_profile(o.emu);
         if (!profile_name.empty()) profile = emu::parse_profile(profile_name);
         if (!o.qlog.empty()) (void)qlog::file_observer(o.qlog);  // creates the directory or names the problem
         o.tls = tools::client_tls(o.tls_flags);
-        params.cc = o.cc;
+        params.cc = entry.name;
+        params.cc_options = entry.options;
         params.packet_size = o.packet_size;
         params.interval = o.interval;
         params.seed = o.seed;

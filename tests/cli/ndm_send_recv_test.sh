@@ -75,6 +75,24 @@ grep -q "Reverse mode" "$out/send.txt" || fail "-R: no 'Reverse mode' line"
 grep -q "controller reno.*reverse mode: sending" "$out/recv.txt" || fail "-R: server did not send with reno"
 grep -q '^\[SUM\] .*sender$' "$out/recv.txt" || fail "-R: server sender summary"
 
+# 4b. -C NAME:KEY=VALUE: the options reach the controller on both sides (-R: the server's).
+start_server
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -C bbr:beta=0.8:headroom=0.1 > "$out/send.txt" 2> "$out/send_err.txt" \
+  || fail "ndm-send -C bbr:... exit $?"
+finish_server
+grep -q 'receiver  (byte-exact)' "$out/send.txt" || fail "-C bbr:options: not byte-exact"
+start_server
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -R -C bbr1:lt_bw=off > "$out/send.txt" 2> "$out/send_err.txt" \
+  || fail "ndm-send -R -C bbr1:... exit $?"
+finish_server
+grep -q 'receiver  (byte-exact)' "$out/send.txt" || fail "-R -C bbr1:options: not byte-exact"
+grep -q "controller bbr1.*reverse mode: sending" "$out/recv.txt" || fail "-R: server did not send with bbr1"
+set +e
+err=$("$send" --insecure -c 127.0.0.1 -p 9 -C bbr:beta=7 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "bad controller option exit code $rc"
+echo "$err" | grep -q 'option "beta"' || fail "error does not name the option: $err"
+
 # 5. Unknown controller: exit code 2, one line.
 set +e
 err=$("$send" --insecure -c 127.0.0.1 -p 9 -C nope 2>&1 >/dev/null); rc=$?

@@ -81,10 +81,17 @@ void validate(const TestParams& p) {
     const auto known = cc::list();
     if (std::none_of(known.begin(), known.end(), [&](const cc::Info& i) { return i.name == p.cc; }))
         throw std::invalid_argument(fmt::format("test parameter cc \"{}\" is not a known controller", p.cc));
+    if (p.cc_options.size() > kMaxCcOptions)
+        throw std::invalid_argument(fmt::format("test parameter cc_options longer than {} bytes", kMaxCcOptions));
+    if (!p.cc_options.empty()) {  // the controller itself names a bad key or value
+        cc::Params cp;
+        cp.max_datagram_size = p.packet_size;
+        (void)cc::make(p.cc, cp, p.cc_options);
+    }
 }
 
 std::vector<std::uint8_t> encode(const TestParams& p) {
-    return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
+    return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"cc_options", p.cc_options}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
                      {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed},
                      {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse}});
 }
@@ -96,6 +103,10 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
     const json& cc = j.contains("cc") ? j["cc"] : json();
     if (!cc.is_string()) throw std::invalid_argument("test parameter cc is missing or not a string");
     p.cc = cc.get<std::string>();
+    if (j.contains("cc_options")) {  // absent from older clients
+        if (!j["cc_options"].is_string()) throw std::invalid_argument("test parameter cc_options is not a string");
+        p.cc_options = j["cc_options"].get<std::string>();
+    }
     p.packet_size = static_cast<std::size_t>(uint_field(j, "packet_size", std::nullopt, kMaxDatagramSize));
     p.seconds = number_field(j, "seconds");
     p.bytes = uint_field(j, "bytes", std::nullopt, kMaxTestBytes);

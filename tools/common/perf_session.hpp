@@ -20,6 +20,7 @@ namespace ndm::tools {
 
 struct TestParams {
     std::string cc;
+    std::string cc_options;  // "key=value,..." for cc::make; at most kMaxCcOptions bytes
     std::size_t packet_size = 1452;
     double seconds = 10;     // send time; 0 when bytes is set
     std::uint64_t bytes = 0; // byte budget (-n); 0 = timed
@@ -33,6 +34,7 @@ struct TestParams {
     bool reverse = false;
 };
 inline constexpr unsigned kMaxParallel = 128;
+inline constexpr std::size_t kMaxCcOptions = 256;
 // Bounds of a test, the same for ndm-send's flags and for what ndm-recv
 // accepts from the network: the interval as iperf3's -i, at most a day of
 // sending, a byte budget far below the 2^62 stream-offset limit (1 PiB).
