@@ -83,14 +83,15 @@ TEST_CASE("input file: every loader refuses /dev/zero, a directory and a huge fi
     const Scratch s;
     const std::string huge = s.sparse("huge.ndmm", std::uint64_t{8} << 30);
     const auto started = std::chrono::steady_clock::now();
-    for (const std::string bad : {std::string("/dev/zero"), s.dir.string(), huge}) {
+    for (const std::string& bad : {std::string("/dev/zero"), s.dir.string(), huge}) {
         CAPTURE(bad);
-        CHECK_THROWS_WITH_AS(ndm::cc::ndm::load_model(bad), doctest::Contains("model file \"" + bad + "\": cannot open: "),
+        const std::string model = "model file \"" + bad + "\": cannot open: ";
+        const std::string trace = "cannot read trace '" + bad + "': ";
+        const std::string dataset = "cannot read dataset \"" + bad + "\": ";
+        CHECK_THROWS_WITH_AS(ndm::cc::ndm::load_model(bad), doctest::Contains(model.c_str()), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(ndm::emu::parse_profile("trace=" + bad), doctest::Contains(trace.c_str()),
                              std::invalid_argument);
-        CHECK_THROWS_WITH_AS(ndm::emu::parse_profile("trace=" + bad),
-                             doctest::Contains("cannot read trace '" + bad + "': "), std::invalid_argument);
-        CHECK_THROWS_WITH_AS(ndm::train::load_dataset(bad), doctest::Contains("cannot read dataset \"" + bad + "\": "),
-                             std::invalid_argument);
+        CHECK_THROWS_WITH_AS(ndm::train::load_dataset(bad), doctest::Contains(dataset.c_str()), std::invalid_argument);
     }
     const std::string dir_json = (s.dir / "d.json").string();
     fs::create_directories(dir_json);
