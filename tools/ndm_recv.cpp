@@ -29,6 +29,7 @@
 #include "common/tls_flags.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
+#include "ndm/qlog.hpp"
 #include "ndm/workload.hpp"
 
 using namespace ndm;
@@ -441,27 +442,31 @@ int main(int argc, char** argv) {
     ndm::tools::add_no_ecn_flag(app, no_ecn);
     std::string retry = "auto";
     ndm::tools::add_retry_option(app, retry);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return ndm::tools::exit_on_parse_error(app, e, "ndm-recv");
-    }
+    if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
-    try {
-        EndpointConfig cfg;
+    EndpointConfig cfg;
+    ndm::tools::ServerTls tls;
+    try {  // bad input: one line, exit code 2, before any socket exists
+        check_numeric_address(bind, "--bind");
         cfg.bind_address = bind;
         cfg.port = port;
         cfg.backend = parse_io_backend(io);
         cfg.accept_connections = true;
+        if (!qlog.empty()) (void)qlog::file_observer(qlog);  // creates the directory or names the problem
         cfg.qlog_dir = qlog;
         // The client's -l decides: the effective size is the smaller of both sides'.
         cfg.connection.max_datagram_size = kMaxDatagramSize;
         cfg.connection.idle_timeout = ndm::tools::idle_timeout_duration(idle_timeout);
-        const ndm::tools::ServerTls tls = ndm::tools::server_tls(tls_flags, bind);
+        tls = ndm::tools::server_tls(tls_flags, bind);
         cfg.connection.tls = tls.options;
         cfg.gso = cfg.gro = !no_gso;
         cfg.connection.ecn = !no_ecn;
         cfg.retry = parse_retry_policy(retry);
+    } catch (const std::exception& e) {
+        std::cerr << "ndm-recv: " << e.what() << '\n';
+        return 2;
+    }
+    try {
         Endpoint ep(cfg);
 
         std::signal(SIGINT, on_signal);
@@ -506,8 +511,8 @@ int main(int argc, char** argv) {
                                      "half-open handshakes evicted\n",
                                      st.retries_sent, st.invalid_tokens, st.half_open_evicted);
         return 0;
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) {  // cannot bind, I/O
         std::cerr << "ndm-recv: " << e.what() << '\n';
-        return 2;
+        return 1;
     }
 }
