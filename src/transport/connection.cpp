@@ -513,8 +513,9 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
                 if (!on_stream_result(streams.on_max_stream_data(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::MaxStreamsFrame>) {
                 streams.on_max_streams(f.maximum, f.bidi);
+            } else if constexpr (std::is_same_v<T, wire::StreamDataBlockedFrame>) {
+                if (!on_stream_result(streams.on_stream_data_blocked(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::DataBlockedFrame> ||
-                                 std::is_same_v<T, wire::StreamDataBlockedFrame> ||
                                  std::is_same_v<T, wire::StreamsBlockedFrame>) {
                 return true;  // informational: our windows and stream limit slide as the application reads
             } else if constexpr (std::is_same_v<T, wire::ConnectionCloseFrame>) {
@@ -561,6 +562,15 @@ void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
                                      r->sequence),
                          now);
     } else {
+        // RESET_STREAM and STOP_SENDING: what RFC 9000 §19.4/§19.5 make an
+        // error of closes with its code; the frame itself is not supported.
+        const StreamResult invalid =
+            std::holds_alternative<wire::ResetStreamFrame>(frame)
+                ? streams.check_reset_stream(std::get<wire::ResetStreamFrame>(frame))
+            : std::holds_alternative<wire::StopSendingFrame>(frame)
+                ? streams.check_stop_sending(std::get<wire::StopSendingFrame>(frame))
+                : std::nullopt;
+        if (!on_stream_result(invalid, now)) return;
         close_with_error(CloseCode::protocol_violation,
                          fmt::format("{} frame not supported", wire::frame_name(frame)), now);
     }
