@@ -566,12 +566,9 @@ void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
     } else {
         // RESET_STREAM and STOP_SENDING: what RFC 9000 §19.4/§19.5 make an
         // error of closes with its code; the frame itself is not supported.
-        const StreamResult invalid =
-            std::holds_alternative<wire::ResetStreamFrame>(frame)
-                ? streams.check_reset_stream(std::get<wire::ResetStreamFrame>(frame))
-            : std::holds_alternative<wire::StopSendingFrame>(frame)
-                ? streams.check_stop_sending(std::get<wire::StopSendingFrame>(frame))
-                : std::nullopt;
+        StreamResult invalid;
+        if (const auto* rs = std::get_if<wire::ResetStreamFrame>(&frame)) invalid = streams.check_reset_stream(*rs);
+        else if (const auto* ss = std::get_if<wire::StopSendingFrame>(&frame)) invalid = streams.check_stop_sending(*ss);
         if (!on_stream_result(invalid, now)) return;
         close_with_error(CloseCode::protocol_violation,
                          fmt::format("{} frame not supported", wire::frame_name(frame)), now);
