@@ -63,7 +63,7 @@ double report_seconds(const json& j) {
 // forward test the file is the client's and the server neither runs nor
 // opens it.
 bool names_model_file(const TestParams& p) {
-    if (p.cc_options.empty()) return false;
+    if (p.cc_options.empty() || p.cc_options.size() > kMaxCcOptions) return false;  // validate() refuses the latter
     const cc::Options opts = cc::parse_options(p.cc_options);
     const auto it = opts.find("model");
     return it != opts.end() && it->second != "default";
