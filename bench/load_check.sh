@@ -46,9 +46,11 @@ cleanup() {
   rm -rf "$out"
 }
 trap cleanup EXIT
-fail() {
-  echo "load_check: FAIL: $*"
-  [ -f "$out/recv_err.txt" ] && tail -n 20 "$out/recv_err.txt"
+fail() {  # on stderr: time_transfer's stdout is a number
+  {
+    echo "load_check: FAIL: $*"
+    [ -f "$out/recv_err.txt" ] && tail -n 20 "$out/recv_err.txt"
+  } >&2
   exit 1
 }
 
