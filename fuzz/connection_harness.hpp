@@ -79,6 +79,13 @@ private:
     std::size_t n_;
 };
 
+// What one input did, for tests that check the driver reaches what it should.
+struct HarnessSummary {
+    bool established = false;             // the handshake completed (before the operations, or during them)
+    std::size_t steps = 0;                // operations run
+    std::uint64_t bytes_read[2] = {0, 0};  // by the client's and the server's application, checked
+};
+
 class ConnectionHarness {
 public:
     static constexpr std::size_t kMaxSteps = 256;
@@ -86,7 +93,7 @@ public:
 
     ConnectionHarness(const std::uint8_t* data, std::size_t size) : in_(data, size) {}
 
-    void run() {
+    HarnessSummary run() {
         const std::uint8_t mode = in_.byte();
         target_ = mode & 1;  // 0: the client is the target of forged packets, 1: the server
         pair_.client_cfg.seed = 1;
@@ -97,12 +104,14 @@ public:
         pair_.server_cfg.seed = 2;
         pair_.server_cfg.initial_max_streams_uni = 3;
         if (mode & 2) pair_.start();  // fuzz the handshake itself
-        else if (!pair_.handshake()) return;
+        else if (!pair_.handshake()) return summary_;
+        else summary_.established = true;
         check_all();
-        for (std::size_t step = 0; step < kMaxSteps && !in_.empty(); ++step) {
+        for (; summary_.steps < kMaxSteps && !in_.empty(); ++summary_.steps) {
             do_step();
             check_all();
         }
+        return summary_;
     }
 
 private:
@@ -275,6 +284,7 @@ private:
     }
 
     void inject_frames() {
+        if (!conn(0) || !conn(1)) return;  // the handshake has not reached the server yet
         const auto space = pick_space(in_.byte());
         std::vector<wire::Frame> frames;
         const int count = 1 + (in_.byte() & 3);
@@ -440,6 +450,7 @@ private:
         std::uint64_t& off = sides_[side].read[id];
         if (!sides_[side].tainted)
             for (std::size_t i = 0; i < n; ++i) FUZZ_CHECK(buf[i] == pattern_byte(id, off + i));
+        if (!sides_[side].tainted) summary_.bytes_read[side] += n;
         off += n;
         drain_events(side);
     }
@@ -460,6 +471,7 @@ private:
         while (auto ev = c->poll_event()) {
             FUZZ_CHECK(!s.closed_seen);  // nothing after Closed
             if (std::holds_alternative<event::Closed>(*ev)) s.closed_seen = true;
+            if (std::holds_alternative<event::Established>(*ev)) summary_.established = true;
             if (const auto* o = std::get_if<event::StreamOpened>(&*ev)) s.streams.push_back(o->id);
         }
     }
@@ -503,12 +515,13 @@ private:
     int target_ = 0;
     Side sides_[2];
     std::deque<std::vector<std::uint8_t>> storage_;  // the bytes forged frames point into
+    HarnessSummary summary_;
 };
 
 // One input: never crashes, every invariant holds after every step.
-inline void run_connection_input(const std::uint8_t* data, std::size_t size) {
+inline HarnessSummary run_connection_input(const std::uint8_t* data, std::size_t size) {
     ConnectionHarness h(data, size);
-    h.run();
+    return h.run();
 }
 
 }  // namespace ndm::fuzz
