@@ -239,15 +239,16 @@ private:
         }
     }
 
-    // Seals `payload` as the target's peer would and delivers it to the target.
-    void inject_sealed(transport::PacketSpace space, std::span<const std::uint8_t> payload) {
+    // Seals `payload` as the target's peer would and delivers it to the
+    // target. pn_mode (an input byte) picks the packet number: the sender's
+    // next ones (colliding with its own future packets, as a replay would)
+    // or anywhere in the 4-byte window; its top bit pads the packet to 1200
+    // bytes with PADDING (zeros after the payload).
+    void inject_sealed(transport::PacketSpace space, std::span<const std::uint8_t> payload, std::uint8_t pn_mode) {
         const int target = target_;
         Connection* from = conn(1 - target);
         if (!from || !conn(target)) return;
         auto& impl = Connection::Impl::of(*from);
-        // Packet numbers: the sender's next ones (colliding with its own
-        // future packets, as a replay would) or anywhere in the 4-byte window.
-        const std::uint8_t pn_mode = in_.byte();
         std::uint64_t pn = impl.loss.next_packet_number(space) + (pn_mode & 0x3f);
         if (pn_mode & 0x40) pn = in_.bytes_be(4);
         std::vector<std::uint8_t> d(kMaxDatagramSize);
@@ -261,14 +262,18 @@ private:
     void inject_raw() {
         const auto space = pick_space(in_.byte());
         const auto payload = in_.take(in_.byte() + 1);
-        taint_if_foreign_stream_bytes(payload);
-        inject_sealed(space, payload);
+        const std::uint8_t pn_mode = in_.byte();
+        taint_if_foreign_stream_bytes(payload, (pn_mode & 0x80) != 0);
+        inject_sealed(space, payload, pn_mode);
     }
 
     // A raw payload may decode to STREAM frames whose bytes are not the
-    // pattern; the target's reads are then not checked against it.
-    void taint_if_foreign_stream_bytes(std::span<const std::uint8_t> payload) {
-        wire::Reader r(payload);
+    // pattern; the target's reads are then not checked against it. Padding
+    // counts: a truncated STREAM frame may take its data from the zeros.
+    void taint_if_foreign_stream_bytes(std::span<const std::uint8_t> payload, bool padded) {
+        std::vector<std::uint8_t> bytes(payload.begin(), payload.end());
+        if (padded) bytes.resize(bytes.size() + kMinDatagramSize, 0);
+        wire::Reader r(bytes);
         wire::Error err;
         for (wire::Frame f; !r.empty() && wire::decode_frame(r, f, err);) {
             const auto* s = std::get_if<wire::StreamFrame>(&f);
@@ -294,7 +299,7 @@ private:
         for (const auto& f : frames)
             if (!wire::encode_frame(w, f)) break;
         payload.resize(w.position());
-        if (!payload.empty()) inject_sealed(space, payload);
+        if (!payload.empty()) inject_sealed(space, payload, in_.byte());
         storage_.clear();
     }
 

@@ -47,6 +47,10 @@ fi
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 
+mkdir -p "$OUT"
+# Several runs may start at once (one per target): one builds, the others wait.
+exec 9>"$OUT/.build.lock"
+flock 9
 echo "fuzz.sh: building the fuzz targets with $CXX_FUZZ into $OUT/cmake" >&2
 if ! { CC="$CC_FUZZ" CXX="$CXX_FUZZ" cmake -S . -B "$OUT/cmake" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DNDM_BUILD_FUZZ=ON -DNDM_BUILD_TESTS=OFF -DNDM_BUILD_TOOLS=OFF -DNDM_BUILD_BENCH=OFF \
@@ -61,6 +65,7 @@ fuzz.sh: building the fuzzers failed.
 EOF
   exit 1
 fi
+flock -u 9
 
 # Per-target input bounds. The stateful targets' inputs are operation
 # sequences: at full length from the start (-len_control=0), since a few
