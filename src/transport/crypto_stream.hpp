@@ -77,7 +77,10 @@ public:
 
 private:
     struct State {
-        SendStream send{SIZE_MAX};  // TLS output is bounded by TLS, not by us
+        // A constructor, not member initializers: clang cannot use those of a
+        // nested class within its enclosing one (state_'s in_place below).
+        State() : send(SIZE_MAX) {}  // TLS output is bounded by TLS, not by us
+        SendStream send;
         RecvStream recv;
     };
     std::size_t max_buffered_;

@@ -25,6 +25,10 @@
 #include "transport/rtt_estimator.hpp"
 #include "transport/sent_frame.hpp"
 
+namespace ndm::test {
+struct InvariantAudit;  // tests/invariant_audit.hpp: reads the private state to check invariants
+}  // namespace ndm::test
+
 namespace ndm::transport {
 
 // RFC 9002 §6.1.1, §6.1.2, §7.6.1.
@@ -80,6 +84,8 @@ struct TimeoutOutcome {
 };
 
 class LossDetector {
+    friend struct ::ndm::test::InvariantAudit;
+
 public:
     struct Config {
         Duration max_ack_delay = std::chrono::milliseconds{25};  // the peer's

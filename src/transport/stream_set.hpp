@@ -23,6 +23,10 @@
 #include "transport/sent_frame.hpp"
 #include "transport/stream.hpp"
 
+namespace ndm::test {
+struct InvariantAudit;  // tests/invariant_audit.hpp: reads the private state to check invariants
+}  // namespace ndm::test
+
 namespace ndm::transport {
 
 struct StreamState {
@@ -55,6 +59,8 @@ struct StreamCounters {
 };
 
 class StreamSet {
+    friend struct ::ndm::test::InvariantAudit;
+
 public:
     struct Config {
         bool client = true;

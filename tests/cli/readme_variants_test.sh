@@ -134,8 +134,14 @@ run_readme() {
       echo "  not run here: it runs this suite (.ci/run runs both)" ;;
     "scripts/setup.sh")
       echo "  not run here: it installs Debian packages; scripts/build.sh runs it before every build" ;;
-    "scripts/fuzz.sh 60")
-      echo "  not run here: builds its own libFuzzer binary (clang) in build-fuzz/ and fuzzes for 60 s" ;;
+    "scripts/fuzz.sh all 60")
+      echo "  not run here: builds the libFuzzer targets (clang) in build-fuzz/ and fuzzes each for 60 s (.ci/run runs it for 20 s)" ;;
+    "scripts/fuzz.sh list")
+      local targets
+      targets=$(bash "$src/scripts/fuzz.sh" list) || fail "scripts/fuzz.sh list exited $?"
+      for t in packet_parser connection endpoint profile_parser trace_parser model_parser; do
+        grep -qx "$t" <<<"$targets" || fail "scripts/fuzz.sh list does not name $t: $targets"
+      done ;;
     "bench/ndm_eval.sh" | "bench/eval_plots.sh")
       echo "  not run here: benchmark sweeps of minutes (bench/RESULTS.md); eval_plots.sh rewrites bench/plots/" ;;
     "ndm-train ship --root . --name ndm-default")
@@ -155,7 +161,7 @@ known=(
   "ndm-emu relay --listen 127.0.0.1:9000 --to 127.0.0.1:9001 --profile urban-lte"
   "ndm-recv -1" "ndm-send --insecure -c 127.0.0.1 -t 10 -C cubic --profile urban-lte"
   "sudo ndm-emu shell --profile urban-lte -- sh -c 'iperf3 -c \$NDM_EMU_HOST_ADDR -C cubic'"
-  "scripts/test.sh" "scripts/test.sh --sanitize" "scripts/setup.sh" "scripts/fuzz.sh 60"
+  "scripts/test.sh" "scripts/test.sh --sanitize" "scripts/setup.sh" "scripts/fuzz.sh all 60" "scripts/fuzz.sh list"
   "bench/ndm_eval.sh" "bench/eval_plots.sh" "ndm-train ship --root . --name ndm-default"
   "ndm-handshake --alpn h3 connect 127.0.0.1 4433 --ca cert.pem" "ndm-handshake --alpn h3 listen -p 4433 --cert c.pem --key k.pem"
 )
