@@ -84,6 +84,14 @@ struct EndpointConfig {
     // completes within the time the flood takes to fill the cap still gets
     // in. Retry (below) keeps spoofed Initials from getting this far.
     std::size_t max_half_open = 1024;
+    // Server side: accepted connections (in any state until removed) from
+    // one IP address at once, whatever its ports, so that one host cannot
+    // take the whole table. Above it a new client's Initial is dropped
+    // silently (counted in EndpointStats::per_address_refused): a Retry
+    // would not help, the address may well be genuine, and the client's
+    // handshake timeout tells it. 256 lets ndm-send -P 128 (its maximum)
+    // start a test while the previous test's 128 connections still close.
+    std::size_t max_connections_per_address = 256;
     // Server side: address validation with Retry (RFC 9000 §8.1.2). A Retry
     // costs the client one round trip and the server no state: the client's
     // next Initial returns its token (bound to the client's address and
@@ -143,6 +151,7 @@ struct EndpointStats {
     std::uint64_t stateless_resets_sent = 0;  // RFC 9000 §10.3: answers to datagrams for unknown IDs
     std::uint64_t retries_sent = 0;           // RFC 9000 §8.1.2
     std::uint64_t invalid_tokens = 0;         // Initials dropped for a token that did not validate
+    std::uint64_t per_address_refused = 0;    // Initials dropped for max_connections_per_address
 };
 
 class Endpoint {

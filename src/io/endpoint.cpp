@@ -116,6 +116,7 @@ struct Endpoint::Impl final : io::RxHandler {
         bool dirty = false;
         bool abandoned = false;  // peer unreachable: remove without a closing period
         bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
+        bool accepted = false;   // counted in accepted_per_host
     };
 
     EndpointConfig cfg;
@@ -128,6 +129,9 @@ struct Endpoint::Impl final : io::RxHandler {
     // possible stateless reset) and an ICMP error concern only these, so
     // neither costs a scan over every connection (a flood could drive one).
     std::unordered_multimap<io::Address, Record*, io::AddressHash> by_peer;
+    // Accepted connections per peer host (Address::host()), for
+    // EndpointConfig::max_connections_per_address; entries at 0 are erased.
+    std::unordered_map<io::Address, std::size_t, io::AddressHash> accepted_per_host;
     std::vector<Record*> dirty;
     std::deque<ConnectionHandle> accepted;
     std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
@@ -254,6 +258,10 @@ struct Endpoint::Impl final : io::RxHandler {
 
     void remove(Record& r) {
         leave_half_open(r);
+        if (r.accepted) {
+            const auto it = accepted_per_host.find(r.peer.host());
+            if (it != accepted_per_host.end() && --it->second == 0) accepted_per_host.erase(it);
+        }
         for (auto [it, end] = by_peer.equal_range(r.peer); it != end; ++it) {
             if (it->second == &r) {
                 by_peer.erase(it);
@@ -358,10 +366,20 @@ struct Endpoint::Impl final : io::RxHandler {
             ++st.unroutable;
             return;
         }
+        std::size_t& from_host = accepted_per_host[from.host()];
+        if (from_host >= std::max<std::size_t>(cfg.max_connections_per_address, 1)) {
+            ++st.per_address_refused;
+            return;
+        }
         auto conn = admit(data, from, ecn, now);
-        if (!conn) return;
+        if (!conn) {
+            if (from_host == 0) accepted_per_host.erase(from.host());
+            return;
+        }
         make_half_open_room(now);
         Record& r = add(std::move(conn), from, cfg.connection.max_datagram_size);
+        r.accepted = true;
+        ++from_host;
         if (r.conn->state() == ConnectionState::handshaking) {
             r.half_open = true;
             ++half_open_count;
