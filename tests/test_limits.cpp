@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -316,19 +317,45 @@ TEST_CASE("a closing connection whose peer is gone ends after three PTOs (RFC 90
     CHECK(Connection::Impl::of(*p.server).loss.outstanding(PacketSpace::application) == 0);
 }
 
+namespace {
+// A server on 127.0.0.1 that admits every Initial (no Retry) and gives up a
+// handshake after 1 s.
+EndpointConfig flood_target() {
+    EndpointConfig cfg = test::tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    cfg.accept_connections = true;
+    cfg.retry = RetryPolicy::never;
+    cfg.connection.handshake_timeout = 1s;
+    return cfg;
+}
+// Two endpoints in turn, neither blocking for more than a millisecond, so
+// that round trips (and the PTOs they set) stay loopback-short.
+bool run_both(Endpoint& a, Endpoint& b, const std::function<bool()>& pred, Duration limit) {
+    const Instant end = steady_now() + limit;
+    while (!pred() && steady_now() < end) {
+        a.run_once(steady_now() + 1ms);
+        b.run_once(steady_now() + 1ms);
+    }
+    return pred();
+}
+bool established(const Endpoint& ep, ConnectionHandle h) {
+    const Connection* c = ep.find(h);
+    return c && c->is_established();
+}
+// n Initials of distinct clients from one address and port; returns once the server has read them.
+void flood(Endpoint& server, test::SilentClient& from, int n) {
+    for (int i = 0; i < n; ++i) from.send_initial(5000 + static_cast<std::uint64_t>(i));
+    server.run_until([&] { return server.stats().datagrams_received >= static_cast<std::uint64_t>(n); }, 5s);
+}
+}  // namespace
+
 TEST_CASE("endpoint: a flood of Initials leaves no state once it stops, within the handshake timeout") {
     // The server makes a half-open connection for each Initial of a client
     // that never answers; handshake_timeout (1 s here) removes them all.
-    EndpointConfig scfg = test::tls_endpoint_config();
-    scfg.bind_address = "127.0.0.1";
-    scfg.accept_connections = true;
-    scfg.retry = RetryPolicy::never;
-    scfg.connection.handshake_timeout = 1s;
-    Endpoint server(scfg);
-    test::SilentClient flood(server.local_port());
+    Endpoint server(flood_target());
     constexpr int kFlood = 60;
-    for (int i = 0; i < kFlood; ++i) flood.send_initial(5000 + static_cast<std::uint64_t>(i));
-    server.run_until([&] { return server.stats().datagrams_received >= kFlood; }, 5s);
+    test::SilentClient from(server.local_port());
+    flood(server, from, kFlood);
     CHECK(server.connection_count() == static_cast<std::size_t>(kFlood));
     const Instant stopped = steady_now();
     CHECK(server.run_until([&] { return server.connection_count() == 0; }, 5s));
@@ -339,17 +366,12 @@ TEST_CASE("endpoint: a flood of Initials leaves no state once it stops, within t
 }
 
 TEST_CASE("endpoint: connections from one address past max_connections_per_address are dropped, another address gets in") {
-    EndpointConfig scfg = test::tls_endpoint_config();
-    scfg.bind_address = "127.0.0.1";
-    scfg.accept_connections = true;
-    scfg.retry = RetryPolicy::never;
+    EndpointConfig scfg = flood_target();
     scfg.max_connections_per_address = 5;
-    scfg.connection.handshake_timeout = 1s;
     Endpoint server(scfg);
-    test::SilentClient flood(server.local_port());
     constexpr int kFlood = 12;
-    for (int i = 0; i < kFlood; ++i) flood.send_initial(7000 + static_cast<std::uint64_t>(i));
-    server.run_until([&] { return server.stats().datagrams_received >= kFlood; }, 5s);
+    test::SilentClient from(server.local_port());
+    flood(server, from, kFlood);
     CHECK(server.connection_count() == 5);
     CHECK(server.stats().per_address_refused == static_cast<std::uint64_t>(kFlood - 5));
 
@@ -358,26 +380,37 @@ TEST_CASE("endpoint: connections from one address past max_connections_per_addre
     ccfg.bind_address = "127.0.0.2";
     Endpoint other(ccfg);
     const auto h = other.connect("127.0.0.1", server.local_port());
-    CHECK(other.run_until(
-        [&] {
-            server.run_once(steady_now() + 1ms);
-            const Connection* c = other.find(h);
-            return c && c->is_established();
-        },
-        5s));
+    CHECK(run_both(other, server, [&] { return established(other, h); }, 5s));
     // Once the flood's handshakes time out, 127.0.0.1 may connect again.
     CHECK(server.run_until([&] { return server.connection_count() == 1; }, 5s));
     ccfg.bind_address = "127.0.0.1";
     Endpoint again(ccfg);
     const auto h2 = again.connect("127.0.0.1", server.local_port());
-    CHECK(again.run_until(
-        [&] {
-            server.run_once(steady_now() + 1ms);
-            other.run_once(steady_now());
-            const Connection* c = again.find(h2);
-            return c && c->is_established();
-        },
-        5s));
+    CHECK(run_both(again, server, [&] { return established(again, h2); }, 5s));
+}
+
+TEST_CASE("endpoint: over max_connections_per_address an Initial gets a Retry, and its returned token evicts a spoofed handshake") {
+    // A spoofer of 127.0.0.1 fills its quota with handshakes it never
+    // completes; the address's owner still gets in, through a Retry.
+    EndpointConfig scfg = flood_target();
+    scfg.retry = RetryPolicy::under_load;
+    scfg.max_connections_per_address = 5;
+    Endpoint server(scfg);
+    constexpr int kFlood = 12;
+    test::SilentClient from(server.local_port());
+    flood(server, from, kFlood);
+    CHECK(server.connection_count() == 5);
+    CHECK(server.stats().retries_sent == static_cast<std::uint64_t>(kFlood - 5));
+    CHECK(server.stats().per_address_refused == 0);
+
+    EndpointConfig ccfg = test::tls_endpoint_config();
+    ccfg.bind_address = "127.0.0.1";
+    Endpoint owner(ccfg);
+    const auto h = owner.connect("127.0.0.1", server.local_port());
+    CHECK(run_both(owner, server, [&] { return established(owner, h); }, 5s));
+    CHECK(owner.find(h)->handshake_summary().retry);
+    CHECK(server.stats().half_open_evicted == 1);
+    CHECK(server.stats().retries_sent == static_cast<std::uint64_t>(kFlood - 5 + 1));
 }
 
 TEST_CASE("endpoint: idle timeout and the draining period remove connections and their state") {
@@ -390,19 +423,10 @@ TEST_CASE("endpoint: idle timeout and the draining period remove connections and
     ccfg.bind_address = "127.0.0.1";
     ccfg.connection.idle_timeout = 500ms;
     Endpoint client(ccfg);
-    // Both endpoints in turn, neither blocking for more than a millisecond,
-    // so that round trips (and the PTOs they set) stay loopback-short.
-    auto both = [&](const std::function<bool()>& pred, Duration limit) {
-        const Instant end = steady_now() + limit;
-        while (!pred() && steady_now() < end) {
-            client.run_once(steady_now() + 1ms);
-            server.run_once(steady_now() + 1ms);
-        }
-        return pred();
-    };
+    auto both = [&](const std::function<bool()>& pred, Duration limit) { return run_both(client, server, pred, limit); };
     // A peer closes: the server drains for three PTOs and removes it.
     const auto h = client.connect("127.0.0.1", server.local_port());
-    REQUIRE(both([&] { return client.find(h) && client.find(h)->is_established() && server.connection_count() == 1; }, 5s));
+    REQUIRE(both([&] { return established(client, h) && server.connection_count() == 1; }, 5s));
     client.connection(h)->close(0, "bye", steady_now());
     CHECK(both([&] { return server.connection_count() == 0 && client.connection_count() == 0; }, 3s));
     REQUIRE(client.close_info(h));

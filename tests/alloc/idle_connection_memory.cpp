@@ -3,7 +3,8 @@
 // too, by ELF symbol interposition), keeps the live heap bytes, and measures
 // what N established, idle connection pairs hold, client and server side,
 // after a warm-up pair has built the process-wide state (certificates,
-// GnuTLS's caches). It prints the figures and fails if a side exceeds the
+// GnuTLS's caches), and what a half-open server connection holds (a flood's
+// cost per Initial). It prints the figures and fails if one exceeds the
 // bound docs/security.md states. Its own executable, as crypto_no_alloc:
 // a counting allocator has no place in ndm_tests, nor under the sanitizers.
 #include <malloc.h>
@@ -70,6 +71,26 @@ Idle make_idle_pair(std::uint64_t seed) {
     return {std::move(p.client), std::move(p.server)};
 }
 
+// A server connection for a client's first datagram, its first flight sent
+// (and held for retransmission), the client never heard from again: what
+// each Initial of a flood costs until the handshake timeout.
+std::unique_ptr<ndm::Connection> make_half_open(std::uint64_t seed) {
+    ndm::test::ConnectionPair p;
+    p.client_cfg.seed = seed;
+    p.server_cfg.seed = seed + 1;
+    p.start();
+    std::vector<std::uint8_t> hello(ndm::kMaxDatagramSize);
+    hello.resize(p.client->poll_datagram(hello, p.now));
+    auto server = ndm::Connection::accept(p.server_cfg, hello, p.now);
+    if (!server) {
+        std::fprintf(stderr, "accept failed\n");
+        std::exit(1);
+    }
+    while (server->poll_datagram(p.buf, p.now)) {
+    }
+    return server;
+}
+
 }  // namespace
 
 int main() {
@@ -89,7 +110,14 @@ int main() {
     std::printf("idle connection, live heap bytes: client %lld, server %lld (mean over %d pairs; "
                 "Connection::Impl itself %zu)\n",
                 per_client, per_server, kPairs, sizeof(ndm::Connection::Impl));
-    if (per_client > kMaxPerConnection || per_server > kMaxPerConnection) {
+    pairs.clear();
+    const long long before_half_open = g_live;
+    std::vector<std::unique_ptr<ndm::Connection>> half_open;
+    half_open.reserve(kPairs);
+    for (int i = 0; i < kPairs; ++i) half_open.push_back(make_half_open(1000 + 2 * static_cast<std::uint64_t>(i)));
+    const long long per_half_open = (g_live - before_half_open) / kPairs;
+    std::printf("half-open server connection (first flight sent, client silent): %lld bytes\n", per_half_open);
+    if (per_client > kMaxPerConnection || per_server > kMaxPerConnection || per_half_open > kMaxPerConnection) {
         std::fprintf(stderr, "FAIL: above the %lld bytes per connection docs/security.md states\n", kMaxPerConnection);
         return 1;
     }
