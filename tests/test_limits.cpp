@@ -318,13 +318,19 @@ TEST_CASE("a closing connection whose peer is gone ends after three PTOs (RFC 90
 }
 
 namespace {
-// A server on 127.0.0.1 that admits every Initial (no Retry) and gives up a
-// handshake after 1 s.
-EndpointConfig flood_target() {
+// An endpoint bound to `address` (any port).
+EndpointConfig bound_to(const char* address) {
     EndpointConfig cfg = test::tls_endpoint_config();
-    cfg.bind_address = "127.0.0.1";
+    cfg.bind_address = address;
+    return cfg;
+}
+// A server on 127.0.0.1 that gives up a handshake after 1 s, with this Retry
+// policy (by default it admits every Initial) and per-address cap.
+EndpointConfig flood_target(RetryPolicy retry = RetryPolicy::never, std::size_t per_address = 256) {
+    EndpointConfig cfg = bound_to("127.0.0.1");
     cfg.accept_connections = true;
-    cfg.retry = RetryPolicy::never;
+    cfg.retry = retry;
+    cfg.max_connections_per_address = per_address;
     cfg.connection.handshake_timeout = 1s;
     return cfg;
 }
@@ -366,9 +372,7 @@ TEST_CASE("endpoint: a flood of Initials leaves no state once it stops, within t
 }
 
 TEST_CASE("endpoint: connections from one address past max_connections_per_address are dropped, another address gets in") {
-    EndpointConfig scfg = flood_target();
-    scfg.max_connections_per_address = 5;
-    Endpoint server(scfg);
+    Endpoint server(flood_target(RetryPolicy::never, 5));
     constexpr int kFlood = 12;
     test::SilentClient from(server.local_port());
     flood(server, from, kFlood);
@@ -376,15 +380,12 @@ TEST_CASE("endpoint: connections from one address past max_connections_per_addre
     CHECK(server.stats().per_address_refused == static_cast<std::uint64_t>(kFlood - 5));
 
     // A client on another loopback address is not held to 127.0.0.1's count.
-    EndpointConfig ccfg = test::tls_endpoint_config();
-    ccfg.bind_address = "127.0.0.2";
-    Endpoint other(ccfg);
+    Endpoint other(bound_to("127.0.0.2"));
     const auto h = other.connect("127.0.0.1", server.local_port());
     CHECK(run_both(other, server, [&] { return established(other, h); }, 5s));
     // Once the flood's handshakes time out, 127.0.0.1 may connect again.
     CHECK(server.run_until([&] { return server.connection_count() == 1; }, 5s));
-    ccfg.bind_address = "127.0.0.1";
-    Endpoint again(ccfg);
+    Endpoint again(bound_to("127.0.0.1"));
     const auto h2 = again.connect("127.0.0.1", server.local_port());
     CHECK(run_both(again, server, [&] { return established(again, h2); }, 5s));
 }
@@ -392,10 +393,7 @@ TEST_CASE("endpoint: connections from one address past max_connections_per_addre
 TEST_CASE("endpoint: over max_connections_per_address an Initial gets a Retry, and its returned token evicts a spoofed handshake") {
     // A spoofer of 127.0.0.1 fills its quota with handshakes it never
     // completes; the address's owner still gets in, through a Retry.
-    EndpointConfig scfg = flood_target();
-    scfg.retry = RetryPolicy::under_load;
-    scfg.max_connections_per_address = 5;
-    Endpoint server(scfg);
+    Endpoint server(flood_target(RetryPolicy::under_load, 5));
     constexpr int kFlood = 12;
     test::SilentClient from(server.local_port());
     flood(server, from, kFlood);
@@ -403,9 +401,7 @@ TEST_CASE("endpoint: over max_connections_per_address an Initial gets a Retry, a
     CHECK(server.stats().retries_sent == static_cast<std::uint64_t>(kFlood - 5));
     CHECK(server.stats().per_address_refused == 0);
 
-    EndpointConfig ccfg = test::tls_endpoint_config();
-    ccfg.bind_address = "127.0.0.1";
-    Endpoint owner(ccfg);
+    Endpoint owner(bound_to("127.0.0.1"));
     const auto h = owner.connect("127.0.0.1", server.local_port());
     CHECK(run_both(owner, server, [&] { return established(owner, h); }, 5s));
     CHECK(owner.find(h)->handshake_summary().retry);
@@ -414,13 +410,11 @@ TEST_CASE("endpoint: over max_connections_per_address an Initial gets a Retry, a
 }
 
 TEST_CASE("endpoint: idle timeout and the draining period remove connections and their state") {
-    EndpointConfig scfg = test::tls_endpoint_config();
-    scfg.bind_address = "127.0.0.1";
+    EndpointConfig scfg = bound_to("127.0.0.1");
     scfg.accept_connections = true;
     scfg.connection.idle_timeout = 500ms;
     Endpoint server(scfg);
-    EndpointConfig ccfg = test::tls_endpoint_config();
-    ccfg.bind_address = "127.0.0.1";
+    EndpointConfig ccfg = bound_to("127.0.0.1");
     ccfg.connection.idle_timeout = 500ms;
     Endpoint client(ccfg);
     auto both = [&](const std::function<bool()>& pred, Duration limit) { return run_both(client, server, pred, limit); };
