@@ -10,6 +10,7 @@
 
 #include "ndm/connection.hpp"
 #include "ndm/sim.hpp"
+#include "quic_test_util.hpp"
 #include "transport/connection_impl.hpp"
 
 namespace ndm::test {
@@ -24,6 +25,8 @@ struct ConnectionPair {
     // Optional edits of each side's transport parameters before TLS carries
     // them: a peer stating what no ConnectionConfig would.
     Connection::Impl::ParamsEdit client_params, server_params;
+    // And of the encoded parameters: what no encoder writes.
+    Connection::Impl::ParamsBytesEdit client_params_bytes, server_params_bytes;
     // Set: the server is accepted as after a Retry whose token it validated
     // (RFC 9000 §8.1.2), for the client's first DCID this names.
     std::optional<RetryValidation> server_retry;
@@ -38,7 +41,7 @@ struct ConnectionPair {
     // self-signed certificate) where they set none.
     void start() {
         sim::simulation_tls(client_cfg, server_cfg);
-        client = Connection::Impl::connect(client_cfg, now, client_params);
+        client = Connection::Impl::connect(client_cfg, now, client_params, client_params_bytes);
     }
 
     // Moves datagrams until neither side has anything to send now.
@@ -54,7 +57,8 @@ struct ConnectionPair {
                 const Ecn arrived = ecn_path ? ecn_path(ecn) : Ecn::not_ect;
                 if (!server)
                     server = Connection::Impl::accept(server_cfg, d, now, server_params,
-                                                      server_retry ? &*server_retry : nullptr, arrived);
+                                                      server_retry ? &*server_retry : nullptr, arrived,
+                                                      server_params_bytes);
                 else server->on_datagram(d, now, arrived);
             }
             while (server) {
@@ -100,5 +104,23 @@ struct ConnectionPair {
         return run_until([&] { return client->is_established() && server && server->is_established(); });
     }
 };
+
+// One datagram from the client that the server never sees, carrying a byte
+// of stream `id`: its 1-RTT packet number, under which a forged packet
+// reaches the server and is acknowledged to a client that did send it.
+inline std::uint64_t steal_client_pn(ConnectionPair& p, StreamId id) {
+    static const std::uint8_t one[1] = {0x5a};
+    if (p.client->write(id, one, false) != 1) throw std::runtime_error("test: stream not writable");
+    std::optional<std::uint64_t> pn;
+    p.to_server = [&](std::vector<std::uint8_t>& d) {
+        const auto opened = open_datagram(*p.server, d, p.now);
+        if (!pn && !opened.packets.empty()) pn = opened.packets.back().pn;
+        return false;
+    };
+    p.exchange();
+    p.to_server = nullptr;
+    if (!pn) throw std::runtime_error("test: the client sent no 1-RTT packet");
+    return *pn;
+}
 
 }  // namespace ndm::test

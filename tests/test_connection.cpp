@@ -420,17 +420,7 @@ TEST_CASE("informational v1 frames leave the connection working") {
     // that the server's ACK of the crafted packet is an ACK of a sent packet.
     const auto id = p.client->open_stream();
     REQUIRE(id);
-    static const std::uint8_t one[] = {0x5a};
-    REQUIRE(p.client->write(*id, one, false) == 1);
-    std::optional<std::uint64_t> dropped;
-    p.to_server = [&](std::vector<std::uint8_t>& d) {
-        const auto opened = test::open_datagram(*p.server, d, p.now);
-        if (!dropped && !opened.packets.empty()) dropped = opened.packets.back().pn;
-        return false;
-    };
-    p.exchange();
-    p.to_server = nullptr;
-    REQUIRE(dropped);
+    const std::uint64_t dropped = test::steal_client_pn(p, *id);
     wire::AckFrame ack_ecn;  // of the server's first packet, with ECN counts ndm does not use
     ack_ecn.ranges = {{0, 0}};
     ack_ecn.ecn = wire::EcnCounts{1, 0, 0};
@@ -438,7 +428,7 @@ TEST_CASE("informational v1 frames leave the connection working") {
     static const std::uint8_t cid[] = {9, 9, 9, 9, 9, 9, 9, 9};
     static const std::uint8_t token[16] = {1};
     const std::vector<std::uint8_t> cid_before(p.server->peer_cid().begin(), p.server->peer_cid().end());
-    p.server->on_datagram(craft(*p.client, *dropped,
+    p.server->on_datagram(craft(*p.client, dropped,
                                 {wire::StreamsBlockedFrame{100, true}, wire::StreamsBlockedFrame{0, false},
                                  wire::MaxStreamsFrame{5, false}, ack_ecn, wire::NewConnectionIdFrame{1, 0, cid, token}}),
                           p.now);

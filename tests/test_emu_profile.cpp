@@ -128,5 +128,5 @@ TEST_CASE("emu profile: JSON files") {
     const std::string broken = temp_file("b.json", "{\"delay\": ");
     CHECK(error_of(broken).rfind("profile: " + broken + ": invalid JSON: ", 0) == 0);
     CHECK(error_of(broken).find('\n') == std::string::npos);
-    CHECK(error_of("/nonexistent/p.json") == "profile: cannot read '/nonexistent/p.json'");
+    CHECK(error_of("/nonexistent/p.json") == "profile: cannot read '/nonexistent/p.json': No such file or directory");
 }

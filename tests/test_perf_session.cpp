@@ -189,3 +189,37 @@ TEST_CASE("connection: set_congestion_control swaps the controller after the han
     CHECK(got == data.size());
     CHECK(cp.server->stats(cp.now).cc_state == "fixed_for_test");
 }
+
+TEST_CASE("perf session: a server opens no file a client names in its controller options") {
+    using J = nlohmann::json;
+    // In -R the server would run ndm with the client's model= path: /dev/zero
+    // hung the server, any other path probes what exists there.
+    for (const char* path : {"/dev/zero", "/etc/passwd", "/no/such/file"}) {
+        CAPTURE(path);
+        const std::string why = refusal(request([&](J& j) {
+            j["cc"] = "ndm";
+            j["cc_options"] = std::string("model=") + path;
+            j["reverse"] = true;
+        }));
+        CHECK_MESSAGE(why.find("model= names a file") != std::string::npos, why);
+        CHECK(why.find(path) == std::string::npos);  // nothing said about the path itself
+    }
+    // The built-in model is not a file: accepted in -R.
+    CHECK(refusal(request([](J& j) {
+              j["cc"] = "ndm";
+              j["cc_options"] = "model=default,beta=0.8";
+              j["reverse"] = true;
+          })).empty());
+    // Forward, the model is the client's own file: the server neither opens nor
+    // refuses it (a path that exists nowhere on the server is fine).
+    CHECK(refusal(request([](J& j) {
+              j["cc"] = "ndm";
+              j["cc_options"] = "model=/no/such/file";
+          })).empty());
+    // ndm-send refuses -R with a model file before it connects.
+    tools::TestParams p;
+    p.cc = "ndm";
+    p.cc_options = "model=/no/such/file";
+    p.reverse = true;
+    CHECK_THROWS_WITH_AS(tools::validate(p), doctest::Contains("model=default"), std::invalid_argument);
+}

@@ -314,11 +314,7 @@ int main(int argc, char** argv) {
     app.add_flag("--list-profiles", list_profiles, "list the emulator presets and exit");
     app.add_flag("--list-cc", list_cc, "list the congestion controllers and exit");
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return ndm::tools::exit_on_parse_error(app, e, "ndm-compare");
-    }
+    if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-compare")) return *rc;
 
     try {
         if (list_profiles) {
@@ -343,8 +339,7 @@ int main(int argc, char** argv) {
         if (o.compete) return run_compete_mode(o);
 
         return run_sequential_mode(o, profile);
-    } catch (const std::exception& ex) {
-        std::cerr << "ndm-compare: " << ex.what() << '\n';
-        return 2;
+    } catch (const std::exception& ex) {  // bad input: 2; a failed real run, unwritable --out: 1
+        return tools::report_failure("ndm-compare", ex);
     }
 }

@@ -64,8 +64,10 @@ int main(int argc, char** argv) {
     relay_cmd->add_option("--to", ro.to, "server ADDR:PORT to forward to (e.g. 127.0.0.1:9001)")->required();
     relay_cmd->add_option("--profile", ro.profile, "emulator profile (default: none)");
     relay_cmd->add_option("--seed", ro.seed, "random seed; the same seed repeats the same decisions for the same traffic");
-    relay_cmd->add_option("--stats-interval", ro.stats_interval, "print statistics every S seconds (0 = only at exit)")
-        ->check(CLI::NonNegativeNumber);
+    relay_cmd
+        ->add_option("--stats-interval", ro.stats_interval,
+                     "print statistics every S seconds (0 = only at exit; at most 86400)")
+        ->check(CLI::Range(0.0, 86400.0));
 
     std::string shell_profile = "none";
     ndm::tools::ShellOptions so;
@@ -84,11 +86,7 @@ int main(int argc, char** argv) {
     std::string describe_profile;
     auto* describe_cmd = app.add_subcommand("describe", "Parse a profile and print both directions");
     describe_cmd->add_option("profile", describe_profile, "profile to parse")->required();
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return ndm::tools::exit_on_parse_error(app, e, "ndm-emu");
-    }
+    if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-emu")) return *rc;
     try {
         if (relay_cmd->parsed()) return relay(ro);
         if (shell_cmd->parsed()) {
@@ -116,12 +114,8 @@ int main(int argc, char** argv) {
             std::cout << "up:   " << ndm::emu::describe(p.up) << "\ndown: " << ndm::emu::describe(p.down) << "\n";
             return 0;
         }
-    } catch (const std::invalid_argument& e) {  // a bad profile is a bad command line
-        std::cerr << "ndm-emu: " << e.what() << "\n";
-        return 2;
-    } catch (const std::exception& e) {
-        std::cerr << "ndm-emu: " << e.what() << "\n";
-        return 1;
+    } catch (const std::exception& e) {  // a bad profile or address: 2; sockets, I/O: 1
+        return ndm::tools::report_failure("ndm-emu", e);
     }
     return 0;
 }

@@ -306,24 +306,23 @@ int main(int argc, char** argv) {
     int count = 1;
     listen->add_option("-p,--port", listen_port, "UDP port to listen on")->capture_default_str();
     listen->add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack)")->capture_default_str();
-    listen->add_option("-n,--count", count, "connections to serve before exiting (0: until Ctrl-C)")
+    listen->add_option("-n,--count", count, "connections to serve before exiting (0: until Ctrl-C; at most 1000000)")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 1000000));
     tools::ServerTlsFlags server_flags;
     tools::add_server_tls_flags(*listen, server_flags);
     tools::add_retry_option(*listen, o.retry);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return tools::exit_on_parse_error(app, e, "ndm-handshake");
-    }
+    if (const auto rc = tools::parse_command_line(app, argc, argv, "ndm-handshake")) return *rc;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     try {
-        if (*connect) return run_client(o, host, port, client_flags);
+        if (*connect) {
+            check_numeric_address(host, "host");
+            return run_client(o, host, port, client_flags);
+        }
+        check_numeric_address(bind, "--bind");
         return run_server(o, bind, listen_port, server_flags, count);
-    } catch (const std::exception& e) {
-        std::cerr << "ndm-handshake: " << e.what() << '\n';
-        return 2;
+    } catch (const std::exception& e) {  // bad input: 2; network: 1
+        return tools::report_failure("ndm-handshake", e);
     }
 }

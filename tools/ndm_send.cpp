@@ -509,7 +509,8 @@ int main(int argc, char** argv) {
     app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
     app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
     auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
-    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)");
+    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
+                  ->check(tools::size_in(1, tools::kMaxTestBytes));
     t->excludes(n);
     app.add_option("-C,--congestion", o.cc,
                    "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
@@ -540,16 +541,13 @@ int main(int argc, char** argv) {
     tools::add_client_tls_flags(app, o.tls_flags);
     tools::add_no_gso_flag(app, o.no_gso);
     tools::add_no_ecn_flag(app, o.no_ecn);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& ex) {
-        return ndm::tools::exit_on_parse_error(app, ex, "ndm-send");
-    }
+    if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-send")) return *rc;
 
     tools::TestParams params;
     std::optional<emu::Profile> profile;
     try {  // bad input: one line, exit code 2, before any packet is sent
         (void)parse_io_backend(o.io);
+        check_numeric_address(o.host, "--client");
         cc::Params cp;
         cp.max_datagram_size = o.packet_size;
         const tools::CcEntry entry = tools::parse_cc_entry(o.cc);
@@ -565,8 +563,7 @@ int main(int argc, char** argv) {
         params.seed = o.seed;
         params.reverse = o.reverse;
         if (!o.bytes.empty()) {
-            params.bytes = tools::parse_size(o.bytes);
-            if (params.bytes == 0) throw std::invalid_argument("-n must be at least 1 byte");
+            params.bytes = tools::parse_size(o.bytes);  // within 1..kMaxTestBytes: checked by size_in
             params.seconds = 0;
         } else {
             params.seconds = o.seconds;

@@ -16,34 +16,14 @@
 
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
+#include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/units.hpp"
 
 namespace {
-
-// "32M", "1.5G", "64k", "1000": binary multiples, as iperf3's -n.
-std::optional<std::uint64_t> parse_size(const std::string& text) {
-    if (text.empty()) return std::nullopt;
-    std::size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(text, &used);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    const std::string suffix = text.substr(used);
-    double scale = 1;
-    if (suffix.empty()) scale = 1;
-    else if (suffix == "K" || suffix == "k") scale = 1024.0;
-    else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
-    else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
-    else return std::nullopt;
-    const double bytes = value * scale;
-    if (!std::isfinite(bytes) || bytes < 1 || bytes > 1e15) return std::nullopt;
-    return static_cast<std::uint64_t>(std::llround(bytes));
-}
 
 // iperf3's unit_snprintf: three significant digits and an automatic unit.
 std::string with_unit(double value, double base, const char* suffix) {
@@ -133,8 +113,9 @@ struct Options {
 // The command line into `o`, checked; an exit code when the run must not go on.
 std::optional<int> parse(int argc, char** argv, Options& o) {
     CLI::App app{"ndm-sim: a bulk transfer between two ndm connections over a simulated path, in virtual time"};
-    auto* bytes_opt = app.add_option("-n,--bytes", o.bytes_arg, "Bytes to transfer; suffixes K/M/G (binary)")
-                          ->capture_default_str();
+    auto* bytes_opt = app.add_option("-n,--bytes", o.bytes_arg, "Bytes to transfer; suffixes K/M/G/T (binary; at most 1024T)")
+                          ->capture_default_str()
+                          ->check(ndm::tools::size_in(1, std::uint64_t{1} << 50));
     auto* time_opt = app.add_option("-t,--time", o.time_s, "Send for this many seconds of virtual time instead of -n");
     bytes_opt->excludes(time_opt);
     app.add_option("--delay", o.delay_ms, "One-way delay in ms, each direction")->capture_default_str();
@@ -151,21 +132,11 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
     app.add_flag("--json", o.json, "Print the results as JSON");
     app.add_flag("-v,--verbose", o.verbose, "Debug logging");
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-        return fail(e.what());
-    }
+    if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-sim")) return rc;
 
     o.by_time = time_opt->count() > 0;
     if (!o.by_time) {
-        const auto parsed = parse_size(o.bytes_arg);
-        if (!parsed) return fail("--bytes: '" + o.bytes_arg + "' is not a size like 1000, 64K, 32M or 1G");
-        o.bytes = *parsed;
+        o.bytes = ndm::tools::parse_size(o.bytes_arg);  // checked by size_in
     }
     if (o.by_time && !(o.time_s > 0 && o.time_s <= 1e6)) return fail("--time must be in (0, 1e6] seconds");
     if (!(o.delay_ms >= 0 && o.delay_ms <= 1e6)) return fail("--delay must be in [0, 1e6] ms");
@@ -305,6 +276,9 @@ int main(int argc, char** argv) {
         r = ndm::sim::run_transfer(spec, print_row);
     } catch (const std::invalid_argument& e) {
         return fail(e.what());
+    } catch (const std::exception& e) {  // not bad input: a failure of the run
+        std::cerr << "ndm-sim: error: " << e.what() << '\n';
+        return 1;
     }
     const double wall = ndm::to_seconds(ndm::steady_now() - wall_start);
     if (o.json) {

@@ -20,6 +20,7 @@
 
 #include "common/cli.hpp"
 #include "common/logging.hpp"
+#include "ndm/cc.hpp"
 #include "ndm/ndm_model.hpp"
 #include "ndm/train.hpp"
 
@@ -279,6 +280,9 @@ public:
     }
 
     void run() override {
+        // A bad --ndm-options (model=/dev/zero, a bad key) is bad input: refused
+        // before the first scenario, not when a scenario first builds the controller.
+        if (!a_.gen.ndm_options.empty()) (void)cc::make("ndm", cc::Params{}, a_.gen.ndm_options);
         if (a_.list) {
             for (const auto& sc : make_scenarios(a_.gen))
                 std::cout << fmt::format("{:4} {:<5} {}\n", sc.info.id, split_name(sc.info.split), sc.info.description);
@@ -640,18 +644,13 @@ int main(int argc, char** argv) {
     const std::array<Command*, 7> commands{&generate_cmd, &train_cmd,  &evaluate_cmd, &export_cmd,
                                            &handset_cmd,  &select_cmd, &ship_cmd};
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& err) {
-        return ndm::tools::exit_on_parse_error(app, err, "ndm-train");
-    }
+    if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-train")) return *rc;
 
     try {
         for (Command* c : commands)
             if (c->parsed()) c->run();
         return 0;
-    } catch (const std::exception& ex) {
-        std::cerr << "ndm-train: " << ex.what() << '\n';
-        return 2;
+    } catch (const std::exception& ex) {  // bad dataset, model or value: 2; cannot write: 1
+        return ndm::tools::report_failure("ndm-train", ex);
     }
 }

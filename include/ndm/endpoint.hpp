@@ -140,6 +140,12 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// Checks `host` as Endpoint takes addresses (bind_address, connect): a numeric
+// IPv4/IPv6 address, optionally in brackets, or "localhost". Throws
+// std::invalid_argument naming `what` otherwise, so a tool refuses a bad
+// address as bad input before any socket exists.
+void check_numeric_address(const std::string& host, const std::string& what);
+
 using ConnectionHandle = std::uint64_t;  // endpoint-local, never reused
 
 struct EndpointStats {

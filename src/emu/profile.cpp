@@ -19,6 +19,7 @@
 #include "emu/rate_queue.hpp"
 #include "emu/trace.hpp"
 #include "ndm/emu.hpp"
+#include "util/input_file.hpp"
 
 namespace ndm::emu {
 
@@ -416,11 +417,15 @@ const std::vector<PresetInfo>& presets() {
 }
 
 Profile load_profile_json(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) fail("cannot read '" + path + "'");
+    std::string text;
+    try {
+        text = util::read_input_file(path, util::kMaxProfileFileBytes);
+    } catch (const std::invalid_argument& e) {
+        fail("cannot read '" + path + "': " + e.what());
+    }
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(in);
+        j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         std::string what = e.what();
         std::replace(what.begin(), what.end(), '\n', ' ');

@@ -1,5 +1,7 @@
 #include "emu/trace.hpp"
 
+#include "util/input_file.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -66,12 +68,13 @@ Trace Trace::parse(std::string_view text, const std::string& name) {
 }
 
 Trace Trace::load(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument("cannot read trace '" + path + "': " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw std::invalid_argument("cannot read trace '" + path + "': read error");
-    return parse(ss.str(), path);
+    std::string text;
+    try {
+        text = util::read_input_file(path, util::kMaxTraceFileBytes);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("cannot read trace '" + path + "': " + e.what());
+    }
+    return parse(text, path);
 }
 
 Duration Trace::time_of(std::uint64_t g) const {
@@ -105,7 +108,9 @@ std::vector<std::string> trace_search_path() {
 std::string resolve_trace_path(const std::string& name) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (fs::is_regular_file(name, ec)) return name;
+    // Anything that exists by this name is what was meant; Trace::load says
+    // what is wrong with it if it is not a regular file (a device, a FIFO).
+    if (fs::exists(fs::symlink_status(name, ec))) return name;
     std::string searched;
     if (name.find('/') == std::string::npos) {
         for (const auto& dir : trace_search_path()) {

@@ -34,6 +34,14 @@ IoBackend parse_io_backend(const std::string& name) {
     throw std::invalid_argument(fmt::format("unknown I/O backend '{}' (expected auto, uring or epoll)", name));
 }
 
+void check_numeric_address(const std::string& host, const std::string& what) {
+    try {
+        (void)io::Address::parse(host, 0);
+    } catch (const EndpointError&) {
+        throw std::invalid_argument(fmt::format("{}: '{}' is not a numeric IPv4/IPv6 address (or localhost)", what, host));
+    }
+}
+
 RetryPolicy parse_retry_policy(const std::string& name) {
     if (name == "auto") return RetryPolicy::under_load;
     if (name == "always") return RetryPolicy::always;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "tls/credentials_state.hpp"
+#include "util/input_file.hpp"
 
 namespace ndm::tls {
 
@@ -83,12 +84,11 @@ gnutls_datum_t view(const std::string& s) {
 }
 
 std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw CredentialError(fmt::format("{}: {}", path, std::strerror(errno)));
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad()) throw CredentialError(fmt::format("{}: read error", path));
-    return s.str();
+    try {
+        return util::read_input_file(path, util::kMaxCredentialFileBytes);
+    } catch (const std::invalid_argument& e) {
+        throw CredentialError(fmt::format("{}: {}", path, e.what()));
+    }
 }
 
 void check(int rc, std::string_view what) {

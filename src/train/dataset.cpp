@@ -1,5 +1,7 @@
 #include "ndm/train.hpp"
 
+#include "util/input_file.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -171,6 +173,11 @@ Dataset read_dataset(std::istream& in) {
 }
 
 Dataset load_dataset(const std::string& path) {
+    try {  // streamed, so only checked: a regular file within the cap
+        util::check_input_file(path, util::kMaxDatasetFileBytes);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("cannot read dataset \"{}\": {}", path, e.what()));
+    }
     std::ifstream in(path);
     if (!in) throw std::invalid_argument(fmt::format("cannot read dataset \"{}\"", path));
     try {

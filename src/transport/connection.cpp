@@ -178,7 +178,7 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
 // RFC 9000 §7.3: both sides state the Source Connection ID of their first
 // packet, and the server the Destination Connection ID of the client's first
 // one, so that a rewritten ID in an unprotected header is caught.
-void Connection::Impl::encode_local_params(const ParamsEdit& edit) {
+void Connection::Impl::encode_local_params(const ParamsEdit& edit, const ParamsBytesEdit& bytes_edit) {
     local_params.initial_source_connection_id = local_cid;
     if (!client) local_params.original_destination_connection_id = original_dcid;
     if (!client) local_params.retry_source_connection_id = retry_scid;
@@ -189,6 +189,7 @@ void Connection::Impl::encode_local_params(const ParamsEdit& edit) {
     if (!wire::encode_transport_params(w, local_params, client ? wire::Role::client : wire::Role::server))
         throw std::logic_error("transport parameters do not fit");
     encoded_params.resize(w.position());
+    if (bytes_edit) bytes_edit(encoded_params);
 }
 
 // The TLS session, given this side's transport parameters (RFC 9001 §8.2);
@@ -233,12 +234,12 @@ std::unique_ptr<Connection> Connection::connect(const ConnectionConfig& config, 
 }
 
 std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& config, Instant now,
-                                                      const ParamsEdit& edit) {
+                                                      const ParamsEdit& edit, const ParamsBytesEdit& bytes_edit) {
     auto impl = std::make_unique<Impl>(config, true, now);
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
     impl->initial_dcid = impl->original_dcid;
     impl->set_initial_peer_cid(impl->original_dcid);  // until the server's first packet names its own
-    impl->encode_local_params(edit);
+    impl->encode_local_params(edit, bytes_edit);
     impl->install_initial_keys();
     impl->start_tls();
     impl->attach_observer(config.observer, now);
@@ -259,7 +260,8 @@ std::unique_ptr<Connection> Connection::accept(const ConnectionConfig& config,
 
 std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& config,
                                                      std::span<const std::uint8_t> datagram, Instant now,
-                                                     const ParamsEdit& edit, const RetryValidation* retry, Ecn ecn) {
+                                                     const ParamsEdit& edit, const RetryValidation* retry, Ecn ecn,
+                                                     const ParamsBytesEdit& bytes_edit) {
     wire::quic::PacketView first;
     if (wire::quic::parse_packet_header(datagram, wire::kShortCidLength, first) != wire::quic::HeaderError::none)
         return nullptr;
@@ -282,7 +284,7 @@ std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& con
     impl->original_dcid = retry ? wire::ConnectionId::from(retry->original_dcid) : impl->initial_dcid;
     if (retry) impl->retry_scid = impl->initial_dcid;
     impl->set_initial_peer_cid(wire::ConnectionId::from(first.scid));
-    impl->encode_local_params(edit);
+    impl->encode_local_params(edit, bytes_edit);
     impl->attach_observer(config.observer, now);
     // RFC 9000 §8.1: a returned Retry token proves the address (§8.1.2).
     impl->address_validated = retry != nullptr;
@@ -543,8 +545,9 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
                 if (!on_stream_result(streams.on_max_stream_data(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::MaxStreamsFrame>) {
                 streams.on_max_streams(f.maximum, f.bidi);
+            } else if constexpr (std::is_same_v<T, wire::StreamDataBlockedFrame>) {
+                if (!on_stream_result(streams.on_stream_data_blocked(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::DataBlockedFrame> ||
-                                 std::is_same_v<T, wire::StreamDataBlockedFrame> ||
                                  std::is_same_v<T, wire::StreamsBlockedFrame>) {
                 return true;  // informational: our windows and stream limit slide as the application reads
             } else if constexpr (std::is_same_v<T, wire::ConnectionCloseFrame>) {
@@ -591,6 +594,12 @@ void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
                                      r->sequence),
                          now);
     } else {
+        // RESET_STREAM and STOP_SENDING: what RFC 9000 §19.4/§19.5 make an
+        // error of closes with its code; the frame itself is not supported.
+        StreamResult invalid;
+        if (const auto* rs = std::get_if<wire::ResetStreamFrame>(&frame)) invalid = streams.check_reset_stream(*rs);
+        else if (const auto* ss = std::get_if<wire::StopSendingFrame>(&frame)) invalid = streams.check_stop_sending(*ss);
+        if (!on_stream_result(invalid, now)) return;
         close_with_error(CloseCode::protocol_violation,
                          fmt::format("{} frame not supported", wire::frame_name(frame)), now);
     }

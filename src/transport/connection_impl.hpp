@@ -46,12 +46,17 @@ struct Connection::Impl {
 
     // Connection::connect and accept, with an optional edit of this side's
     // transport parameters before they are encoded: how tests play a peer
-    // that states values no ConnectionConfig would (RFC 9000 §18.2's extremes).
+    // that states values no ConnectionConfig would (RFC 9000 §18.2's extremes);
+    // and of the encoded bytes, for what no encoder writes (duplicates,
+    // out-of-range values, server-only parameters from a client).
     using ParamsEdit = std::function<void(wire::TransportParams&)>;
-    static std::unique_ptr<Connection> connect(const ConnectionConfig& config, Instant now, const ParamsEdit& edit);
+    using ParamsBytesEdit = std::function<void(std::vector<std::uint8_t>&)>;
+    static std::unique_ptr<Connection> connect(const ConnectionConfig& config, Instant now, const ParamsEdit& edit,
+                                               const ParamsBytesEdit& bytes_edit = nullptr);
     static std::unique_ptr<Connection> accept(const ConnectionConfig& config, std::span<const std::uint8_t> datagram,
                                               Instant now, const ParamsEdit& edit,
-                                              const RetryValidation* retry = nullptr, Ecn ecn = Ecn::not_ect);
+                                              const RetryValidation* retry = nullptr, Ecn ecn = Ecn::not_ect,
+                                              const ParamsBytesEdit& bytes_edit = nullptr);
     // Tests and the tools' hostile-peer probe play this side's peer or
     // forge this side's packets through these (a nested class may reach impl_).
     static Impl& of(Connection& c) { return *c.impl_; }
@@ -195,7 +200,7 @@ struct Connection::Impl {
 
     // ---- receiving
     void make_controller(std::size_t datagram_size, Instant now);
-    void encode_local_params(const ParamsEdit& edit);
+    void encode_local_params(const ParamsEdit& edit, const ParamsBytesEdit& bytes_edit);
     void start_tls();
     void on_crypto_frame(const wire::CryptoFrame& f, transport::PacketSpace space, Instant now);
     void drive_tls(Instant now);

@@ -43,6 +43,10 @@ OpenError unmask(std::span<std::uint8_t> packet, const PacketView& view, const c
     header_length = header->header_length(view.pn_offset);
     out.packet_number = decode_packet_number(largest_received.value_or(0), largest_received.has_value(),
                                              header->truncated_pn, header->pn_length);
+    // RFC 9000 §12.3: packet numbers end at 2^62-1 (a sender must close
+    // before); past the last one the expansion names no packet, and an ACK
+    // of it could not be encoded. Unauthenticated as yet: dropped.
+    if (out.packet_number > kVarintMax) return OpenError::packet_number;
     out.spin = (header->first_byte & kSpinBit) != 0 && view.kind == PacketKind::one_rtt;
     out.key_phase = (header->first_byte & kKeyPhaseBit) != 0 && view.kind == PacketKind::one_rtt;
     return OpenError::none;
@@ -127,6 +131,7 @@ const char* describe(OpenError e) {
         case OpenError::decrypt: return "packet failed authentication";
         case OpenError::reserved_bits: return "reserved bits set";
         case OpenError::key_update_error: return "invalid key update";
+        case OpenError::packet_number: return "packet number beyond 2^62-1";
     }
     return "unknown open error";
 }

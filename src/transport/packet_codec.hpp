@@ -78,6 +78,7 @@ enum class OpenError : std::uint8_t {
     decrypt,           // AEAD open failed: drop silently (RFC 9001 §5.5, §9.5)
     reserved_bits,     // opened, but reserved bits set: PROTOCOL_VIOLATION (RFC 9000 §17.2, §17.3.1)
     key_update_error,  // OneRttKeys: KEY_UPDATE_ERROR (RFC 9001 §6.2, §6.4)
+    packet_number,     // expands past 2^62-1, which no packet has (RFC 9000 §12.3): dropped
 };
 
 // A readable name of the error, for logs and drop reasons.

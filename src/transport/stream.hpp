@@ -158,6 +158,7 @@ public:
     [[nodiscard]] bool finished() const { return final_size_ && read_offset_ == *final_size_; }
     [[nodiscard]] bool fin_pending() const { return final_size_ && readable() == 0 && !fin_reported_; }
     [[nodiscard]] std::uint64_t highest_received() const { return highest_; }
+    [[nodiscard]] std::optional<std::uint64_t> final_size() const { return final_size_; }
     [[nodiscard]] std::uint64_t read_offset() const { return read_offset_; }
     void mark_fin_reported() { fin_reported_ = true; }
 

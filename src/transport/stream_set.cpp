@@ -107,13 +107,15 @@ void StreamSet::maybe_reap(StreamId id) {
 // ============================================================================
 // The peer's frames
 
-StreamState* StreamSet::stream_for_peer_frame(StreamId id, Half half, StreamResult& error) {
-    // RFC 9000 §19.8, §19.10: data on our send-only stream, or credit for
-    // our receive-only one, is a STREAM_STATE_ERROR.
+StreamState* StreamSet::stream_for_peer_frame(StreamId id, Half half, const char* frame, StreamResult& error) {
+    // RFC 9000 §19.4, §19.5, §19.8, §19.10, §19.13: a frame about the
+    // peer's sending (STREAM, RESET_STREAM, STREAM_DATA_BLOCKED) for our
+    // send-only stream, or about ours (MAX_STREAM_DATA, STOP_SENDING) for our
+    // receive-only one, is a STREAM_STATE_ERROR.
     if (half == Half::receive ? send_only(id) : receive_only(id)) {
         error = StreamError{CloseCode::stream_state_error,
-                            fmt::format("{} for unidirectional stream {}, which {} only", half == Half::receive ? "STREAM" : "MAX_STREAM_DATA",
-                                        id, half == Half::receive ? "we send on" : "the peer sends on")};
+                            fmt::format("{} for unidirectional stream {}, which {} only", frame, id,
+                                        half == Half::receive ? "we send on" : "the peer sends on")};
         return nullptr;
     }
     if (auto it = streams_.find(id); it != streams_.end()) return &it->second;
@@ -145,7 +147,7 @@ StreamState* StreamSet::stream_for_peer_frame(StreamId id, Half half, StreamResu
 
 StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
     StreamResult error;
-    StreamState* s = stream_for_peer_frame(f.stream_id, Half::receive, error);
+    StreamState* s = stream_for_peer_frame(f.stream_id, Half::receive, "STREAM", error);
     if (!s) return error;
     std::uint64_t end = f.offset + f.data.size();
     std::uint64_t prev_high = s->recv.highest_received();
@@ -197,13 +199,45 @@ StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
 
 StreamResult StreamSet::on_max_stream_data(const wire::MaxStreamDataFrame& f) {
     StreamResult error;
-    StreamState* s = stream_for_peer_frame(f.stream_id, Half::send, error);
+    StreamState* s = stream_for_peer_frame(f.stream_id, Half::send, "MAX_STREAM_DATA", error);
     if (!s) return error;
     if (s->credit.raise(f.maximum) && s->writable_wanted) {
         s->writable_wanted = false;
         events_.push_back(event::StreamWritable{f.stream_id});
     }
     return std::nullopt;
+}
+
+StreamResult StreamSet::on_stream_data_blocked(const wire::StreamDataBlockedFrame& f) {
+    StreamResult error;
+    (void)stream_for_peer_frame(f.stream_id, Half::receive, "STREAM_DATA_BLOCKED", error);
+    return error;  // the limit it states is a hint: our window slides as the application reads
+}
+
+StreamResult StreamSet::check_reset_stream(const wire::ResetStreamFrame& f) {
+    StreamResult error;
+    const StreamState* s = stream_for_peer_frame(f.stream_id, Half::receive, "RESET_STREAM", error);
+    if (!s) return error;
+    // RFC 9000 §4.5: the final size never changes and is never below the
+    // data received; §4.1: it counts against flow control like data.
+    const auto known = s->recv.final_size();
+    if (f.final_size < s->recv.highest_received() || (known && *known != f.final_size))
+        return StreamError{CloseCode::final_size_error,
+                           fmt::format("RESET_STREAM final size {} of stream {} contradicts its data (received to {}{})",
+                                       f.final_size, f.stream_id, s->recv.highest_received(),
+                                       known ? fmt::format(", final size {}", *known) : "")};
+    if (f.final_size > s->window.limit() ||
+        counters_.received + (f.final_size - s->recv.highest_received()) > conn_window_.limit())
+        return StreamError{CloseCode::flow_control_error,
+                           fmt::format("RESET_STREAM final size {} of stream {} exceeds the flow-control limit",
+                                       f.final_size, f.stream_id)};
+    return std::nullopt;
+}
+
+StreamResult StreamSet::check_stop_sending(const wire::StopSendingFrame& f) {
+    StreamResult error;
+    (void)stream_for_peer_frame(f.stream_id, Half::send, "STOP_SENDING", error);
+    return error;
 }
 
 void StreamSet::on_max_data(std::uint64_t maximum) {

@@ -103,6 +103,13 @@ public:
     // ---- the peer's frames
     StreamResult on_stream_frame(const wire::StreamFrame& f);
     StreamResult on_max_stream_data(const wire::MaxStreamDataFrame& f);
+    // RFC 9000 §19.13: informational, but only for a stream the peer may
+    // send on; like STREAM it opens a peer's stream (§3.2).
+    StreamResult on_stream_data_blocked(const wire::StreamDataBlockedFrame& f);
+    // The checks RFC 9000 §19.4/§4.5 (RESET_STREAM) and §19.5 (STOP_SENDING)
+    // make of the stream and final size named; ndm acts on neither frame.
+    StreamResult check_reset_stream(const wire::ResetStreamFrame& f);
+    StreamResult check_stop_sending(const wire::StopSendingFrame& f);
     void on_max_data(std::uint64_t maximum);
     void on_max_streams(std::uint64_t maximum, bool bidi) {
         auto& m = peer_max_streams_[dir(bidi)];
@@ -141,7 +148,7 @@ private:
     // What a peer frame does to a stream: brings it data (STREAM), or
     // concerns our sending (MAX_STREAM_DATA). Each needs that half to exist.
     enum class Half { receive, send };
-    StreamState* stream_for_peer_frame(StreamId id, Half half, StreamResult& error);
+    StreamState* stream_for_peer_frame(StreamId id, Half half, const char* frame, StreamResult& error);
     void add(StreamId id);
     void maybe_reap(StreamId id);
     [[nodiscard]] std::uint64_t new_data_limit(const StreamState& s) const;

@@ -21,13 +21,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "$out" | grep -q "needs root (CAP_NET_ADMIN)" || fail "unprivileged shell message: $out"
     skip "not root (network namespaces and TUN devices need CAP_NET_ADMIN)"
 fi
-[ -c /dev/net/tun ] || skip "no /dev/net/tun"
-command -v ip >/dev/null || skip "no ip (iproute2; scripts/setup.sh installs it)"
-ip netns list >/dev/null 2>&1 || skip "ip netns does not work here"
-# Root without the capabilities (e.g. an unprivileged container): the shell says so.
-out=$("$EMU" shell --quiet -- true 2>&1); rc=$?
-if [ $rc != 0 ] && echo "$out" | grep -q "needs root"; then skip "$out"; fi
-[ $rc = 0 ] || fail "a trivial shell failed (exit $rc): $out"
+skip_unless_emu_shell "$EMU"
 
 leftovers() {  # namespaces/devices of shells that are no longer running
     local pid=$1

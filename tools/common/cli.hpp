@@ -1,18 +1,38 @@
-// How every tool reports a bad command line: like any other bad input, one
-// line naming the problem and exit code 2 (--help still prints and exits 0).
+// How every tool reads its command line: like any other bad input, a bad
+// value is one line naming the flag and exit code 2 (--help still prints and
+// exits 0). CLI11 2.1 alone lets through NaN and infinities for every floating
+// option (CLI::Range compares false against NaN), "-1" for unsigned ones
+// (strtoull wraps it) and out-of-range integers (it ignores ERANGE), so
+// parse_command_line adds those checks to every numeric option first.
 #pragma once
 
-#include <iostream>
+#include <cstdint>
+#include <exception>
+#include <optional>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
 
 namespace ndm::tools {
 
-inline int exit_on_parse_error(CLI::App& app, const CLI::ParseError& e, std::string_view tool) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << tool << ": " << e.what() << " (see --help)\n";
-    return 2;
-}
+// Adds to every numeric option of `app` and its subcommands (by CLI11's type
+// name: FLOAT, INT, UINT) a check that the text is a finite decimal number
+// that fits its type.
+void check_numeric_options(CLI::App& app);
+
+// check_numeric_options, then app.parse. Empty when the tool goes on, else
+// the exit code: 0 after --help, 2 after printing "TOOL: --flag: problem (see --help)".
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, std::string_view tool);
+
+int exit_on_parse_error(CLI::App& app, const CLI::ParseError& e, std::string_view tool);
+
+// Prints "TOOL: what" and returns the exit code of the failure `e`: 2 for
+// bad input (std::invalid_argument, which the library's parsers and loaders
+// throw for a bad value or file, and tls::CredentialError for a certificate or
+// key that cannot be used), 1 for everything else: network, peer, I/O.
+int report_failure(std::string_view tool, const std::exception& e);
+
+// A byte count as parse_size reads it ("32M", "1.5G"), within [min, max].
+CLI::Validator size_in(std::uint64_t min, std::uint64_t max);
 
 }  // namespace ndm::tools

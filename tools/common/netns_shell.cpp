@@ -10,7 +10,9 @@
 #include <poll.h>
 #include <sched.h>
 #include <spawn.h>
+#include <dirent.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,12 +21,16 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <ostream>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
 
 #include "common/emu_relay.hpp"  // monotonic_now
 
@@ -134,6 +140,53 @@ void on_stop(int sig, siginfo_t* info, void*) {
     g_stop_signal = sig;
 }
 
+// SIGKILLs every process whose network namespace is the one bound at
+// `ns_path` (what `ip netns pids` lists: same nsfs inode).
+void kill_processes_in(const std::string& ns_path) {
+    struct stat ns{};
+    if (stat(ns_path.c_str(), &ns) != 0) return;
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) return;
+    while (const dirent* e = readdir(proc)) {
+        pid_t pid = 0;
+        const std::string_view name = e->d_name;
+        const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+        if (ec != std::errc() || end != name.data() + name.size() || pid == getpid()) continue;
+        struct stat st{};
+        if (stat(("/proc/" + std::string(name) + "/ns/net").c_str(), &st) == 0 && st.st_dev == ns.st_dev &&
+            st.st_ino == ns.st_ino)
+            kill(pid, SIGKILL);
+    }
+    closedir(proc);
+}
+
+// Namespaces are named ndm-emu-PID after the ndm-emu that owns them. One
+// whose PID no longer runs (or is ours: a killed process had our pid) was
+// left by a shell killed outright (SIGKILL cannot be caught, so its
+// teardown never ran): kill what still runs inside and delete it. TUN
+// devices need nothing: they vanished with the dead process's fds. Called
+// under the setup lock, so two starting shells do not race on one.
+void remove_stale_namespaces() {
+    DIR* dir = opendir("/run/netns");
+    if (dir == nullptr) return;
+    std::vector<std::string> stale;
+    constexpr std::string_view prefix = "ndm-emu-";
+    while (const dirent* e = readdir(dir)) {
+        const std::string_view name = e->d_name;
+        if (!name.starts_with(prefix)) continue;
+        pid_t owner = 0;
+        const auto [end, ec] = std::from_chars(name.data() + prefix.size(), name.data() + name.size(), owner);
+        if (ec != std::errc() || end != name.data() + name.size() || owner <= 0) continue;
+        if (owner == getpid() || (kill(owner, 0) != 0 && errno == ESRCH)) stale.emplace_back(name);
+    }
+    closedir(dir);
+    for (const auto& ns : stale) {
+        kill_processes_in("/run/netns/" + ns);
+        if (run_ip({"netns", "del", ns}, true))
+            spdlog::warn("ndm-emu shell: removed stale namespace {} (its ndm-emu is gone)", ns);
+    }
+}
+
 // Owns what setup created; the destructor undoes it in reverse order.
 struct Resources {
     std::string netns;  // set once `ip netns add` succeeded
@@ -203,12 +256,9 @@ ShellNet setup_namespace(Resources& r, const std::string& id) {
     r.lock_fd = open("/run/ndm-emu-shell.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (r.lock_fd >= 0) flock(r.lock_fd, LOCK_EX);
 
-    // A namespace with our name can only be left over by a killed process
-    // that had our pid: it is stale.
+    remove_stale_namespaces();
     n.ns = "ndm-emu-" + id;
     const std::string& ns = n.ns;
-    struct stat st{};
-    if (stat(("/run/netns/" + ns).c_str(), &st) == 0) run_ip({"netns", "del", ns}, true);
     must_ip({"netns", "add", ns});
     r.netns = ns;
 
@@ -258,9 +308,14 @@ ShellNet setup_namespace(Resources& r, const std::string& id) {
 // The command: same process group (so a terminal's Ctrl-C reaches it too),
 // default signal handling, inside the namespace.
 pid_t spawn_command(const ShellOptions& o, const SignalScope& signals, int ns_fd, const ShellNet& n) {
+    const pid_t parent = getpid();
     const pid_t child = fork();
     if (child < 0) die("ndm-emu shell: fork: " + errno_text(errno));
     if (child != 0) return child;
+    // Die with ndm-emu: killed outright, it cannot end the command, and the
+    // command would outlive it in a namespace nobody relays for. The parent
+    // may have died before prctl took effect: then we are already orphaned.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
     signals.restore();
     if (setns(ns_fd, CLONE_NEWNET) != 0) {
         const std::string m = "ndm-emu shell: cannot enter namespace: " + errno_text(errno) + "\n";

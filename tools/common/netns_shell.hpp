@@ -8,7 +8,10 @@
 // Everything created here is torn down on every way out: the command's exit,
 // Ctrl-C/SIGTERM/SIGHUP, a setup error. TUN devices are non-persistent, so
 // they vanish with their fds even if this process is killed outright; the
-// named namespace (`ip netns`) is deleted explicitly.
+// named namespace (`ip netns`) is deleted explicitly. Killed outright
+// (SIGKILL), ndm-emu takes the command with it (PR_SET_PDEATHSIG), and the
+// next shell to start deletes the namespace it left (named ndm-emu-PID, PID
+// no longer running) after killing whatever still runs inside.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "cc/ndm/model.hpp"
 
+#include "util/input_file.hpp"
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -240,10 +242,13 @@ Model parse_model(std::span<const std::uint8_t> b) {
 }
 
 Model load_model(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument("model file \"" + path.string() + "\": cannot open");
-    const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                          std::istreambuf_iterator<char>());
+    std::vector<std::uint8_t> bytes;
+    try {
+        const std::string text = util::read_input_file(path.string(), util::kMaxModelFileBytes);
+        bytes.assign(text.begin(), text.end());
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("model file \"" + path.string() + "\": cannot open: " + e.what());
+    }
     try {
         return parse_model(bytes);
     } catch (const std::invalid_argument& e) {

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Bad input across every tool: out-of-range, negative, NaN/inf and junk sizes,
+# counts, rates and durations; files that are devices, directories, FIFOs or
+# huge (models, traces, profiles, datasets, TLS credentials); bad addresses.
+# Each must exit 2 within seconds with exactly one stderr line naming the
+# problem. Then runtime failures (a busy port, a refused connection, an
+# unwritable output) must exit 1.
+# usage: bad_input_test.sh DIR   (DIR holds ndm-send ndm-recv ndm-compare ndm-sim ndm-emu ndm-train ndm-handshake)
+set -u
+bin=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+mkfifo "$d/fifo.json" "$d/fifo.ndmm"
+mkdir "$d/dir.json" "$d/dir.ndmm"
+truncate -s 3G "$d/huge.ndmm"
+truncate -s 3G "$d/huge.trace"
+truncate -s 3G "$d/huge.json"
+truncate -s 5G "$d/huge.data"
+truncate -s 3G "$d/huge.pem"
+printf 'x' > "$d/ok.pem"
+
+S="ndm-send -c 127.0.0.1"
+# tool and arguments | text the one stderr line must contain
+rows=(
+  "$S -n 99999999999G|--bytes"
+  "$S -n 2000T|--bytes"
+  "$S -n 0|--bytes"
+  "$S -n -1M|--bytes"
+  "$S -n nanM|--bytes"
+  "$S -n 5Mx|--bytes"
+  "$S -t nan|--time"
+  "$S -t inf|--time"
+  "$S -t 1e999|--time"
+  "$S -t -1|--time"
+  "$S -i nan|--interval"
+  "$S -P -1|--parallel"
+  "$S -P 0|--parallel"
+  "$S -p 70000|--port"
+  "$S -p -1|--port"
+  "$S -l 99999999999999999999|--length"
+  "$S --seed -1|--seed"
+  "$S --seed 99999999999999999999999|--seed"
+  "ndm-send -c nohost.example|--client"
+  "$S --emu delay=nanms|delay"
+  "$S --emu rate=1e300gbit|rate"
+  "$S --emu loss=inf%|loss"
+  "$S --emu trace=/dev/zero|/dev/zero"
+  "$S --emu trace=$d/huge.trace|bytes, more than"
+  "$S --profile $d/fifo.json|FIFO"
+  "$S --profile $d/dir.json|directory"
+  "$S --profile $d/huge.json|bytes, more than"
+  "$S -C ndm:model=/dev/zero|/dev/zero"
+  "$S -C ndm:model=/dev/urandom|/dev/urandom"
+  "$S -C ndm:model=$d/dir.ndmm|directory"
+  "$S -C ndm:model=$d/fifo.ndmm|FIFO"
+  "$S -C ndm:model=$d/huge.ndmm|bytes, more than"
+  "$S --ca /dev/zero|/dev/zero"
+  "$S --ca $d/huge.pem|bytes, more than"
+  "ndm-recv -p 99999|--port"
+  "ndm-recv -p nan|--port"
+  "ndm-recv -B not-an-address|--bind"
+  "ndm-recv --cert /dev/zero --key $d/ok.pem|/dev/zero"
+  "ndm-recv --cert $d/ok.pem --key $d/dir.ndmm|directory"
+  "ndm-recv --idle-timeout inf|--idle-timeout"
+  "ndm-recv --qlog /proc/ndm-no-such-dir|qlog"
+  "ndm-compare --virtual -t nan|--time"
+  "ndm-compare --virtual -t 1e999|--time"
+  "ndm-compare --virtual --repeat 0|--repeat"
+  "ndm-compare --virtual --repeat -1|--repeat"
+  "ndm-compare --virtual --stagger inf|--stagger"
+  "ndm-compare --virtual --seed -1|--seed"
+  "ndm-compare --virtual -i nan|--interval"
+  "ndm-compare --virtual --cc ndm:model=/dev/zero|/dev/zero"
+  "ndm-compare --virtual --profile $d/fifo.json|FIFO"
+  "ndm-sim -n 99999999999G|--bytes"
+  "ndm-sim -n 0|--bytes"
+  "ndm-sim -n 1e30|--bytes"
+  "ndm-sim --delay nan|--delay"
+  "ndm-sim --rate inf|--rate"
+  "ndm-sim --loss -1|--loss"
+  "ndm-sim --queue -1|--queue"
+  "ndm-sim --deadline 1e999|--deadline"
+  "ndm-sim -t nan|--time"
+  "ndm-sim --seed -5|--seed"
+  "ndm-sim --cc ndm --cc-options model=/dev/zero|/dev/zero"
+  "ndm-sim --cc ndm --cc-options model=$d/huge.ndmm|bytes, more than"
+  "ndm-emu relay --listen 127.0.0.1:0 --to 127.0.0.1:9 --stats-interval nan|--stats-interval"
+  "ndm-emu relay --listen 127.0.0.1:0 --to 127.0.0.1:9 --seed -1|--seed"
+  "ndm-emu relay --listen nohost:1 --to 127.0.0.1:9|nohost"
+  "ndm-emu describe delay=1e400ms|delay"
+  "ndm-emu describe rate=-5mbit|rate"
+  "ndm-emu describe trace=/dev/urandom|/dev/urandom"
+  "ndm-emu describe $d/dir.json|directory"
+  "ndm-emu describe $d/fifo.json|FIFO"
+  "ndm-emu shell --seed nan -- true|--seed"
+  "ndm-train generate -n 0 --list|--scenarios"
+  "ndm-train generate -n 99999999999999999999 --list|--scenarios"
+  "ndm-train generate --seconds nan --list|--seconds"
+  "ndm-train generate --ndm-options model=/dev/zero --list|/dev/zero"
+  "ndm-train train -d /dev/zero|/dev/zero"
+  "ndm-train train -d $d/dir.json|directory"
+  "ndm-train train -d $d/fifo.json|FIFO"
+  "ndm-train train -d $d/huge.data|bytes, more than"
+  "ndm-train train --lr nan|--lr"
+  "ndm-train train --batch -1|--batch"
+  "ndm-train evaluate -m /dev/zero|/dev/zero"
+  "ndm-train evaluate -m $d/huge.ndmm|bytes, more than"
+  "ndm-train export-cpp -m $d/fifo.ndmm|FIFO"
+  "ndm-handshake --timeout nan connect 127.0.0.1 4433|--timeout"
+  "ndm-handshake --linger inf connect 127.0.0.1 4433|--linger"
+  "ndm-handshake connect 127.0.0.1 99999|port"
+  "ndm-handshake connect no-such-host 4433|host"
+  "ndm-handshake listen -p -1|--port"
+  "ndm-handshake listen -n -1|--count"
+  "ndm-handshake listen -n nan|--count"
+  "ndm-handshake listen -B bogus|--bind"
+  "ndm-handshake listen --cert /dev/zero --key $d/ok.pem|/dev/zero"
+)
+failures=0
+for row in "${rows[@]}"; do
+  cmd=${row%|*}
+  want=${row##*|}
+  read -r -a argv <<< "$cmd"
+  argv[0]="$bin/${argv[0]}"
+  start=$SECONDS
+  err=$(timeout 20 "${argv[@]}" 2>&1 >/dev/null < /dev/null); rc=$?
+  took=$((SECONDS - start))
+  lines=$(printf '%s\n' "$err" | wc -l)
+  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || ! printf '%s' "$err" | grep -qF -- "$want" || [ "$took" -gt 5 ]; then
+    echo "FAIL: $cmd: exit $rc (want 2), $lines stderr lines (want 1), ${took} s, want \"$want\" in: $err"
+    failures=$((failures + 1))
+  fi
+done
+[ "$failures" -eq 0 ] || fail "$failures of ${#rows[@]} bad invocations misreported"
+echo "bad input: ${#rows[@]} invocations exit 2 with one line naming the problem"
+
+# Runtime failures exit 1.
+port=$((20000 + RANDOM % 20000))
+"$bin/ndm-recv" -B 127.0.0.1 -p "$port" > /dev/null 2>&1 &
+srv=$!
+sleep 0.5
+err=$(timeout 20 "$bin/ndm-recv" -B 127.0.0.1 -p "$port" 2>&1 >/dev/null); rc=$?
+kill "$srv"; wait "$srv" 2>/dev/null
+[ "$rc" -eq 1 ] || fail "ndm-recv on a busy port: exit $rc, want 1 ($err)"
+err=$(timeout 20 "$bin/ndm-send" --insecure -c 127.0.0.1 -p "$port" -t 1 2>&1 >/dev/null); rc=$?
+[ "$rc" -eq 1 ] || fail "ndm-send to a refused port: exit $rc, want 1 ($err)"
+err=$(timeout 60 "$bin/ndm-train" generate -q -n 1 --seconds 1 -o "$d/no/such/dir/x.data" 2>&1 >/dev/null); rc=$?
+[ "$rc" -eq 1 ] || fail "ndm-train generate into a missing directory: exit $rc, want 1 ($err)"
+echo "runtime failures exit 1"
