@@ -28,9 +28,13 @@
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/sim.hpp"
+#include "endpoint_test_util.hpp"
 #include "skip.hpp"
 
 using namespace ndm;
+using ndm::test::SilentClient;
+using ndm::test::tls_connection_config;
+using ndm::test::tls_endpoint_config;
 using namespace std::chrono_literals;
 
 namespace {
@@ -142,20 +146,6 @@ private:
     spdlog::level::level_enum old_level_;
 };
 
-// A certificate valid now (the endpoint checks it against the system time),
-// presented by servers and pinned by clients of every config made here.
-const tls::ServerCredentials& endpoint_certificate() {
-    static const tls::ServerCredentials creds =
-        tls::ServerCredentials::self_signed({"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
-    return creds;
-}
-EndpointConfig tls_endpoint_config() {
-    EndpointConfig cfg;
-    cfg.connection.tls.certificate = endpoint_certificate();
-    cfg.connection.tls.trust = tls::ClientCredentials::pinned(endpoint_certificate().fingerprint());
-    return cfg;
-}
-ConnectionConfig tls_connection_config() { return tls_endpoint_config().connection; }
 
 // Picks the backend for this SUBCASE; false (the subcase skipped) if the machine lacks it.
 bool pick_backend(IoBackend b, EndpointConfig& cfg) {
@@ -953,49 +943,6 @@ TEST_CASE("endpoint: one observed connection ID does not predict the next connec
     CHECK(cid1 != cid2);
 }
 
-namespace {
-// A UDP socket that sends client Initials (each a real ClientHello, 1200
-// bytes) to a server on 127.0.0.1 and never answers: a spoofed client, as
-// far as the server can tell. It stays open while it lives, so the server
-// gets no ICMP errors for what it sends back.
-class SilentClient {
-public:
-    explicit SilentClient(std::uint16_t server_port) : fd_(socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0)) {
-        REQUIRE(fd_ >= 0);
-        to_.sin_family = AF_INET;
-        to_.sin_port = htons(server_port);
-        to_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    }
-    ~SilentClient() { close(fd_); }
-    SilentClient(const SilentClient&) = delete;
-    SilentClient& operator=(const SilentClient&) = delete;
-
-    // Sends the first Initial of a client whose connection IDs derive from
-    // `seed`; returns its size.
-    std::size_t send_initial(std::uint64_t seed) {
-        ConnectionConfig c = tls_connection_config();
-        c.seed = seed;
-        const auto conn = Connection::connect(c, Instant{});
-        const std::size_t n = conn->poll_datagram(buf_, Instant{});
-        REQUIRE(n >= kMinDatagramSize);
-        REQUIRE(sendto(fd_, buf_.data(), n, 0, reinterpret_cast<const sockaddr*>(&to_), sizeof to_) ==
-                static_cast<ssize_t>(n));
-        return n;
-    }
-    // What the server sent back: each datagram, in order.
-    std::vector<std::vector<std::uint8_t>> received() {
-        std::vector<std::vector<std::uint8_t>> out;
-        for (ssize_t n; (n = recv(fd_, buf_.data(), buf_.size(), 0)) > 0;)
-            out.emplace_back(buf_.begin(), buf_.begin() + n);
-        return out;
-    }
-
-private:
-    int fd_;
-    sockaddr_in to_{};
-    std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(kMaxDatagramSize);
-};
-}  // namespace
 
 TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a real client still gets in") {
     // Initials from a plain socket that never answers: each makes a half-open

@@ -506,10 +506,11 @@ int main(int argc, char** argv) {
             ep.run_until([&] { return ep.connection_count() == 0; }, std::chrono::milliseconds(300));
         }
         // What a flood of Initials cost, if there was one (RFC 9000 §8.1).
-        if (const EndpointStats st = ep.stats(); st.retries_sent + st.invalid_tokens + st.half_open_evicted > 0)
+        if (const EndpointStats st = ep.stats();
+            st.retries_sent + st.invalid_tokens + st.half_open_evicted + st.per_address_refused > 0)
             std::cerr << fmt::format("ndm-recv: address validation: {} Retries sent, {} invalid tokens dropped, {} "
-                                     "half-open handshakes evicted\n",
-                                     st.retries_sent, st.invalid_tokens, st.half_open_evicted);
+                                     "half-open handshakes evicted, {} Initials over the per-address cap dropped\n",
+                                     st.retries_sent, st.invalid_tokens, st.half_open_evicted, st.per_address_refused);
         return 0;
     } catch (const std::exception& e) {  // cannot bind, I/O
         std::cerr << "ndm-recv: " << e.what() << '\n';

@@ -124,6 +124,44 @@ struct ConnectionInfo {
 using ObserverFactory = std::function<std::unique_ptr<ConnectionObserver>(const ConnectionInfo&)>;
 }  // namespace trace
 
+// Caps on the per-connection state a peer can make this side hold, beyond
+// the flow-control windows and stream counts of ConnectionConfig (which bound
+// stream data and streams: FLOW_CONTROL_ERROR, STREAM_LIMIT_ERROR). Each is
+// checked where the peer's frames arrive; a breach closes the connection with
+// the RFC 9000 §20.1 code named below and a reason, or is a silent drop where
+// the RFC asks for one. docs/security.md lists every limit, fixed ones too.
+struct ConnectionLimits {
+    // CRYPTO bytes held per encryption level between what TLS has read and
+    // the end of the highest frame received (RFC 9000 §7.5); at least 4096.
+    // Default 64 KiB. Breach: CRYPTO_BUFFER_EXCEEDED.
+    std::size_t crypto_buffer = 64 * 1024;
+    // Disjoint out-of-order byte ranges one receive stream may hold (each
+    // costs memory and insertion time). 0: max(1024, initial_max_stream_data
+    // / 1024), 16384 at the default window, far above the one hole per lost
+    // packet real loss leaves. Breach: PROTOCOL_VIOLATION.
+    std::size_t stream_ranges = 0;
+    // The same summed over all of a connection's streams, so that many
+    // streams cannot multiply the cap above (100 streams x 16384 ranges of
+    // 16 bytes: 26 MB). Default 65536 (1 MiB of ranges). Breach: PROTOCOL_VIOLATION.
+    std::size_t stream_ranges_total = 65536;
+    // The active_connection_id_limit this side advertises (RFC 9000 §18.2,
+    // 2..64): connection IDs the peer may have active at once, and twice as
+    // many retirements awaiting acknowledgement (§5.1.2). Default 2 (ndm
+    // does not migrate). Breach: CONNECTION_ID_LIMIT_ERROR.
+    std::uint64_t active_connection_ids = 2;
+    // Received packet-number ranges remembered per packet number space for
+    // duplicate detection (RFC 9000 §13.2.3), at least 128 (4 x the 32 ranges
+    // an ACK frame carries). Default 256. At the cap the lowest range is
+    // forgotten and packets below it count as duplicates: a silent drop.
+    std::size_t ack_ranges_tracked = 256;
+    // Sent packets remembered per packet number space until acknowledged or
+    // declared lost (RFC 9002 §A.1). A peer that keeps sending but never
+    // acknowledges would otherwise grow this with every ACK-only packet this
+    // side answers with. Default 131072 (190 MB in flight at 1452-byte
+    // datagrams, far above any window ndm reaches). Breach: PROTOCOL_VIOLATION.
+    std::size_t sent_packets_tracked = 1u << 17;
+};
+
 struct ConnectionConfig {
     // Largest datagram this side sends, 1200..65507 bytes. The effective size is
     // the minimum of both sides' max_datagram_size transport parameters.
@@ -187,6 +225,8 @@ struct ConnectionConfig {
     std::function<std::array<std::uint8_t, 16>(std::span<const std::uint8_t> cid)> stateless_reset_token;
     // Optional tracing (see trace::ConnectionObserver); unset costs nothing.
     trace::ObserverFactory observer;
+    // Caps on the state a peer can make this side hold (above).
+    ConnectionLimits limits;
 };
 
 enum class ConnectionState { handshaking, established, closing, draining, closed };

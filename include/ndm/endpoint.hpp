@@ -84,6 +84,16 @@ struct EndpointConfig {
     // completes within the time the flood takes to fill the cap still gets
     // in. Retry (below) keeps spoofed Initials from getting this far.
     std::size_t max_half_open = 1024;
+    // Server side: accepted connections (in any state until removed) from
+    // one IP address at once, whatever its ports, so that one host cannot
+    // take the whole table. At the cap an Initial without a valid token gets
+    // a Retry (RFC 9000 §8.1.2; none with RetryPolicy::never: dropped), and
+    // one whose token proves the address evicts the address's oldest
+    // handshake in progress, so that a spoofer of the address cannot lock
+    // its owner out; with none to evict it is dropped silently. Drops count
+    // in EndpointStats::per_address_refused. 256 lets ndm-send -P 128 (its
+    // maximum) start a test while the previous test's 128 connections close.
+    std::size_t max_connections_per_address = 256;
     // Server side: address validation with Retry (RFC 9000 §8.1.2). A Retry
     // costs the client one round trip and the server no state: the client's
     // next Initial returns its token (bound to the client's address and
@@ -145,10 +155,11 @@ struct EndpointStats {
     std::uint64_t unroutable = 0;          // no connection for the CID (and not an Initial we accept)
     std::uint64_t send_errors = 0;
     std::uint64_t icmp_errors = 0;
-    std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open
+    std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open or max_connections_per_address
     std::uint64_t stateless_resets_sent = 0;  // RFC 9000 §10.3: answers to datagrams for unknown IDs
     std::uint64_t retries_sent = 0;           // RFC 9000 §8.1.2
     std::uint64_t invalid_tokens = 0;         // Initials dropped for a token that did not validate
+    std::uint64_t per_address_refused = 0;    // Initials dropped for max_connections_per_address
 };
 
 class Endpoint {

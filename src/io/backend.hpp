@@ -40,6 +40,8 @@ struct Address {
     // The same peer expressed for a socket of `family` (v4 → v4-mapped v6);
     // returns false when it cannot be reached from that family.
     bool convert_to(int family, Address& out) const;
+    // The same host with port 0: the key of per-host bookkeeping.
+    [[nodiscard]] Address host() const;
 };
 
 struct AddressHash {

@@ -124,6 +124,7 @@ struct Endpoint::Impl final : io::RxHandler {
         bool dirty = false;
         bool abandoned = false;  // peer unreachable: remove without a closing period
         bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
+        bool accepted = false;   // counted in accepted_per_host
     };
 
     EndpointConfig cfg;
@@ -136,6 +137,9 @@ struct Endpoint::Impl final : io::RxHandler {
     // possible stateless reset) and an ICMP error concern only these, so
     // neither costs a scan over every connection (a flood could drive one).
     std::unordered_multimap<io::Address, Record*, io::AddressHash> by_peer;
+    // Accepted connections per peer host (Address::host()), for
+    // EndpointConfig::max_connections_per_address; entries at 0 are erased.
+    std::unordered_map<io::Address, std::size_t, io::AddressHash> accepted_per_host;
     std::vector<Record*> dirty;
     std::deque<ConnectionHandle> accepted;
     std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
@@ -262,6 +266,10 @@ struct Endpoint::Impl final : io::RxHandler {
 
     void remove(Record& r) {
         leave_half_open(r);
+        if (r.accepted) {
+            const auto it = accepted_per_host.find(r.peer.host());
+            if (it != accepted_per_host.end() && --it->second == 0) accepted_per_host.erase(it);
+        }
         for (auto [it, end] = by_peer.equal_range(r.peer); it != end; ++it) {
             if (it->second == &r) {
                 by_peer.erase(it);
@@ -299,13 +307,31 @@ struct Endpoint::Impl final : io::RxHandler {
             Record* r = find(half_open_order.front());
             half_open_order.pop_front();
             if (!r || !r->half_open) continue;  // completed or gone since
-            leave_half_open(*r);
-            r->conn->close(static_cast<std::uint64_t>(CloseCode::connection_refused),
-                           "server busy: too many handshakes in progress", now, false);
-            r->abandoned = true;
-            mark(*r);
-            ++st.half_open_evicted;
+            evict(*r, "server busy: too many handshakes in progress", now);
         }
+    }
+
+    // Makes room for a connection from `host`, over max_connections_per_address
+    // with its address proven by a Retry token: its oldest handshake still in
+    // progress goes (a spoofer of the address cannot complete one). False
+    // when every connection of the host is established.
+    bool make_host_room(const io::Address& host, Instant now) {
+        for (const ConnectionHandle h : half_open_order) {
+            Record* r = find(h);
+            if (!r || !r->half_open || !(r->peer.host() == host)) continue;
+            evict(*r, "server busy: too many connections from this address", now);
+            return true;
+        }
+        return false;
+    }
+
+    // Drops a half-open connection without a closing period, as an unreachable peer is.
+    void evict(Record& r, const char* why, Instant now) {
+        leave_half_open(r);
+        r.conn->close(static_cast<std::uint64_t>(CloseCode::connection_refused), why, now, false);
+        r.abandoned = true;
+        mark(r);
+        ++st.half_open_evicted;
     }
 
     void remember_close(ConnectionHandle h, const CloseInfo& info) {
@@ -366,10 +392,26 @@ struct Endpoint::Impl final : io::RxHandler {
             ++st.unroutable;
             return;
         }
-        auto conn = admit(data, from, ecn, now);
-        if (!conn) return;
+        std::size_t& from_host = accepted_per_host[from.host()];
+        const bool host_full = from_host >= std::max<std::size_t>(cfg.max_connections_per_address, 1);
+        if (host_full && cfg.retry == RetryPolicy::never) {
+            ++st.per_address_refused;
+            return;
+        }
+        // Over the per-address cap only a proven address (a Retry token) gets in.
+        auto conn = admit(data, from, ecn, now, host_full);
+        if (conn && host_full && !make_host_room(from.host(), now)) {
+            ++st.per_address_refused;
+            return;
+        }
+        if (!conn) {
+            if (from_host == 0) accepted_per_host.erase(from.host());
+            return;
+        }
         make_half_open_room(now);
         Record& r = add(std::move(conn), from, cfg.connection.max_datagram_size);
+        r.accepted = true;
+        ++from_host;
         if (r.conn->state() == ConnectionState::handshaking) {
             r.half_open = true;
             ++half_open_count;
@@ -382,9 +424,10 @@ struct Endpoint::Impl final : io::RxHandler {
     }
 
     // A client's first datagram to this server: a connection, or a Retry
-    // (RFC 9000 §8.1.2) and nullptr, or nullptr when it is dropped.
+    // (RFC 9000 §8.1.2) and nullptr, or nullptr when it is dropped. With
+    // `need_token`, only an Initial with a valid token makes a connection.
     std::unique_ptr<Connection> admit(std::span<const std::uint8_t> data, const io::Address& from, Ecn ecn,
-                                      Instant now) {
+                                      Instant now, bool need_token) {
         wire::quic::PacketView first;
         const bool initial =
             wire::quic::parse_packet_header(data, wire::kShortCidLength, first) == wire::quic::HeaderError::none &&
@@ -398,7 +441,7 @@ struct Endpoint::Impl final : io::RxHandler {
         }
         if (token.kind == Token::valid) {
             conn = Connection::accept(with_seed(cfg.connection), data, now, token.retry, ecn);
-        } else if (initial && retry_gate->wants_retry(half_open_count, now)) {
+        } else if (initial && (need_token || retry_gate->wants_retry(half_open_count, now))) {
             std::vector<std::uint8_t> retry(io::RetryGate::kMaxRetrySize);
             retry.resize(retry_gate->write_retry(retry, first, from, now));
             if (!retry.empty()) {
@@ -408,6 +451,7 @@ struct Endpoint::Impl final : io::RxHandler {
             }
             return nullptr;
         } else {
+            if (need_token) return nullptr;  // another version's Initial over the cap
             conn = Connection::accept(with_seed(cfg.connection), data, now, ecn);  // also other versions (VN)
         }
         if (!conn) ++st.unroutable;

@@ -51,6 +51,13 @@ bool Address::operator==(const Address& o) const {
     return false;
 }
 
+Address Address::host() const {
+    Address out = *this;
+    if (family() == AF_INET) reinterpret_cast<sockaddr_in*>(&out.storage)->sin_port = 0;
+    if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&out.storage)->sin6_port = 0;
+    return out;
+}
+
 std::size_t Address::hash() const {
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&](const void* p, std::size_t n) {

@@ -5,7 +5,7 @@
 namespace ndm::transport {
 
 AckTracker::AckTracker(Config cfg)
-    : cfg_(cfg), max_intervals_(std::max<std::size_t>(4 * cfg.max_ranges, 256)) {
+    : cfg_(cfg), max_intervals_(std::max<std::size_t>(4 * cfg.max_ranges, cfg.max_intervals)) {
     if (cfg_.max_ranges == 0) cfg_.max_ranges = 1;
     if (cfg_.ack_eliciting_threshold == 0) cfg_.ack_eliciting_threshold = 1;
 }

@@ -20,6 +20,9 @@ public:
         Duration max_ack_delay = std::chrono::milliseconds{25};  // our transport parameter
         unsigned ack_eliciting_threshold = 2;  // RFC 9000 §13.2.2: ACK every 2nd packet
         std::size_t max_ranges = wire::kMaxAckRanges;
+        // Received ranges remembered (ConnectionLimits::ack_ranges_tracked);
+        // at least 4 x max_ranges, so an ACK never lacks ranges to report.
+        std::size_t max_intervals = 256;
     };
 
     explicit AckTracker(Config cfg);

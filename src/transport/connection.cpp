@@ -25,6 +25,10 @@ constexpr std::uint64_t kAmplificationFactor = 3;             // RFC 9000 §8.1
 // Below this budget no packet is built: a long header (27 bytes), the tag and
 // an ACK or a close frame need about this much.
 constexpr std::uint64_t kMinAmplificationPacket = 64;
+// ConnectionLimits bounds: more active IDs than this only cost memory (ndm
+// never migrates); fewer tracked packets than this would close real flows.
+constexpr std::uint64_t kMaxActiveConnectionIds = 64;
+constexpr std::size_t kMinSentPacketsTracked = 1024;
 
 // From the configured random source, else derived from the seed so that
 // simulations are reproducible (ConnectionConfig::random_bytes).
@@ -39,6 +43,27 @@ wire::ConnectionId random_cid(const ConnectionConfig& cfg, std::uint64_t& state)
     for (std::size_t i = 0; i < wire::kShortCidLength; ++i) cid.bytes[i] = static_cast<std::uint8_t>(v >> (8 * i));
     return cid;
 }
+// ConnectionLimits' documented ranges (std::invalid_argument outside them).
+void check_limits(const ConnectionLimits& l) {
+    if (l.crypto_buffer < kMinCryptoBuffer)
+        throw std::invalid_argument(fmt::format("CRYPTO buffer of {} bytes is below RFC 9000 §7.5's {}",
+                                                l.crypto_buffer, kMinCryptoBuffer));
+    if (l.active_connection_ids < wire::kMinActiveConnectionIdLimit || l.active_connection_ids > kMaxActiveConnectionIds)
+        throw std::invalid_argument(fmt::format("active connection ID limit {} outside {}..{}", l.active_connection_ids,
+                                                wire::kMinActiveConnectionIdLimit, kMaxActiveConnectionIds));
+    if (l.stream_ranges_total == 0) throw std::invalid_argument("stream ranges in all must be at least 1");
+    if (l.ack_ranges_tracked < 4 * wire::kMaxAckRanges)
+        throw std::invalid_argument(fmt::format("ACK ranges tracked {} below {}", l.ack_ranges_tracked,
+                                                4 * wire::kMaxAckRanges));
+    if (l.sent_packets_tracked < kMinSentPacketsTracked)
+        throw std::invalid_argument(fmt::format("sent packets tracked {} below {}", l.sent_packets_tracked,
+                                                kMinSentPacketsTracked));
+}
+const ConnectionConfig& checked(const ConnectionConfig& c) {
+    check_limits(c.limits);
+    return c;
+}
+
 // ndm's own ACK Delay resolution: microseconds, as before QUIC's exponent
 // (RFC 9000 §18.2 allows 0..20; 0 keeps every RTT sample exact).
 constexpr unsigned kAckDelayExponent = 0;
@@ -64,10 +89,11 @@ wire::PacketType type_of(PacketSpace s) {
     return wire::PacketType::one_rtt;
 }
 // RFC 9000 §13.2.1: Initial and Handshake packets are acknowledged at once.
-AckTracker::Config ack_config(PacketSpace s, Duration max_ack_delay) {
-    if (s != PacketSpace::application) return {Duration::zero(), 1, wire::kMaxAckRanges};
-    return {max_ack_delay, 2, wire::kMaxAckRanges};
+AckTracker::Config ack_config(PacketSpace s, const ConnectionConfig& cfg) {
+    if (s != PacketSpace::application) return {Duration::zero(), 1, wire::kMaxAckRanges, cfg.limits.ack_ranges_tracked};
+    return {cfg.max_ack_delay, 2, wire::kMaxAckRanges, cfg.limits.ack_ranges_tracked};
 }
+CryptoStream::Config crypto_config(const ConnectionConfig& cfg) { return {cfg.limits.crypto_buffer}; }
 
 // The ACK Delay exponent of a packet's ACK frames (RFC 9000 §18.2): the
 // sender's own in 1-RTT packets, the default in Initial and Handshake ones
@@ -83,18 +109,21 @@ unsigned ack_delay_exponent(wire::PacketType type, const wire::TransportParams* 
 // Construction
 
 Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant now)
-    : cfg(config),
+    : cfg(checked(config)),
       client(is_client),
       rng(config.seed),
+      crypto{CryptoStream(crypto_config(config)), CryptoStream(crypto_config(config)),
+             CryptoStream(crypto_config(config))},
+      peer_cids(config.limits.active_connection_ids),
       mds(config.max_datagram_size),
       loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff}),
-      acks{AckTracker(ack_config(PacketSpace::initial, config.max_ack_delay)),
-           AckTracker(ack_config(PacketSpace::handshake, config.max_ack_delay)),
-           AckTracker(ack_config(PacketSpace::application, config.max_ack_delay))},
+      acks{AckTracker(ack_config(PacketSpace::initial, config)), AckTracker(ack_config(PacketSpace::handshake, config)),
+           AckTracker(ack_config(PacketSpace::application, config))},
       ecn(config.ecn),
       streams(StreamSet::Config{is_client, config.stream_send_buffer, config.initial_max_data,
                                 config.initial_max_stream_data, config.initial_max_streams,
-                                config.initial_max_streams_uni},
+                                config.initial_max_streams_uni, config.limits.stream_ranges,
+                                config.limits.stream_ranges_total},
               events) {
     if (cfg.max_datagram_size < kMinDatagramSize || cfg.max_datagram_size > kMaxDatagramSize) {
         throw std::invalid_argument(fmt::format("max datagram size {} outside {}..{} bytes",
@@ -118,6 +147,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     local_params.initial_max_streams_uni = cfg.initial_max_streams_uni;
     if (cfg.initial_max_streams_uni > 0) local_params.initial_max_stream_data_uni = cfg.initial_max_stream_data;
     local_params.ack_delay_exponent = kAckDelayExponent;
+    local_params.active_connection_id_limit = cfg.limits.active_connection_ids;
     local_params.max_ack_delay_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_ack_delay).count());
     local_params.application_params = cfg.application_params;
@@ -760,7 +790,7 @@ void Connection::Impl::discard_space(PacketSpace space) {
     ecn_received_discarded.ect0 += c.ect0;
     ecn_received_discarded.ect1 += c.ect1;
     ecn_received_discarded.ce += c.ce;
-    acks_of(space) = AckTracker(ack_config(space, cfg.max_ack_delay));
+    acks_of(space) = AckTracker(ack_config(space, cfg));
     if (probe_space == space) probes_pending = 0;
     crypto_of(space).discard();
     // RFC 9001 §4.9: the keys go with the space (1-RTT keys are never discarded this way).
@@ -1244,6 +1274,13 @@ void Connection::Impl::on_packet_built(std::uint64_t pn, PacketSpace space, std:
     }
     if (retransmission) ++st.packets_retransmitted;
     loss.on_packet_sent(std::move(p), space);
+    // ConnectionLimits::sent_packets_tracked: a peer that never acknowledges
+    // leaves every packet this side sends (ACK-only ones too) on record.
+    if (loss.outstanding(space) > cfg.limits.sent_packets_tracked)
+        close_with_error(CloseCode::protocol_violation,
+                         fmt::format("the peer left more than {} of our packets unacknowledged",
+                                     cfg.limits.sent_packets_tracked),
+                         now);
     // RFC 9001 §4.9.1: a client is done with Initial packets once it sends a Handshake one.
     if (client && space == PacketSpace::handshake) discard_space(PacketSpace::initial);
     ++st.packets_sent;

@@ -125,8 +125,8 @@ struct Connection::Impl {
     bool amplification_wait = false;  // the next packet did not fit the budget: wait for the client
     std::optional<std::array<std::uint8_t, wire::kPathDataSize>> path_response;  // PATH_CHALLENGE data to echo
     // The IDs the peer issued (peer_cid is the one in use); the limit is the
-    // active_connection_id_limit we advertise.
-    transport::PeerConnectionIds peer_cids{wire::kMinActiveConnectionIdLimit};
+    // active_connection_id_limit we advertise (ConnectionLimits).
+    transport::PeerConnectionIds peer_cids;
     bool rx_opened = false;  // some packet of the datagram being read was authenticated
     std::size_t mds;
 

@@ -12,7 +12,6 @@ namespace ndm::transport {
 // ---- OffsetBuffer -----------------------------------------------------------
 
 namespace {
-constexpr std::size_t kMinRing = 64u << 10;
 // Rings from this size on are mapped separately, aligned for huge pages.
 constexpr std::size_t kHugePage = 2u << 20;
 
@@ -82,7 +81,7 @@ void OffsetBuffer::Memory::release() {
 
 void OffsetBuffer::reserve(std::size_t n) {
     if (n <= cap_) return;
-    std::size_t cap = std::max<std::size_t>(cap_ ? cap_ : 1, kMinRing);
+    std::size_t cap = std::max<std::size_t>(cap_ ? cap_ : 1, min_ring_);
     while (cap < n) cap *= 2;
     const std::size_t old_cap = cap_;
     if (ring_.grow_mapped(cap)) {

@@ -23,6 +23,10 @@ namespace ndm::transport {
 // byte across versions).
 class OffsetBuffer {
 public:
+    // The ring's first capacity, a power of two: a bulk stream's 64 KiB by
+    // default; CRYPTO streams, whose flights are a few KB, start smaller.
+    static constexpr std::size_t kDefaultMinRing = 64u << 10;
+    explicit OffsetBuffer(std::size_t min_ring = kDefaultMinRing) : min_ring_(min_ring) {}
     [[nodiscard]] std::uint64_t begin() const { return begin_; }
     [[nodiscard]] std::uint64_t end() const { return begin_ + size_; }
     [[nodiscard]] std::size_t size() const { return size_; }
@@ -69,6 +73,7 @@ private:
     };
 
     Memory ring_;
+    std::size_t min_ring_;
     std::size_t prepared_ = 0;  // bytes the last prepare() offered
     std::size_t cap_ = 0;   // a power of two, or 0
     std::size_t head_ = 0;  // ring index of begin_
@@ -78,7 +83,8 @@ private:
 
 class SendStream {
 public:
-    explicit SendStream(std::size_t buffer_limit) : buffer_limit_(buffer_limit) {}
+    explicit SendStream(std::size_t buffer_limit, std::size_t min_ring = OffsetBuffer::kDefaultMinRing)
+        : buffer_limit_(buffer_limit), buffer_(min_ring) {}
 
     // Application side.
     std::size_t write(std::span<const std::uint8_t> data);
@@ -135,6 +141,7 @@ private:
 
 class RecvStream {
 public:
+    explicit RecvStream(std::size_t min_ring = OffsetBuffer::kDefaultMinRing) : buffer_(min_ring) {}
     enum class Result { ok, duplicate, final_size_error };
     // Stores a STREAM frame's data. Flow control is checked by the caller.
     Result on_frame(std::uint64_t offset, std::span<const std::uint8_t> data, bool fin);

@@ -164,6 +164,7 @@ StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
         }
     }
     auto before = s->recv.readable();
+    const std::size_t ranges_before = s->recv.range_count();
     auto res = s->recv.on_frame(f.offset, f.data, f.fin);
     if (res == RecvStream::Result::final_size_error) {
         return StreamError{CloseCode::final_size_error,
@@ -173,10 +174,20 @@ StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
     // Holes cost memory and time per insertion: a peer sending 1-byte frames
     // at every other offset made millions. Real losses leave at most one hole
     // per lost packet in the window, far fewer than one per KiB.
-    if (const std::size_t cap = std::max<std::uint64_t>(kMinRecvRangeCap, cfg_.max_stream_data / 1024);
+    if (const std::size_t cap = cfg_.max_ranges ? cfg_.max_ranges
+                                                : std::max<std::uint64_t>(kMinRecvRangeCap, cfg_.max_stream_data / 1024);
         s->recv.range_count() > cap) {
         return StreamError{CloseCode::protocol_violation,
                            fmt::format("stream {} too fragmented: more than {} out-of-order ranges", f.stream_id, cap)};
+    }
+    // Summed only when this frame made a new range: after a loss, not per frame.
+    if (s->recv.range_count() > ranges_before && s->recv.range_count() > 1) {
+        std::size_t total = 0;
+        for (const auto& [id, st] : streams_) total += st.recv.range_count();
+        if (total > cfg_.max_ranges_total)
+            return StreamError{CloseCode::protocol_violation,
+                               fmt::format("streams too fragmented: more than {} out-of-order ranges in all",
+                                           cfg_.max_ranges_total)};
     }
     if (res == RecvStream::Result::ok && (s->recv.readable() > before || s->recv.fin_pending()) &&
         !s->readable_notified) {

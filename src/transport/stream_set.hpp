@@ -69,6 +69,11 @@ public:
         std::uint64_t max_stream_data = 16u << 20;  // our window per stream
         std::uint64_t max_streams = 100;       // how many bidirectional streams the peer may open
         std::uint64_t max_streams_uni = 0;     // how many unidirectional ones
+        // Out-of-order ranges a receive stream may hold (ConnectionLimits::
+        // stream_ranges); 0: max(1024, max_stream_data / 1024).
+        std::size_t max_ranges = 0;
+        // The same summed over all streams (ConnectionLimits::stream_ranges_total).
+        std::size_t max_ranges_total = 65536;
     };
     // Stream events (opened, readable, writable) go to events.
     StreamSet(const Config& config, std::deque<Event>& events);

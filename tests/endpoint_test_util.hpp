@@ -1,0 +1,77 @@
+// Endpoint tests' shared pieces: TLS configs with a certificate valid now
+// (the endpoint checks it against the system time), and a client that sends
+// Initials and never answers, as a spoofer does.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "ndm/connection.hpp"
+#include "ndm/endpoint.hpp"
+
+namespace ndm::test {
+
+// A certificate valid now (the endpoint checks it against the system time),
+// presented by servers and pinned by clients of every config made here.
+inline const tls::ServerCredentials& endpoint_certificate() {
+    static const tls::ServerCredentials creds =
+        tls::ServerCredentials::self_signed({"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
+    return creds;
+}
+inline EndpointConfig tls_endpoint_config() {
+    EndpointConfig cfg;
+    cfg.connection.tls.certificate = endpoint_certificate();
+    cfg.connection.tls.trust = tls::ClientCredentials::pinned(endpoint_certificate().fingerprint());
+    return cfg;
+}
+inline ConnectionConfig tls_connection_config() { return tls_endpoint_config().connection; }
+
+// A UDP socket that sends client Initials (each a real ClientHello, 1200
+// bytes) to a server on 127.0.0.1 and never answers: a spoofed client, as
+// far as the server can tell. It stays open while it lives, so the server
+// gets no ICMP errors for what it sends back.
+class SilentClient {
+public:
+    explicit SilentClient(std::uint16_t server_port) : fd_(socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0)) {
+        REQUIRE(fd_ >= 0);
+        to_.sin_family = AF_INET;
+        to_.sin_port = htons(server_port);
+        to_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    }
+    ~SilentClient() { close(fd_); }
+    SilentClient(const SilentClient&) = delete;
+    SilentClient& operator=(const SilentClient&) = delete;
+
+    // Sends the first Initial of a client whose connection IDs derive from
+    // `seed`; returns its size.
+    std::size_t send_initial(std::uint64_t seed) {
+        ConnectionConfig c = tls_connection_config();
+        c.seed = seed;
+        const auto conn = Connection::connect(c, Instant{});
+        const std::size_t n = conn->poll_datagram(buf_, Instant{});
+        REQUIRE(n >= kMinDatagramSize);
+        REQUIRE(sendto(fd_, buf_.data(), n, 0, reinterpret_cast<const sockaddr*>(&to_), sizeof to_) ==
+                static_cast<ssize_t>(n));
+        return n;
+    }
+    // What the server sent back: each datagram, in order.
+    std::vector<std::vector<std::uint8_t>> received() {
+        std::vector<std::vector<std::uint8_t>> out;
+        for (ssize_t n; (n = recv(fd_, buf_.data(), buf_.size(), 0)) > 0;)
+            out.emplace_back(buf_.begin(), buf_.begin() + n);
+        return out;
+    }
+
+private:
+    int fd_;
+    sockaddr_in to_{};
+    std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(kMaxDatagramSize);
+};
+
+}  // namespace ndm::test
