@@ -142,6 +142,8 @@ run_readme() {
       for t in packet_parser connection endpoint profile_parser trace_parser model_parser; do
         grep -qx "$t" <<<"$targets" || fail "scripts/fuzz.sh list does not name $t: $targets"
       done ;;
+    "bench/load_check.sh")
+      echo "  run small by CTest: load: one ndm-recv serves 200 tests, 5 of -P 100 and an Initial flood with RSS and descriptors flat" ;;
     "bench/ndm_eval.sh" | "bench/eval_plots.sh")
       echo "  not run here: benchmark sweeps of minutes (bench/RESULTS.md); eval_plots.sh rewrites bench/plots/" ;;
     "ndm-train ship --root . --name ndm-default")
@@ -162,7 +164,7 @@ known=(
   "ndm-recv -1" "ndm-send --insecure -c 127.0.0.1 -t 10 -C cubic --profile urban-lte"
   "sudo ndm-emu shell --profile urban-lte -- sh -c 'iperf3 -c \$NDM_EMU_HOST_ADDR -C cubic'"
   "scripts/test.sh" "scripts/test.sh --sanitize" "scripts/setup.sh" "scripts/fuzz.sh all 60" "scripts/fuzz.sh list"
-  "bench/ndm_eval.sh" "bench/eval_plots.sh" "ndm-train ship --root . --name ndm-default"
+  "bench/ndm_eval.sh" "bench/eval_plots.sh" "bench/load_check.sh" "ndm-train ship --root . --name ndm-default"
   "ndm-handshake --alpn h3 connect 127.0.0.1 4433 --ca cert.pem" "ndm-handshake --alpn h3 listen -p 4433 --cert c.pem --key k.pem"
 )
 # The presets the README's "Emulator profiles" section names.
