@@ -63,10 +63,13 @@ grep -q listening "$out/recv.txt" || fail "ndm-recv did not start"
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$srv/status"; }
 fds() { find "/proc/$srv/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 report() { printf '%-34s RSS %6d kB  fds %3d\n' "$1" "$(rss_kb)" "$(fds)"; }
+run_send() {  # one ndm-send test into $out/send*.txt; false when ndm-send failed
+  timeout 60 "$send" --insecure -c 127.0.0.1 -p "$port" "$@" > "$out/send.txt" 2> "$out/send_err.txt"
+}
+check_exact() { grep -q "receiver.*(byte-exact)" "$out/send.txt" || fail "ndm-send $*: not byte-exact"; }
 one_test() {  # one test; byte-exact or fail
-  timeout 60 "$send" --insecure -c 127.0.0.1 -p "$port" "$@" > "$out/send.txt" 2> "$out/send_err.txt" ||
-    fail "ndm-send $* exited $?: $(tail -n 2 "$out/send_err.txt")"
-  grep -q "receiver.*(byte-exact)" "$out/send.txt" || fail "ndm-send $*: not byte-exact"
+  run_send "$@" || fail "ndm-send $* exited $?: $(tail -n 2 "$out/send_err.txt")"
+  check_exact "$@"
 }
 # Let the server finish its side of the last test (ndm-send exits before the
 # server's draining period ends).
@@ -107,12 +110,12 @@ check_flat "after $ROUNDS tests of -P $CONCURRENT"
 time_transfer() {
   local a b
   a=$(date +%s.%N)
-  if ! timeout 60 "$send" --insecure -c 127.0.0.1 -p "$port" -n "$TRANSFER" > "$out/send.txt" 2> "$out/send_err.txt"; then
+  if ! run_send -n "$TRANSFER"; then
     echo "  a transfer failed: $(tail -n 1 "$out/send_err.txt")" >&2
     echo failed; return
   fi
   b=$(date +%s.%N)
-  grep -q "receiver.*(byte-exact)" "$out/send.txt" || fail "ndm-send -n $TRANSFER: not byte-exact"
+  check_exact -n "$TRANSFER"
   echo "$b - $a" | bc -l
 }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
