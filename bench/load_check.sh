@@ -5,6 +5,7 @@
 #
 #   bench/load_check.sh [BUILD_DIR]        (default: build)
 #
+# Needs only bash, coreutils and awk (no bc: not on every Debian).
 # Environment (defaults in brackets):
 #   SEQUENTIAL [1000]   sequential ndm-send tests (-n 64K each, a process and a handshake each)
 #   CONCURRENT [100]    connections of each concurrent test (ndm-send -P, at most 128; 256 KB each)
@@ -95,7 +96,7 @@ done
 t1=$(date +%s.%N)
 settle
 report "after $SEQUENTIAL sequential tests:"
-printf '  (%.1f s, %.1f tests/s)\n' "$(echo "$t1 - $t0" | bc -l)" "$(echo "$SEQUENTIAL / ($t1 - $t0)" | bc -l)"
+awk -v a="$t0" -v b="$t1" -v n="$SEQUENTIAL" 'BEGIN {printf "  (%.1f s, %.1f tests/s)\n", b - a, n / (b - a)}'
 check_flat "after $SEQUENTIAL sequential tests"
 
 for i in $(seq "$ROUNDS"); do one_test -P "$CONCURRENT" -n 256K; done
@@ -116,7 +117,7 @@ time_transfer() {
   fi
   b=$(date +%s.%N)
   check_exact -n "$TRANSFER"
-  echo "$b - $a" | bc -l
+  awk -v a="$a" -v b="$b" 'BEGIN {print b - a}'
 }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 for _ in 1 2 3 4 5; do time_transfer; done > "$out/quiet.txt"
@@ -139,6 +140,6 @@ grep -v failed "$out/flooded.txt" > "$out/flooded_ok.txt" || true
 quiet=$(median < "$out/quiet.txt") flooded=$(median < "$out/flooded_ok.txt")
 cat "$out/flood.txt"
 printf 'TRANSFER %s: median %.3f s without the flood (5 runs), %.3f s under it (%d completed byte-exact, %d failed): %.2fx\n' \
-  "$TRANSFER" "$quiet" "$flooded" "$(wc -l < "$out/flooded_ok.txt")" "$failed" "$(echo "$flooded / $quiet" | bc -l)"
+  "$TRANSFER" "$quiet" "$flooded" "$(wc -l < "$out/flooded_ok.txt")" "$failed" "$(awk -v f="$flooded" -v q="$quiet" 'BEGIN {print f / q}')"
 [ "$failed" -eq 0 ] || fail "$failed transfers failed under the flood"
 echo "load_check: PASS"
