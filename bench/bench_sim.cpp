@@ -1,10 +1,16 @@
 // The simulator's speed: simulated seconds per wall second for a bulk flow
 // (the number that decides how long the end-to-end tests and controller
-// comparisons take), and the per-packet cost of SimpleLink on its own.
+// comparisons take), the cost per packet as competing flows share one
+// bottleneck (issue 18: it must not grow with the number of flows), and the
+// per-packet cost of SimpleLink on its own.
 #include <benchmark/benchmark.h>
+
+#include <time.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "ndm/sim.hpp"
@@ -42,6 +48,66 @@ void BM_SimFlow(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
 }
 BENCHMARK(BM_SimFlow)->Arg(0)->Arg(10)->ArgName("loss_permille")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// This process's CPU time in ns: the machine may be shared, so the per-packet
+// cost is CPU, not wall, time.
+double process_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+// N Reno flows share one 100 Mbit/s, 25 ms one-way bottleneck (a one-BDP
+// droptail queue) for S seconds: the same total rate, so about the same
+// number of packets, whatever N. cpu_ns_per_pkt is CPU time per datagram the
+// bottleneck delivered, the N handshakes and set-ups included (the difference
+// between the 5 s and 20 s runs gives the cost per packet without them);
+// events_per_pkt counts simulator steps.
+void BM_SharedPathFlows(benchmark::State& state) {
+    const auto flows = static_cast<std::size_t>(state.range(0));
+    const auto seconds = std::chrono::seconds(state.range(1));
+    ndm::sim::SharedPathSpec spec;
+    ndm::sim::SimpleLinkConfig bottleneck;
+    bottleneck.delay = 25ms;
+    bottleneck.rate_bps = 100e6;
+    bottleneck.queue_packets = 430;  // 100 Mbit/s × 50 ms in 1452-byte packets
+    spec.bottleneck = [bottleneck] { return std::make_unique<ndm::sim::SimpleLink>(bottleneck); };
+    spec.return_path = [] {
+        ndm::sim::SimpleLinkConfig back;
+        back.delay = 25ms;
+        return std::make_unique<ndm::sim::SimpleLink>(back);
+    };
+    for (std::size_t i = 0; i < flows; ++i) {
+        ndm::sim::FlowSpec f;
+        f.client.cc = "reno";
+        f.client.seed = 2 * i + 1;
+        f.server.seed = 2 * i + 2;
+        f.seed = i + 1;
+        spec.flows.push_back(f);
+    }
+    spec.send_until = seconds;
+    double cpu_ns = 0;
+    std::uint64_t packets = 0, events = 0;
+    for (auto _ : state) {
+        const double before = process_cpu_ns();
+        const auto r = ndm::sim::run_shared_path(spec);
+        cpu_ns += process_cpu_ns() - before;
+        for (const auto& f : r.flows)
+            if (!f.completed) state.SkipWithError(("a flow failed: " + f.failure).c_str());
+        packets += r.bottleneck.delivered;
+        events += r.steps;
+    }
+    const auto pkts = static_cast<double>(packets);
+    state.counters["cpu_ns_per_pkt"] = cpu_ns / pkts;
+    state.counters["events_per_pkt"] = static_cast<double>(events) / pkts;
+    state.counters["pkts"] = pkts / static_cast<double>(state.iterations());
+    state.counters["cpu_s"] = cpu_ns / 1e9 / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_SharedPathFlows)
+    ->ArgsProduct({{1, 10, 100}, {5, 20}})
+    ->ArgNames({"flows", "seconds"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // One 1452-byte datagram through a rate-limited, lossy link: send + deliver.
 void BM_SimpleLinkPacket(benchmark::State& state) {

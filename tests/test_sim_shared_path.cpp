@@ -2,7 +2,10 @@
 // and the fairness index the compete mode reports.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "common/compete.hpp"
 #include "ndm/sim.hpp"
@@ -98,4 +101,34 @@ TEST_CASE("Jain's fairness index") {
     CHECK(ndm::tools::jain_index({1, 0}) == doctest::Approx(0.5));
     CHECK(ndm::tools::jain_index({3, 1}) == doctest::Approx(16.0 / 20.0));
     CHECK(ndm::tools::jain_index({}) == 1.0);
+}
+
+TEST_CASE("shared path: 100 flows at once each get a share of the bottleneck, byte-exact") {
+    // The event queue over flows (issue 18) must wake every flow whose
+    // datagram arrives: a flow it forgot would stall or fall far behind.
+    ndm::sim::SharedPathSpec spec = dumbbell(std::vector<std::string>(100, "reno"), 0s);
+    ndm::sim::SimpleLinkConfig bottleneck;
+    bottleneck.delay = 20ms;
+    bottleneck.rate_bps = 100e6;
+    bottleneck.queue_packets = 344;  // one BDP at 40 ms
+    spec.bottleneck = [bottleneck] { return std::make_unique<ndm::sim::SimpleLink>(bottleneck); };
+    spec.send_until = 6s;
+    const auto r = ndm::sim::run_shared_path(spec);
+    REQUIRE(r.flows.size() == 100);
+    std::vector<double> rates;
+    for (const auto& f : r.flows) {
+        INFO("failure: ", f.failure);
+        CHECK(f.completed);
+        CHECK(f.hash_match);
+        rates.push_back(goodput_after(f, 2s, 6s));
+    }
+    double sum = 0;
+    for (const double x : rates) sum += x;
+    const double least = *std::min_element(rates.begin(), rates.end());
+    MESSAGE("100 flows over 2-6 s: ", sum / 1e6, " Mbit/s in all, the least ", least / 1e6,
+            ", Jain ", ndm::tools::jain_index(rates));
+    CHECK(sum > 0.9 * 100e6);
+    CHECK(least > 0.25 * 1e6);  // a quarter of the fair share
+    CHECK(ndm::tools::jain_index(rates) > 0.8);
+    CHECK(r.misrouted == 0);
 }

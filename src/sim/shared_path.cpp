@@ -3,14 +3,25 @@
 // client → server link is a port onto one shared link; a global loop always
 // steps the simulator with the earliest event, so the shared link sees its
 // sends in time order, as the Link interface requires.
+//
+// Finding that simulator costs O(log flows), not a scan (issue 18). Every
+// started flow's next event is min(L, own), where L is the shared link's next
+// delivery (its port reports it to every flow) and `own` the flow's other
+// events: its queue's head, its return link, its two timers. `own` changes
+// only when the flow itself runs or a datagram lands in its empty queue, so
+// the flows' `own` times (and unstarted flows' start times) sit in a FlowHeap
+// and L is asked once per event.
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "ndm/sim.hpp"
 #include "sim/bulk_flow.hpp"
+#include "sim/flow_heap.hpp"
 #include "sim/transfer_util.hpp"
 
 namespace ndm::sim {
@@ -34,11 +45,25 @@ public:
     // The earliest time flow f may have a datagram: its own queue's head, or
     // the shared link's next delivery, which may turn out to be another
     // flow's (the simulator then finds nothing to deliver, harmlessly).
+    // While own_next() asks, only the queue's head.
     [[nodiscard]] Instant next_for(std::size_t f) const {
-        Instant t = link_->next_delivery();
+        Instant t = own_only_ ? kNever : link_->next_delivery();
         if (!queues_[f].empty()) t = std::min(t, queues_[f].front().due);
         return t;
     }
+    [[nodiscard]] Instant link_next() const { return link_->next_delivery(); }
+
+    // The flow's next event apart from the shared link's next delivery.
+    [[nodiscard]] Instant own_next(const Simulator& sim) {
+        own_only_ = true;
+        const Instant t = sim.next_event_time();
+        own_only_ = false;
+        return t;
+    }
+
+    // Flows whose queue went from empty to non-empty since the caller last cleared the list:
+    // their own next event moved earlier.
+    [[nodiscard]] std::vector<std::size_t>& woken() { return woken_; }
 
     bool deliver(std::size_t f, Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
         pull(now);
@@ -69,7 +94,9 @@ private:
                 ++misrouted_;  // the flow byte itself was corrupted
                 continue;
             }
-            queues_[rx_[0]].push_back({due, std::vector<std::uint8_t>(rx_.begin() + 1, rx_.end()), ecn});
+            auto& q = queues_[rx_[0]];
+            if (q.empty()) woken_.push_back(rx_[0]);
+            q.push_back({due, std::vector<std::uint8_t>(rx_.begin() + 1, rx_.end()), ecn});
         }
     }
 
@@ -78,6 +105,8 @@ private:
     std::vector<std::uint8_t> tagged_;
     std::vector<std::uint8_t> rx_;
     std::uint64_t misrouted_ = 0;
+    std::vector<std::size_t> woken_;
+    bool own_only_ = false;
 };
 
 class Port final : public Link {
@@ -137,6 +166,129 @@ SharedPathResult results(std::vector<Flow>& flows, Demux& demux, std::uint64_t s
     return out;
 }
 
+// The global loop's state: the flows, the heap of their own next events (or
+// start times, before they start) and the started, unfinished flows.
+class SharedRun {
+public:
+    explicit SharedRun(const SharedPathSpec& spec)
+        : spec_(spec),
+          demux_(build_link(spec.bottleneck, {}, "run_shared_path"), spec.flows.size()),
+          flows_(spec.flows.size()),
+          heap_(spec.flows.size()),
+          deadline_(spec.start + spec.deadline),
+          next_sample_(spec.start + spec.interval) {
+        for (std::size_t i = 0; i < flows_.size(); ++i) heap_.set(i, spec.start + spec.flows[i].start);
+    }
+
+    SharedPathResult run() {
+        while (true) {
+            const auto [t, who] = earliest();
+            if (t == kNever) break;  // every flow done (or stalled)
+            if (t > next_sample_ && next_sample_ <= deadline_) {
+                sample();  // nothing happens before the sample time in any flow
+                continue;
+            }
+            if (t > deadline_) break;
+            if (!flows_[who].sim) {
+                start_flow(who);
+            } else {
+                step_flow(who);
+            }
+        }
+        return results(flows_, demux_, steps_);
+    }
+
+private:
+    // What the scan over every flow found: the earliest of the flows' next
+    // events and start times, ties to the lowest flow index. A started flow's
+    // next event is min(L, own); when L is earliest it is every started
+    // flow's, so the lowest started index (or an unstarted one due then).
+    std::pair<Instant, std::size_t> earliest() const {
+        Instant t = heap_.empty() ? kNever : heap_.top_time();
+        std::size_t who = heap_.empty() ? 0 : heap_.top();
+        if (!active_.empty()) {
+            const Instant l = demux_.link_next();
+            const std::size_t lowest = *active_.begin();
+            if (l < t) {
+                t = l;
+                who = lowest;
+            } else if (l == t) {
+                who = std::min(who, lowest);
+            }
+        }
+        return {t, who};
+    }
+
+    [[nodiscard]] bool active(std::size_t i) const { return flows_[i].sim && !flows_[i].done; }
+
+    void start_flow(std::size_t i) {
+        const FlowSpec& fs = spec_.flows[i];
+        auto& f = flows_[i];
+        f.sim = std::make_unique<Simulator>(std::make_unique<Port>(demux_, static_cast<std::uint8_t>(i)),
+                                            build_link(spec_.return_path, {}, "run_shared_path"),
+                                            spec_.start + fs.start);
+        f.sim->connect(fs.client, fs.server);
+        f.bulk = std::make_unique<BulkFlow>(*f.sim, spec_.start, UINT64_MAX, spec_.start + spec_.send_until, fs.seed);
+        f.bulk->pump();
+        f.sim->flush();
+        active_.insert(i);
+        heap_.set(i, demux_.own_next(*f.sim));
+    }
+
+    void step_flow(std::size_t i) {
+        Flow& f = flows_[i];
+        f.sim->step();
+        ++steps_;
+        f.bulk->pump();
+        f.sim->flush();  // at this flow's now, so the shared link's sends stay in time order
+        if (f.bulk->done()) f.done = true;
+        if (auto why = f.bulk->failure(); !why.empty() && !f.done) {
+            f.done = true;
+            f.failure = std::move(why);
+        }
+        if (f.done) {
+            active_.erase(i);
+            heap_.erase(i);
+        } else {
+            heap_.set(i, demux_.own_next(*f.sim));
+        }
+        requeue_woken();
+    }
+
+    // Flows whose queue the step filled: their own next event moved.
+    void requeue_woken() {
+        auto& woken = demux_.woken();
+        for (const std::size_t j : woken)
+            if (active(j)) heap_.set(j, demux_.own_next(*flows_[j].sim));
+        woken.clear();
+    }
+
+    void sample() {
+        for (std::size_t i = 0; i < flows_.size(); ++i) {
+            Flow& f = flows_[i];
+            if (!f.sim) continue;
+            // A finished flow is not stepped any more: its late sends
+            // would reach the shared link out of time order.
+            if (active(i)) {
+                f.sim->run_until(next_sample_);
+                heap_.set(i, demux_.own_next(*f.sim));
+            }
+            f.bulk->take_sample(next_sample_);
+        }
+        requeue_woken();
+        next_sample_ += spec_.interval;
+    }
+
+    const SharedPathSpec& spec_;
+    Demux demux_;
+    std::vector<Flow> flows_;
+    FlowHeap heap_;
+    std::set<std::size_t> active_;  // started and not done, by index
+    const Instant deadline_;
+    Instant next_sample_;
+    std::uint64_t steps_ = 0;
+};
+
 }  // namespace
 
 SharedPathResult run_shared_path(const SharedPathSpec& spec) {
@@ -146,79 +298,7 @@ SharedPathResult run_shared_path(const SharedPathSpec& spec) {
         throw std::invalid_argument("run_shared_path: the bottleneck and return-path factories are required");
     if (spec.interval <= Duration::zero() || spec.deadline <= Duration::zero() || spec.send_until <= Duration::zero())
         throw std::invalid_argument("run_shared_path: interval, deadline and send_until must be positive");
-
-    Demux demux(build_link(spec.bottleneck, {}, "run_shared_path"), spec.flows.size());
-    std::vector<Flow> flows(spec.flows.size());
-    const Instant start = spec.start;
-    const Instant deadline = start + spec.deadline;
-    Instant next_sample = start + spec.interval;
-    std::uint64_t steps = 0;
-
-    auto start_flow = [&](std::size_t i) {
-        const FlowSpec& fs = spec.flows[i];
-        auto& f = flows[i];
-        f.sim = std::make_unique<Simulator>(std::make_unique<Port>(demux, static_cast<std::uint8_t>(i)),
-                                            build_link(spec.return_path, {}, "run_shared_path"), start + fs.start);
-        f.sim->connect(fs.client, fs.server);
-        f.bulk = std::make_unique<BulkFlow>(*f.sim, start, UINT64_MAX, start + spec.send_until, fs.seed);
-        f.bulk->pump();
-        f.sim->flush();
-    };
-    auto active = [](const Flow& f) { return f.sim && !f.done; };
-
-    while (true) {
-        // The earliest thing to happen: a flow starting, or a flow's event.
-        Instant t = kNever;
-        std::size_t who = 0;
-        bool starting = false;
-        for (std::size_t i = 0; i < flows.size(); ++i) {
-            if (!flows[i].sim) {
-                const Instant s = start + spec.flows[i].start;
-                if (s < t) {
-                    t = s;
-                    who = i;
-                    starting = true;
-                }
-            } else if (active(flows[i])) {
-                const Instant e = flows[i].sim->next_event_time();
-                if (e < t) {
-                    t = e;
-                    who = i;
-                    starting = false;
-                }
-            }
-        }
-        if (t == kNever) break;  // every flow done (or stalled)
-        if (t > next_sample && next_sample <= deadline) {
-            // Nothing happens before the sample time in any flow.
-            for (auto& f : flows) {
-                if (!f.sim) continue;
-                // A finished flow is not stepped any more: its late sends
-                // would reach the shared link out of time order.
-                if (active(f)) f.sim->run_until(next_sample);
-                f.bulk->take_sample(next_sample);
-            }
-            next_sample += spec.interval;
-            continue;
-        }
-        if (t > deadline) break;
-        if (starting) {
-            start_flow(who);
-            continue;
-        }
-        Flow& f = flows[who];
-        f.sim->step();
-        ++steps;
-        f.bulk->pump();
-        f.sim->flush();  // at this flow's now, so the shared link's sends stay in time order
-        if (f.bulk->done()) f.done = true;
-        if (auto why = f.bulk->failure(); !why.empty() && !f.done) {
-            f.done = true;
-            f.failure = std::move(why);
-        }
-    }
-
-    return results(flows, demux, steps);
+    return SharedRun(spec).run();
 }
 
 }  // namespace ndm::sim
