@@ -517,6 +517,114 @@ TEST_CASE("endpoint: 100 concurrent connections on one server endpoint are each 
     check_byte_exact(run, server, bytes);
 }
 
+// Issue 18: a pass of the endpoint visits only connections with work. 200
+// idle connections sit beside one that transfers: they get (almost) no turns
+// while it does, yet their idle timers still fire, none before the idle
+// timeout, and the busy one is byte-exact at the end.
+TEST_CASE("endpoint: 200 idle connections get no turns while one transfers, and their idle timers still fire" *
+          doctest::timeout(120)) {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    SinkServer server(cfg);
+    Endpoint client(cfg);
+    constexpr int kIdle = 200;
+    const Duration idle_timeout = 3s;
+    std::map<ConnectionHandle, Instant> closed_at;
+    std::map<ConnectionHandle, std::string> close_reason;
+    client.on_event([&](ConnectionHandle h, const Event& ev) {
+        if (const auto* cl = std::get_if<event::Closed>(&ev)) {
+            closed_at[h] = steady_now();
+            close_reason[h] = cl->info.reason;
+        }
+    });
+    auto params = [](int i) { return std::vector<std::uint8_t>{static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)}; };
+    const Instant start = steady_now();
+    std::vector<ConnectionHandle> idle;
+    for (int i = 0; i < kIdle; ++i) {
+        ConnectionConfig c = cfg.connection;
+        c.idle_timeout = idle_timeout;
+        c.application_params = params(i);
+        idle.push_back(client.connect("127.0.0.1", server.port(), c));
+    }
+    ConnectionConfig busy_cc = cfg.connection;  // the default idle timeout, 30 s
+    busy_cc.application_params = params(kIdle);
+    const ConnectionHandle busy = client.connect("127.0.0.1", server.port(), busy_cc);
+    REQUIRE(client.run_until(
+        [&] {
+            for (const ConnectionHandle h : idle)
+                if (const Connection* c = client.find(h); c && !c->is_established()) return false;
+            return client.find(busy) && client.find(busy)->is_established();
+        },
+        60s));
+    const Instant settled = steady_now();
+
+    // The busy connection writes as fast as it may; only it is reached through connection().
+    StreamHash sent;
+    Pattern pattern(3);
+    std::vector<std::uint8_t> chunk(64 * 1024);
+    std::optional<StreamId> stream;
+    auto feed = [&] {
+        Connection* c = client.connection(busy);
+        REQUIRE(c);
+        if (!stream) stream = c->open_stream();
+        REQUIRE(stream);
+        while (c->stream_send_capacity(*stream) >= chunk.size()) {
+            pattern.fill(chunk);
+            REQUIRE(c->write(*stream, chunk) == chunk.size());
+            sent.update(chunk);
+        }
+    };
+    // A second to let handshake confirmations and ACKs settle, then a second measured.
+    const Instant measure_from = steady_now() + 1s;
+    EndpointStats before{};
+    bool measuring = false;
+    while (steady_now() < measure_from + 1s) {
+        if (!measuring && steady_now() >= measure_from) {
+            before = client.stats();
+            measuring = true;
+        }
+        feed();
+        client.run_once(steady_now() + 5ms);
+    }
+    const EndpointStats after = client.stats();
+    const std::uint64_t turns = after.turns - before.turns;
+    const std::uint64_t connection_turns = after.connection_turns - before.connection_turns;
+    CAPTURE(turns);
+    CAPTURE(connection_turns);
+    REQUIRE(turns >= 50);
+    // The busy one: a few turns per pass (it is marked again while the send
+    // slots are out). Each idle one: a handful at most (a late ACK, its idle
+    // timeout). Visiting every connection every pass would be 201 per pass.
+    CHECK(connection_turns <= 4 * turns + 4 * kIdle);
+
+    // Every idle connection ends by its idle timer, not before it, and not
+    // much later than the timeout after the last handshake finished.
+    REQUIRE(client.run_until(
+        [&] {
+            feed();
+            return closed_at.size() >= kIdle;
+        },
+        idle_timeout + 30s));
+    for (const ConnectionHandle h : idle) {
+        CAPTURE(h);
+        REQUIRE(closed_at.count(h));
+        CHECK(close_reason[h].find("idle timeout") != std::string::npos);
+        CHECK(closed_at[h] >= start + idle_timeout);
+        CHECK(closed_at[h] <= settled + idle_timeout + 10s);
+    }
+    CHECK(!closed_at.count(busy));
+    CHECK(client.connection_count() == 1);
+
+    // The busy one's stream is byte-exact.
+    client.connection(busy)->finish(*stream);
+    REQUIRE(client.run_until([&] { return server.finished() >= 1; }, 30s));
+    const auto results = server.results();
+    REQUIRE(results.count(kIdle));
+    CHECK(results.at(kIdle).bytes == sent.bytes());
+    CHECK(results.at(kIdle).hash == sent.digest());
+}
+
 TEST_CASE("endpoint: 256 MB byte-exact with GSO/GRO on each backend" * doctest::timeout(120)) {
     EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";

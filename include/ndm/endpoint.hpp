@@ -160,6 +160,13 @@ struct EndpointStats {
     std::uint64_t retries_sent = 0;           // RFC 9000 §8.1.2
     std::uint64_t invalid_tokens = 0;         // Initials dropped for a token that did not validate
     std::uint64_t per_address_refused = 0;    // Initials dropped for max_connections_per_address
+    // Service passes, and connection turns within them (a turn: a connection's
+    // datagrams out and events to the application). A pass gives turns only
+    // to connections with work (a datagram arrived, a timer is due, the
+    // application reached it through connection()), so idle connections do
+    // not add to what each pass costs.
+    std::uint64_t turns = 0;
+    std::uint64_t connection_turns = 0;
 };
 
 class Endpoint {

@@ -22,6 +22,7 @@
 #include "io/probe.hpp"
 #include "io/retry_gate.hpp"
 #include "io/stateless_reset_responder.hpp"
+#include "io/timer_heap.hpp"
 #include "io/transmit_batch.hpp"
 #include "util/rng.hpp"
 
@@ -125,6 +126,7 @@ struct Endpoint::Impl final : io::RxHandler {
         bool abandoned = false;  // peer unreachable: remove without a closing period
         bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
         bool accepted = false;   // counted in accepted_per_host
+        std::size_t timer_slot = io::kNoTimerSlot;  // in `timers`
     };
 
     EndpointConfig cfg;
@@ -140,7 +142,16 @@ struct Endpoint::Impl final : io::RxHandler {
     // Accepted connections per peer host (Address::host()), for
     // EndpointConfig::max_connections_per_address; entries at 0 are erased.
     std::unordered_map<io::Address, std::size_t, io::AddressHash> accepted_per_host;
+    // A turn visits only connections with work, so its cost does not grow
+    // with the number of idle ones: those marked (a datagram arrived, the
+    // application reached them through connection(), an error) and those
+    // whose timer or link delivery is due. Every live connection is in
+    // `dirty` or in `timers`, keyed by its next_timeout() and its links'
+    // next deliveries as they were after its last turn: any call that can
+    // change them marks it, and its turn re-keys it.
     std::vector<Record*> dirty;
+    io::TimerHeap<Record> timers;
+    std::vector<ConnectionHandle> finished;  // closed or abandoned at their last turn: removed if still so
     std::deque<ConnectionHandle> accepted;
     std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
     std::size_t half_open_count = 0;
@@ -281,6 +292,7 @@ struct Endpoint::Impl final : io::RxHandler {
             if (it != routes.end() && it->second == &r) routes.erase(it);
         }
         if (!close_infos.count(r.handle)) remember_close(r.handle, r.conn->close_info());
+        timers.erase(r);
         conns.erase(r.handle);  // r is gone
     }
 
@@ -377,7 +389,8 @@ struct Endpoint::Impl final : io::RxHandler {
             if (r.ingress) {
                 r.ingress->send(data, now, ecn);
                 service_needed = true;
-                next_deadline = std::min(next_deadline, r.ingress->next_delivery());
+                rekey(r);
+                next_deadline = std::min(next_deadline, timers.top_time());
             } else {
                 r.conn->on_datagram(data, now, ecn);
                 mark(r);
@@ -472,6 +485,8 @@ struct Endpoint::Impl final : io::RxHandler {
             if (r.conn->state() == ConnectionState::draining) {
                 mark(r);
                 taken = true;
+            } else if (!r.dirty) {
+                rekey(r);
             }
         }
         if (taken || !resets) return taken;
@@ -551,6 +566,11 @@ struct Endpoint::Impl final : io::RxHandler {
         }
         end_batch();  // batches never span connections: each is one pacer burst
         while (auto ev = r.conn->poll_event()) dispatch(r, *ev);
+        ++st.connection_turns;
+        // Everything that can move its timers has run (the handler may have
+        // marked it again: then it has another turn, which re-keys it too).
+        rekey(r);
+        if (r.conn->is_closed() || r.abandoned) finished.push_back(r.handle);
     }
 
     void dispatch(Record& r, const Event& ev) {
@@ -569,23 +589,42 @@ struct Endpoint::Impl final : io::RxHandler {
         if (handler) handler(r.handle, ev);  // may re-enter: connect, connection(), ...
     }
 
-    void run_links(Instant now) {
-        for (auto& [h, rp] : conns) {
-            Record& r = *rp;
-            Ecn ecn = Ecn::not_ect;
-            if (r.egress) {
-                while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out, ecn)) {
-                    if (!r.abandoned && !batch->send_or_stash(r.peer, link_out, ecn)) tx_blocked = true;
-                }
+    // When the connection next has timed work: its own timers (ACK delay,
+    // loss/PTO, idle, pacer) or its impairment links' next deliveries.
+    Instant wake_time(const Record& r) const {
+        Instant t = r.conn->next_timeout();
+        if (r.egress) t = std::min(t, r.egress->next_delivery());
+        if (r.ingress) t = std::min(t, r.ingress->next_delivery());
+        return t;
+    }
+
+    void rekey(Record& r) { timers.set(r, wake_time(r)); }
+
+    // Delivers what a connection's links release by now: egress to the
+    // socket, ingress to the connection.
+    void run_links(Record& r, Instant now) {
+        Ecn ecn = Ecn::not_ect;
+        if (r.egress) {
+            while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out, ecn)) {
+                if (!r.abandoned && !batch->send_or_stash(r.peer, link_out, ecn)) tx_blocked = true;
             }
-            if (r.ingress) {
-                bool got = false;
-                while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out, ecn)) {
-                    r.conn->on_datagram(link_out, now, ecn);
-                    got = true;
-                }
-                if (got) mark(r);
+        }
+        if (r.ingress) {
+            while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out, ecn)) {
+                r.conn->on_datagram(link_out, now, ecn);
             }
+        }
+    }
+
+    // The connections whose timers or link deliveries are due, from the top
+    // of the heap: each runs its links and timers and gets a turn (which
+    // puts it back in the heap).
+    void run_due(Instant now) {
+        for (Record* r = timers.top(); r && timers.top_time() <= now; r = timers.top()) {
+            timers.erase(*r);
+            run_links(*r, now);
+            if (r->conn->next_timeout() <= now) r->conn->on_timeout(now);
+            mark(*r);
         }
         end_batch();
     }
@@ -598,36 +637,28 @@ struct Endpoint::Impl final : io::RxHandler {
         }
     }
 
+    // Connections that were closed or abandoned at their last turn, unless
+    // marked since (their next turn lists them again).
+    void remove_finished() {
+        const auto done = std::move(finished);
+        finished.clear();
+        for (const ConnectionHandle h : done) {
+            Record* r = find(h);
+            if (r && !r->dirty && (r->conn->is_closed() || r->abandoned)) remove(*r);
+        }
+    }
+
     void service(Instant now) {
         service_needed = false;
+        ++st.turns;
         tx_blocked = !batch->flush_stash();
         for (const auto& [to, d] : stateless_to_send)
             if (!batch->send_or_stash(to, d)) tx_blocked = true;
         stateless_to_send.clear();
-        run_links(now);
-        for (auto& [h, r] : conns) {
-            if (r->conn->next_timeout() <= now) {
-                r->conn->on_timeout(now);
-                mark(*r);
-            }
-        }
+        run_due(now);
         pump_all(now);
-        // Remove what is finished; recompute when we next have work.
-        next_deadline = kNever;
-        std::vector<Record*> done;
-        for (auto& [h, r] : conns) {
-            if (r->conn->is_closed() || (r->abandoned && !r->dirty)) {
-                done.push_back(r.get());
-                continue;
-            }
-            next_deadline = std::min(next_deadline, r->conn->next_timeout());
-            if (r->egress) next_deadline = std::min(next_deadline, r->egress->next_delivery());
-            if (r->ingress) next_deadline = std::min(next_deadline, r->ingress->next_delivery());
-        }
-        for (Record* r : done) {
-            if (r->dirty) continue;
-            remove(*r);
-        }
+        remove_finished();
+        next_deadline = timers.top_time();
         if (!dirty.empty() || !batch->stash_empty()) next_deadline = now;
         service_needed = false;
     }

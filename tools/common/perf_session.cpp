@@ -187,10 +187,21 @@ Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout
     return *c;
 }
 
+std::uint64_t PayloadPump::allowance(const ConnectionStats& st) const {
+    const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
+    const std::uint64_t outstanding = written_ - st.stream_bytes_acked;
+    if (written_ >= limit_ || outstanding >= target) return 0;
+    return std::min(limit_ - written_, target - outstanding);
+}
+
+bool PayloadPump::wants(const Connection& c, StreamId id, Instant now) const {
+    return allowance(c.stats(now)) > 0 && c.stream_send_capacity(id) > 0;
+}
+
 void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
     const ConnectionStats st = c.stats(now);
-    const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
-    while (written_ < limit_ && written_ - st.stream_bytes_acked < target) {
+    const std::uint64_t start = written_;
+    for (std::uint64_t left = allowance(st); written_ - start < left;) {
         const std::size_t n = static_cast<std::size_t>(
             std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), limit_ - written_}));
         if (n == 0) break;

@@ -98,6 +98,10 @@ public:
         : payload_(seed), limit_(limit) {}
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
+    // Whether pump() would write anything now. A read-only look, so that a
+    // driver with many connections reaches (and so schedules) only those
+    // that take more payload through Endpoint::connection().
+    [[nodiscard]] bool wants(const Connection& c, StreamId id, Instant now) const;
     [[nodiscard]] std::uint64_t written() const { return written_; }
     [[nodiscard]] bool done() const { return written_ >= limit_; }
     [[nodiscard]] std::uint64_t digest() const { return hash_.digest(); }
@@ -105,6 +109,10 @@ public:
     static constexpr std::size_t kChunk = 64 * 1024;
 
 private:
+    // What may be written now: up to the limit, and no more than
+    // max(2 cwnd, 4 chunks) ahead of what the peer acknowledged.
+    [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st) const;
+
     workload::Payload payload_;
     workload::StreamHash hash_;
     std::uint64_t limit_;
