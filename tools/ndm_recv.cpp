@@ -148,6 +148,7 @@ struct Server {
             }
             f.data = *id;
             f.pump = std::make_unique<tools::PayloadPump>(p.seed, p.bytes ? p.bytes : std::numeric_limits<std::uint64_t>::max());
+            f.pump->pace(p.bitrate, p.burst * tools::kBlockSize);  // the client's -b
             if (!p.bytes) f.send_end = now + from_seconds(p.seconds);
         }
         if (!test) begin_test(p, now);
@@ -442,6 +443,7 @@ int main(int argc, char** argv) {
     ndm::tools::add_no_ecn_flag(app, no_ecn);
     std::string retry = "auto";
     ndm::tools::add_retry_option(app, retry);
+    ndm::tools::add_version_flag(app, "ndm-recv");
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
     EndpointConfig cfg;

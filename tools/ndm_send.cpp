@@ -61,6 +61,8 @@ struct Options {
     TlsOptions tls;  // from tls_flags, checked before any packet is sent
     bool no_gso = false;
     bool no_ecn = false;
+    std::string bitrate;  // -b RATE[/BURST]
+    bool udp = false;     // -u: refused
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -189,6 +191,7 @@ private:
                 f.data = *id;
                 f.pump = std::make_unique<tools::PayloadPump>(
                     f.params.seed, base_.bytes ? base_.bytes : std::numeric_limits<std::uint64_t>::max());
+                f.pump->pace(base_.bitrate, base_.burst * tools::kBlockSize);
             }
         }
         if (!o_.json) print_header();
@@ -512,6 +515,12 @@ int main(int argc, char** argv) {
     auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
                   ->check(tools::size_in(1, tools::kMaxTestBytes));
     t->excludes(n);
+    app.add_option("-b,--bitrate", o.bitrate,
+                   "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
+                   "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "
+                   "flow is application-limited (default: unlimited, as iperf3's TCP)");
+    app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
+    tools::add_version_flag(app, "ndm-send");
     app.add_option("-C,--congestion", o.cc,
                    "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
                    "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
@@ -542,6 +551,12 @@ int main(int argc, char** argv) {
     tools::add_no_gso_flag(app, o.no_gso);
     tools::add_no_ecn_flag(app, o.no_ecn);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-send")) return *rc;
+    if (o.udp) {
+        std::cerr << "ndm-send: -u: ndm is a reliable transport (QUIC streams deliver every byte, in order), so "
+                     "there is no UDP test; for an app-limited flow use -b RATE, for loss use --emu loss=N%, "
+                     "for a raw UDP test use iperf3 -u\n";
+        return 2;
+    }
 
     tools::TestParams params;
     std::optional<emu::Profile> profile;
@@ -562,6 +577,11 @@ int main(int argc, char** argv) {
         params.interval = o.interval;
         params.seed = o.seed;
         params.reverse = o.reverse;
+        if (!o.bitrate.empty()) {
+            const tools::Bitrate b = tools::parse_bitrate(o.bitrate);
+            params.bitrate = b.bits_per_second;
+            params.burst = b.burst;
+        }
         if (!o.bytes.empty()) {
             params.bytes = tools::parse_size(o.bytes);  // within 1..kMaxTestBytes: checked by size_in
             params.seconds = 0;

@@ -11,6 +11,7 @@
 
 #include "common/units.hpp"
 #include "ndm/tls.hpp"
+#include "ndm/version.hpp"
 
 namespace ndm::tools {
 
@@ -88,6 +89,11 @@ int report_failure(std::string_view tool, const std::exception& e) {
     const bool bad_input = dynamic_cast<const std::invalid_argument*>(&e) != nullptr ||
                            dynamic_cast<const tls::CredentialError*>(&e) != nullptr;
     return bad_input ? 2 : 1;
+}
+
+void add_version_flag(CLI::App& app, std::string_view tool) {
+    app.set_version_flag("-v,--version", fmt::format("{} {} (git {})", tool, version(), git_commit()),
+                         "print the version and the git commit it was built from, and exit");
 }
 
 CLI::Validator size_in(std::uint64_t min, std::uint64_t max) {

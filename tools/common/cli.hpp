@@ -32,6 +32,9 @@ int exit_on_parse_error(CLI::App& app, const CLI::ParseError& e, std::string_vie
 // key that cannot be used), 1 for everything else: network, peer, I/O.
 int report_failure(std::string_view tool, const std::exception& e);
 
+// --version: prints "TOOL VERSION (git COMMIT)" and exits 0, as iperf3's -v.
+void add_version_flag(CLI::App& app, std::string_view tool);
+
 // A byte count as parse_size reads it ("32M", "1.5G"), within [min, max].
 CLI::Validator size_in(std::uint64_t min, std::uint64_t max);
 

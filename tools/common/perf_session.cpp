@@ -1,6 +1,8 @@
 #include "common/perf_session.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/printable.hpp"
+#include "common/units.hpp"
 #include "ndm/cc.hpp"
 
 namespace ndm::tools {
@@ -100,6 +103,12 @@ void validate(const TestParams& p) {
         throw std::invalid_argument(
             "test parameter cc_options: model= names a file, which in -R the server would open; a server opens no file "
             "a client names (use model=default)");
+    if (p.bitrate > kMaxBitrate)
+        throw std::invalid_argument(fmt::format("test parameter bitrate {} exceeds {} bit/s", p.bitrate, kMaxBitrate));
+    if (p.burst > kMaxBurst)
+        throw std::invalid_argument(fmt::format("test parameter burst {} exceeds {} blocks", p.burst, kMaxBurst));
+    out_of("omit", p.omit, 0, kMaxOmit, " s");
+    if (p.omit > 0 && p.bytes != 0) throw std::invalid_argument("test parameter omit applies to timed tests only, not with bytes");
     if (!p.cc_options.empty()) {  // the controller itself names a bad key or value
         cc::Params cp;
         cp.max_datagram_size = p.packet_size;
@@ -110,7 +119,8 @@ void validate(const TestParams& p) {
 std::vector<std::uint8_t> encode(const TestParams& p) {
     return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"cc_options", p.cc_options}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
                      {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed},
-                     {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse}});
+                     {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse},
+                     {"bitrate", p.bitrate}, {"burst", p.burst}, {"omit", p.omit}});
 }
 
 TestParams decode_test_params(std::span<const std::uint8_t> blob) {
@@ -136,6 +146,10 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
         if (!j["reverse"].is_boolean()) throw std::invalid_argument("test parameter reverse is not a boolean");
         p.reverse = j["reverse"].get<bool>();
     }
+    // -b and -O: absent from older clients; validate() bounds omit.
+    p.bitrate = uint_field(j, "bitrate", 0, kMaxBitrate);
+    p.burst = static_cast<unsigned>(uint_field(j, "burst", 0, kMaxBurst));
+    if (j.contains("omit")) p.omit = number_field(j, "omit");
     if (!p.reverse && names_model_file(p)) {
         TestParams checked = p;  // the client's own model file: the server does not open it
         checked.cc_options.clear();
@@ -147,21 +161,44 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
 }
 
 std::vector<std::uint8_t> encode(const ReceiverReport& r) {
-    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}});
+    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}, {"omitted_bytes", r.omitted_bytes}});
 }
 
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "receiver report");
-    return {uint_field(j, "bytes"), report_seconds(j), uint_field(j, "hash")};
+    ReceiverReport r{uint_field(j, "bytes"), report_seconds(j), uint_field(j, "hash")};
+    r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // a part of bytes
+    return r;
 }
 
 std::vector<std::uint8_t> encode(const SenderReport& r) {
-    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash}});
+    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash},
+                     {"omitted_bytes", r.omitted_bytes}, {"omitted_retransmits", r.omitted_retransmits}});
 }
 
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "sender report");
-    return {uint_field(j, "bytes"), report_seconds(j), uint_field(j, "retransmits"), uint_field(j, "hash")};
+    SenderReport r{uint_field(j, "bytes"), report_seconds(j), uint_field(j, "retransmits"), uint_field(j, "hash")};
+    r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // parts of the totals
+    r.omitted_retransmits = uint_field(j, "omitted_retransmits", 0, r.retransmits);
+    return r;
+}
+
+Bitrate parse_bitrate(std::string_view text) {
+    const std::size_t slash = text.find('/');
+    Bitrate b;
+    b.bits_per_second = parse_rate(text.substr(0, slash));
+    if (b.bits_per_second < 1 || b.bits_per_second > kMaxBitrate)
+        throw std::invalid_argument(fmt::format("bitrate \"{}\" outside 1..{} bit/s", text, kMaxBitrate));
+    if (slash != std::string_view::npos) {
+        const std::string burst(text.substr(slash + 1));
+        unsigned n = 0;
+        const auto [ptr, ec] = std::from_chars(burst.data(), burst.data() + burst.size(), n);
+        if (ec != std::errc() || ptr != burst.data() + burst.size() || burst.empty() || n < 1 || n > kMaxBurst)
+            throw std::invalid_argument(fmt::format("burst \"{}\" is not a whole number of blocks in 1..{}", burst, kMaxBurst));
+        b.burst = n;
+    }
+    return b;
 }
 
 Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout) {
@@ -179,12 +216,22 @@ Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout
     return *c;
 }
 
+std::uint64_t PayloadPump::allowed(Instant now) {
+    if (bits_per_second_ == 0) return limit_;
+    if (!paced_from_) paced_from_ = now;
+    const double due = static_cast<double>(bits_per_second_) / 8 * to_seconds(now - *paced_from_);
+    if (static_cast<double>(written_) >= due) return written_;  // ahead of the rate: wait
+    const auto upto = burst_bytes_ ? written_ + burst_bytes_ : static_cast<std::uint64_t>(std::ceil(due));
+    return std::min(limit_, upto);
+}
+
 void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
     const ConnectionStats st = c.stats(now);
     const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
-    while (written_ < limit_ && written_ - st.stream_bytes_acked < target) {
+    const std::uint64_t upto = allowed(now);
+    while (written_ < upto && written_ - st.stream_bytes_acked < target) {
         const std::size_t n = static_cast<std::size_t>(
-            std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), limit_ - written_}));
+            std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), upto - written_}));
         if (n == 0) break;
         // The payload goes straight into the stream's send buffer; room may
         // be short of n where that buffer wraps (the loop comes back for more).
