@@ -73,6 +73,8 @@ struct Flow {
     bool closed = false;
     std::string close_reason;
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
+    // At the end of the -O period: forward what we had read, reverse what we had sent.
+    std::uint64_t omitted_bytes = 0, omit_sent = 0, omit_retx = 0;
 
     [[nodiscard]] bool done() const { return params.reverse ? fin_sent : reported; }
 };
@@ -86,6 +88,8 @@ struct Test {
     Instant next_report{};
     Instant join_deadline = kNever;  // every -P connection must have arrived by then
     bool intervals_done = false;
+    bool omitting = false;  // within the client's -O seconds
+    Instant omit_end{};
     std::vector<Flow> flows;
     json intervals = json::array();
 
@@ -149,7 +153,7 @@ struct Server {
             f.data = *id;
             f.pump = std::make_unique<tools::PayloadPump>(p.seed, p.bytes ? p.bytes : std::numeric_limits<std::uint64_t>::max());
             f.pump->pace(p.bitrate, p.burst * tools::kBlockSize);  // the client's -b
-            if (!p.bytes) f.send_end = now + from_seconds(p.seconds);
+            if (!p.bytes) f.send_end = now + from_seconds(p.omit + p.seconds);
         }
         if (!test) begin_test(p, now);
         // Rows in the client's connection order, whatever the handshakes' order.
@@ -165,6 +169,8 @@ struct Server {
         t.start = t.interval_begin = now;
         t.wall_start = std::chrono::system_clock::now();
         t.next_report = now + from_seconds(p.interval);
+        t.omitting = p.omit > 0;
+        t.omit_end = now + from_seconds(p.omit);
         // All -P connections arrive within one idle timeout, or the test ends.
         t.join_deadline = now + join_timeout;
         test = std::move(t);
@@ -222,11 +228,12 @@ struct Server {
                     c->close(1, "no stream for the report", now);
                     continue;
                 }
-                f.sent_bytes = st.stream_bytes_sent;
-                f.retransmits = st.packets_retransmitted;
-                c->write(*rid, tools::encode(tools::SenderReport{f.pump->written(), f.sent_seconds, f.retransmits,
-                                                                 f.pump->digest()}),
-                         true);
+                f.sent_bytes = st.stream_bytes_sent - std::min(f.omit_sent, st.stream_bytes_sent);
+                f.retransmits = st.packets_retransmitted - std::min(f.omit_retx, st.packets_retransmitted);
+                tools::SenderReport r{f.pump->written(), f.sent_seconds, st.packets_retransmitted, f.pump->digest()};
+                r.omitted_bytes = std::min(f.omit_sent, r.bytes);
+                r.omitted_retransmits = std::min(f.omit_retx, r.retransmits);
+                c->write(*rid, tools::encode(r), true);
                 f.reported = true;
             }
         }
@@ -262,16 +269,19 @@ struct Server {
             sum_retr += retr;
             json s = sum_json(b, e, bytes, rev ? std::optional(retr) : std::nullopt, rev);
             s["socket"] = f.params.index + 1;
+            s["omitted"] = t.omitting;
             if (rev) s["snd_cwnd"] = cwnd;
             streams.push_back(s);
             if (!json_out) {
                 std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", id_label(f.params.index), b, e,
                                          tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)))
-                          << (rev ? fmt::format("  {:>4}  {:>12}", retr, tools::format_cwnd(cwnd)) : "") << '\n';
+                          << (rev ? fmt::format("  {:>4}  {:>12}", retr, tools::format_cwnd(cwnd)) : "")
+                          << (t.omitting ? "  (omitted)" : "") << '\n';
             }
         }
-        t.intervals.push_back(
-            {{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev)}});
+        json sum = sum_json(b, e, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev);
+        sum["omitted"] = t.omitting;
+        t.intervals.push_back({{"streams", streams}, {"sum", sum}});
         if (!json_out && t.params.streams > 1) {
             std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
                                      tools::format_bitrate(rate(sum_bytes, e - b)))
@@ -282,11 +292,31 @@ struct Server {
         t.interval_begin = now;
     }
 
+    // The end of the client's -O period: its rows were marked; the clock and
+    // the totals start again (forward: the report leaves the omitted bytes out).
+    void end_omit(Instant now) {
+        Test& t = *test;
+        interval(now);
+        t.omitting = false;
+        for (Flow& f : t.flows) {
+            f.omitted_bytes = f.bytes;
+            if (const Connection* c = ep.find(f.h)) {
+                const ConnectionStats st = c->stats(now);
+                f.omit_sent = st.stream_bytes_sent;
+                f.omit_retx = st.packets_retransmitted;
+            }
+            f.start = now;
+        }
+        t.start = t.interval_begin = now;
+        t.next_report = now + from_seconds(t.params.interval);
+    }
+
     // Interval rows until every flow is done, then the partial last interval.
     void tick(Instant now) {
         expire(now);
         if (!test || test->intervals_done) return;
         Test& t = *test;
+        if (t.omitting && now >= t.omit_end) end_omit(now);
         bool all_done = static_cast<unsigned>(t.flows.size()) == t.params.streams;
         Instant last = t.interval_begin;
         for (const Flow& f : t.flows) {
@@ -314,7 +344,7 @@ struct Server {
             f->last_byte = steady_now();
         });
         if (!f->params.reverse && c->stream_finished(id) && !f->reported) {
-            tools::ReceiverReport r{f->bytes, secs(f->start, f->last_byte), f->hash.digest()};
+            tools::ReceiverReport r{f->bytes, std::max(0.0, secs(f->start, f->last_byte)), f->hash.digest(), f->omitted_bytes};
             c->write(id, tools::encode(r), true);
             f->reported = true;
             tick(steady_now());
@@ -345,8 +375,8 @@ struct Server {
         // phase (-t seconds from its start), as ndm-send's receiver line does.
         const std::optional<double> send_phase = drain_reference(t.params);
         for (const Flow& f : t.flows) {
-            const double s = rev ? f.sent_seconds : secs(f.start, f.last_byte);
-            const std::uint64_t bytes = rev ? f.sent_bytes : f.bytes;
+            const double s = rev ? f.sent_seconds : std::max(0.0, secs(f.start, f.last_byte));
+            const std::uint64_t bytes = rev ? f.sent_bytes : f.bytes - f.omitted_bytes;
             sum_bytes += bytes;
             sum_retr += f.retransmits;
             sum_s = std::max(sum_s, s);
@@ -364,6 +394,7 @@ struct Server {
                             {"num_streams", t.params.streams},
                             {"blksize", t.params.packet_size},
                             {"duration", t.params.seconds},
+                            {"omit", t.params.omit},
                             {"bytes", t.params.bytes},
                             {"reverse", rev ? 1 : 0}}},
                           {"sender_congestion", t.params.cc}};
@@ -383,8 +414,8 @@ struct Server {
             };
             std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
             for (const Flow& f : t.flows)
-                line(id_label(f.params.index), rev ? f.sent_seconds : secs(f.start, f.last_byte),
-                     rev ? f.sent_bytes : f.bytes, f.retransmits);
+                line(id_label(f.params.index), rev ? f.sent_seconds : std::max(0.0, secs(f.start, f.last_byte)),
+                     rev ? f.sent_bytes : f.bytes - f.omitted_bytes, f.retransmits);
             if (t.flows.size() > 1) line("[SUM]", sum_s, sum_bytes, sum_retr);
             if (!failure.empty()) std::cout << "ndm-recv: the test ended early: " << failure << '\n';
         }

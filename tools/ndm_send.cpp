@@ -63,6 +63,7 @@ struct Options {
     bool no_ecn = false;
     std::string bitrate;  // -b RATE[/BURST]
     bool udp = false;     // -u: refused
+    double omit = 0;      // -O seconds
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -88,9 +89,11 @@ struct Flow {
     std::vector<std::uint8_t> report;
     bool report_done = false;
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
+    std::uint64_t omit_sent = 0, omit_retx = 0, omit_received = 0;  // at the end of the -O period
 
-    // Closing numbers.
+    // Closing numbers, without the -O period; the totals decide byte-exactness.
     std::uint64_t sent_bytes = 0, retransmits = 0, recv_bytes = 0;
+    std::uint64_t sent_total = 0, recv_total = 0;
     double sent_seconds = 0, recv_seconds = 0;
     bool exact = false;
 };
@@ -118,6 +121,8 @@ public:
         connect();
         start_ = sample_begin_ = steady_now();
         next_sample_ = start_ + from_seconds(base_.interval);
+        omitting_ = base_.omit > 0;
+        omit_end_ = start_ + from_seconds(base_.omit);
         if (!o_.reverse) {
             send_phase();
             collect_receiver_reports();
@@ -250,34 +255,57 @@ private:
             if (o_.json) {
                 json s = sum_json(b, e, bytes, rev ? std::nullopt : std::optional(retr), !rev);
                 s["socket"] = f.index + 1;
+                s["omitted"] = omitting_;
                 if (!rev) {
                     s["snd_cwnd"] = cwnd;
                     s["rtt"] = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
                 }
                 streams.push_back(s);
             } else if (rev) {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}\n", id_label(f.index), b, e,
-                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)));
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}{}\n", id_label(f.index), b, e,
+                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), omitted_note());
             } else {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}  {:>12}\n", id_label(f.index), b,
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}  {:>12}{}\n", id_label(f.index), b,
                                          e, tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), retr,
-                                         tools::format_cwnd(cwnd));
+                                         tools::format_cwnd(cwnd), omitted_note());
             }
         }
         if (o_.json) {
-            intervals_.push_back({{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev)}});
+            json sum = sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev);
+            sum["omitted"] = omitting_;
+            intervals_.push_back({{"streams", streams}, {"sum", sum}});
         } else if (o_.parallel > 1) {
             std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
                                      tools::format_bitrate(rate(sum_bytes, e - b)))
-                      << (rev ? std::string() : fmt::format("  {:>4}", sum_retr)) << '\n'
+                      << (rev ? std::string() : fmt::format("  {:>4}", sum_retr)) << omitted_note() << '\n'
                       << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
         }
         std::cout << std::flush;
         sample_begin_ = now;
     }
 
+    // iperf3's -O: the omitted period's rows are marked, then the clock and
+    // the totals start again from its end.
+    [[nodiscard]] std::string omitted_note() const { return omitting_ ? "  (omitted)" : ""; }
+    void end_omit(Instant now) {
+        sample(now);
+        omitting_ = false;
+        for (Flow& f : flows_) {
+            f.omit_received = f.received;
+            if (const Connection* c = ep_.find(f.h)) {
+                const ConnectionStats st = c->stats(now);
+                f.omit_sent = st.stream_bytes_sent;
+                f.omit_retx = st.packets_retransmitted;
+            }
+        }
+        start_ = sample_begin_ = now;
+        next_sample_ = now + from_seconds(base_.interval);
+    }
+
     void tick(Instant now) {
-        if (now >= next_sample_) {
+        if (omitting_ && now >= omit_end_) {
+            end_omit(now);
+        } else if (now >= next_sample_) {
             sample(now);
             next_sample_ += from_seconds(base_.interval);
         }
@@ -289,7 +317,7 @@ private:
 
     // Forward: -t sends for a time; -n until the receiver acknowledged every byte. Then FIN.
     void send_phase() {
-        const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.seconds);
+        const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.omit + base_.seconds);
         for (Instant now = steady_now(); now < end; now = steady_now()) {
             bool all_acked = base_.bytes != 0;
             for (Flow& f : flows_) {
@@ -333,9 +361,11 @@ private:
                                              : "no report from the receiver within 30 s after the send phase");
             const tools::ReceiverReport rr = tools::decode_receiver_report(f.report);
             const ConnectionStats st = c->stats(steady_now());
-            f.sent_bytes = st.stream_bytes_sent;
-            f.retransmits = st.packets_retransmitted;
-            f.recv_bytes = rr.bytes;
+            f.sent_total = f.pump->written();
+            f.recv_total = rr.bytes;
+            f.sent_bytes = st.stream_bytes_sent - std::min(f.omit_sent, st.stream_bytes_sent);
+            f.retransmits = st.packets_retransmitted - std::min(f.omit_retx, st.packets_retransmitted);
+            f.recv_bytes = rr.bytes - rr.omitted_bytes;
             f.recv_seconds = rr.seconds;
             f.exact = rr.bytes == f.pump->written() && rr.hash == f.pump->digest();
         }
@@ -360,7 +390,7 @@ private:
 
     // Reverse: until every server stream and report has arrived.
     void receive_phase() {
-        const Instant limit = start_ + from_seconds((base_.bytes ? 3600 : base_.seconds) + 30);
+        const Instant limit = start_ + from_seconds((base_.bytes ? 3600 : base_.omit + base_.seconds) + 30);
         bool data_done = false;
         for (Instant now = steady_now(); !receive_progress(now); now = steady_now()) {
             if (now >= limit) throw std::runtime_error("the server did not finish within 30 s after the test time");
@@ -381,11 +411,13 @@ private:
         }
         for (Flow& f : flows_) {
             const tools::SenderReport sr = tools::decode_sender_report(f.report);
-            f.sent_bytes = sr.bytes;
+            f.sent_total = sr.bytes;
+            f.recv_total = f.received;
+            f.sent_bytes = sr.bytes - sr.omitted_bytes;
             f.sent_seconds = sr.seconds;
-            f.retransmits = sr.retransmits;
-            f.recv_bytes = f.received;
-            f.recv_seconds = secs(start_, f.last_byte);
+            f.retransmits = sr.retransmits - sr.omitted_retransmits;
+            f.recv_bytes = f.received - f.omit_received;
+            f.recv_seconds = std::max(0.0, secs(start_, f.last_byte));
             f.exact = sr.bytes == f.received && sr.hash == f.hash.digest();
         }
     }
@@ -412,9 +444,9 @@ private:
             t.recv_s = std::max(t.recv_s, f.recv_seconds);
             t.all_exact = t.all_exact && f.exact;
             if (!f.exact && t.error.empty()) {
-                const std::uint64_t written = o_.reverse ? f.sent_bytes : f.pump->written();
-                t.error = f.recv_bytes != written
-                              ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1, f.recv_bytes, written)
+                t.error = f.recv_total != f.sent_total
+                              ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1,
+                                            f.recv_total, f.sent_total)
                               : fmt::format("connection {}: the received data differs from what was sent (hash mismatch)",
                                             f.index + 1);
             }
@@ -435,7 +467,7 @@ private:
                       {"connected", connected},
                       {"version", "ndm-send"},
                       {"test_start",
-                       {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", 0},
+                       {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", base_.omit},
                         {"duration", base_.seconds}, {"bytes", base_.bytes}, {"reverse", rev ? 1 : 0}}},
                       {"congestion_control", o_.cc},
                       {"profile", profile_name_},
@@ -496,6 +528,8 @@ private:
     std::vector<Flow> flows_;
     std::size_t mds_ = 0;  // the negotiated max datagram size
     Instant start_{}, sample_begin_{}, next_sample_{};
+    bool omitting_ = false;  // within -O's first seconds
+    Instant omit_end_{};
 };
 
 }  // namespace
@@ -521,6 +555,11 @@ int main(int argc, char** argv) {
                    "flow is application-limited (default: unlimited, as iperf3's TCP)");
     app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
     tools::add_version_flag(app, "ndm-send");
+    auto* omit = app.add_option("-O,--omit", o.omit,
+                                "omit the first N seconds from the totals (sent in addition to -t, rows marked "
+                                "(omitted)), e.g. to leave out slow start; with -t only, not -n")
+                     ->check(CLI::Range(0.0, tools::kMaxOmit));
+    omit->excludes(n);
     app.add_option("-C,--congestion", o.cc,
                    "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
                    "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
@@ -559,6 +598,7 @@ int main(int argc, char** argv) {
     }
 
     tools::TestParams params;
+    params.omit = o.omit;
     std::optional<emu::Profile> profile;
     try {  // bad input: one line, exit code 2, before any packet is sent
         (void)parse_io_backend(o.io);

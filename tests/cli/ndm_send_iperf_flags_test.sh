@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # ndm-send / ndm-recv flags at iperf3 parity (issue 21), on loopback: -u is
 # refused with the reason, --version names version and commit, -b paces the
-# sender to the asked rate (forward and -R).
+# sender to the asked rate (forward and -R), -O leaves the first seconds out
+# of the totals (rows and intervals marked omitted, forward and -R).
 set -euo pipefail
 send="$1"
 recv="$2"
 check="$3"
+doc="$4"
 # shellcheck source=send_recv_lib.sh
 source "$(dirname "$0")/send_recv_lib.sh"
 
@@ -44,4 +46,42 @@ for mode in "" -R; do
   done
   [ "$(get b.json end.byte_exact)" = true ] || fail "-b 20M $mode not byte-exact"
 done
+# 3. -O 1 -t 2 at 20 Mbit/s: 3 s of sending, the first second's intervals
+# marked omitted (text and -J), the totals those of the last 2 s only.
+for mode in "" -R; do
+  start_server
+  # shellcheck disable=SC2086
+  timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 2 -O 1 -i 0.5 -b 20M $mode -J > "$out/o.json" 2> "$out/err.txt" \
+    || fail "-O 1 $mode exit $?"
+  finish_server
+  check_shape o.json "-O $mode"
+  python3 - "$out/o.json" <<'PY' || fail "-O 1 $mode: intervals or totals"
+import json, sys
+d = json.load(open(sys.argv[1]))
+iv = d["intervals"]
+om = [i for i in iv if i["sum"]["omitted"]]
+kept = [i for i in iv if not i["sum"]["omitted"]]
+assert d["start"]["test_start"]["omit"] == 1, "test_start.omit"
+assert len(om) == 2 and iv[:2] == om, "the first two 0.5 s intervals are omitted: %d" % len(om)
+assert all(s["omitted"] == i["sum"]["omitted"] for i in iv for s in i["streams"]), "streams[].omitted"
+assert kept[0]["sum"]["start"] == 0, "the kept intervals start again at 0"
+end = d["end"]
+for k in ("sum_sent", "sum_received"):
+    assert 1.8 <= end[k]["seconds"] <= 2.3, "%s.seconds %s" % (k, end[k]["seconds"])
+    assert 15e6 <= end[k]["bits_per_second"] <= 25e6, "%s rate %s" % (k, end[k]["bits_per_second"])
+    # the omitted second (~2.5 MB) is not in the totals
+    assert end[k]["bytes"] < 0.8 * sum(i["sum"]["bytes"] for i in iv), k
+assert end["byte_exact"], "byte-exact"
+PY
+done
+start_server
+timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -O 1 -b 20M > "$out/o.txt" 2> "$out/err.txt" || fail "-O text exit $?"
+finish_server
+[ "$(grep -c '(omitted)$' "$out/o.txt")" -eq 1 ] || fail "-O 1: not one (omitted) row"
+[ "$(grep -c '(omitted)$' "$out/recv.txt")" -eq 1 ] || fail "-O 1: ndm-recv: not one (omitted) row"
+set +e
+"$send" -c 127.0.0.1 -n 1M -O 1 > /dev/null 2> "$out/on_err.txt"; rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "-O with -n: exit $rc, not 2"
+
 echo PASS
