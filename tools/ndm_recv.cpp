@@ -22,6 +22,7 @@
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
+#include "common/output.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
@@ -102,6 +103,7 @@ struct Test {
 
 struct Server {
     bool json_out = false;
+    std::string title;  // -T: a key of each -J document
     Endpoint& ep;
     std::optional<Test> test;
     int finished = 0;
@@ -403,6 +405,7 @@ struct Server {
             if (send_phase) sum["drain_seconds"] = tools::drain_seconds(*send_phase, sum_s);
             j["end"] = {{"streams", streams}, {rev ? "sum_sent" : "sum_received", sum}};
             if (!failure.empty()) j["error"] = "client disconnected: " + failure;
+            if (!title.empty()) j["title"] = title;
             std::cout << j.dump(2) << '\n';
         } else {
             auto line = [&](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
@@ -475,11 +478,15 @@ int main(int argc, char** argv) {
     std::string retry = "auto";
     ndm::tools::add_retry_option(app, retry);
     ndm::tools::add_version_flag(app, "ndm-recv");
+    ndm::tools::OutputFlags output_flags;
+    ndm::tools::add_output_flags(app, output_flags);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
     EndpointConfig cfg;
     ndm::tools::ServerTls tls;
+    std::optional<ndm::tools::OutputRedirect> output;  // std::cout's lines go through it until the end of main
     try {  // bad input: one line, exit code 2, before any socket exists
+        output.emplace(json_out ? "" : output_flags.title, output_flags.logfile, output_flags.force_flush);
         check_numeric_address(bind, "--bind");
         cfg.bind_address = bind;
         cfg.port = port;
@@ -514,7 +521,7 @@ int main(int argc, char** argv) {
             std::cerr << tls.self_signed_note << '\n';  // stdout holds only the JSON documents
         }
 
-        Server s{json_out, ep, std::nullopt, 0};
+        Server s{json_out, json_out ? output_flags.title : "", ep, std::nullopt, 0};
         bool idle_released = true;
         s.join_timeout = cfg.connection.idle_timeout;
         ep.on_event([&](ConnectionHandle h, const Event& ev) {

@@ -23,6 +23,7 @@
 #include "common/emu_summary.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
+#include "common/output.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
@@ -64,6 +65,7 @@ struct Options {
     std::string bitrate;  // -b RATE[/BURST]
     bool udp = false;     // -u: refused
     double omit = 0;      // -O seconds
+    tools::OutputFlags output;  // -T, --logfile, --forceflush
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -492,6 +494,7 @@ private:
             j["end"]["emulator"] = {{"up", tools::emu_summary_json(path_->egress->link().emu_stats())},
                                     {"down", tools::emu_summary_json(path_->ingress->link().emu_stats())}};
         if (!t.error.empty()) j["error"] = t.error;
+        if (!o_.output.title.empty()) j["title"] = o_.output.title;
         std::cout << j.dump(2) << '\n';
     }
 
@@ -555,6 +558,7 @@ int main(int argc, char** argv) {
                    "flow is application-limited (default: unlimited, as iperf3's TCP)");
     app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
     tools::add_version_flag(app, "ndm-send");
+    tools::add_output_flags(app, o.output);
     auto* omit = app.add_option("-O,--omit", o.omit,
                                 "omit the first N seconds from the totals (sent in addition to -t, rows marked "
                                 "(omitted)), e.g. to leave out slow start; with -t only, not -n")
@@ -600,7 +604,9 @@ int main(int argc, char** argv) {
     tools::TestParams params;
     params.omit = o.omit;
     std::optional<emu::Profile> profile;
+    std::optional<tools::OutputRedirect> output;  // std::cout's lines go through it until the end of main
     try {  // bad input: one line, exit code 2, before any packet is sent
+        output.emplace(o.json ? "" : o.output.title, o.output.logfile, o.output.force_flush);
         (void)parse_io_backend(o.io);
         check_numeric_address(o.host, "--client");
         cc::Params cp;
@@ -640,7 +646,11 @@ int main(int argc, char** argv) {
         return Client(o, params, profile, intervals).run();
     } catch (const std::exception& ex) {  // connection failures, EndpointError
         // -J: a document still, with an "error" key as iperf3's (docs/ndm-send-json.md).
-        if (o.json) std::cout << tools::failure_json(tools::provenance_json(o.started), intervals, ex.what()).dump(2) << '\n';
+        if (o.json) {
+            json doc = tools::failure_json(tools::provenance_json(o.started), intervals, ex.what());
+            if (!o.output.title.empty()) doc["title"] = o.output.title;
+            std::cout << doc.dump(2) << '\n';
+        }
         std::cerr << "ndm-send: " << ex.what() << '\n';
         return 1;
     }

@@ -2,7 +2,8 @@
 # ndm-send / ndm-recv flags at iperf3 parity (issue 21), on loopback: -u is
 # refused with the reason, --version names version and commit, -b paces the
 # sender to the asked rate (forward and -R), -O leaves the first seconds out
-# of the totals (rows and intervals marked omitted, forward and -R).
+# of the totals (rows and intervals marked omitted, forward and -R), -T and
+# --logfile (--forceflush: tests/test_output_redirect.cpp).
 set -euo pipefail
 send="$1"
 recv="$2"
@@ -83,5 +84,28 @@ set +e
 "$send" -c 127.0.0.1 -n 1M -O 1 > /dev/null 2> "$out/on_err.txt"; rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "-O with -n: exit $rc, not 2"
+
+# 4. -T prefixes every line (both tools; -J: a "title" key), --logfile
+# appends the output to a file instead of stdout, a bad one is bad input.
+start_server -T srv
+timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -T "my run" --logfile "$out/log.txt" --forceflush \
+  > "$out/t_stdout.txt" 2> "$out/err.txt" || fail "-T --logfile exit $?"
+finish_server
+[ ! -s "$out/t_stdout.txt" ] || fail "--logfile: output on stdout too"
+grep -q "sender$" "$out/log.txt" || fail "--logfile: no sender line in the file"
+[ "$(grep -vc '^my run:  ' "$out/log.txt")" -eq 0 ] || fail "-T: a line without the prefix"
+[ "$(grep -c . "$out/recv.txt")" -eq "$(grep -c '^srv:  ' "$out/recv.txt")" ] || fail "ndm-recv -T: a line without the prefix"
+lines=$(wc -l < "$out/log.txt")
+start_server
+timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -T "my run" -J --logfile "$out/log.txt" > /dev/null 2> "$out/err.txt" \
+  || fail "-T -J exit $?"
+finish_server
+tail -n +"$((lines + 1))" "$out/log.txt" > "$out/t.json"
+[ "$(get t.json title)" = "my run" ] || fail "-T -J: title $(get t.json title)"
+check_shape t.json "-T -J"
+set +e
+"$send" -c 127.0.0.1 --logfile "$out" > /dev/null 2> "$out/lf_err.txt"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q -- "--logfile" "$out/lf_err.txt" || fail "--logfile DIR: exit $rc"
 
 echo PASS

@@ -91,6 +91,14 @@ int report_failure(std::string_view tool, const std::exception& e) {
     return bad_input ? 2 : 1;
 }
 
+void add_output_flags(CLI::App& app, OutputFlags& flags) {
+    app.add_option("-T,--title", flags.title,
+                   "prefix every output line with \"TITLE:  \" (with -J: a top-level \"title\" key instead)");
+    app.add_option("--logfile", flags.logfile,
+                   "append the output to FILE instead of standard output (errors still go to standard error)");
+    app.add_flag("--forceflush", flags.force_flush, "flush the output after every line");
+}
+
 void add_version_flag(CLI::App& app, std::string_view tool) {
     app.set_version_flag("-v,--version", fmt::format("{} {} (git {})", tool, version(), git_commit()),
                          "print the version and the git commit it was built from, and exit");
