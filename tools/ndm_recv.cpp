@@ -21,6 +21,7 @@
 
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
+#include "common/daemon.hpp"
 #include "common/logging.hpp"
 #include "common/output.hpp"
 #include "common/iperf_output.hpp"
@@ -480,14 +481,26 @@ int main(int argc, char** argv) {
     ndm::tools::add_version_flag(app, "ndm-recv");
     ndm::tools::OutputFlags output_flags;
     ndm::tools::add_output_flags(app, output_flags);
+    bool ipv4 = false, ipv6 = false, daemon = false;
+    app.add_flag("-4,--version4", ipv4, "IPv4 only: bind 0.0.0.0 (or -B's IPv4 address)")->excludes(
+        app.add_flag("-6,--version6", ipv6, "IPv6: bind :: (or -B's IPv6 address); IPv4-mapped clients are still accepted"));
+    app.add_flag("-D,--daemon", daemon, "run in the background; output to --logfile, else discarded (as iperf3's -D)");
+    std::string pidfile;
+    app.add_option("-I,--pidfile", pidfile, "write the process id to FILE, removed at exit");
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
     EndpointConfig cfg;
     ndm::tools::ServerTls tls;
     std::optional<ndm::tools::OutputRedirect> output;  // std::cout's lines go through it until the end of main
+    std::optional<ndm::tools::PidFile> pid;
     try {  // bad input: one line, exit code 2, before any socket exists
         output.emplace(json_out ? "" : output_flags.title, output_flags.logfile, output_flags.force_flush);
+        std::string no_host;
+        if (!app.count("--bind")) bind.clear();  // -4/-6 choose the any-address then
+        ndm::tools::apply_address_family(ipv4, ipv6, no_host, bind);
+        if (bind.empty()) bind = "::";
         check_numeric_address(bind, "--bind");
+        if (!pidfile.empty()) pid.emplace(pidfile);
         cfg.bind_address = bind;
         cfg.port = port;
         cfg.backend = parse_io_backend(io);
@@ -507,6 +520,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
+        if (daemon) ndm::tools::daemonize(output_flags.logfile);
+        if (pid) pid->write();
         Endpoint ep(cfg);
 
         std::signal(SIGINT, on_signal);

@@ -66,6 +66,10 @@ struct Options {
     bool udp = false;     // -u: refused
     double omit = 0;      // -O seconds
     tools::OutputFlags output;  // -T, --logfile, --forceflush
+    bool ipv4 = false, ipv6 = false;
+    std::string bind;            // -B: local address ("" = any, dual-stack)
+    std::uint16_t cport = 0;     // --cport: local port (0 = ephemeral)
+    std::uint64_t blocks = 0;    // -k: blocks of tools::kBlockSize
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -151,6 +155,8 @@ private:
                                           std::optional<tools::SharedEmuPath>& path) {
         EndpointConfig cfg;
         cfg.backend = parse_io_backend(o.io);
+        if (!o.bind.empty()) cfg.bind_address = o.bind;
+        cfg.port = o.cport;  // the -P connections share this one socket, so one port
         const tools::CcEntry cc = tools::parse_cc_entry(o.cc);
         cfg.connection.cc = cc.name;
         cfg.connection.cc_options = cc.options;
@@ -463,14 +469,15 @@ private:
         j["provenance"] = tools::provenance_json(o_.started);
         json connected = json::array();
         for (const Flow& f : flows_)
-            connected.push_back({{"socket", f.index + 1}, {"local_host", ep_.local_address()}, {"remote_host", o_.host},
-                                 {"remote_port", o_.port}});
+            connected.push_back({{"socket", f.index + 1}, {"local_host", ep_.local_address()},
+                                 {"local_port", ep_.local_port()}, {"remote_host", o_.host}, {"remote_port", o_.port}});
         j["start"] = {{"connecting_to", {{"host", o_.host}, {"port", o_.port}}},
                       {"connected", connected},
                       {"version", "ndm-send"},
                       {"test_start",
                        {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", base_.omit},
-                        {"duration", base_.seconds}, {"bytes", base_.bytes}, {"reverse", rev ? 1 : 0}}},
+                        {"duration", base_.seconds}, {"bytes", base_.bytes}, {"blocks", o_.blocks},
+                        {"reverse", rev ? 1 : 0}}},
                       {"congestion_control", o_.cc},
                       {"profile", profile_name_},
                       {"io", to_string(ep_.backend())}};
@@ -552,6 +559,12 @@ int main(int argc, char** argv) {
     auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
                   ->check(tools::size_in(1, tools::kMaxTestBytes));
     t->excludes(n);
+    auto* k = app.add_option("-k,--blockcount", o.blocks,
+                             "blocks to send instead of a time; an ndm block is 128 KiB (iperf3's TCP default "
+                             "length; ndm's -l is the datagram size, not a block)")
+                  ->check(CLI::Range(std::uint64_t{1}, tools::kMaxTestBytes / tools::kBlockSize));
+    k->excludes(t);
+    k->excludes(n);
     app.add_option("-b,--bitrate", o.bitrate,
                    "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
                    "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "
@@ -559,11 +572,17 @@ int main(int argc, char** argv) {
     app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
     tools::add_version_flag(app, "ndm-send");
     tools::add_output_flags(app, o.output);
+    app.add_flag("-4,--version4", o.ipv4, "IPv4 only: the server address must be IPv4")->excludes(
+        app.add_flag("-6,--version6", o.ipv6, "IPv6 only: the server address must be IPv6"));
+    app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
+    app.add_option("--cport", o.cport, "local UDP port (default: ephemeral); the -P connections share it, "
+                                       "as they share one socket");
     auto* omit = app.add_option("-O,--omit", o.omit,
                                 "omit the first N seconds from the totals (sent in addition to -t, rows marked "
                                 "(omitted)), e.g. to leave out slow start; with -t only, not -n")
                      ->check(CLI::Range(0.0, tools::kMaxOmit));
     omit->excludes(n);
+    omit->excludes(k);
     app.add_option("-C,--congestion", o.cc,
                    "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
                    "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
@@ -608,7 +627,9 @@ int main(int argc, char** argv) {
     try {  // bad input: one line, exit code 2, before any packet is sent
         output.emplace(o.json ? "" : o.output.title, o.output.logfile, o.output.force_flush);
         (void)parse_io_backend(o.io);
+        tools::apply_address_family(o.ipv4, o.ipv6, o.host, o.bind);
         check_numeric_address(o.host, "--client");
+        if (!o.bind.empty()) check_numeric_address(o.bind, "--bind");
         cc::Params cp;
         cp.max_datagram_size = o.packet_size;
         const tools::CcEntry entry = tools::parse_cc_entry(o.cc);
@@ -628,7 +649,10 @@ int main(int argc, char** argv) {
             params.bitrate = b.bits_per_second;
             params.burst = b.burst;
         }
-        if (!o.bytes.empty()) {
+        if (o.blocks) {
+            params.bytes = o.blocks * tools::kBlockSize;  // within kMaxTestBytes: checked by -k's range
+            params.seconds = 0;
+        } else if (!o.bytes.empty()) {
             params.bytes = tools::parse_size(o.bytes);  // within 1..kMaxTestBytes: checked by size_in
             params.seconds = 0;
         } else {

@@ -3,7 +3,8 @@
 # refused with the reason, --version names version and commit, -b paces the
 # sender to the asked rate (forward and -R), -O leaves the first seconds out
 # of the totals (rows and intervals marked omitted, forward and -R), -T and
-# --logfile (--forceflush: tests/test_output_redirect.cpp).
+# --logfile (--forceflush: tests/test_output_redirect.cpp), -4/-6, -B,
+# --cport, -k, and ndm-recv -D with --pidfile.
 set -euo pipefail
 send="$1"
 recv="$2"
@@ -107,5 +108,39 @@ set +e
 "$send" -c 127.0.0.1 --logfile "$out" > /dev/null 2> "$out/lf_err.txt"; rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -q -- "--logfile" "$out/lf_err.txt" || fail "--logfile DIR: exit $rc"
+
+# 5. -4/-6 refuse the other family; -k sends that many 128 KiB blocks from
+# -B's address and --cport's port; ndm-recv -D detaches, its --pidfile names
+# the running server and is removed when it exits.
+for bad in "-6 -c 127.0.0.1" "-4 -c ::1" "-4 -6 -c 127.0.0.1" "-k 0 -c 127.0.0.1" "-k 2 -t 1 -c 127.0.0.1"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$send" $bad > /dev/null 2> "$out/fam_err.txt"; rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && [ "$(wc -l < "$out/fam_err.txt")" -eq 1 ] || fail "ndm-send $bad: exit $rc"
+done
+set +e
+"$recv" -4 -B ::1 > /dev/null 2> "$out/fam_err.txt"; rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "ndm-recv -4 -B ::1: exit $rc"
+port=$(free_port)
+cport=$(free_port)
+"$recv" -D --pidfile "$out/recv.pid" --logfile "$out/daemon.txt" -1 -4 -p "$port" 2> "$out/d_err.txt" \
+  || fail "ndm-recv -D exit $?"
+for _ in $(seq 50); do grep -q listening "$out/daemon.txt" 2>/dev/null && break; sleep 0.1; done
+daemon_pid=$(cat "$out/recv.pid")
+kill -0 "$daemon_pid" || fail "--pidfile: no process $daemon_pid"
+[ "$daemon_pid" != "$$" ] || fail "--pidfile: our own pid"
+timeout 20 "$send" --insecure -4 -c localhost -p "$port" -k 8 -B 127.0.0.1 --cport "$cport" -J > "$out/k.json" 2> "$out/err.txt" \
+  || fail "-k exit $?"
+check_shape k.json "-k"
+[ "$(get k.json end.sum_received.bytes)" = $((8 * 131072)) ] || fail "-k 8: received $(get k.json end.sum_received.bytes)"
+[ "$(get k.json start.test_start.blocks)" = 8 ] || fail "-k: test_start.blocks"
+[ "$(get k.json start.connected.0.local_port)" = "$cport" ] || fail "--cport: $(get k.json start.connected.0.local_port)"
+[ "$(get k.json start.connected.0.local_host)" = "127.0.0.1:$cport" ] || fail "-B: $(get k.json start.connected.0.local_host)"
+for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$daemon_pid" 2>/dev/null && { kill "$daemon_pid"; fail "-D -1: still running after the test"; }
+[ ! -e "$out/recv.pid" ] || fail "--pidfile not removed at exit"
+grep -q "receiver" "$out/daemon.txt" || fail "-D --logfile: no receiver line"
 
 echo PASS

@@ -41,6 +41,11 @@ struct OutputFlags {
 };
 void add_output_flags(CLI::App& app, OutputFlags& flags);
 
+// iperf3's -4 / -6: `host` must be of that family ("localhost" becomes
+// 127.0.0.1 or ::1) and an unset `bind` becomes that family's any-address.
+// Throws std::invalid_argument naming the mismatch.
+void apply_address_family(bool v4, bool v6, std::string& host, std::string& bind);
+
 // --version: prints "TOOL VERSION (git COMMIT)" and exits 0, as iperf3's -v.
 void add_version_flag(CLI::App& app, std::string_view tool);
 
