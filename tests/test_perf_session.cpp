@@ -52,7 +52,11 @@ TEST_CASE("perf session: parallel and reverse parameters round-trip, bad counts 
     p.index = 0;
     CHECK_THROWS_AS(tools::decode_test_params(tools::encode(p)), std::invalid_argument);
 
-    tools::SenderReport r{12345, 2.5, 7, 0xabcdef};
+    tools::SenderReport r;
+    r.bytes = 12345;
+    r.seconds = 2.5;
+    r.retransmits = 7;
+    r.hash = 0xabcdef;
     r.omitted_bytes = 100;
     r.omitted_retransmits = 3;
     const auto s = tools::decode_sender_report(tools::encode(r));
@@ -186,6 +190,18 @@ TEST_CASE("perf session: reports from the peer are type- and range-checked") {
     CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":-1,"hash":9})")),
                     std::invalid_argument);
     CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"hash":9})")), std::invalid_argument);
+    // CPU use and the receiver's controller name (issue 21): bounded, a known name.
+    const auto rr = tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"cpu_user":12.5,"cpu_system":3,"cc":"reno"})"));
+    CHECK(rr.cpu.user == 12.5);
+    CHECK(rr.cpu.system == 3);
+    CHECK(rr.cc == "reno");
+    for (const char* bad : {R"("cpu_user":-1)", R"("cpu_system":1e300)", R"("cpu_user":"5")", R"("cc":"[2J")", R"("cc":7)"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(tools::decode_receiver_report(blob(std::string(R"({"bytes":5,"seconds":1,"hash":9,)") + bad + "}")),
+                        std::invalid_argument);
+    }
+    CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":2,"hash":9,"cpu_system":102401})")),
+                    std::invalid_argument);
     // -O: the omitted part of a total is at most the total.
     CHECK(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"omitted_bytes":5})")).omitted_bytes == 5);
     CHECK_THROWS_AS(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"omitted_bytes":6})")),

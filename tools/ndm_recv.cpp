@@ -21,6 +21,7 @@
 
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
+#include "common/cpu_meter.hpp"
 #include "common/daemon.hpp"
 #include "common/logging.hpp"
 #include "common/output.hpp"
@@ -94,6 +95,7 @@ struct Test {
     Instant omit_end{};
     std::vector<Flow> flows;
     json intervals = json::array();
+    tools::CpuMeter cpu;  // reported to the client, as iperf3's remote CPU
 
     Flow* find(ConnectionHandle h) {
         for (Flow& f : flows)
@@ -105,6 +107,7 @@ struct Test {
 struct Server {
     bool json_out = false;
     std::string title;  // -T: a key of each -J document
+    std::string own_cc;  // our connections' controller: the receiver's in a forward test
     Endpoint& ep;
     std::optional<Test> test;
     int finished = 0;
@@ -233,7 +236,13 @@ struct Server {
                 }
                 f.sent_bytes = st.stream_bytes_sent - std::min(f.omit_sent, st.stream_bytes_sent);
                 f.retransmits = st.packets_retransmitted - std::min(f.omit_retx, st.packets_retransmitted);
-                tools::SenderReport r{f.pump->written(), f.sent_seconds, st.packets_retransmitted, f.pump->digest()};
+                tools::SenderReport r;
+                r.bytes = f.pump->written();
+                r.seconds = f.sent_seconds;
+                r.retransmits = st.packets_retransmitted;
+                r.hash = f.pump->digest();
+                const tools::CpuPercent cpu = test->cpu.percent();
+                r.cpu = {cpu.user, cpu.system};
                 r.omitted_bytes = std::min(f.omit_sent, r.bytes);
                 r.omitted_retransmits = std::min(f.omit_retx, r.retransmits);
                 c->write(*rid, tools::encode(r), true);
@@ -347,7 +356,14 @@ struct Server {
             f->last_byte = steady_now();
         });
         if (!f->params.reverse && c->stream_finished(id) && !f->reported) {
-            tools::ReceiverReport r{f->bytes, std::max(0.0, secs(f->start, f->last_byte)), f->hash.digest(), f->omitted_bytes};
+            tools::ReceiverReport r;
+            r.bytes = f->bytes;
+            r.seconds = std::max(0.0, secs(f->start, f->last_byte));
+            r.hash = f->hash.digest();
+            r.omitted_bytes = f->omitted_bytes;
+            const tools::CpuPercent cpu = test->cpu.percent();
+            r.cpu = {cpu.user, cpu.system};
+            r.cc = own_cc;
             c->write(id, tools::encode(r), true);
             f->reported = true;
             tick(steady_now());
@@ -536,7 +552,7 @@ int main(int argc, char** argv) {
             std::cerr << tls.self_signed_note << '\n';  // stdout holds only the JSON documents
         }
 
-        Server s{json_out, json_out ? output_flags.title : "", ep, std::nullopt, 0};
+        Server s{json_out, json_out ? output_flags.title : "", cfg.connection.cc, ep, std::nullopt, 0};
         bool idle_released = true;
         s.join_timeout = cfg.connection.idle_timeout;
         ep.on_event([&](ConnectionHandle h, const Event& ev) {

@@ -19,6 +19,7 @@
 
 #include "common/cc_entry.hpp"
 #include "common/cli.hpp"
+#include "common/cpu_meter.hpp"
 #include "common/emu_path.hpp"
 #include "common/emu_summary.hpp"
 #include "common/idle_timeout.hpp"
@@ -34,6 +35,7 @@
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
+#include "ndm/version.hpp"
 #include "ndm/workload.hpp"
 
 using namespace ndm;
@@ -96,6 +98,12 @@ struct Flow {
     bool report_done = false;
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
     std::uint64_t omit_sent = 0, omit_retx = 0, omit_received = 0;  // at the end of the -O period
+    // Forward: the smoothed RTT (µs) and cwnd at the interval ends, for
+    // iperf3's per-stream min/mean/max_rtt and max_snd_cwnd.
+    std::int64_t rtt_min = 0, rtt_max = 0, rtt_sum = 0, rtt_samples = 0;
+    std::uint64_t max_cwnd = 0;
+    tools::RemoteCpu remote_cpu;  // from the other side's report
+    std::string receiver_cc;      // forward: the server's controller, from its report
 
     // Closing numbers, without the -O period; the totals decide byte-exactness.
     std::uint64_t sent_bytes = 0, retransmits = 0, recv_bytes = 0;
@@ -244,7 +252,7 @@ private:
         std::uint64_t sum_bytes = 0, sum_retr = 0;
         for (Flow& f : flows_) {
             std::uint64_t bytes = 0, retr = 0, cwnd = 0;
-            Duration srtt{0};
+            Duration srtt{0}, rttvar{0};
             const Connection* c = ep_.find(f.h);
             if (rev) {
                 bytes = f.received - f.prev_bytes;
@@ -255,6 +263,8 @@ private:
                 retr = st.packets_retransmitted - f.prev_retx;
                 cwnd = st.cwnd;
                 srtt = st.smoothed_rtt;
+                rttvar = st.rttvar;
+                note_rtt(f, srtt, cwnd);
                 f.prev_bytes = st.stream_bytes_sent;
                 f.prev_retx = st.packets_retransmitted;
             }
@@ -267,6 +277,7 @@ private:
                 if (!rev) {
                     s["snd_cwnd"] = cwnd;
                     s["rtt"] = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
+                    s["rttvar"] = std::chrono::duration_cast<std::chrono::microseconds>(rttvar).count();
                 }
                 streams.push_back(s);
             } else if (rev) {
@@ -290,6 +301,15 @@ private:
         }
         std::cout << std::flush;
         sample_begin_ = now;
+    }
+
+    static void note_rtt(Flow& f, Duration srtt, std::uint64_t cwnd) {
+        const std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
+        f.rtt_min = f.rtt_samples ? std::min(f.rtt_min, us) : us;
+        f.rtt_max = std::max(f.rtt_max, us);
+        f.rtt_sum += us;
+        ++f.rtt_samples;
+        f.max_cwnd = std::max(f.max_cwnd, cwnd);
     }
 
     // iperf3's -O: the omitted period's rows are marked, then the clock and
@@ -375,6 +395,8 @@ private:
             f.retransmits = st.packets_retransmitted - std::min(f.omit_retx, st.packets_retransmitted);
             f.recv_bytes = rr.bytes - rr.omitted_bytes;
             f.recv_seconds = rr.seconds;
+            f.remote_cpu = rr.cpu;
+            f.receiver_cc = rr.cc;
             f.exact = rr.bytes == f.pump->written() && rr.hash == f.pump->digest();
         }
     }
@@ -421,6 +443,7 @@ private:
             const tools::SenderReport sr = tools::decode_sender_report(f.report);
             f.sent_total = sr.bytes;
             f.recv_total = f.received;
+            f.remote_cpu = sr.cpu;
             f.sent_bytes = sr.bytes - sr.omitted_bytes;
             f.sent_seconds = sr.seconds;
             f.retransmits = sr.retransmits - sr.omitted_retransmits;
@@ -471,13 +494,18 @@ private:
         for (const Flow& f : flows_)
             connected.push_back({{"socket", f.index + 1}, {"local_host", ep_.local_address()},
                                  {"local_port", ep_.local_port()}, {"remote_host", o_.host}, {"remote_port", o_.port}});
+        const Provenance prov = provenance(o_.started);
         j["start"] = {{"connecting_to", {{"host", o_.host}, {"port", o_.port}}},
+                      {"timestamp", tools::timestamp_json(o_.started)},
+                      {"system_info", prov.host + " " + prov.kernel},
+                      {"cookie", fmt::format("{:016x}", flows_.front().params.test_id)},
+                      {"target_bitrate", base_.bitrate},
                       {"connected", connected},
                       {"version", "ndm-send"},
                       {"test_start",
                        {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", base_.omit},
                         {"duration", base_.seconds}, {"bytes", base_.bytes}, {"blocks", o_.blocks},
-                        {"reverse", rev ? 1 : 0}}},
+                        {"reverse", rev ? 1 : 0}, {"target_bitrate", base_.bitrate}}},
                       {"congestion_control", o_.cc},
                       {"profile", profile_name_},
                       {"io", to_string(ep_.backend())}};
@@ -487,6 +515,12 @@ private:
             json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, !rev);
             json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, !rev);
             s["socket"] = r["socket"] = f.index + 1;
+            if (!rev && f.rtt_samples) {
+                s["max_snd_cwnd"] = f.max_cwnd;
+                s["min_rtt"] = f.rtt_min;
+                s["max_rtt"] = f.rtt_max;
+                s["mean_rtt"] = f.rtt_sum / f.rtt_samples;
+            }
             r["drain_seconds"] = tools::drain_seconds(f.sent_seconds, f.recv_seconds);
             streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}});
         }
@@ -496,6 +530,8 @@ private:
                     {"sum_sent", sum_json(0, t.sent_s, t.sent, t.retr, !rev)},
                     {"sum_received", sum_received},
                     {"sender_congestion", o_.cc},
+                    {"receiver_congestion", rev ? tools::parse_cc_entry(o_.cc).name : flows_.front().receiver_cc},
+                    {"cpu_utilization_percent", cpu_json()},
                     {"byte_exact", t.all_exact}};
         if (path_)
             j["end"]["emulator"] = {{"up", tools::emu_summary_json(path_->egress->link().emu_stats())},
@@ -503,6 +539,21 @@ private:
         if (!t.error.empty()) j["error"] = t.error;
         if (!o_.output.title.empty()) j["title"] = o_.output.title;
         std::cout << j.dump(2) << '\n';
+    }
+
+    // iperf3's cpu_utilization_percent: this process over the test, and the
+    // server's (the busiest of its reports).
+    [[nodiscard]] json cpu_json() const {
+        const tools::CpuPercent host = cpu_.percent();
+        tools::RemoteCpu remote;
+        for (const Flow& f : flows_)
+            if (f.remote_cpu.user + f.remote_cpu.system > remote.user + remote.system) remote = f.remote_cpu;
+        return {{"host_total", host.total},
+                {"host_user", host.user},
+                {"host_system", host.system},
+                {"remote_total", remote.user + remote.system},
+                {"remote_user", remote.user},
+                {"remote_system", remote.system}};
     }
 
     // The closing sender and receiver lines, as iperf3's.
@@ -538,6 +589,7 @@ private:
     std::vector<Flow> flows_;
     std::size_t mds_ = 0;  // the negotiated max datagram size
     Instant start_{}, sample_begin_{}, next_sample_{};
+    tools::CpuMeter cpu_;    // from the construction: the test's set-up included, as iperf3's
     bool omitting_ = false;  // within -O's first seconds
     Instant omit_end_{};
 };

@@ -59,6 +59,17 @@ double report_seconds(const json& j) {
         throw std::invalid_argument(fmt::format("field seconds {:g} outside 0..{:g}", s, kMaxReportSeconds));
     return s;
 }
+RemoteCpu cpu_fields(const json& j) {
+    RemoteCpu c;
+    for (auto [key, into] : {std::pair{"cpu_user", &c.user}, std::pair{"cpu_system", &c.system}}) {
+        if (!j.contains(key)) continue;
+        *into = number_field(j, key);
+        if (!(*into >= 0 && *into <= kMaxCpuPercent))
+            throw std::invalid_argument(fmt::format("field {} {:g} outside 0..{:g}", key, *into, kMaxCpuPercent));
+    }
+    return c;
+}
+
 // ndm's model=PATH names a file on the host that runs the controller. A
 // server must never open a file a client names (a device, another user's
 // file, or a probe of which paths exist): in -R, where the server runs the
@@ -161,26 +172,44 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
 }
 
 std::vector<std::uint8_t> encode(const ReceiverReport& r) {
-    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}, {"omitted_bytes", r.omitted_bytes}});
+    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}, {"omitted_bytes", r.omitted_bytes},
+                     {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}, {"cc", r.cc}});
 }
 
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "receiver report");
-    ReceiverReport r{uint_field(j, "bytes"), report_seconds(j), uint_field(j, "hash")};
+    ReceiverReport r;
+    r.bytes = uint_field(j, "bytes");
+    r.seconds = report_seconds(j);
+    r.hash = uint_field(j, "hash");
     r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // a part of bytes
+    r.cpu = cpu_fields(j);
+    if (j.contains("cc")) {  // printed by the client: only a name it knows
+        if (!j["cc"].is_string()) throw std::invalid_argument("field cc is not a string");
+        r.cc = j["cc"].get<std::string>();
+        const auto known = cc::list();
+        if (!r.cc.empty() && std::none_of(known.begin(), known.end(), [&](const cc::Info& i) { return i.name == r.cc; }))
+            throw std::invalid_argument("field cc is not a known controller");
+    }
     return r;
 }
 
 std::vector<std::uint8_t> encode(const SenderReport& r) {
     return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash},
-                     {"omitted_bytes", r.omitted_bytes}, {"omitted_retransmits", r.omitted_retransmits}});
+                     {"omitted_bytes", r.omitted_bytes}, {"omitted_retransmits", r.omitted_retransmits},
+                     {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}});
 }
 
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "sender report");
-    SenderReport r{uint_field(j, "bytes"), report_seconds(j), uint_field(j, "retransmits"), uint_field(j, "hash")};
+    SenderReport r;
+    r.bytes = uint_field(j, "bytes");
+    r.seconds = report_seconds(j);
+    r.retransmits = uint_field(j, "retransmits");
+    r.hash = uint_field(j, "hash");
     r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // parts of the totals
     r.omitted_retransmits = uint_field(j, "omitted_retransmits", 0, r.retransmits);
+    r.cpu = cpu_fields(j);
     return r;
 }
 

@@ -78,11 +78,19 @@ Bitrate parse_bitrate(std::string_view text);
 // Reports come from the peer: decoding checks their types and that seconds
 // lie within 0..kMaxReportSeconds (a day of sending plus a day of draining).
 inline constexpr double kMaxReportSeconds = 2 * kMaxSeconds;
+// The reporting side's CPU use over the test (iperf3's remote_* of
+// cpu_utilization_percent), percent of one core: at most 1024 cores' worth.
+inline constexpr double kMaxCpuPercent = 102400;
+struct RemoteCpu {
+    double user = 0, system = 0;  // absent from older peers: 0
+};
 struct ReceiverReport {
     std::uint64_t bytes = 0;
     double seconds = 0;      // test start to last byte
     std::uint64_t hash = 0;  // workload::StreamHash digest of the bytes read
     std::uint64_t omitted_bytes = 0;  // of `bytes`, read during the -O period; at most `bytes`
+    RemoteCpu cpu;
+    std::string cc;  // the receiver's controller (of its ACK-only direction); a registered name or empty
 };
 std::vector<std::uint8_t> encode(const ReceiverReport& r);
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob);
@@ -96,6 +104,7 @@ struct SenderReport {
     std::uint64_t hash = 0;        // digest of the bytes written
     // Of bytes and retransmits, those of the -O period; at most the totals.
     std::uint64_t omitted_bytes = 0, omitted_retransmits = 0;
+    RemoteCpu cpu;
 };
 std::vector<std::uint8_t> encode(const SenderReport& r);
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob);
