@@ -479,30 +479,28 @@ int main(int argc, char** argv) {
         "when the client asks for reverse mode (-R). The closing receiver line of a -t test shows how long\n"
         "after the client's send phase the last byte arrived (the drain; drain_seconds in -J).",
         "ndm-recv"};
-    app.add_option("-p,--port", port, "UDP port to listen on")->capture_default_str();
-    app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();
-    app.add_flag("-1,--one-off", one_off, "exit after one test");
-    app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
-    app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
-    app.add_option("--io", io, "socket backend: auto, uring or epoll")->capture_default_str();
-    ndm::tools::add_idle_timeout_option(app, idle_timeout);
     ndm::tools::ServerTlsFlags tls_flags;
-    ndm::tools::add_server_tls_flags(app, tls_flags);
-    bool no_gso = false;
-    ndm::tools::add_no_gso_flag(app, no_gso);
-    bool no_ecn = false;
-    ndm::tools::add_no_ecn_flag(app, no_ecn);
-    std::string retry = "auto";
-    ndm::tools::add_retry_option(app, retry);
-    ndm::tools::add_version_flag(app, "ndm-recv");
     ndm::tools::OutputFlags output_flags;
+    bool no_gso = false, no_ecn = false, ipv4 = false, ipv6 = false, daemon = false;
+    std::string retry = "auto", pidfile;
+    // iperf3 3.12's --help order (general, then server), ndm's own after them.
+    app.add_option("-p,--port", port, "UDP port to listen on")->capture_default_str();
+    app.add_option("-I,--pidfile", pidfile, "write the process id to FILE, removed at exit");
+    app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();
+    app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
     ndm::tools::add_output_flags(app, output_flags);
-    bool ipv4 = false, ipv6 = false, daemon = false;
+    ndm::tools::add_idle_timeout_option(app, idle_timeout);
+    ndm::tools::add_version_flag(app, "ndm-recv");
+    app.add_flag("-D,--daemon", daemon, "run in the background; output to --logfile, else discarded (as iperf3's -D)");
+    app.add_flag("-1,--one-off", one_off, "exit after one test");
     app.add_flag("-4,--version4", ipv4, "IPv4 only: bind 0.0.0.0 (or -B's IPv4 address)")->excludes(
         app.add_flag("-6,--version6", ipv6, "IPv6: bind :: (or -B's IPv6 address); IPv4-mapped clients are still accepted"));
-    app.add_flag("-D,--daemon", daemon, "run in the background; output to --logfile, else discarded (as iperf3's -D)");
-    std::string pidfile;
-    app.add_option("-I,--pidfile", pidfile, "write the process id to FILE, removed at exit");
+    app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
+    app.add_option("--io", io, "socket backend: auto, uring or epoll")->capture_default_str();
+    ndm::tools::add_server_tls_flags(app, tls_flags);
+    ndm::tools::add_no_gso_flag(app, no_gso);
+    ndm::tools::add_no_ecn_flag(app, no_ecn);
+    ndm::tools::add_retry_option(app, retry);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
     EndpointConfig cfg;

@@ -72,6 +72,7 @@ struct Options {
     std::string bind;            // -B: local address ("" = any, dual-stack)
     std::uint16_t cport = 0;     // --cport: local port (0 = ephemeral)
     std::uint64_t blocks = 0;    // -k: blocks of tools::kBlockSize
+    bool verbose = false;        // -V
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -206,6 +207,7 @@ private:
         for (Flow& f : flows_) {
             Connection& c = tools::await_established(ep_, f.h, std::chrono::seconds(6));
             mds_ = c.max_datagram_size();
+            handshake_ = c.handshake_summary();
             if (!o_.reverse) {
                 const auto id = c.open_stream();
                 if (!id) throw std::runtime_error("the receiver allows no stream");
@@ -227,9 +229,25 @@ private:
         std::cout << fmt::format("[  *] controller {}{}, profile {}, packet size {} bytes{}\n", o_.cc,
                                  rev ? " (on the server)" : "", profile_name_, mds_,
                                  n > 1 ? fmt::format(", {} parallel connections", n) : "")
+                  << (o_.verbose ? verbose_header() : std::string())
                   << (rev ? "[ ID] Interval           Transfer     Bitrate\n"
                           : "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n")
                   << std::flush;
+    }
+
+    // -V: the test parameters, the controller and what the handshake settled, as iperf3's -V.
+    [[nodiscard]] std::string verbose_header() const {
+        const tools::CcEntry cc = tools::parse_cc_entry(o_.cc);
+        return fmt::format("Starting Test: protocol: NDM, {} streams, {} byte packets, omitting {:g} seconds, {}{}\n"
+                           "Controller: {}{}{}\n"
+                           "TLS: TLS 1.3, {}, ALPN {}, QUIC version 0x{:08x}{}\n",
+                           o_.parallel, mds_, base_.omit,
+                           base_.bytes ? fmt::format("{} bytes to send", base_.bytes)
+                                       : fmt::format("{:g} second test", base_.seconds),
+                           base_.bitrate ? fmt::format(", target {}", tools::format_bitrate(static_cast<double>(base_.bitrate))) : "",
+                           cc.name, cc.options.empty() ? "" : " (" + cc.options + ")",
+                           o_.reverse ? " on the server (reverse mode)" : "", handshake_.cipher_suite, handshake_.alpn,
+                           handshake_.version, handshake_.retry ? ", after a Retry" : "");
     }
 
     std::string fail_reason(ConnectionHandle h) const {
@@ -530,7 +548,7 @@ private:
                     {"sum_sent", sum_json(0, t.sent_s, t.sent, t.retr, !rev)},
                     {"sum_received", sum_received},
                     {"sender_congestion", o_.cc},
-                    {"receiver_congestion", rev ? tools::parse_cc_entry(o_.cc).name : flows_.front().receiver_cc},
+                    {"receiver_congestion", receiver_cc()},
                     {"cpu_utilization_percent", cpu_json()},
                     {"byte_exact", t.all_exact}};
         if (path_)
@@ -539,6 +557,11 @@ private:
         if (!t.error.empty()) j["error"] = t.error;
         if (!o_.output.title.empty()) j["title"] = o_.output.title;
         std::cout << j.dump(2) << '\n';
+    }
+
+    // The receiving side's controller: ours in -R, else the server's, from its report.
+    [[nodiscard]] std::string receiver_cc() const {
+        return o_.reverse ? tools::parse_cc_entry(o_.cc).name : flows_.front().receiver_cc;
     }
 
     // iperf3's cpu_utilization_percent: this process over the test, and the
@@ -576,6 +599,16 @@ private:
             std::cout << sender_line("[SUM]", t.sent_s, t.sent, t.retr)
                       << receiver_line("[SUM]", t.sent_s, t.recv_s, t.recv, t.all_exact);
         if (path_) std::cout << tools::emu_summary_text(path_->egress->link().emu_stats(), path_->ingress->link().emu_stats());
+        if (o_.verbose) {  // iperf3 -V's closing lines
+            const json cpu = cpu_json();
+            const bool rev = o_.reverse;
+            std::cout << fmt::format("CPU Utilization: local/{} {:.1f}% ({:.1f}%u/{:.1f}%s), remote/{} {:.1f}% ({:.1f}%u/{:.1f}%s)\n",
+                                     rev ? "receiver" : "sender", cpu["host_total"].get<double>(),
+                                     cpu["host_user"].get<double>(), cpu["host_system"].get<double>(),
+                                     rev ? "sender" : "receiver", cpu["remote_total"].get<double>(),
+                                     cpu["remote_user"].get<double>(), cpu["remote_system"].get<double>())
+                      << fmt::format("snd_congestion {}\nrcv_congestion {}\n", o_.cc, receiver_cc());
+        }
         std::cout << "\nndm-send done.\n";
     }
 
@@ -588,11 +621,78 @@ private:
     Endpoint ep_;
     std::vector<Flow> flows_;
     std::size_t mds_ = 0;  // the negotiated max datagram size
+    HandshakeSummary handshake_;
     Instant start_{}, sample_begin_{}, next_sample_{};
     tools::CpuMeter cpu_;    // from the construction: the test's set-up included, as iperf3's
     bool omitting_ = false;  // within -O's first seconds
     Instant omit_end_{};
 };
+
+// The flags in iperf3 3.12's --help order (general, then client), ndm's own after them.
+void add_options(CLI::App& app, Options& o, std::string& profile_name) {
+    app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
+    app.add_option("--cport", o.cport, "local UDP port (default: ephemeral); the -P connections share it, "
+                                       "as they share one socket");
+    app.add_option("-i,--interval", o.interval, "seconds between interval reports")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 60.0));
+    app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
+    app.add_flag("-V,--verbose", o.verbose,
+                 "also print the test parameters, controller and TLS parameters at the start, both sides' CPU "
+                 "use and controllers at the end (as iperf3's -V)");
+    app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");
+    tools::add_output_flags(app, o.output);
+    tools::add_idle_timeout_option(app, o.idle_timeout);
+    tools::add_version_flag(app, "ndm-send");
+    app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
+    app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
+    app.add_option("-b,--bitrate", o.bitrate,
+                   "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
+                   "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "
+                   "flow is application-limited (default: unlimited, as iperf3's TCP)");
+    auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
+                  ->check(tools::size_in(1, tools::kMaxTestBytes));
+    t->excludes(n);
+    auto* k = app.add_option("-k,--blockcount", o.blocks,
+                             "blocks to send instead of a time; an ndm block is 128 KiB (iperf3's TCP default "
+                             "length; ndm's -l is the datagram size, not a block)")
+                  ->check(CLI::Range(std::uint64_t{1}, tools::kMaxTestBytes / tools::kBlockSize));
+    k->excludes(t);
+    k->excludes(n);
+    app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507)")
+        ->capture_default_str()
+        ->check(CLI::Range(kMinDatagramSize, kMaxDatagramSize));
+    app.add_option("-P,--parallel", o.parallel, "parallel connections (1..128), one test on the server")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, tools::kMaxParallel));
+    app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
+    app.add_flag("-4,--version4", o.ipv4, "IPv4 only: the server address must be IPv4")->excludes(
+        app.add_flag("-6,--version6", o.ipv6, "IPv6 only: the server address must be IPv6"));
+    auto* omit = app.add_option("-O,--omit", o.omit,
+                                "omit the first N seconds from the totals (sent in addition to -t, rows marked "
+                                "(omitted)), e.g. to leave out slow start; with -t only, not -n")
+                     ->check(CLI::Range(0.0, tools::kMaxOmit));
+    omit->excludes(n);
+    omit->excludes(k);
+    app.add_option("-C,--congestion", o.cc,
+                   "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
+                   "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
+        ->capture_default_str();
+    auto* e = app.add_option("--emu", o.emu,
+                             "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
+                             "(egress = up, ingress = down; keys: docs/emulator.md, e.g. outage=3s@2s for a 3 s "
+                             "blackhole 2 s in); the -P connections share this one path per direction, "
+                             "as they would share a bottleneck (-P 2 with rate=20mbit: 20 Mbit/s together)");
+    auto* p = app.add_option("--profile", profile_name, "impair with an emulator preset (ndm-compare --list-profiles)");
+    e->excludes(p);
+    app.add_option("--qlog", o.qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
+    app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
+    app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
+    tools::add_client_tls_flags(app, o.tls_flags);
+    tools::add_no_gso_flag(app, o.no_gso);
+    tools::add_no_ecn_flag(app, o.no_ecn);
+}
 
 }  // namespace
 
@@ -605,65 +705,7 @@ int main(int argc, char** argv) {
         "Prints per-interval Transfer/Bitrate/Retr/Cwnd rows and the closing sender and receiver lines; the\n"
         "other side's totals and a hash of the data come back over the connection (byte-exactness check).",
         "ndm-send"};
-    app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
-    app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
-    auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
-    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
-                  ->check(tools::size_in(1, tools::kMaxTestBytes));
-    t->excludes(n);
-    auto* k = app.add_option("-k,--blockcount", o.blocks,
-                             "blocks to send instead of a time; an ndm block is 128 KiB (iperf3's TCP default "
-                             "length; ndm's -l is the datagram size, not a block)")
-                  ->check(CLI::Range(std::uint64_t{1}, tools::kMaxTestBytes / tools::kBlockSize));
-    k->excludes(t);
-    k->excludes(n);
-    app.add_option("-b,--bitrate", o.bitrate,
-                   "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
-                   "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "
-                   "flow is application-limited (default: unlimited, as iperf3's TCP)");
-    app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
-    tools::add_version_flag(app, "ndm-send");
-    tools::add_output_flags(app, o.output);
-    app.add_flag("-4,--version4", o.ipv4, "IPv4 only: the server address must be IPv4")->excludes(
-        app.add_flag("-6,--version6", o.ipv6, "IPv6 only: the server address must be IPv6"));
-    app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
-    app.add_option("--cport", o.cport, "local UDP port (default: ephemeral); the -P connections share it, "
-                                       "as they share one socket");
-    auto* omit = app.add_option("-O,--omit", o.omit,
-                                "omit the first N seconds from the totals (sent in addition to -t, rows marked "
-                                "(omitted)), e.g. to leave out slow start; with -t only, not -n")
-                     ->check(CLI::Range(0.0, tools::kMaxOmit));
-    omit->excludes(n);
-    omit->excludes(k);
-    app.add_option("-C,--congestion", o.cc,
-                   "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
-                   "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
-        ->capture_default_str();
-    app.add_option("-i,--interval", o.interval, "seconds between interval reports")
-        ->capture_default_str()
-        ->check(CLI::Range(0.1, 60.0));
-    auto* e = app.add_option("--emu", o.emu,
-                             "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
-                             "(egress = up, ingress = down; keys: docs/emulator.md, e.g. outage=3s@2s for a 3 s "
-                             "blackhole 2 s in); the -P connections share this one path per direction, "
-                             "as they would share a bottleneck (-P 2 with rate=20mbit: 20 Mbit/s together)");
-    auto* p = app.add_option("--profile", profile_name, "impair with an emulator preset (ndm-compare --list-profiles)");
-    e->excludes(p);
-    app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507)")
-        ->capture_default_str()
-        ->check(CLI::Range(kMinDatagramSize, kMaxDatagramSize));
-    app.add_option("-P,--parallel", o.parallel, "parallel connections (1..128), one test on the server")
-        ->capture_default_str()
-        ->check(CLI::Range(1u, tools::kMaxParallel));
-    app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
-    app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");
-    app.add_option("--qlog", o.qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
-    app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
-    app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
-    tools::add_idle_timeout_option(app, o.idle_timeout);
-    tools::add_client_tls_flags(app, o.tls_flags);
-    tools::add_no_gso_flag(app, o.no_gso);
-    tools::add_no_ecn_flag(app, o.no_ecn);
+    add_options(app, o, profile_name);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-send")) return *rc;
     if (o.udp) {
         std::cerr << "ndm-send: -u: ndm is a reliable transport (QUIC streams deliver every byte, in order), so "

@@ -4,7 +4,7 @@
 # sender to the asked rate (forward and -R), -O leaves the first seconds out
 # of the totals (rows and intervals marked omitted, forward and -R), -T and
 # --logfile (--forceflush: tests/test_output_redirect.cpp), -4/-6, -B,
-# --cport, -k, and ndm-recv -D with --pidfile.
+# --cport, -k, ndm-recv -D with --pidfile, and -V.
 set -euo pipefail
 send="$1"
 recv="$2"
@@ -89,10 +89,17 @@ set -e
 # 4. -T prefixes every line (both tools; -J: a "title" key), --logfile
 # appends the output to a file instead of stdout, a bad one is bad input.
 start_server -T srv
-timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -T "my run" --logfile "$out/log.txt" --forceflush \
+timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -V -T "my run" --logfile "$out/log.txt" --forceflush \
   > "$out/t_stdout.txt" 2> "$out/err.txt" || fail "-T --logfile exit $?"
 finish_server
 [ ! -s "$out/t_stdout.txt" ] || fail "--logfile: output on stdout too"
+# -V: the parameters, the controller, TLS at the start; both sides' CPU and controllers at the end.
+for pat in "^my run:  Starting Test: protocol: NDM, 1 streams, [0-9]+ byte packets, omitting 0 seconds, 1 second test$" \
+           "^my run:  Controller: cubic$" "^my run:  TLS: TLS 1.3, TLS_[A-Z0-9_]+, ALPN [a-z0-9]+, QUIC version 0x" \
+           "^my run:  CPU Utilization: local/sender [0-9.]+% \([0-9.]+%u/[0-9.]+%s\), remote/receiver [0-9.]+%" \
+           "^my run:  snd_congestion cubic$" "^my run:  rcv_congestion reno$"; do
+  grep -Eq "$pat" "$out/log.txt" || fail "-V: no line matching $pat"
+done
 grep -q "sender$" "$out/log.txt" || fail "--logfile: no sender line in the file"
 [ "$(grep -vc '^my run:  ' "$out/log.txt")" -eq 0 ] || fail "-T: a line without the prefix"
 [ "$(grep -c . "$out/recv.txt")" -eq "$(grep -c '^srv:  ' "$out/recv.txt")" ] || fail "ndm-recv -T: a line without the prefix"
