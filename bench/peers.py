@@ -300,6 +300,33 @@ def print_ratios(rows, med):
                 print(ratio(med[id(cli)], med[id(peer)], f"{name} / {peer_name}{suite}"))
 
 
+def print_summary(rows, med):
+    """The table bench/RESULTS.md starts with: each metric of the current build against the peers."""
+    def find(kind, cipher=None, any_cipher=False):
+        for r in rows:
+            if (r.kind == kind and (r.build is None or r.build.tag != "before")
+                    and (any_cipher or r.cipher == cipher) and id(r) in med):
+                return r
+        return None
+
+    def cell(r, i):
+        return f"{med[id(r)][i]:.2f}" if r else "—"
+
+    print("| metric | ndm | kernel TCP | ngtcp2 | iperf3 UDP | ratio |")
+    print("|---|---|---|---|---|---|")
+    tcp, udp = find("tcp"), find("udp")
+    for cli in (r for r in rows if r.kind == "cli" and id(r) in med and r.build.tag != "before"):
+        suite = suite_text(cli.cipher) or "default suites"
+        ng = find("ngtcp2", cli.cipher) or find("ngtcp2", any_cipher=True)
+        inproc = find("inproc", cli.cipher) or find("inproc", any_cipher=True)
+        for i, metric, better in ((0, "goodput Gbit/s", "higher"), (1, "CPU s/GB (both sides)", "lower")):
+            parts = [f"{med[id(cli)][i] / med[id(p)][i]:.2f}× {name}" for p, name in
+                     ((tcp, "TCP"), (ng, "ngtcp2"), (udp, "UDP"), (inproc, "in-process")) if p]
+            print(f"| {metric}, ndm-send → ndm-recv, {suite} ({better} is better) | {cell(cli, i)} | "
+                  f"{cell(tcp, i)} | {cell(ng, i)} | {cell(udp, i)} | {', '.join(parts)} |")
+    print()
+
+
 def main():
     if ROUNDS < 3:
         die("ROUNDS must be at least 3 (medians of interleaved runs)")
@@ -349,6 +376,7 @@ def main():
         all_runs = ", ".join(f"{x['goodput_gbps']:.2f}" if x else "failed" for x in runs[id(r)])
         print(f"| {r.label} | {g:.2f} | {all_runs} | {c:.2f} |")
     print()
+    print_summary(rows, med)
     print_ratios(rows, med)
 
 

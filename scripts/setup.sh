@@ -16,6 +16,7 @@ PACKAGES=(
   doctest-dev                        # unit and integration tests
   libcli11-dev                       # command lines of the tools
   nlohmann-json3-dev                 # JSON output, profiles, model files
+  libxxhash-dev                      # XXH3, the hash of the tools' byte-exactness check
   libbenchmark-dev                   # micro-benchmarks in bench/
   libxml2-utils                      # xmllint: the tool tests check that SVG reports are well-formed
   iproute2                           # ip (ndm-emu shell, namespace tests), tc (tbf test), ss (free ports)

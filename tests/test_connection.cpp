@@ -858,6 +858,32 @@ TEST_CASE("a stateless reset ends the connection only when it carries the peer's
     CHECK(p.server->is_established());
 }
 
+TEST_CASE("a stateless reset while closing ends the close frames without a second Closed event (RFC 9000 10.3.1)") {
+    // Found by the connection fuzzer: the reset re-announced the close, so the
+    // application saw Closed twice (and a reason other than its own).
+    ConnectionPair p;
+    std::array<std::uint8_t, 16> token{};
+    token.fill(0x5a);
+    p.server_cfg.stateless_reset_token = [&](std::span<const std::uint8_t>) { return token; };
+    REQUIRE(p.handshake());
+    while (p.client->poll_event()) {}
+    p.client->close(7, "done here", p.now);
+    int closed = 0;
+    while (auto ev = p.client->poll_event()) closed += std::holds_alternative<event::Closed>(*ev) ? 1 : 0;
+    CHECK(closed == 1);
+    REQUIRE(p.client->state() == ConnectionState::closing);
+    std::vector<std::uint8_t> reset(40, 0x33);
+    reset[0] = 0x41;
+    std::copy(token.begin(), token.end(), reset.end() - 16);
+    p.client->on_datagram(reset, p.now);
+    CHECK(p.client->state() == ConnectionState::draining);
+    CHECK_FALSE(p.client->poll_event());  // no second Closed
+    CHECK(p.client->close_info().code == 7);
+    CHECK(p.client->close_info().reason == "done here");
+    std::vector<std::uint8_t> out(kMaxDatagramSize);
+    CHECK(p.client->poll_datagram(out, p.now) == 0);  // draining: nothing more is sent
+}
+
 TEST_CASE("a forged CONNECTION_CLOSE without the keys does nothing") {
     ConnectionPair p, other;
     other.server_cfg.seed = 99;

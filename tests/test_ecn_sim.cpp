@@ -4,7 +4,9 @@
 // round with no packet lost, and the link stays busy.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "cc/forwarding.hpp"
+#include "emu/red.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/sim.hpp"
@@ -100,6 +103,45 @@ TEST_CASE("emu ecn: RED marks ECT datagrams CE and drops not-ECT ones, on the qu
     CHECK(lossy->emu_stats().drops(emu::DropReason::random) == lossy_red->emu_stats().drops(emu::DropReason::random));
 }
 
+TEST_CASE("emu ecn: RED with red-wq < 1 averages the queue, decays it while idle and spaces its marks by count") {
+    emu::QueueConfig q;
+    q.red_min = 2;
+    q.red_max = 5;
+    q.red_max_p = 0.5;
+    q.red_wq = 0.002;  // the paper's weight
+    const Duration tx = 1ms;
+    emu::RedMarker red(q, tx);
+    emu::Rng rng(11);
+    Instant now{};
+    // A standing queue of 4: the average climbs to it (1 - 0.998^5000 of the way).
+    for (int i = 0; i < 5000; ++i) red.picks(4, now += 10us, now, rng);
+    CHECK(red.average() == doctest::Approx(4).epsilon(1e-3));
+    // p_b = 0.5 * (4 - 2) / 3 = 1/3: count spacing marks at most 3 arrivals apart.
+    int since = 0, longest = 0, marks = 0;
+    for (int i = 0; i < 3000; ++i) {
+        if (red.picks(4, now += 10us, now, rng)) {
+            ++marks;
+            since = 0;
+        } else {
+            longest = std::max(longest, ++since);
+        }
+    }
+    CHECK(longest < 3);
+    CHECK(marks > 1000);  // a mark every 3 arrivals at the latest, every 2 on average
+    // Idle for 1000 typical transmissions: as if 1000 packets found it empty.
+    const double before = red.average();
+    const Instant emptied = now;
+    now += 1000 * tx;
+    CHECK_FALSE(red.picks(0, now, emptied, rng));
+    CHECK(red.average() == doctest::Approx(before * std::pow(0.998, 1000)).epsilon(1e-9));
+
+    // Through a link: a 30-datagram burst moves the average too little to mark
+    // (the instantaneous queue marks at least 25 of them, the test above).
+    auto l = link("rate=1mbit,queue=100pkt,ecn=red,red-min=2,red-max=5,red-p=50%,red-wq=0.002");
+    CHECK(burst(*l, 30, Ecn::ect0).ce == 0);
+    CHECK(emu::describe(emu::parse_profile("rate=1mbit,ecn=red,red-wq=0.002").up).find("wq=0.002") != std::string::npos);
+}
+
 TEST_CASE("emu ecn: the step marks ECT datagrams queued longer than ecn-step (RFC 9331 §5.1)") {
     // 1200 bytes at 1 Mbit/s take 9.6 ms: the first waits 0, each later one longer than 1 ms.
     auto l = link("rate=1mbit,queue=100pkt,ecn=step,ecn-step=1ms");
@@ -169,6 +211,8 @@ TEST_CASE("emu ecn: bad ECN options are one-line errors") {
           std::string::npos);
     CHECK(error_of("rate=1mbit,ecn=red,red-p=0").find("red-p") != std::string::npos);
     CHECK(error_of("rate=1mbit,red-p=2").find("out of range") != std::string::npos);
+    CHECK(error_of("rate=1mbit,ecn=red,red-wq=0").find("red-wq must be in (0, 1]") != std::string::npos);
+    CHECK(error_of("rate=1mbit,ecn=red,red-wq=1.5").find("out of range") != std::string::npos);
     CHECK(error_of("rate=1mbit,ecn=step,ecn-step=0ms").find("ecn-step must be > 0") != std::string::npos);
     CHECK(error_of("rate=1mbit,ecn-step-ect1=maybe").find("use on or off") != std::string::npos);
     for (const char* spec : {"rate=1mbit,ecn=yes", "ecn=red", "rate=1mbit,ecn=codel"})

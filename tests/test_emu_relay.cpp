@@ -111,6 +111,38 @@ std::vector<std::pair<std::uint64_t, Duration>> run_probes(const Udp& from, std:
 
 double ms(Duration d) { return static_cast<double>(d.count()) / 1e6; }
 
+// The ECN codepoint (the TOS byte's two low bits) of each datagram arriving
+// at `sink` within `wait` (IP_RECVTOS), until `want` have arrived.
+std::vector<int> receive_codepoints(const Udp& sink, std::size_t want, Duration wait) {
+    const int one = 1;
+    setsockopt(sink.fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    std::vector<int> got;
+    const Instant end = monotonic_now() + wait;
+    while (got.size() < want && monotonic_now() < end) {
+        pollfd pfd{sink.fd, POLLIN, 0};
+        if (poll(&pfd, 1, 20) <= 0) continue;
+        std::uint8_t buf[2048];
+        alignas(cmsghdr) std::uint8_t control[64];
+        iovec iov{buf, sizeof buf};
+        msghdr m{};
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = control;
+        m.msg_controllen = sizeof control;
+        if (recvmsg(sink.fd, &m, 0) < 0) continue;
+        int tos = -1;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+            if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) tos = *CMSG_DATA(c);
+        got.push_back(tos < 0 ? -1 : tos & 3);
+    }
+    return got;
+}
+
+void set_codepoint(const Udp& u, int ecn) {
+    const int tos = ecn;
+    setsockopt(u.fd, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+}
+
 }  // namespace
 
 TEST_CASE("emu AC-4 on the socket path: the relay delays every datagram by at least d, and close to d") {
@@ -234,6 +266,54 @@ TEST_CASE("emu relay: a burst (sent on as GSO super-datagrams where possible) ar
     }
     CHECK(r.relay.send_errors() == 0);
     MESSAGE("GSO sends: " << r.relay.gso_sends());
+}
+
+TEST_CASE("emu relay: ECN codepoints cross the relay both ways, and the emulator's CE marks reach the receiver") {
+    constexpr int kEct0 = 2, kEct1 = 1, kCe = 3;
+    SUBCASE("unimpaired: ECT(0) up and ECT(1) down arrive as sent") {
+        Udp client, server;
+        RelayThread r("delay=1ms", 1, server.port);
+        r.start();
+        set_codepoint(client, kEct0);
+        const std::uint8_t ping[100] = {1};
+        for (int i = 0; i < 5; ++i) client.send_to(r.relay.listen_port(), ping, sizeof ping);
+        const auto up = receive_codepoints(server, 5, 2s);
+        REQUIRE(up.size() == 5);
+        for (int c : up) CHECK(c == kEct0);
+        // The reply goes back to the relay's upstream socket, whose port the
+        // server learns from the datagrams it received.
+        sockaddr_in from{};
+        socklen_t len = sizeof from;
+        client.send_to(r.relay.listen_port(), ping, sizeof ping);
+        pollfd pfd{server.fd, POLLIN, 0};
+        REQUIRE(poll(&pfd, 1, 2000) == 1);
+        std::uint8_t buf[256];
+        REQUIRE(recvfrom(server.fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len) > 0);
+        set_codepoint(server, kEct1);
+        for (int i = 0; i < 3; ++i) server.send_to(ntohs(from.sin_port), ping, sizeof ping);
+        const auto down = receive_codepoints(client, 3, 2s);
+        REQUIRE(down.size() == 3);
+        for (int c : down) CHECK(c == kEct1);
+    }
+    SUBCASE("an L4S-style step marks the queued ECT datagrams CE and leaves not-ECT ones unmarked") {
+        // 1 Mbit/s: a burst of 1200-byte datagrams queues ~9.6 ms each behind
+        // the first; the step marks every one that waits over 1 ms.
+        for (const int sent : {kEct0, 0}) {
+            CAPTURE(sent);
+            Udp client, server;
+            RelayThread r("rate=1mbit,ecn=step,ecn-step=1ms", 1, server.port);
+            r.start();
+            set_codepoint(client, sent);
+            const std::vector<std::uint8_t> d(1200, 7);
+            for (int i = 0; i < 8; ++i) client.send_to(r.relay.listen_port(), d.data(), d.size());
+            const auto got = receive_codepoints(server, 8, 3s);
+            REQUIRE(got.size() == 8);
+            CHECK(got[0] == sent);  // served at once
+            for (std::size_t i = 1; i < got.size(); ++i) CHECK(got[i] == (sent ? kCe : 0));
+            r.join();
+            CHECK(r.relay.up().emu_stats().marks(ndm::emu::MarkReason::step) == (sent ? 7u : 0u));
+        }
+    }
 }
 
 #endif

@@ -135,6 +135,10 @@ TEST_CASE("perf session: every test parameter from the network is bounded (issue
         {"cc", 7, "cc is missing or not a string"},
         {"reverse", 1, "reverse is not a boolean"},
         {"magic", "ndm-perf/0", "not an ndm-send test request"},
+        // A client whose payload or hash differ would see its correct data reported as corrupt.
+        {"workload", 1, "test payload format is version 1, this server's is 2"},
+        {"workload", 3, "version 3"},
+        {"workload", -1, "workload is not a non-negative integer"},
         // -b and -O (issue 21): the server paces and times its sending by them in -R.
         {"bitrate", std::uint64_t{10'000'000'000'001}, "bitrate"},
         {"bitrate", -1, "bitrate is not a non-negative integer"},
@@ -152,6 +156,8 @@ TEST_CASE("perf session: every test parameter from the network is bounded (issue
         CHECK_MESSAGE(why.find(c.why) != std::string::npos, why);
     }
     CHECK(refusal(request([](J& j) { j.erase("interval"); })).find("interval") != std::string::npos);
+    // Clients from before the field used format 1.
+    CHECK(refusal(request([](J& j) { j.erase("workload"); })).find("version 1") != std::string::npos);
     // -O with a byte budget has no meaning (the omitted period is a time).
     CHECK(refusal(request([](J& j) {
               j["bytes"] = 1000;

@@ -1,15 +1,20 @@
-// The workload (ndm/workload.hpp) is a fixed format: recorded digests and the
-// transfer tests depend on its bytes and hashes. These known answers were
-// computed with the headers it was moved from (src/sim/payload.hpp and
-// src/sim/stream_hash.hpp at a08cb34), so a change to either fails here.
+// The workload (ndm/workload.hpp) is a fixed format (workload::kFormatVersion):
+// both ends of a test generate or hash it. These known answers are format 2's
+// (the table generator and XXH3); a change to either fails here, and must
+// come with a new format version.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <vector>
 
 #include "ndm/workload.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace {
 
@@ -23,8 +28,8 @@ struct Answer {
 
 TEST_CASE("workload: payload bytes and stream hash are the recorded known answers") {
     const Answer answers[] = {
-        {1, {0x03, 0xc2, 0x67, 0xca, 0x86, 0x06, 0xd9, 0x37}, 0x8849ec89163f6612ull},
-        {42, {0xd7, 0x8c, 0x7a, 0x3d, 0x1b, 0x61, 0x01, 0x7d}, 0xa8543b0975e264d8ull},
+        {1, {0x03, 0xc2, 0x67, 0xca, 0x86, 0x13, 0xa5, 0x7d}, 0x47b20eb3a8115e90ull},
+        {42, {0xd7, 0x8c, 0x7a, 0x3d, 0x1b, 0x74, 0x7d, 0x37}, 0x682f1334d859e0baull},
     };
     for (const Answer& a : answers) {
         CAPTURE(a.seed);
@@ -35,10 +40,28 @@ TEST_CASE("workload: payload bytes and stream hash are the recorded known answer
         ndm::workload::StreamHash h;
         h.update(bytes);
         CHECK(h.digest() == a.digest);
+        CHECK(h.digest() == XXH3_64bits(bytes.data(), bytes.size()));  // the library's one-shot XXH3
         // Any range regenerates the same bytes.
         std::vector<std::uint8_t> part(17);
         p.fill(3 + 500, part);
         CHECK(std::equal(part.begin(), part.end(), bytes.begin() + 500));
     }
-    CHECK(ndm::workload::StreamHash{}.digest() == 0x3caa33f07db2522cull);
+    CHECK(ndm::workload::StreamHash{}.digest() == 0x2d06800538d394c2ull);  // XXH3-64 of nothing
+}
+
+TEST_CASE("workload: no two payload words in the first 8 MiB are equal, so misplaced data changes the hash") {
+    // The table repeats every 256 words; the index term must keep every word
+    // distinct, or data delivered a table-length away would go unnoticed.
+    const ndm::workload::Payload p(7);
+    std::vector<std::uint8_t> bytes(8 << 20);
+    p.fill(0, bytes);
+    std::vector<std::uint64_t> words(bytes.size() / 8);
+    std::memcpy(words.data(), bytes.data(), bytes.size());
+    std::sort(words.begin(), words.end());
+    CHECK(std::adjacent_find(words.begin(), words.end()) == words.end());
+    // Shifting the stream by one table length changes its digest.
+    ndm::workload::StreamHash whole, shifted;
+    whole.update(std::span(bytes).first(4096));
+    shifted.update(std::span(bytes).subspan(ndm::workload::Payload::kTableWords * 8, 4096));
+    CHECK(whole.digest() != shifted.digest());
 }

@@ -17,6 +17,7 @@
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/cc_entry.hpp"
+#include "common/cc_plugins.hpp"
 #include "common/compete.hpp"
 #include "common/emu_path.hpp"
 #include "common/live_transfer.hpp"
@@ -312,11 +313,14 @@ int main(int argc, char** argv) {
     app.add_flag("-q,--quiet", o.quiet, "no per-run interval tables and no progress");
     bool list_profiles = false, list_cc = false;
     app.add_flag("--list-profiles", list_profiles, "list the emulator presets and exit");
-    app.add_flag("--list-cc", list_cc, "list the congestion controllers and exit");
+    app.add_flag("--list-cc", list_cc, "list the congestion controllers (with those of --cc-plugin) and exit");
+    std::vector<std::string> plugins;
+    tools::add_cc_plugin_option(app, plugins);
 
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-compare")) return *rc;
 
     try {
+        tools::load_cc_plugins(plugins);
         if (list_profiles) {
             for (const auto& p : emu::presets()) std::cout << fmt::format("{:<20} {}\n", p.name, p.description);
             return 0;

@@ -16,6 +16,7 @@
 
 #include "ndm/cc.hpp"
 #include "ndm/sim.hpp"
+#include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
@@ -102,6 +103,7 @@ struct Options {
     double time_s = 0, delay_ms = 25, loss_pct = 0, rate_mbps = 50, interval_s = 1, deadline_s = 3600;
     std::size_t queue = 0, packet_size = 1452;
     std::string cc = "reno", cc_options;
+    std::vector<std::string> plugins;  // --cc-plugin
     std::uint64_t seed = 1;
     bool json = false, verbose = false;
     double idle_timeout_s = ndm::tools::kDefaultIdleTimeoutSeconds;
@@ -124,6 +126,7 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
     app.add_option("--queue", o.queue, "Bottleneck queue in packets (default: one bandwidth-delay product)");
     app.add_option("--cc", o.cc, "Congestion controller")->capture_default_str();
     app.add_option("--cc-options", o.cc_options, "Controller options, key=value[,key=value]");
+    ndm::tools::add_cc_plugin_option(app, o.plugins);
     app.add_option("-l,--packet-size", o.packet_size, "Max datagram size in bytes")->capture_default_str();
     app.add_option("--seed", o.seed, "Seed of the link impairments and the payload")->capture_default_str();
     app.add_option("-i,--interval", o.interval_s, "Report interval in seconds of virtual time")->capture_default_str();
@@ -148,6 +151,7 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
     if (!(o.deadline_s > 0 && o.deadline_s <= 1e7)) return fail("--deadline must be in (0, 1e7] seconds");
     if (app.count("--queue") > 0 && o.queue == 0) return fail("--queue must be at least 1 packet");
     try {  // fail before printing anything, with the registry's list of names
+        ndm::tools::load_cc_plugins(o.plugins);
         ndm::cc::make(o.cc, ndm::cc::Params{o.packet_size, ndm::Instant{}}, o.cc_options);
     } catch (const std::invalid_argument& e) {
         return fail(e.what());

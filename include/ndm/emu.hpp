@@ -90,9 +90,11 @@ enum class QueueDiscipline : std::uint8_t { droptail, codel };
 // where it would drop it; a not-ECT one it still drops). none: the queue
 // never marks. red: RED (Floyd & Jacobson 1993) on the queue length at
 // arrival: below red_min nothing, from red_min to red_max a probability
-// rising linearly to red_max_p, at red_max and above every datagram; the
-// length is the instantaneous one (no EWMA and no count spacing, so the
-// verdict depends on this packet's queue alone, as with DualPI2's step).
+// rising linearly to red_max_p, at red_max and above every datagram. With
+// red_wq = 1 (default) the length is the instantaneous one (no EWMA and no
+// count spacing, so the verdict depends on this packet's queue alone, as with
+// DualPI2's step); with red_wq < 1 it is the paper's EWMA of the queue (0.002
+// there), decayed while idle, with marks spread by the count since the last.
 // codel: CoDel's own decisions (aqm=codel), marking instead of dropping as
 // RFC 8289 §5 and Linux's codel `ecn` do. step: an L4S-style step (RFC 9331
 // §5.1; DualPI2's 1 ms default): an ECT datagram (only ECT(1) with
@@ -115,6 +117,7 @@ struct QueueConfig {
     std::size_t red_min = 5;    // packets (red)
     std::size_t red_max = 15;   // packets, > red_min
     double red_max_p = 0.1;     // marking probability just below red_max
+    double red_wq = 1;          // weight of RED's average queue, in (0, 1]; 1 = instantaneous
     Duration ecn_step = std::chrono::milliseconds(1);
     bool ecn_step_ect1_only = false;
 };
@@ -188,6 +191,8 @@ struct Profile {
 //   ecn                      none (default) | red | codel (needs aqm=codel) | step: CE marking
 //                            (QueueConfig::ecn); bleach: the path clears the codepoint
 //   red-min, red-max         RED thresholds in packets (default 5, 15); red-p its maximum probability (10%)
+//   red-wq                   RED's averaging weight w_q in (0, 1] (default 1: the instantaneous queue;
+//                            the paper's 0.002 averages over ~500 arrivals)
 //   ecn-step                 the step's queueing delay (default 1ms); ecn-step-ect1 on|off: mark ECT(1) only
 //   outage                   DUR@START: a blackhole of DUR from START after the link's first
 //                            datagram (OutageConfig); repeatable, each adds a phase (at most

@@ -50,11 +50,13 @@ struct UdpSocketOptions {
     bool report_errors = false;
 };
 
-// A datagram to send: its bytes and destination (nullptr on a connected socket).
+// A datagram to send: its bytes, destination (nullptr on a connected socket)
+// and the ECN codepoint of its IP header (IP_TOS / IPV6_TCLASS, RFC 3168).
 struct UdpDatagram {
     std::span<const std::uint8_t> data;
     const sockaddr* to = nullptr;
     socklen_t to_len = 0;
+    Ecn ecn = Ecn::not_ect;
 };
 
 struct UdpSendResult {
@@ -151,8 +153,8 @@ public:
     int release();
 
     int receive(UdpReceiveBatch& batch) const { return batch.receive(fd_); }
-    // Sends the datagrams in order: each run to one destination as GSO sends
-    // while gso() holds, else with sendmmsg. Never blocks: what the kernel
+    // Sends the datagrams in order: each run to one destination with one
+    // codepoint as GSO sends while gso() holds, else with sendmmsg. Never blocks: what the kernel
     // does not take is dropped and counted, as a router would drop it.
     UdpSendResult send(std::span<const UdpDatagram> datagrams);
 
@@ -160,11 +162,19 @@ private:
     void send_run(std::span<const UdpDatagram> run, UdpSendResult& r);
     void send_each(std::size_t from, std::size_t to, UdpSendResult& r);
 
+    struct Control {
+        alignas(cmsghdr) std::uint8_t bytes[64];
+    };
+
     int fd_ = -1;
     bool gso_ = false;
     bool gro_ = false;
-    std::vector<iovec> iov_;     // of the run being sent
-    std::vector<mmsghdr> msgs_;  // likewise
+    // The connected peer (family 0 when not connected): whether a datagram
+    // without `to` takes IP_TOS or IPV6_TCLASS for its codepoint.
+    sockaddr_storage peer_{};
+    std::vector<iovec> iov_;        // of the run being sent
+    std::vector<mmsghdr> msgs_;     // likewise
+    std::vector<Control> control_;  // likewise: each datagram's codepoint
 };
 
 }  // namespace ndm

@@ -149,7 +149,7 @@ OutageConfig parse_outage(const std::string& key, std::string_view v) {
 
 const char* const kKeys =
     "delay, jitter, distribution, order, reorder, gap, loss, gemodel, lossstate, duplicate, corrupt, rate, "
-    "overhead, queue, aqm, codel-target, codel-interval, ecn, red-min, red-max, red-p, ecn-step, ecn-step-ect1, "
+    "overhead, queue, aqm, codel-target, codel-interval, ecn, red-min, red-max, red-p, red-wq, ecn-step, ecn-step-ect1, "
     "trace, outage";
 
 struct Parser {
@@ -281,6 +281,8 @@ struct Parser {
             c.queue.red_max = static_cast<std::size_t>(parse_integer(key, v, 1, 1'000'000));
         } else if (key == "red-p") {
             c.queue.red_max_p = parse_probability(key, v);
+        } else if (key == "red-wq") {
+            c.queue.red_wq = parse_probability(key, v);
         } else if (key == "ecn-step") {
             c.queue.ecn_step = parse_time(key, v);
         } else if (key == "ecn-step-ect1") {
@@ -522,7 +524,8 @@ std::string describe(const DirectionConfig& c) {
         if (c.queue.discipline == QueueDiscipline::codel)
             add("aqm=codel(target=" + ms(c.queue.codel_target) + ",interval=" + ms(c.queue.codel_interval) + ")");
         if (c.queue.ecn == EcnMarking::red)
-            add(fmt::format("ecn=red({}-{}pkt,p={})", c.queue.red_min, c.queue.red_max, pct(c.queue.red_max_p)));
+            add(fmt::format("ecn=red({}-{}pkt,p={}{})", c.queue.red_min, c.queue.red_max, pct(c.queue.red_max_p),
+                            c.queue.red_wq < 1 ? fmt::format(",wq={:g}", c.queue.red_wq) : ""));
         if (c.queue.ecn == EcnMarking::codel) add("ecn=codel");
         if (c.queue.ecn == EcnMarking::step)
             add("ecn=step(" + ms(c.queue.ecn_step) + (c.queue.ecn_step_ect1_only ? ",ect1" : "") + ")");

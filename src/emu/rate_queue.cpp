@@ -26,12 +26,17 @@ void validate(const QueueConfig& q, const TraceConfig& t) {
     if (q.ecn == EcnMarking::red && !(q.red_min < q.red_max))
         throw std::invalid_argument(fmt::format("red-min ({}) must be below red-max ({})", q.red_min, q.red_max));
     if (!(q.red_max_p > 0 && q.red_max_p <= 1)) throw std::invalid_argument("red-p must be in (0, 1]");
+    if (!(q.red_wq > 0 && q.red_wq <= 1)) throw std::invalid_argument("red-wq must be in (0, 1]");
     if (q.ecn_step <= Duration::zero()) throw std::invalid_argument("ecn-step must be > 0");
 }
 
 Bottleneck::Bottleneck(const QueueConfig& queue, const TraceConfig& trace, Rng red)
-    : queue_(queue), trace_cfg_(trace), trace_(trace.trace.get()), rate_(queue.rate_bps > 0), red_(red) {
-    validate(queue_, trace_cfg_);
+    : queue_((validate(queue, trace), queue)),
+      trace_cfg_(trace),
+      trace_(trace.trace.get()),
+      rate_(queue.rate_bps > 0),
+      red_rng_(red),
+      red_(queue, typical_transmission()) {
     if (queue_.discipline == QueueDiscipline::codel) {
         lazy_ = true;
         codel_ = std::make_unique<Codel>(queue_.codel_target, queue_.codel_interval);
@@ -104,6 +109,7 @@ Bottleneck::Served Bottleneck::serve(std::uint32_t slot, std::uint32_t bytes, In
 void Bottleneck::start_service(const Served& s, std::uint32_t bytes) {
     const std::uint32_t p = places(bytes);
     in_service_.push_back({s.completion, bytes, p});
+    last_completion_ = std::max(last_completion_, s.completion);
     in_service_bytes_ += bytes;
     in_service_places_ += p;
     served_.push_back(s);
@@ -124,16 +130,10 @@ bool Bottleneck::in_outage(Instant now) const {
            t >= trace_cfg_.outage_gap;
 }
 
-// Floyd & Jacobson 1993 §4 with the instantaneous backlog as the average:
-// nothing below red_min, certainty from red_max, a linear ramp to red_max_p
-// between. Draws only in the ramp, so a queue that never reaches it leaves
-// the stream where it was.
-bool Bottleneck::red_picks(std::size_t backlog) {
-    if (backlog < queue_.red_min) return false;
-    if (backlog >= queue_.red_max) return true;
-    const double p = queue_.red_max_p * static_cast<double>(backlog - queue_.red_min) /
-                     static_cast<double>(queue_.red_max - queue_.red_min);
-    return red_.chance(p);
+Duration Bottleneck::typical_transmission() const {
+    if (rate_) return from_seconds(std::max<std::int64_t>(1, 1500 + queue_.overhead) * 8.0 / queue_.rate_bps);
+    if (trace_ && trace_->size() > 0) return trace_->period() / static_cast<std::int64_t>(trace_->size());
+    return Duration::zero();
 }
 
 bool Bottleneck::step_marks(Ecn ecn, Duration delay) const {
@@ -162,7 +162,7 @@ void Bottleneck::arrive(std::uint32_t slot, std::uint32_t bytes, Instant now, Ec
         return;
     }
     std::optional<MarkReason> mark;
-    if (queue_.ecn == EcnMarking::red && red_picks(backlog_places())) {
+    if (queue_.ecn == EcnMarking::red && red_.picks(backlog_places(), now, last_completion_, red_rng_)) {
         if (!is_ect(ecn)) {
             dropped_.push_back({slot, DropReason::aqm, now});  // RFC 3168 §5: a not-ECT packet is dropped
             return;

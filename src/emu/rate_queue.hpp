@@ -17,7 +17,7 @@
 // matter (its "bytes queued" test), so it is run lazily by pump().
 //
 // ECN marking (QueueConfig::ecn, RFC 3168 §5): RED decides at arrival on the
-// backlog it finds, the step when the packet's queueing delay is known (at
+// backlog it finds (or its average, emu/red.hpp), the step when the packet's queueing delay is known (at
 // arrival for droptail, at dequeue under CoDel), CoDel at dequeue. A marked
 // packet is served with Served::mark set; a not-ECT packet RED picks is
 // dropped (DropReason::aqm).
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "emu/codel.hpp"
+#include "emu/red.hpp"
 #include "emu/streams.hpp"
 #include "emu/trace.hpp"
 #include "ndm/emu.hpp"
@@ -98,8 +99,8 @@ private:
     void start_service(const Served& s, std::uint32_t bytes);
     void retire(Instant now);
     [[nodiscard]] bool in_outage(Instant now) const;
-    // RED's verdict for a packet arriving to `backlog` queued places.
-    bool red_picks(std::size_t backlog);
+    // The transmission time of a 1500-byte packet: RED's idle decay unit.
+    [[nodiscard]] Duration typical_transmission() const;
     // Whether the step marks a packet of codepoint `ecn` that waited `delay`.
     [[nodiscard]] bool step_marks(Ecn ecn, Duration delay) const;
 
@@ -110,7 +111,9 @@ private:
     bool lazy_ = false;
     bool warned_oversize_ = false;
     std::unique_ptr<Codel> codel_;
-    Rng red_;
+    Rng red_rng_;
+    RedMarker red_;
+    Instant last_completion_{Instant::min()};  // when the queue last emptied, once it is empty
 
     // Rate service.
     Instant free_at_{Instant::min()};

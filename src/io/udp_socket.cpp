@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -55,6 +56,9 @@ void report_errors(int fd, int family) {
 bool same_destination(const UdpDatagram& a, const UdpDatagram& b) {
     return a.to == b.to || (a.to && b.to && a.to_len == b.to_len && std::memcmp(a.to, b.to, a.to_len) == 0);
 }
+
+// One GSO send carries one IP header template, so one codepoint.
+bool same_run(const UdpDatagram& a, const UdpDatagram& b) { return a.ecn == b.ecn && same_destination(a, b); }
 
 }  // namespace
 
@@ -183,7 +187,13 @@ UdpSocket::~UdpSocket() {
 }
 
 UdpSocket::UdpSocket(UdpSocket&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)), gso_(o.gso_), gro_(o.gro_), iov_(std::move(o.iov_)), msgs_(std::move(o.msgs_)) {}
+    : fd_(std::exchange(o.fd_, -1)),
+      gso_(o.gso_),
+      gro_(o.gro_),
+      peer_(o.peer_),
+      iov_(std::move(o.iov_)),
+      msgs_(std::move(o.msgs_)),
+      control_(std::move(o.control_)) {}
 
 UdpSocket& UdpSocket::operator=(UdpSocket&& o) noexcept {
     if (this != &o) {
@@ -191,8 +201,10 @@ UdpSocket& UdpSocket::operator=(UdpSocket&& o) noexcept {
         fd_ = std::exchange(o.fd_, -1);
         gso_ = o.gso_;
         gro_ = o.gro_;
+        peer_ = o.peer_;
         iov_ = std::move(o.iov_);
         msgs_ = std::move(o.msgs_);
+        control_ = std::move(o.control_);
     }
     return *this;
 }
@@ -209,7 +221,12 @@ int UdpSocket::bind(const sockaddr* a, socklen_t len) {
     return ::bind(fd_, a, len) == 0 ? 0 : errno;
 }
 
-int UdpSocket::connect(const sockaddr* a, socklen_t len) { return ::connect(fd_, a, len) == 0 ? 0 : errno; }
+int UdpSocket::connect(const sockaddr* a, socklen_t len) {
+    if (::connect(fd_, a, len) != 0) return errno;
+    peer_ = {};
+    std::memcpy(&peer_, a, std::min<std::size_t>(len, sizeof peer_));
+    return 0;
+}
 
 int UdpSocket::enable_gro() {
     const int one = 1;
@@ -257,18 +274,22 @@ UdpSendResult UdpSocket::send(std::span<const UdpDatagram> d) {
     UdpSendResult r;
     for (std::size_t i = 0; i < d.size();) {
         std::size_t j = i + 1;
-        while (j < d.size() && same_destination(d[i], d[j])) ++j;
+        while (j < d.size() && same_run(d[i], d[j])) ++j;
         send_run(d.subspan(i, j - i), r);
         i = j;
     }
     return r;
 }
 
-// One destination's run: GSO sends of what the GSO rule lets share a send
-// (iovecs point at the caller's bytes, no copy), single datagrams by sendmmsg.
+// One destination's run with one codepoint: GSO sends of what the GSO rule
+// lets share a send (iovecs point at the caller's bytes, no copy), single
+// datagrams by sendmmsg.
 void UdpSocket::send_run(std::span<const UdpDatagram> run, UdpSendResult& r) {
     iov_.resize(run.size());
     msgs_.resize(run.size());
+    control_.resize(run.size());
+    const sockaddr* path = run[0].to ? run[0].to : reinterpret_cast<const sockaddr*>(&peer_);
+    if (path->sa_family == AF_UNSPEC) path = nullptr;  // neither given nor connected: no codepoint can be set
     for (std::size_t k = 0; k < run.size(); ++k) {
         iov_[k] = {const_cast<std::uint8_t*>(run[k].data.data()), run[k].data.size()};
         msghdr& m = msgs_[k].msg_hdr;
@@ -277,6 +298,8 @@ void UdpSocket::send_run(std::span<const UdpDatagram> run, UdpSendResult& r) {
         m.msg_namelen = run[k].to ? run[k].to_len : 0;
         m.msg_iov = &iov_[k];
         m.msg_iovlen = 1;
+        m.msg_controllen = io::write_tx_cmsgs(control_[k].bytes, sizeof control_[k].bytes, 0, path, run[k].ecn);
+        m.msg_control = m.msg_controllen ? control_[k].bytes : nullptr;
         msgs_[k].msg_len = 0;
     }
     if (!gso_) return send_each(0, run.size(), r);
@@ -294,8 +317,8 @@ void UdpSocket::send_run(std::span<const UdpDatagram> run, UdpSendResult& r) {
         msghdr m = msgs_[i].msg_hdr;
         m.msg_iovlen = k - i;
         m.msg_control = control;
-        m.msg_controllen = io::write_tx_cmsgs(control, sizeof control, static_cast<std::uint16_t>(g.segment()), nullptr,
-                                              Ecn::not_ect);
+        m.msg_controllen =
+            io::write_tx_cmsgs(control, sizeof control, static_cast<std::uint16_t>(g.segment()), path, run[i].ecn);
         ssize_t rc;
         do rc = sendmsg(fd_, &m, MSG_DONTWAIT);
         while (rc < 0 && errno == EINTR);

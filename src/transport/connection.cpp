@@ -980,6 +980,13 @@ void Connection::Impl::start_close(std::uint64_t code, std::string reason, bool 
 }
 
 void Connection::Impl::enter_draining(const wire::ConnectionCloseFrame& f, Instant now) {
+    // RFC 9000 §10.2.2: closing may become draining; the application keeps
+    // the one Closed event it had, with our reason.
+    if (state == ConnectionState::closing) {
+        state = ConnectionState::draining;
+        close_frame_pending = false;
+        return;
+    }
     close = {f.error_code, std::string(f.reason), true, f.application};
     // RFC 9001 §4.8: the peer's TLS alert, said in this side's terms when
     // the peer gave no reason ("server accepts no ALPN protocol ndm offered").
@@ -996,14 +1003,19 @@ void Connection::Impl::enter_draining(const wire::ConnectionCloseFrame& f, Insta
 }
 
 // RFC 9000 §10.3.1: the peer has no state for the connection; nothing more
-// is sent, and the draining period lets late packets die quietly.
+// is sent, and the draining period lets late packets die quietly. In the
+// closing state the application already has its Closed event (with our
+// reason): the reset only stops the close frames; there is no second event.
 void Connection::Impl::on_stateless_reset(Instant now) {
-    close = {static_cast<std::uint64_t>(CloseCode::stateless_reset),
-             "the peer sent a stateless reset: it has no state for this connection (RFC 9000 §10.3)", true, false};
+    const bool announced = state == ConnectionState::closing;
+    if (!announced)
+        close = {static_cast<std::uint64_t>(CloseCode::stateless_reset),
+                 "the peer sent a stateless reset: it has no state for this connection (RFC 9000 §10.3)", true, false};
     state = ConnectionState::draining;
     close_deadline = now + three_pto();
     probes_pending = 0;
-    events.push_back(event::Closed{close});
+    close_frame_pending = false;
+    if (!announced) events.push_back(event::Closed{close});
 }
 
 void Connection::Impl::terminate() {

@@ -30,7 +30,8 @@ flood_pid=""
 finish_server
 sent=$(sed -n 's/^flood: \([0-9]*\) Initials .* = \([0-9]*\)\/s.*/\2/p' "$out/flood.txt")
 [ -n "$sent" ] || fail "initial_flood printed no rate"
-[ "$sent" -ge $((rate * 9 / 10)) ] || fail "the flood reached only $sent Initials/s of $rate"
+# A machine loaded by parallel builds sends less; half the rate is still a flood.
+[ "$sent" -ge $((rate / 2)) ] || fail "the flood reached only $sent Initials/s of $rate"
 retries=$(sed -n 's/.*address validation: \([0-9]*\) Retries sent.*/\1/p' "$out/recv_err.txt")
 # How many of the flood's Initials the server reads depends on the machine
 # (under ASan on 2 cores about 11 000 a second; the rest overflow its socket

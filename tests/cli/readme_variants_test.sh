@@ -97,6 +97,12 @@ run_readme() {
       grep -q "Jain's fairness index" "$out/compete.txt" || fail "--compete: no fairness index"
       [ "$(get "$out/compete/compete.json" runs.0.flows.1.controller)" = cubic ] &&
         [ "$(get "$out/compete/compete.json" runs.0.flows.1.byte_exact)" = true ] || fail "--compete: flows" ;;
+    "ndm-compare --cc-plugin ./libndm-example-cc-plugin.so --cc delay-aimd,cubic --virtual")
+      [ -f "$build/examples/libndm-example-cc-plugin.so" ] || fail "the example plugin was not built (NDM_BUILD_EXAMPLES)"
+      (cd "$build/examples" && "$tools/ndm-compare" --cc-plugin ./libndm-example-cc-plugin.so --cc delay-aimd,cubic \
+        --virtual -t 2 -q --out "$out/plugin" > "$out/plugin.txt" 2>&1) ||
+        fail "ndm-compare with the example plugin exited $?: $(tail -5 "$out/plugin.txt")"
+      expect_results "$out/plugin" urban-lte delay-aimd,cubic 2 65507 true 1 ;;
     "ndm-compare --list-cc")
       "$tools/ndm-compare" --list-cc > "$out/cc.txt"
       for c in reno cubic ndm-lkm ndm; do grep -q "^$c " "$out/cc.txt" || fail "--list-cc: no $c"; done ;;

@@ -27,6 +27,11 @@ UdpSocket udp_socket(int family, const std::string& what, bool gso) {
     try {
         UdpSocket s(family, UdpSocketOptions{});
         s.set_gso(gso);
+        // ECN crosses the relay as it crosses a router: each datagram's
+        // codepoint is read, handed to the emulator (which may mark it CE or
+        // bleach it) and set on the datagram sent on. A kernel without
+        // IP_RECVTOS leaves every datagram not-ECT, as a bleaching path would.
+        (void)s.enable_ecn_reporting();
         return s;
     } catch (const UdpSocketError& e) {
         die(what + ": " + e.what());
@@ -146,7 +151,7 @@ void EmuRelay::receive_listen(Instant) {
         std::memcpy(&from, rx_->from(i), rx_->from_len(i));
         const auto s = session_for(from, rx_->from_len(i), now);
         up_tags_->sent(s);
-        up_->send(rx_->payload(i), now);
+        up_->send(rx_->payload(i), now, rx_->ecn(i));
     }
 }
 
@@ -158,7 +163,7 @@ void EmuRelay::receive_upstream(std::uint32_t session, Instant) {
     sessions_[session].last_active = now;
     for (int i = 0; i < n; ++i) {
         down_tags_->sent(session);
-        down_->send(rx_->payload(i), now);
+        down_->send(rx_->payload(i), now, rx_->ecn(i));
     }
 }
 
@@ -190,14 +195,15 @@ void EmuRelay::deliver_due(Instant now) {
         while (link.next_delivery() <= now) {
             if (b.n == kBatch) flush_batch();
             const std::size_t k = b.n;
-            if (!link.deliver(now, b.out[k])) continue;
+            Ecn ecn = Ecn::not_ect;
+            if (!link.deliver(now, b.out[k], ecn)) continue;
             Session& s = sessions_[tags.delivered_session()];
             if (!s.socket) {
                 ++orphaned_;
                 continue;
             }
             s.last_active = now;
-            b.datagram[k] = {b.out[k], nullptr, 0};
+            b.datagram[k] = {b.out[k], nullptr, 0, ecn};
             if (is_up) {
                 b.socket[k] = s.socket.get();
             } else {

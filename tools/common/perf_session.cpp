@@ -12,6 +12,7 @@
 #include "common/printable.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
+#include "ndm/workload.hpp"
 
 namespace ndm::tools {
 
@@ -131,7 +132,8 @@ std::vector<std::uint8_t> encode(const TestParams& p) {
     return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"cc_options", p.cc_options}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
                      {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed},
                      {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse},
-                     {"bitrate", p.bitrate}, {"burst", p.burst}, {"omit", p.omit}});
+                     {"bitrate", p.bitrate}, {"burst", p.burst}, {"omit", p.omit},
+                     {"workload", workload::kFormatVersion}});
 }
 
 TestParams decode_test_params(std::span<const std::uint8_t> blob) {
@@ -168,6 +170,12 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
     } else {
         validate(p);
     }
+    // Both ends generate or hash the payload: different formats would report
+    // correct data as corrupt. Clients before the field had format 1.
+    if (const auto v = uint_field(j, "workload", 1); v != workload::kFormatVersion)
+        throw std::invalid_argument(fmt::format(
+            "the client's test payload format is version {}, this server's is {}: run the same ndm release on both sides",
+            v, workload::kFormatVersion));
     return p;
 }
 
