@@ -35,7 +35,13 @@ TEST_CASE("perf session: parallel and reverse parameters round-trip, bad counts 
     p.index = 3;
     p.test_id = 0xfeedface12345678ULL;
     p.reverse = true;
+    p.bitrate = 20'000'000;
+    p.burst = 10;
+    p.omit = 2;
     const auto q = tools::decode_test_params(tools::encode(p));
+    CHECK(q.bitrate == 20'000'000);
+    CHECK(q.burst == 10);
+    CHECK(q.omit == 2);
     CHECK(q.streams == 4);
     CHECK(q.index == 3);
     CHECK(q.test_id == p.test_id);
@@ -46,8 +52,16 @@ TEST_CASE("perf session: parallel and reverse parameters round-trip, bad counts 
     p.index = 0;
     CHECK_THROWS_AS(tools::decode_test_params(tools::encode(p)), std::invalid_argument);
 
-    const tools::SenderReport r{12345, 2.5, 7, 0xabcdef};
+    tools::SenderReport r;
+    r.bytes = 12345;
+    r.seconds = 2.5;
+    r.retransmits = 7;
+    r.hash = 0xabcdef;
+    r.omitted_bytes = 100;
+    r.omitted_retransmits = 3;
     const auto s = tools::decode_sender_report(tools::encode(r));
+    CHECK(s.omitted_bytes == 100);
+    CHECK(s.omitted_retransmits == 3);
     CHECK(s.bytes == 12345);
     CHECK(s.seconds == 2.5);
     CHECK(s.retransmits == 7);
@@ -125,6 +139,15 @@ TEST_CASE("perf session: every test parameter from the network is bounded (issue
         {"workload", 1, "test payload format is version 1, this server's is 2"},
         {"workload", 3, "version 3"},
         {"workload", -1, "workload is not a non-negative integer"},
+        // -b and -O (issue 21): the server paces and times its sending by them in -R.
+        {"bitrate", std::uint64_t{10'000'000'000'001}, "bitrate"},
+        {"bitrate", -1, "bitrate is not a non-negative integer"},
+        {"bitrate", 2e7, "bitrate is not a non-negative integer"},
+        {"burst", 1001, "burst"},
+        {"burst", std::uint64_t{1} << 32, "burst"},
+        {"omit", 600.5, "omit 600.5 s outside 0..600"},
+        {"omit", -1, "omit"},
+        {"omit", "2", "omit is missing or not a number"},
     };
     for (const auto& c : bad) {
         CAPTURE(c.key);
@@ -135,6 +158,12 @@ TEST_CASE("perf session: every test parameter from the network is bounded (issue
     CHECK(refusal(request([](J& j) { j.erase("interval"); })).find("interval") != std::string::npos);
     // Clients from before the field used format 1.
     CHECK(refusal(request([](J& j) { j.erase("workload"); })).find("version 1") != std::string::npos);
+    // -O with a byte budget has no meaning (the omitted period is a time).
+    CHECK(refusal(request([](J& j) {
+              j["bytes"] = 1000;
+              j["seconds"] = 0;
+              j["omit"] = 2;
+          })).find("omit applies to timed tests only") != std::string::npos);
     // A byte budget replaces the time (seconds 0); within bounds it is accepted.
     const auto q = tools::decode_test_params(request([](J& j) {
         j["bytes"] = std::uint64_t{1} << 50;
@@ -167,6 +196,28 @@ TEST_CASE("perf session: reports from the peer are type- and range-checked") {
     CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":-1,"hash":9})")),
                     std::invalid_argument);
     CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"hash":9})")), std::invalid_argument);
+    // CPU use and the receiver's controller name (issue 21): bounded, a known name.
+    const auto rr = tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"cpu_user":12.5,"cpu_system":3,"cc":"reno"})"));
+    CHECK(rr.cpu.user == 12.5);
+    CHECK(rr.cpu.system == 3);
+    CHECK(rr.cc == "reno");
+    for (const char* bad : {R"("cpu_user":-1)", R"("cpu_system":1e300)", R"("cpu_user":"5")", R"("cc":"[2J")", R"("cc":7)"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(tools::decode_receiver_report(blob(std::string(R"({"bytes":5,"seconds":1,"hash":9,)") + bad + "}")),
+                        std::invalid_argument);
+    }
+    CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":2,"hash":9,"cpu_system":102401})")),
+                    std::invalid_argument);
+    // -O: the omitted part of a total is at most the total.
+    CHECK(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"omitted_bytes":5})")).omitted_bytes == 5);
+    CHECK_THROWS_AS(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"omitted_bytes":6})")),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(
+        tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":2,"hash":9,"omitted_retransmits":3})")),
+        std::invalid_argument);
+    CHECK_THROWS_AS(
+        tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":2,"hash":9,"omitted_bytes":-1})")),
+        std::invalid_argument);
 }
 
 TEST_CASE("connection: set_congestion_control swaps the controller after the handshake") {
@@ -228,4 +279,41 @@ TEST_CASE("perf session: a server opens no file a client names in its controller
     p.cc_options = "model=/no/such/file";
     p.reverse = true;
     CHECK_THROWS_WITH_AS(tools::validate(p), doctest::Contains("model=default"), std::invalid_argument);
+}
+
+TEST_CASE("perf session: -b RATE[/BURST] as iperf3 reads it, one-line errors") {
+    CHECK(tools::parse_bitrate("20M").bits_per_second == 20'000'000);
+    CHECK(tools::parse_bitrate("20M").burst == 0);
+    CHECK(tools::parse_bitrate("1.5G/10").bits_per_second == 1'500'000'000);
+    CHECK(tools::parse_bitrate("1.5G/10").burst == 10);
+    CHECK(tools::parse_bitrate("500k").bits_per_second == 500'000);
+    CHECK_THROWS_WITH(tools::parse_bitrate("0"), doctest::Contains("outside 1.."));
+    CHECK_THROWS_WITH(tools::parse_bitrate("fast"), doctest::Contains("bad rate \"fast\""));
+    CHECK_THROWS_WITH(tools::parse_bitrate("20M/0"), doctest::Contains("burst \"0\""));
+    CHECK_THROWS_WITH(tools::parse_bitrate("20M/1001"), doctest::Contains("1..1000"));
+    CHECK_THROWS_WITH(tools::parse_bitrate("20M/x"), doctest::Contains("burst"));
+    CHECK_THROWS_WITH(tools::parse_bitrate("11T"), doctest::Contains("outside"));
+}
+
+TEST_CASE("perf session: a paced pump writes what the rate allows, no more (application-limited)") {
+    test::ConnectionPair pair;
+    REQUIRE(pair.handshake());
+    Connection& c = *pair.client;
+    const StreamId id = *c.open_stream();
+    tools::PayloadPump pump(1);
+    pump.pace(8'000'000, 0);  // 1 MB/s
+    const Instant t0 = pair.now;
+    pump.pump(c, id, t0);
+    CHECK(pump.written() == 0);  // nothing is due at the first instant
+    pump.pump(c, id, t0 + std::chrono::milliseconds(10));
+    CHECK(pump.written() == 10'000);  // 10 ms at 1 MB/s
+    pump.pump(c, id, t0 + std::chrono::milliseconds(10));
+    CHECK(pump.written() == 10'000);  // ahead of the rate: waits
+    tools::PayloadPump burst(1);
+    burst.pace(8'000'000, tools::kBlockSize);
+    burst.pump(c, id, t0);
+    burst.pump(c, id, t0 + std::chrono::milliseconds(1));
+    CHECK(burst.written() == tools::kBlockSize);  // behind: one whole block at once
+    burst.pump(c, id, t0 + std::chrono::milliseconds(2));
+    CHECK(burst.written() == tools::kBlockSize);  // then nothing until the average catches up
 }

@@ -21,7 +21,10 @@
 
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
+#include "common/cpu_meter.hpp"
+#include "common/daemon.hpp"
 #include "common/logging.hpp"
+#include "common/output.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
@@ -73,6 +76,8 @@ struct Flow {
     bool closed = false;
     std::string close_reason;
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
+    // At the end of the -O period: forward what we had read, reverse what we had sent.
+    std::uint64_t omitted_bytes = 0, omit_sent = 0, omit_retx = 0;
 
     [[nodiscard]] bool done() const { return params.reverse ? fin_sent : reported; }
 };
@@ -86,8 +91,11 @@ struct Test {
     Instant next_report{};
     Instant join_deadline = kNever;  // every -P connection must have arrived by then
     bool intervals_done = false;
+    bool omitting = false;  // within the client's -O seconds
+    Instant omit_end{};
     std::vector<Flow> flows;
     json intervals = json::array();
+    tools::CpuMeter cpu;  // reported to the client, as iperf3's remote CPU
 
     Flow* find(ConnectionHandle h) {
         for (Flow& f : flows)
@@ -98,6 +106,8 @@ struct Test {
 
 struct Server {
     bool json_out = false;
+    std::string title;  // -T: a key of each -J document
+    std::string own_cc;  // our connections' controller: the receiver's in a forward test
     Endpoint& ep;
     std::optional<Test> test;
     int finished = 0;
@@ -148,7 +158,8 @@ struct Server {
             }
             f.data = *id;
             f.pump = std::make_unique<tools::PayloadPump>(p.seed, p.bytes ? p.bytes : std::numeric_limits<std::uint64_t>::max());
-            if (!p.bytes) f.send_end = now + from_seconds(p.seconds);
+            f.pump->pace(p.bitrate, p.burst * tools::kBlockSize);  // the client's -b
+            if (!p.bytes) f.send_end = now + from_seconds(p.omit + p.seconds);
         }
         if (!test) begin_test(p, now);
         // Rows in the client's connection order, whatever the handshakes' order.
@@ -164,6 +175,8 @@ struct Server {
         t.start = t.interval_begin = now;
         t.wall_start = std::chrono::system_clock::now();
         t.next_report = now + from_seconds(p.interval);
+        t.omitting = p.omit > 0;
+        t.omit_end = now + from_seconds(p.omit);
         // All -P connections arrive within one idle timeout, or the test ends.
         t.join_deadline = now + join_timeout;
         test = std::move(t);
@@ -221,11 +234,18 @@ struct Server {
                     c->close(1, "no stream for the report", now);
                     continue;
                 }
-                f.sent_bytes = st.stream_bytes_sent;
-                f.retransmits = st.packets_retransmitted;
-                c->write(*rid, tools::encode(tools::SenderReport{f.pump->written(), f.sent_seconds, f.retransmits,
-                                                                 f.pump->digest()}),
-                         true);
+                f.sent_bytes = st.stream_bytes_sent - std::min(f.omit_sent, st.stream_bytes_sent);
+                f.retransmits = st.packets_retransmitted - std::min(f.omit_retx, st.packets_retransmitted);
+                tools::SenderReport r;
+                r.bytes = f.pump->written();
+                r.seconds = f.sent_seconds;
+                r.retransmits = st.packets_retransmitted;
+                r.hash = f.pump->digest();
+                const tools::CpuPercent cpu = test->cpu.percent();
+                r.cpu = {cpu.user, cpu.system};
+                r.omitted_bytes = std::min(f.omit_sent, r.bytes);
+                r.omitted_retransmits = std::min(f.omit_retx, r.retransmits);
+                c->write(*rid, tools::encode(r), true);
                 f.reported = true;
             }
         }
@@ -261,16 +281,19 @@ struct Server {
             sum_retr += retr;
             json s = sum_json(b, e, bytes, rev ? std::optional(retr) : std::nullopt, rev);
             s["socket"] = f.params.index + 1;
+            s["omitted"] = t.omitting;
             if (rev) s["snd_cwnd"] = cwnd;
             streams.push_back(s);
             if (!json_out) {
                 std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", id_label(f.params.index), b, e,
                                          tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)))
-                          << (rev ? fmt::format("  {:>4}  {:>12}", retr, tools::format_cwnd(cwnd)) : "") << '\n';
+                          << (rev ? fmt::format("  {:>4}  {:>12}", retr, tools::format_cwnd(cwnd)) : "")
+                          << (t.omitting ? "  (omitted)" : "") << '\n';
             }
         }
-        t.intervals.push_back(
-            {{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev)}});
+        json sum = sum_json(b, e, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev);
+        sum["omitted"] = t.omitting;
+        t.intervals.push_back({{"streams", streams}, {"sum", sum}});
         if (!json_out && t.params.streams > 1) {
             std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
                                      tools::format_bitrate(rate(sum_bytes, e - b)))
@@ -281,11 +304,31 @@ struct Server {
         t.interval_begin = now;
     }
 
+    // The end of the client's -O period: its rows were marked; the clock and
+    // the totals start again (forward: the report leaves the omitted bytes out).
+    void end_omit(Instant now) {
+        Test& t = *test;
+        interval(now);
+        t.omitting = false;
+        for (Flow& f : t.flows) {
+            f.omitted_bytes = f.bytes;
+            if (const Connection* c = ep.find(f.h)) {
+                const ConnectionStats st = c->stats(now);
+                f.omit_sent = st.stream_bytes_sent;
+                f.omit_retx = st.packets_retransmitted;
+            }
+            f.start = now;
+        }
+        t.start = t.interval_begin = now;
+        t.next_report = now + from_seconds(t.params.interval);
+    }
+
     // Interval rows until every flow is done, then the partial last interval.
     void tick(Instant now) {
         expire(now);
         if (!test || test->intervals_done) return;
         Test& t = *test;
+        if (t.omitting && now >= t.omit_end) end_omit(now);
         bool all_done = static_cast<unsigned>(t.flows.size()) == t.params.streams;
         Instant last = t.interval_begin;
         for (const Flow& f : t.flows) {
@@ -313,7 +356,14 @@ struct Server {
             f->last_byte = steady_now();
         });
         if (!f->params.reverse && c->stream_finished(id) && !f->reported) {
-            tools::ReceiverReport r{f->bytes, secs(f->start, f->last_byte), f->hash.digest()};
+            tools::ReceiverReport r;
+            r.bytes = f->bytes;
+            r.seconds = std::max(0.0, secs(f->start, f->last_byte));
+            r.hash = f->hash.digest();
+            r.omitted_bytes = f->omitted_bytes;
+            const tools::CpuPercent cpu = test->cpu.percent();
+            r.cpu = {cpu.user, cpu.system};
+            r.cc = own_cc;
             c->write(id, tools::encode(r), true);
             f->reported = true;
             tick(steady_now());
@@ -344,8 +394,8 @@ struct Server {
         // phase (-t seconds from its start), as ndm-send's receiver line does.
         const std::optional<double> send_phase = drain_reference(t.params);
         for (const Flow& f : t.flows) {
-            const double s = rev ? f.sent_seconds : secs(f.start, f.last_byte);
-            const std::uint64_t bytes = rev ? f.sent_bytes : f.bytes;
+            const double s = rev ? f.sent_seconds : std::max(0.0, secs(f.start, f.last_byte));
+            const std::uint64_t bytes = rev ? f.sent_bytes : f.bytes - f.omitted_bytes;
             sum_bytes += bytes;
             sum_retr += f.retransmits;
             sum_s = std::max(sum_s, s);
@@ -363,6 +413,7 @@ struct Server {
                             {"num_streams", t.params.streams},
                             {"blksize", t.params.packet_size},
                             {"duration", t.params.seconds},
+                            {"omit", t.params.omit},
                             {"bytes", t.params.bytes},
                             {"reverse", rev ? 1 : 0}}},
                           {"sender_congestion", t.params.cc}};
@@ -371,6 +422,7 @@ struct Server {
             if (send_phase) sum["drain_seconds"] = tools::drain_seconds(*send_phase, sum_s);
             j["end"] = {{"streams", streams}, {rev ? "sum_sent" : "sum_received", sum}};
             if (!failure.empty()) j["error"] = "client disconnected: " + failure;
+            if (!title.empty()) j["title"] = title;
             std::cout << j.dump(2) << '\n';
         } else {
             auto line = [&](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
@@ -382,8 +434,8 @@ struct Server {
             };
             std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
             for (const Flow& f : t.flows)
-                line(id_label(f.params.index), rev ? f.sent_seconds : secs(f.start, f.last_byte),
-                     rev ? f.sent_bytes : f.bytes, f.retransmits);
+                line(id_label(f.params.index), rev ? f.sent_seconds : std::max(0.0, secs(f.start, f.last_byte)),
+                     rev ? f.sent_bytes : f.bytes - f.omitted_bytes, f.retransmits);
             if (t.flows.size() > 1) line("[SUM]", sum_s, sum_bytes, sum_retr);
             if (!failure.empty()) std::cout << "ndm-recv: the test ended early: " << failure << '\n';
         }
@@ -427,27 +479,42 @@ int main(int argc, char** argv) {
         "when the client asks for reverse mode (-R). The closing receiver line of a -t test shows how long\n"
         "after the client's send phase the last byte arrived (the drain; drain_seconds in -J).",
         "ndm-recv"};
+    ndm::tools::ServerTlsFlags tls_flags;
+    ndm::tools::OutputFlags output_flags;
+    bool no_gso = false, no_ecn = false, ipv4 = false, ipv6 = false, daemon = false;
+    std::string retry = "auto", pidfile;
+    // iperf3 3.12's --help order (general, then server), ndm's own after them.
     app.add_option("-p,--port", port, "UDP port to listen on")->capture_default_str();
+    app.add_option("-I,--pidfile", pidfile, "write the process id to FILE, removed at exit");
     app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();
-    app.add_flag("-1,--one-off", one_off, "exit after one test");
     app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
+    ndm::tools::add_output_flags(app, output_flags);
+    ndm::tools::add_idle_timeout_option(app, idle_timeout);
+    ndm::tools::add_version_flag(app, "ndm-recv");
+    app.add_flag("-D,--daemon", daemon, "run in the background; output to --logfile, else discarded (as iperf3's -D)");
+    app.add_flag("-1,--one-off", one_off, "exit after one test");
+    app.add_flag("-4,--version4", ipv4, "IPv4 only: bind 0.0.0.0 (or -B's IPv4 address)")->excludes(
+        app.add_flag("-6,--version6", ipv6, "IPv6: bind :: (or -B's IPv6 address); IPv4-mapped clients are still accepted"));
     app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
     app.add_option("--io", io, "socket backend: auto, uring or epoll")->capture_default_str();
-    ndm::tools::add_idle_timeout_option(app, idle_timeout);
-    ndm::tools::ServerTlsFlags tls_flags;
     ndm::tools::add_server_tls_flags(app, tls_flags);
-    bool no_gso = false;
     ndm::tools::add_no_gso_flag(app, no_gso);
-    bool no_ecn = false;
     ndm::tools::add_no_ecn_flag(app, no_ecn);
-    std::string retry = "auto";
     ndm::tools::add_retry_option(app, retry);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
     EndpointConfig cfg;
     ndm::tools::ServerTls tls;
+    std::optional<ndm::tools::OutputRedirect> output;  // std::cout's lines go through it until the end of main
+    std::optional<ndm::tools::PidFile> pid;
     try {  // bad input: one line, exit code 2, before any socket exists
+        output.emplace(json_out ? "" : output_flags.title, output_flags.logfile, output_flags.force_flush);
+        std::string no_host;
+        if (!app.count("--bind")) bind.clear();  // -4/-6 choose the any-address then
+        ndm::tools::apply_address_family(ipv4, ipv6, no_host, bind);
+        if (bind.empty()) bind = "::";
         check_numeric_address(bind, "--bind");
+        if (!pidfile.empty()) pid.emplace(pidfile);
         cfg.bind_address = bind;
         cfg.port = port;
         cfg.backend = parse_io_backend(io);
@@ -467,6 +534,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
+        if (daemon) ndm::tools::daemonize(output_flags.logfile);
+        if (pid) pid->write();
         Endpoint ep(cfg);
 
         std::signal(SIGINT, on_signal);
@@ -481,7 +550,7 @@ int main(int argc, char** argv) {
             std::cerr << tls.self_signed_note << '\n';  // stdout holds only the JSON documents
         }
 
-        Server s{json_out, ep, std::nullopt, 0};
+        Server s{json_out, json_out ? output_flags.title : "", cfg.connection.cc, ep, std::nullopt, 0};
         bool idle_released = true;
         s.join_timeout = cfg.connection.idle_timeout;
         ep.on_event([&](ConnectionHandle h, const Event& ev) {

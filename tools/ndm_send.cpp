@@ -19,10 +19,12 @@
 
 #include "common/cc_entry.hpp"
 #include "common/cli.hpp"
+#include "common/cpu_meter.hpp"
 #include "common/emu_path.hpp"
 #include "common/emu_summary.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
+#include "common/output.hpp"
 #include "common/iperf_output.hpp"
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
@@ -33,6 +35,7 @@
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
+#include "ndm/version.hpp"
 #include "ndm/workload.hpp"
 
 using namespace ndm;
@@ -61,6 +64,15 @@ struct Options {
     TlsOptions tls;  // from tls_flags, checked before any packet is sent
     bool no_gso = false;
     bool no_ecn = false;
+    std::string bitrate;  // -b RATE[/BURST]
+    bool udp = false;     // -u: refused
+    double omit = 0;      // -O seconds
+    tools::OutputFlags output;  // -T, --logfile, --forceflush
+    bool ipv4 = false, ipv6 = false;
+    std::string bind;            // -B: local address ("" = any, dual-stack)
+    std::uint16_t cport = 0;     // --cport: local port (0 = ephemeral)
+    std::uint64_t blocks = 0;    // -k: blocks of tools::kBlockSize
+    bool verbose = false;        // -V
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -86,9 +98,17 @@ struct Flow {
     std::vector<std::uint8_t> report;
     bool report_done = false;
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
+    std::uint64_t omit_sent = 0, omit_retx = 0, omit_received = 0;  // at the end of the -O period
+    // Forward: the smoothed RTT (µs) and cwnd at the interval ends, for
+    // iperf3's per-stream min/mean/max_rtt and max_snd_cwnd.
+    std::int64_t rtt_min = 0, rtt_max = 0, rtt_sum = 0, rtt_samples = 0;
+    std::uint64_t max_cwnd = 0;
+    tools::RemoteCpu remote_cpu;  // from the other side's report
+    std::string receiver_cc;      // forward: the server's controller, from its report
 
-    // Closing numbers.
+    // Closing numbers, without the -O period; the totals decide byte-exactness.
     std::uint64_t sent_bytes = 0, retransmits = 0, recv_bytes = 0;
+    std::uint64_t sent_total = 0, recv_total = 0;
     double sent_seconds = 0, recv_seconds = 0;
     bool exact = false;
 };
@@ -116,6 +136,8 @@ public:
         connect();
         start_ = sample_begin_ = steady_now();
         next_sample_ = start_ + from_seconds(base_.interval);
+        omitting_ = base_.omit > 0;
+        omit_end_ = start_ + from_seconds(base_.omit);
         if (!o_.reverse) {
             send_phase();
             collect_receiver_reports();
@@ -142,6 +164,8 @@ private:
                                           std::optional<tools::SharedEmuPath>& path) {
         EndpointConfig cfg;
         cfg.backend = parse_io_backend(o.io);
+        if (!o.bind.empty()) cfg.bind_address = o.bind;
+        cfg.port = o.cport;  // the -P connections share this one socket, so one port
         const tools::CcEntry cc = tools::parse_cc_entry(o.cc);
         cfg.connection.cc = cc.name;
         cfg.connection.cc_options = cc.options;
@@ -183,12 +207,14 @@ private:
         for (Flow& f : flows_) {
             Connection& c = tools::await_established(ep_, f.h, std::chrono::seconds(6));
             mds_ = c.max_datagram_size();
+            handshake_ = c.handshake_summary();
             if (!o_.reverse) {
                 const auto id = c.open_stream();
                 if (!id) throw std::runtime_error("the receiver allows no stream");
                 f.data = *id;
                 f.pump = std::make_unique<tools::PayloadPump>(
                     f.params.seed, base_.bytes ? base_.bytes : std::numeric_limits<std::uint64_t>::max());
+                f.pump->pace(base_.bitrate, base_.burst * tools::kBlockSize);
             }
         }
         if (!o_.json) print_header();
@@ -203,9 +229,25 @@ private:
         std::cout << fmt::format("[  *] controller {}{}, profile {}, packet size {} bytes{}\n", o_.cc,
                                  rev ? " (on the server)" : "", profile_name_, mds_,
                                  n > 1 ? fmt::format(", {} parallel connections", n) : "")
+                  << (o_.verbose ? verbose_header() : std::string())
                   << (rev ? "[ ID] Interval           Transfer     Bitrate\n"
                           : "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n")
                   << std::flush;
+    }
+
+    // -V: the test parameters, the controller and what the handshake settled, as iperf3's -V.
+    [[nodiscard]] std::string verbose_header() const {
+        const tools::CcEntry cc = tools::parse_cc_entry(o_.cc);
+        return fmt::format("Starting Test: protocol: NDM, {} streams, {} byte packets, omitting {:g} seconds, {}{}\n"
+                           "Controller: {}{}{}\n"
+                           "TLS: TLS 1.3, {}, ALPN {}, QUIC version 0x{:08x}{}\n",
+                           o_.parallel, mds_, base_.omit,
+                           base_.bytes ? fmt::format("{} bytes to send", base_.bytes)
+                                       : fmt::format("{:g} second test", base_.seconds),
+                           base_.bitrate ? fmt::format(", target {}", tools::format_bitrate(static_cast<double>(base_.bitrate))) : "",
+                           cc.name, cc.options.empty() ? "" : " (" + cc.options + ")",
+                           o_.reverse ? " on the server (reverse mode)" : "", handshake_.cipher_suite, handshake_.alpn,
+                           handshake_.version, handshake_.retry ? ", after a Retry" : "");
     }
 
     std::string fail_reason(ConnectionHandle h) const {
@@ -234,7 +276,7 @@ private:
         std::uint64_t sum_bytes = 0, sum_retr = 0;
         for (Flow& f : flows_) {
             std::uint64_t bytes = 0, retr = 0, cwnd = 0;
-            Duration srtt{0};
+            Duration srtt{0}, rttvar{0};
             const Connection* c = ep_.find(f.h);
             if (rev) {
                 bytes = f.received - f.prev_bytes;
@@ -245,6 +287,8 @@ private:
                 retr = st.packets_retransmitted - f.prev_retx;
                 cwnd = st.cwnd;
                 srtt = st.smoothed_rtt;
+                rttvar = st.rttvar;
+                note_rtt(f, srtt, cwnd);
                 f.prev_bytes = st.stream_bytes_sent;
                 f.prev_retx = st.packets_retransmitted;
             }
@@ -253,34 +297,67 @@ private:
             if (o_.json) {
                 json s = sum_json(b, e, bytes, rev ? std::nullopt : std::optional(retr), !rev);
                 s["socket"] = f.index + 1;
+                s["omitted"] = omitting_;
                 if (!rev) {
                     s["snd_cwnd"] = cwnd;
                     s["rtt"] = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
+                    s["rttvar"] = std::chrono::duration_cast<std::chrono::microseconds>(rttvar).count();
                 }
                 streams.push_back(s);
             } else if (rev) {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}\n", id_label(f.index), b, e,
-                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)));
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}{}\n", id_label(f.index), b, e,
+                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), omitted_note());
             } else {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}  {:>12}\n", id_label(f.index), b,
+                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}  {:>12}{}\n", id_label(f.index), b,
                                          e, tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), retr,
-                                         tools::format_cwnd(cwnd));
+                                         tools::format_cwnd(cwnd), omitted_note());
             }
         }
         if (o_.json) {
-            intervals_.push_back({{"streams", streams}, {"sum", sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev)}});
+            json sum = sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev);
+            sum["omitted"] = omitting_;
+            intervals_.push_back({{"streams", streams}, {"sum", sum}});
         } else if (o_.parallel > 1) {
             std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
                                      tools::format_bitrate(rate(sum_bytes, e - b)))
-                      << (rev ? std::string() : fmt::format("  {:>4}", sum_retr)) << '\n'
+                      << (rev ? std::string() : fmt::format("  {:>4}", sum_retr)) << omitted_note() << '\n'
                       << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
         }
         std::cout << std::flush;
         sample_begin_ = now;
     }
 
+    static void note_rtt(Flow& f, Duration srtt, std::uint64_t cwnd) {
+        const std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
+        f.rtt_min = f.rtt_samples ? std::min(f.rtt_min, us) : us;
+        f.rtt_max = std::max(f.rtt_max, us);
+        f.rtt_sum += us;
+        ++f.rtt_samples;
+        f.max_cwnd = std::max(f.max_cwnd, cwnd);
+    }
+
+    // iperf3's -O: the omitted period's rows are marked, then the clock and
+    // the totals start again from its end.
+    [[nodiscard]] std::string omitted_note() const { return omitting_ ? "  (omitted)" : ""; }
+    void end_omit(Instant now) {
+        sample(now);
+        omitting_ = false;
+        for (Flow& f : flows_) {
+            f.omit_received = f.received;
+            if (const Connection* c = ep_.find(f.h)) {
+                const ConnectionStats st = c->stats(now);
+                f.omit_sent = st.stream_bytes_sent;
+                f.omit_retx = st.packets_retransmitted;
+            }
+        }
+        start_ = sample_begin_ = now;
+        next_sample_ = now + from_seconds(base_.interval);
+    }
+
     void tick(Instant now) {
-        if (now >= next_sample_) {
+        if (omitting_ && now >= omit_end_) {
+            end_omit(now);
+        } else if (now >= next_sample_) {
             sample(now);
             next_sample_ += from_seconds(base_.interval);
         }
@@ -292,7 +369,7 @@ private:
 
     // Forward: -t sends for a time; -n until the receiver acknowledged every byte. Then FIN.
     void send_phase() {
-        const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.seconds);
+        const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.omit + base_.seconds);
         for (Instant now = steady_now(); now < end; now = steady_now()) {
             bool all_acked = base_.bytes != 0;
             for (Flow& f : flows_) {
@@ -338,10 +415,14 @@ private:
                                              : "no report from the receiver within 30 s after the send phase");
             const tools::ReceiverReport rr = tools::decode_receiver_report(f.report);
             const ConnectionStats st = c->stats(steady_now());
-            f.sent_bytes = st.stream_bytes_sent;
-            f.retransmits = st.packets_retransmitted;
-            f.recv_bytes = rr.bytes;
+            f.sent_total = f.pump->written();
+            f.recv_total = rr.bytes;
+            f.sent_bytes = st.stream_bytes_sent - std::min(f.omit_sent, st.stream_bytes_sent);
+            f.retransmits = st.packets_retransmitted - std::min(f.omit_retx, st.packets_retransmitted);
+            f.recv_bytes = rr.bytes - rr.omitted_bytes;
             f.recv_seconds = rr.seconds;
+            f.remote_cpu = rr.cpu;
+            f.receiver_cc = rr.cc;
             f.exact = rr.bytes == f.pump->written() && rr.hash == f.pump->digest();
         }
     }
@@ -365,7 +446,7 @@ private:
 
     // Reverse: until every server stream and report has arrived.
     void receive_phase() {
-        const Instant limit = start_ + from_seconds((base_.bytes ? 3600 : base_.seconds) + 30);
+        const Instant limit = start_ + from_seconds((base_.bytes ? 3600 : base_.omit + base_.seconds) + 30);
         bool data_done = false;
         for (Instant now = steady_now(); !receive_progress(now); now = steady_now()) {
             if (now >= limit) throw std::runtime_error("the server did not finish within 30 s after the test time");
@@ -386,11 +467,14 @@ private:
         }
         for (Flow& f : flows_) {
             const tools::SenderReport sr = tools::decode_sender_report(f.report);
-            f.sent_bytes = sr.bytes;
+            f.sent_total = sr.bytes;
+            f.recv_total = f.received;
+            f.remote_cpu = sr.cpu;
+            f.sent_bytes = sr.bytes - sr.omitted_bytes;
             f.sent_seconds = sr.seconds;
-            f.retransmits = sr.retransmits;
-            f.recv_bytes = f.received;
-            f.recv_seconds = secs(start_, f.last_byte);
+            f.retransmits = sr.retransmits - sr.omitted_retransmits;
+            f.recv_bytes = f.received - f.omit_received;
+            f.recv_seconds = std::max(0.0, secs(start_, f.last_byte));
             f.exact = sr.bytes == f.received && sr.hash == f.hash.digest();
         }
     }
@@ -417,9 +501,9 @@ private:
             t.recv_s = std::max(t.recv_s, f.recv_seconds);
             t.all_exact = t.all_exact && f.exact;
             if (!f.exact && t.error.empty()) {
-                const std::uint64_t written = o_.reverse ? f.sent_bytes : f.pump->written();
-                t.error = f.recv_bytes != written
-                              ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1, f.recv_bytes, written)
+                t.error = f.recv_total != f.sent_total
+                              ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1,
+                                            f.recv_total, f.sent_total)
                               : fmt::format("connection {}: the received data differs from what was sent (hash mismatch)",
                                             f.index + 1);
             }
@@ -434,14 +518,20 @@ private:
         j["provenance"] = tools::provenance_json(o_.started);
         json connected = json::array();
         for (const Flow& f : flows_)
-            connected.push_back({{"socket", f.index + 1}, {"local_host", ep_.local_address()}, {"remote_host", o_.host},
-                                 {"remote_port", o_.port}});
+            connected.push_back({{"socket", f.index + 1}, {"local_host", ep_.local_address()},
+                                 {"local_port", ep_.local_port()}, {"remote_host", o_.host}, {"remote_port", o_.port}});
+        const Provenance prov = provenance(o_.started);
         j["start"] = {{"connecting_to", {{"host", o_.host}, {"port", o_.port}}},
+                      {"timestamp", tools::timestamp_json(o_.started)},
+                      {"system_info", prov.host + " " + prov.kernel},
+                      {"cookie", fmt::format("{:016x}", flows_.front().params.test_id)},
+                      {"target_bitrate", base_.bitrate},
                       {"connected", connected},
                       {"version", "ndm-send"},
                       {"test_start",
-                       {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", 0},
-                        {"duration", base_.seconds}, {"bytes", base_.bytes}, {"reverse", rev ? 1 : 0}}},
+                       {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", base_.omit},
+                        {"duration", base_.seconds}, {"bytes", base_.bytes}, {"blocks", o_.blocks},
+                        {"reverse", rev ? 1 : 0}, {"target_bitrate", base_.bitrate}}},
                       {"congestion_control", o_.cc},
                       {"profile", profile_name_},
                       {"io", to_string(ep_.backend())}};
@@ -451,6 +541,12 @@ private:
             json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, !rev);
             json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, !rev);
             s["socket"] = r["socket"] = f.index + 1;
+            if (!rev && f.rtt_samples) {
+                s["max_snd_cwnd"] = f.max_cwnd;
+                s["min_rtt"] = f.rtt_min;
+                s["max_rtt"] = f.rtt_max;
+                s["mean_rtt"] = f.rtt_sum / f.rtt_samples;
+            }
             r["drain_seconds"] = tools::drain_seconds(f.sent_seconds, f.recv_seconds);
             streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}});
         }
@@ -460,12 +556,35 @@ private:
                     {"sum_sent", sum_json(0, t.sent_s, t.sent, t.retr, !rev)},
                     {"sum_received", sum_received},
                     {"sender_congestion", o_.cc},
+                    {"receiver_congestion", receiver_cc()},
+                    {"cpu_utilization_percent", cpu_json()},
                     {"byte_exact", t.all_exact}};
         if (path_)
             j["end"]["emulator"] = {{"up", tools::emu_summary_json(path_->egress->link().emu_stats())},
                                     {"down", tools::emu_summary_json(path_->ingress->link().emu_stats())}};
         if (!t.error.empty()) j["error"] = t.error;
+        if (!o_.output.title.empty()) j["title"] = o_.output.title;
         std::cout << j.dump(2) << '\n';
+    }
+
+    // The receiving side's controller: ours in -R, else the server's, from its report.
+    [[nodiscard]] std::string receiver_cc() const {
+        return o_.reverse ? tools::parse_cc_entry(o_.cc).name : flows_.front().receiver_cc;
+    }
+
+    // iperf3's cpu_utilization_percent: this process over the test, and the
+    // server's (the busiest of its reports).
+    [[nodiscard]] json cpu_json() const {
+        const tools::CpuPercent host = cpu_.percent();
+        tools::RemoteCpu remote;
+        for (const Flow& f : flows_)
+            if (f.remote_cpu.user + f.remote_cpu.system > remote.user + remote.system) remote = f.remote_cpu;
+        return {{"host_total", host.total},
+                {"host_user", host.user},
+                {"host_system", host.system},
+                {"remote_total", remote.user + remote.system},
+                {"remote_user", remote.user},
+                {"remote_system", remote.system}};
     }
 
     // The closing sender and receiver lines, as iperf3's.
@@ -488,6 +607,16 @@ private:
             std::cout << sender_line("[SUM]", t.sent_s, t.sent, t.retr)
                       << receiver_line("[SUM]", t.sent_s, t.recv_s, t.recv, t.all_exact);
         if (path_) std::cout << tools::emu_summary_text(path_->egress->link().emu_stats(), path_->ingress->link().emu_stats());
+        if (o_.verbose) {  // iperf3 -V's closing lines
+            const json cpu = cpu_json();
+            const bool rev = o_.reverse;
+            std::cout << fmt::format("CPU Utilization: local/{} {:.1f}% ({:.1f}%u/{:.1f}%s), remote/{} {:.1f}% ({:.1f}%u/{:.1f}%s)\n",
+                                     rev ? "receiver" : "sender", cpu["host_total"].get<double>(),
+                                     cpu["host_user"].get<double>(), cpu["host_system"].get<double>(),
+                                     rev ? "sender" : "receiver", cpu["remote_total"].get<double>(),
+                                     cpu["remote_user"].get<double>(), cpu["remote_system"].get<double>())
+                      << fmt::format("snd_congestion {}\nrcv_congestion {}\n", o_.cc, receiver_cc());
+        }
         std::cout << "\nndm-send done.\n";
     }
 
@@ -500,8 +629,78 @@ private:
     Endpoint ep_;
     std::vector<Flow> flows_;
     std::size_t mds_ = 0;  // the negotiated max datagram size
+    HandshakeSummary handshake_;
     Instant start_{}, sample_begin_{}, next_sample_{};
+    tools::CpuMeter cpu_;    // from the construction: the test's set-up included, as iperf3's
+    bool omitting_ = false;  // within -O's first seconds
+    Instant omit_end_{};
 };
+
+// The flags in iperf3 3.12's --help order (general, then client), ndm's own after them.
+void add_options(CLI::App& app, Options& o, std::string& profile_name) {
+    app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
+    app.add_option("--cport", o.cport, "local UDP port (default: ephemeral); the -P connections share it, "
+                                       "as they share one socket");
+    app.add_option("-i,--interval", o.interval, "seconds between interval reports")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 60.0));
+    app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
+    app.add_flag("-V,--verbose", o.verbose,
+                 "also print the test parameters, controller and TLS parameters at the start, both sides' CPU "
+                 "use and controllers at the end (as iperf3's -V)");
+    app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");
+    tools::add_output_flags(app, o.output);
+    tools::add_idle_timeout_option(app, o.idle_timeout);
+    tools::add_version_flag(app, "ndm-send");
+    app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
+    app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
+    app.add_option("-b,--bitrate", o.bitrate,
+                   "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
+                   "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "
+                   "flow is application-limited (default: unlimited, as iperf3's TCP)");
+    auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
+                  ->check(tools::size_in(1, tools::kMaxTestBytes));
+    t->excludes(n);
+    auto* k = app.add_option("-k,--blockcount", o.blocks,
+                             "blocks to send instead of a time; an ndm block is 128 KiB (iperf3's TCP default "
+                             "length; ndm's -l is the datagram size, not a block)")
+                  ->check(CLI::Range(std::uint64_t{1}, tools::kMaxTestBytes / tools::kBlockSize));
+    k->excludes(t);
+    k->excludes(n);
+    app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507)")
+        ->capture_default_str()
+        ->check(CLI::Range(kMinDatagramSize, kMaxDatagramSize));
+    app.add_option("-P,--parallel", o.parallel, "parallel connections (1..128), one test on the server")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, tools::kMaxParallel));
+    app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
+    app.add_flag("-4,--version4", o.ipv4, "IPv4 only: the server address must be IPv4")->excludes(
+        app.add_flag("-6,--version6", o.ipv6, "IPv6 only: the server address must be IPv6"));
+    auto* omit = app.add_option("-O,--omit", o.omit,
+                                "omit the first N seconds from the totals (sent in addition to -t, rows marked "
+                                "(omitted)), e.g. to leave out slow start; with -t only, not -n")
+                     ->check(CLI::Range(0.0, tools::kMaxOmit));
+    omit->excludes(n);
+    omit->excludes(k);
+    app.add_option("-C,--congestion", o.cc,
+                   "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
+                   "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
+        ->capture_default_str();
+    auto* e = app.add_option("--emu", o.emu,
+                             "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
+                             "(egress = up, ingress = down; keys: docs/emulator.md, e.g. outage=3s@2s for a 3 s "
+                             "blackhole 2 s in); the -P connections share this one path per direction, "
+                             "as they would share a bottleneck (-P 2 with rate=20mbit: 20 Mbit/s together)");
+    auto* p = app.add_option("--profile", profile_name, "impair with an emulator preset (ndm-compare --list-profiles)");
+    e->excludes(p);
+    app.add_option("--qlog", o.qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
+    app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
+    app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
+    tools::add_client_tls_flags(app, o.tls_flags);
+    tools::add_no_gso_flag(app, o.no_gso);
+    tools::add_no_ecn_flag(app, o.no_ecn);
+}
 
 }  // namespace
 
@@ -514,48 +713,25 @@ int main(int argc, char** argv) {
         "Prints per-interval Transfer/Bitrate/Retr/Cwnd rows and the closing sender and receiver lines; the\n"
         "other side's totals and a hash of the data come back over the connection (byte-exactness check).",
         "ndm-send"};
-    app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
-    app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
-    auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
-    auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
-                  ->check(tools::size_in(1, tools::kMaxTestBytes));
-    t->excludes(n);
-    app.add_option("-C,--congestion", o.cc,
-                   "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
-                   "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
-        ->capture_default_str();
-    app.add_option("-i,--interval", o.interval, "seconds between interval reports")
-        ->capture_default_str()
-        ->check(CLI::Range(0.1, 60.0));
-    auto* e = app.add_option("--emu", o.emu,
-                             "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
-                             "(egress = up, ingress = down; keys: docs/emulator.md, e.g. outage=3s@2s for a 3 s "
-                             "blackhole 2 s in); the -P connections share this one path per direction, "
-                             "as they would share a bottleneck (-P 2 with rate=20mbit: 20 Mbit/s together)");
-    auto* p = app.add_option("--profile", profile_name, "impair with an emulator preset (ndm-compare --list-profiles)");
-    e->excludes(p);
-    app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507)")
-        ->capture_default_str()
-        ->check(CLI::Range(kMinDatagramSize, kMaxDatagramSize));
-    app.add_option("-P,--parallel", o.parallel, "parallel connections (1..128), one test on the server")
-        ->capture_default_str()
-        ->check(CLI::Range(1u, tools::kMaxParallel));
-    app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
-    app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");
-    app.add_option("--qlog", o.qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
-    app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
-    app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
-    tools::add_idle_timeout_option(app, o.idle_timeout);
-    tools::add_client_tls_flags(app, o.tls_flags);
-    tools::add_no_gso_flag(app, o.no_gso);
-    tools::add_no_ecn_flag(app, o.no_ecn);
+    add_options(app, o, profile_name);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-send")) return *rc;
+    if (o.udp) {
+        std::cerr << "ndm-send: -u: ndm is a reliable transport (QUIC streams deliver every byte, in order), so "
+                     "there is no UDP test; for an app-limited flow use -b RATE, for loss use --emu loss=N%, "
+                     "for a raw UDP test use iperf3 -u\n";
+        return 2;
+    }
 
     tools::TestParams params;
+    params.omit = o.omit;
     std::optional<emu::Profile> profile;
+    std::optional<tools::OutputRedirect> output;  // std::cout's lines go through it until the end of main
     try {  // bad input: one line, exit code 2, before any packet is sent
+        output.emplace(o.json ? "" : o.output.title, o.output.logfile, o.output.force_flush);
         (void)parse_io_backend(o.io);
+        tools::apply_address_family(o.ipv4, o.ipv6, o.host, o.bind);
         check_numeric_address(o.host, "--client");
+        if (!o.bind.empty()) check_numeric_address(o.bind, "--bind");
         cc::Params cp;
         cp.max_datagram_size = o.packet_size;
         const tools::CcEntry entry = tools::parse_cc_entry(o.cc);
@@ -570,7 +746,15 @@ int main(int argc, char** argv) {
         params.interval = o.interval;
         params.seed = o.seed;
         params.reverse = o.reverse;
-        if (!o.bytes.empty()) {
+        if (!o.bitrate.empty()) {
+            const tools::Bitrate b = tools::parse_bitrate(o.bitrate);
+            params.bitrate = b.bits_per_second;
+            params.burst = b.burst;
+        }
+        if (o.blocks) {
+            params.bytes = o.blocks * tools::kBlockSize;  // within kMaxTestBytes: checked by -k's range
+            params.seconds = 0;
+        } else if (!o.bytes.empty()) {
             params.bytes = tools::parse_size(o.bytes);  // within 1..kMaxTestBytes: checked by size_in
             params.seconds = 0;
         } else {
@@ -588,7 +772,11 @@ int main(int argc, char** argv) {
         return Client(o, params, profile, intervals).run();
     } catch (const std::exception& ex) {  // connection failures, EndpointError
         // -J: a document still, with an "error" key as iperf3's (docs/ndm-send-json.md).
-        if (o.json) std::cout << tools::failure_json(tools::provenance_json(o.started), intervals, ex.what()).dump(2) << '\n';
+        if (o.json) {
+            json doc = tools::failure_json(tools::provenance_json(o.started), intervals, ex.what());
+            if (!o.output.title.empty()) doc["title"] = o.output.title;
+            std::cout << doc.dump(2) << '\n';
+        }
         std::cerr << "ndm-send: " << ex.what() << '\n';
         return 1;
     }

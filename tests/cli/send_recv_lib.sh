@@ -37,6 +37,9 @@ free_port() {
 
 start_server() {
   port=$(free_port)
+  # The previous server's "listening" must not pass for this one's: the
+  # child truncates the file only once it runs.
+  rm -f "$out/recv.txt"
   "$recv" -1 -B 127.0.0.1 -p "$port" "$@" > "$out/recv.txt" 2> "$out/recv_err.txt" &
   srv_pid=$!
   local a

@@ -11,6 +11,7 @@
 
 #include "common/units.hpp"
 #include "ndm/tls.hpp"
+#include "ndm/version.hpp"
 
 namespace ndm::tools {
 
@@ -88,6 +89,32 @@ int report_failure(std::string_view tool, const std::exception& e) {
     const bool bad_input = dynamic_cast<const std::invalid_argument*>(&e) != nullptr ||
                            dynamic_cast<const tls::CredentialError*>(&e) != nullptr;
     return bad_input ? 2 : 1;
+}
+
+void add_output_flags(CLI::App& app, OutputFlags& flags) {
+    app.add_option("-T,--title", flags.title,
+                   "prefix every output line with \"TITLE:  \" (with -J: a top-level \"title\" key instead)");
+    app.add_option("--logfile", flags.logfile,
+                   "append the output to FILE instead of standard output (errors still go to standard error)");
+    app.add_flag("--forceflush", flags.force_flush, "flush the output after every line");
+}
+
+void apply_address_family(bool v4, bool v6, std::string& host, std::string& bind) {
+    if (!v4 && !v6) return;
+    const char* flag = v4 ? "-4" : "-6";
+    auto check = [&](std::string& a, const char* what) {
+        if (a == "localhost") a = v4 ? "127.0.0.1" : "::1";
+        if ((a.find(':') != std::string::npos) == v4)
+            throw std::invalid_argument(fmt::format("{}: {} {} is not an IPv{} address", flag, what, a, v4 ? 4 : 6));
+    };
+    if (!host.empty()) check(host, "address");
+    if (bind.empty()) bind = v4 ? "0.0.0.0" : "::";
+    check(bind, "bind address");
+}
+
+void add_version_flag(CLI::App& app, std::string_view tool) {
+    app.set_version_flag("-v,--version", fmt::format("{} {} (git {})", tool, version(), git_commit()),
+                         "print the version and the git commit it was built from, and exit");
 }
 
 CLI::Validator size_in(std::uint64_t min, std::uint64_t max) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <exception>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -31,6 +32,22 @@ int exit_on_parse_error(CLI::App& app, const CLI::ParseError& e, std::string_vie
 // throw for a bad value or file, and tls::CredentialError for a certificate or
 // key that cannot be used), 1 for everything else: network, peer, I/O.
 int report_failure(std::string_view tool, const std::exception& e);
+
+// iperf3's -T TITLE, --logfile FILE and --forceflush (common/output.hpp does them).
+struct OutputFlags {
+    std::string title;
+    std::string logfile;
+    bool force_flush = false;
+};
+void add_output_flags(CLI::App& app, OutputFlags& flags);
+
+// iperf3's -4 / -6: `host` must be of that family ("localhost" becomes
+// 127.0.0.1 or ::1) and an unset `bind` becomes that family's any-address.
+// Throws std::invalid_argument naming the mismatch.
+void apply_address_family(bool v4, bool v6, std::string& host, std::string& bind);
+
+// --version: prints "TOOL VERSION (git COMMIT)" and exits 0, as iperf3's -v.
+void add_version_flag(CLI::App& app, std::string_view tool);
 
 // A byte count as parse_size reads it ("32M", "1.5G"), within [min, max].
 CLI::Validator size_in(std::uint64_t min, std::uint64_t max);

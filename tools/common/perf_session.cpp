@@ -1,6 +1,8 @@
 #include "common/perf_session.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/printable.hpp"
+#include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/workload.hpp"
 
@@ -57,6 +60,17 @@ double report_seconds(const json& j) {
         throw std::invalid_argument(fmt::format("field seconds {:g} outside 0..{:g}", s, kMaxReportSeconds));
     return s;
 }
+RemoteCpu cpu_fields(const json& j) {
+    RemoteCpu c;
+    for (auto [key, into] : {std::pair{"cpu_user", &c.user}, std::pair{"cpu_system", &c.system}}) {
+        if (!j.contains(key)) continue;
+        *into = number_field(j, key);
+        if (!(*into >= 0 && *into <= kMaxCpuPercent))
+            throw std::invalid_argument(fmt::format("field {} {:g} outside 0..{:g}", key, *into, kMaxCpuPercent));
+    }
+    return c;
+}
+
 // ndm's model=PATH names a file on the host that runs the controller. A
 // server must never open a file a client names (a device, another user's
 // file, or a probe of which paths exist): in -R, where the server runs the
@@ -101,6 +115,12 @@ void validate(const TestParams& p) {
         throw std::invalid_argument(
             "test parameter cc_options: model= names a file, which in -R the server would open; a server opens no file "
             "a client names (use model=default)");
+    if (p.bitrate > kMaxBitrate)
+        throw std::invalid_argument(fmt::format("test parameter bitrate {} exceeds {} bit/s", p.bitrate, kMaxBitrate));
+    if (p.burst > kMaxBurst)
+        throw std::invalid_argument(fmt::format("test parameter burst {} exceeds {} blocks", p.burst, kMaxBurst));
+    out_of("omit", p.omit, 0, kMaxOmit, " s");
+    if (p.omit > 0 && p.bytes != 0) throw std::invalid_argument("test parameter omit applies to timed tests only, not with bytes");
     if (!p.cc_options.empty()) {  // the controller itself names a bad key or value
         cc::Params cp;
         cp.max_datagram_size = p.packet_size;
@@ -112,6 +132,7 @@ std::vector<std::uint8_t> encode(const TestParams& p) {
     return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"cc_options", p.cc_options}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
                      {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed},
                      {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse},
+                     {"bitrate", p.bitrate}, {"burst", p.burst}, {"omit", p.omit},
                      {"workload", workload::kFormatVersion}});
 }
 
@@ -138,6 +159,10 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
         if (!j["reverse"].is_boolean()) throw std::invalid_argument("test parameter reverse is not a boolean");
         p.reverse = j["reverse"].get<bool>();
     }
+    // -b and -O: absent from older clients; validate() bounds omit.
+    p.bitrate = uint_field(j, "bitrate", 0, kMaxBitrate);
+    p.burst = static_cast<unsigned>(uint_field(j, "burst", 0, kMaxBurst));
+    if (j.contains("omit")) p.omit = number_field(j, "omit");
     if (!p.reverse && names_model_file(p)) {
         TestParams checked = p;  // the client's own model file: the server does not open it
         checked.cc_options.clear();
@@ -155,21 +180,62 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
 }
 
 std::vector<std::uint8_t> encode(const ReceiverReport& r) {
-    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}});
+    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}, {"omitted_bytes", r.omitted_bytes},
+                     {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}, {"cc", r.cc}});
 }
 
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "receiver report");
-    return {uint_field(j, "bytes"), report_seconds(j), uint_field(j, "hash")};
+    ReceiverReport r;
+    r.bytes = uint_field(j, "bytes");
+    r.seconds = report_seconds(j);
+    r.hash = uint_field(j, "hash");
+    r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // a part of bytes
+    r.cpu = cpu_fields(j);
+    if (j.contains("cc")) {  // printed by the client: only a name it knows
+        if (!j["cc"].is_string()) throw std::invalid_argument("field cc is not a string");
+        r.cc = j["cc"].get<std::string>();
+        const auto known = cc::list();
+        if (!r.cc.empty() && std::none_of(known.begin(), known.end(), [&](const cc::Info& i) { return i.name == r.cc; }))
+            throw std::invalid_argument("field cc is not a known controller");
+    }
+    return r;
 }
 
 std::vector<std::uint8_t> encode(const SenderReport& r) {
-    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash}});
+    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash},
+                     {"omitted_bytes", r.omitted_bytes}, {"omitted_retransmits", r.omitted_retransmits},
+                     {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}});
 }
 
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "sender report");
-    return {uint_field(j, "bytes"), report_seconds(j), uint_field(j, "retransmits"), uint_field(j, "hash")};
+    SenderReport r;
+    r.bytes = uint_field(j, "bytes");
+    r.seconds = report_seconds(j);
+    r.retransmits = uint_field(j, "retransmits");
+    r.hash = uint_field(j, "hash");
+    r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // parts of the totals
+    r.omitted_retransmits = uint_field(j, "omitted_retransmits", 0, r.retransmits);
+    r.cpu = cpu_fields(j);
+    return r;
+}
+
+Bitrate parse_bitrate(std::string_view text) {
+    const std::size_t slash = text.find('/');
+    Bitrate b;
+    b.bits_per_second = parse_rate(text.substr(0, slash));
+    if (b.bits_per_second < 1 || b.bits_per_second > kMaxBitrate)
+        throw std::invalid_argument(fmt::format("bitrate \"{}\" outside 1..{} bit/s", text, kMaxBitrate));
+    if (slash != std::string_view::npos) {
+        const std::string burst(text.substr(slash + 1));
+        unsigned n = 0;
+        const auto [ptr, ec] = std::from_chars(burst.data(), burst.data() + burst.size(), n);
+        if (ec != std::errc() || ptr != burst.data() + burst.size() || burst.empty() || n < 1 || n > kMaxBurst)
+            throw std::invalid_argument(fmt::format("burst \"{}\" is not a whole number of blocks in 1..{}", burst, kMaxBurst));
+        b.burst = n;
+    }
+    return b;
 }
 
 Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout) {
@@ -187,23 +253,33 @@ Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout
     return *c;
 }
 
-std::uint64_t PayloadPump::allowance(const ConnectionStats& st) const {
+std::uint64_t PayloadPump::allowance(const ConnectionStats& st, std::uint64_t upto) const {
     const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
     const std::uint64_t outstanding = written_ - st.stream_bytes_acked;
-    if (written_ >= limit_ || outstanding >= target) return 0;
-    return std::min(limit_ - written_, target - outstanding);
+    if (written_ >= upto || outstanding >= target) return 0;
+    return std::min(upto - written_, target - outstanding);
+}
+
+std::uint64_t PayloadPump::rate_limit(Instant now) const {
+    if (bits_per_second_ == 0) return limit_;
+    if (!paced_from_) return std::min(limit_, written_ + 1);
+    const double due = static_cast<double>(bits_per_second_) / 8 * to_seconds(now - *paced_from_);
+    if (static_cast<double>(written_) >= due) return written_;  // ahead of the rate: wait
+    const auto upto = burst_bytes_ ? written_ + burst_bytes_ : static_cast<std::uint64_t>(std::ceil(due));
+    return std::min(limit_, upto);
 }
 
 bool PayloadPump::wants(const Connection& c, StreamId id, Instant now) const {
-    return allowance(c.stats(now)) > 0 && c.stream_send_capacity(id) > 0;
+    return allowance(c.stats(now), rate_limit(now)) > 0 && c.stream_send_capacity(id) > 0;
 }
 
 void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
+    if (bits_per_second_ && !paced_from_) paced_from_ = now;  // -b's clock starts with the first write
     const ConnectionStats st = c.stats(now);
     const std::uint64_t start = written_;
-    for (std::uint64_t left = allowance(st); written_ - start < left;) {
+    for (std::uint64_t left = allowance(st, rate_limit(now)); written_ - start < left;) {
         const std::size_t n = static_cast<std::size_t>(
-            std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), limit_ - written_}));
+            std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), left - (written_ - start)}));
         if (n == 0) break;
         // The payload goes straight into the stream's send buffer; room may
         // be short of n where that buffer wraps (the loop comes back for more).

@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ndm/endpoint.hpp"
@@ -32,8 +34,21 @@ struct TestParams {
     unsigned index = 0;
     std::uint64_t test_id = 0;
     bool reverse = false;
+    // -b: the sender writes at most this many bits per second (0 = as fast as
+    // the connection takes), `burst` blocks at a time when behind (0 = no
+    // bursts: just the shortfall). -O: the first `omit` seconds are sent but
+    // left out of the totals (timed tests only).
+    std::uint64_t bitrate = 0;
+    unsigned burst = 0;
+    double omit = 0;
 };
 inline constexpr unsigned kMaxParallel = 128;
+// The "block" of -k and of -b's /BURST: 128 KiB, iperf3's default TCP block.
+inline constexpr std::uint64_t kBlockSize = 128 * 1024;
+// Bounds as iperf3's: -b up to 10 Tbit/s, at most 1000 blocks a burst, -O up to 600 s.
+inline constexpr std::uint64_t kMaxBitrate = 10'000'000'000'000;
+inline constexpr unsigned kMaxBurst = 1000;
+inline constexpr double kMaxOmit = 600;
 inline constexpr std::size_t kMaxCcOptions = 256;
 // Bounds of a test, the same for ndm-send's flags and for what ndm-recv
 // accepts from the network: the interval as iperf3's -i, at most a day of
@@ -50,14 +65,32 @@ std::vector<std::uint8_t> encode(const TestParams& p);
 // value is of the wrong type or outside the bounds of validate().
 TestParams decode_test_params(std::span<const std::uint8_t> blob);
 
+// -b's text, "RATE[KMGT][/BURST]" (bits per second, decimal multiples as
+// iperf3's), within 1..kMaxBitrate and 1..kMaxBurst; throws
+// std::invalid_argument naming the problem.
+struct Bitrate {
+    std::uint64_t bits_per_second = 0;
+    unsigned burst = 0;
+};
+Bitrate parse_bitrate(std::string_view text);
+
 // What the receiver read, sent back to the sender after the sender's FIN.
 // Reports come from the peer: decoding checks their types and that seconds
 // lie within 0..kMaxReportSeconds (a day of sending plus a day of draining).
 inline constexpr double kMaxReportSeconds = 2 * kMaxSeconds;
+// The reporting side's CPU use over the test (iperf3's remote_* of
+// cpu_utilization_percent), percent of one core: at most 1024 cores' worth.
+inline constexpr double kMaxCpuPercent = 102400;
+struct RemoteCpu {
+    double user = 0, system = 0;  // absent from older peers: 0
+};
 struct ReceiverReport {
     std::uint64_t bytes = 0;
     double seconds = 0;      // test start to last byte
     std::uint64_t hash = 0;  // workload::StreamHash digest of the bytes read
+    std::uint64_t omitted_bytes = 0;  // of `bytes`, read during the -O period; at most `bytes`
+    RemoteCpu cpu;
+    std::string cc;  // the receiver's controller (of its ACK-only direction); a registered name or empty
 };
 std::vector<std::uint8_t> encode(const ReceiverReport& r);
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob);
@@ -69,6 +102,9 @@ struct SenderReport {
     double seconds = 0;            // the send phase
     std::uint64_t retransmits = 0; // packets carrying retransmitted data
     std::uint64_t hash = 0;        // digest of the bytes written
+    // Of bytes and retransmits, those of the -O period; at most the totals.
+    std::uint64_t omitted_bytes = 0, omitted_retransmits = 0;
+    RemoteCpu cpu;
 };
 std::vector<std::uint8_t> encode(const SenderReport& r);
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob);
@@ -96,6 +132,14 @@ class PayloadPump {
 public:
     explicit PayloadPump(std::uint64_t seed, std::uint64_t limit = std::numeric_limits<std::uint64_t>::max())
         : payload_(seed), limit_(limit) {}
+    // -b: from the first pump() on, write no faster than bits_per_second on
+    // average (iperf3's throttle: write only while behind the rate), so the
+    // flow is application-limited; burst_bytes > 0 writes that much at once
+    // when behind, else just the shortfall.
+    void pace(std::uint64_t bits_per_second, std::uint64_t burst_bytes) {
+        bits_per_second_ = bits_per_second;
+        burst_bytes_ = burst_bytes;
+    }
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
     // Whether pump() would write anything now. A read-only look, so that a
@@ -109,14 +153,20 @@ public:
     static constexpr std::size_t kChunk = 64 * 1024;
 
 private:
-    // What may be written now: up to the limit, and no more than
-    // max(2 cwnd, 4 chunks) ahead of what the peer acknowledged.
-    [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st) const;
+    // What may be written now: up to `upto`, and no more than max(2 cwnd,
+    // 4 chunks) ahead of what the peer acknowledged.
+    [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st, std::uint64_t upto) const;
+    // The stream offset -b allows by `now` (the limit without -b). Before the
+    // first pump() the clock has not started: a little is allowed, so that
+    // wants() lets the driver make the call that starts it.
+    [[nodiscard]] std::uint64_t rate_limit(Instant now) const;
 
     workload::Payload payload_;
     workload::StreamHash hash_;
     std::uint64_t limit_;
     std::uint64_t written_ = 0;
+    std::uint64_t bits_per_second_ = 0, burst_bytes_ = 0;
+    std::optional<Instant> paced_from_;
 };
 
 }  // namespace ndm::tools

@@ -13,4 +13,7 @@ namespace ndm::tools {
 // For a run (a test, an experiment) that started at `start`.
 nlohmann::json provenance_json(std::chrono::system_clock::time_point start);
 
+// iperf3's start.timestamp: {"time": RFC 1123 date in GMT, "timesecs": Unix seconds}.
+nlohmann::json timestamp_json(std::chrono::system_clock::time_point start);
+
 }  // namespace ndm::tools

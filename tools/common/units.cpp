@@ -39,13 +39,16 @@ std::string format_bitrate(double bps) {
 
 std::string format_cwnd(double bytes) { return format_bytes(bytes); }
 
-std::uint64_t parse_size(std::string_view text) {
+namespace {
+// A number with an optional K/M/G/T suffix, each step `step` (1024 for sizes,
+// 1000 for rates as iperf3's -b); `what` names the kind in errors.
+std::uint64_t parse_scaled(std::string_view text, double step, const char* what) {
     std::string s(text);
-    if (s.empty()) throw std::invalid_argument("empty size");
+    if (s.empty()) throw std::invalid_argument(fmt::format("empty {}", what));
     double mult = 1;
-    char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
-    if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
-        mult = last == 'K' ? 1024.0 : last == 'M' ? 1048576.0 : last == 'G' ? 1073741824.0 : 1099511627776.0;
+    const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
+    if (const std::string_view suffixes = "KMGT"; suffixes.find(last) != std::string_view::npos) {
+        for (std::size_t i = 0; i <= suffixes.find(last); ++i) mult *= step;
         s.pop_back();
     }
     std::size_t used = 0;
@@ -56,11 +59,17 @@ std::uint64_t parse_size(std::string_view text) {
         used = 0;
     }
     if (used != s.size() || s.empty() || !(v >= 0) || !std::isfinite(v)) {
-        throw std::invalid_argument(fmt::format("bad size \"{}\" (expected a number with an optional K, M, G or T suffix)", text));
+        throw std::invalid_argument(
+            fmt::format("bad {} \"{}\" (expected a number with an optional K, M, G or T suffix)", what, text));
     }
     // llround of a value past long long's range is unspecified.
-    if (v * mult >= 9e18) throw std::invalid_argument(fmt::format("size \"{}\" is too large", text));
+    if (v * mult >= 9e18) throw std::invalid_argument(fmt::format("{} \"{}\" is too large", what, text));
     return static_cast<std::uint64_t>(std::llround(v * mult));
 }
+}  // namespace
+
+std::uint64_t parse_size(std::string_view text) { return parse_scaled(text, 1024.0, "size"); }
+
+std::uint64_t parse_rate(std::string_view text) { return parse_scaled(text, 1000.0, "rate"); }
 
 }  // namespace ndm::tools

@@ -15,5 +15,8 @@ std::string format_cwnd(double bytes);           // iperf3's cwnd column: "256 K
 // "32M", "1G", "500k", "1452" → bytes (binary multiples, as iperf3's -n).
 // Throws std::invalid_argument naming the text.
 std::uint64_t parse_size(std::string_view text);
+// "20M", "1.5G", "500k" → bits per second (decimal multiples, as iperf3's -b).
+// Throws std::invalid_argument naming the text.
+std::uint64_t parse_rate(std::string_view text);
 
 }  // namespace ndm::tools
