@@ -111,6 +111,7 @@ struct Flow {
     std::uint64_t sent_total = 0, recv_total = 0;
     double sent_seconds = 0, recv_seconds = 0;
     bool exact = false;
+    nlohmann::json ecn;  // this side's ECN counts at the end (RFC 9000 §13.4)
 };
 
 // The closing numbers of all connections and the verdict.
@@ -415,6 +416,7 @@ private:
                                              : "no report from the receiver within 30 s after the send phase");
             const tools::ReceiverReport rr = tools::decode_receiver_report(f.report);
             const ConnectionStats st = c->stats(steady_now());
+            f.ecn = ecn_json(st);
             f.sent_total = f.pump->written();
             f.recv_total = rr.bytes;
             f.sent_bytes = st.stream_bytes_sent - std::min(f.omit_sent, st.stream_bytes_sent);
@@ -466,6 +468,7 @@ private:
             }
         }
         for (Flow& f : flows_) {
+            if (const Connection* c = ep_.find(f.h)) f.ecn = ecn_json(c->stats(steady_now()));
             const tools::SenderReport sr = tools::decode_sender_report(f.report);
             f.sent_total = sr.bytes;
             f.recv_total = f.received;
@@ -548,7 +551,7 @@ private:
                 s["mean_rtt"] = f.rtt_sum / f.rtt_samples;
             }
             r["drain_seconds"] = tools::drain_seconds(f.sent_seconds, f.recv_seconds);
-            streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}});
+            streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}, {"ecn", f.ecn}});
         }
         json sum_received = sum_json(0, t.recv_s, t.recv, std::nullopt, !rev);
         sum_received["drain_seconds"] = tools::drain_seconds(t.sent_s, t.recv_s);
@@ -565,6 +568,18 @@ private:
         if (!t.error.empty()) j["error"] = t.error;
         if (!o_.output.title.empty()) j["title"] = o_.output.title;
         std::cout << j.dump(2) << '\n';
+    }
+
+    // This side's ECN view of a connection: validation state, the ECT(0)
+    // packets it marked, the codepoints it received and the CE marks the peer
+    // reported in ACK_ECN frames.
+    static json ecn_json(const ConnectionStats& st) {
+        return {{"state", to_string(st.ecn_state)},
+                {"ect0_sent", st.ecn_ect0_sent},
+                {"ce_reported_by_peer", st.ecn_ce_reported},
+                {"ect0_received", st.ecn_ect0_received},
+                {"ect1_received", st.ecn_ect1_received},
+                {"ce_received", st.ecn_ce_received}};
     }
 
     // The receiving side's controller: ours in -R, else the server's, from its report.

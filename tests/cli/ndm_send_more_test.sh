@@ -20,6 +20,9 @@ finish_server
 check_shape fwd.json forward
 [ "$(get fwd.json start.test_start.num_streams)" = 2 ] || fail "num_streams"
 get fwd.json end.streams.1.byte_exact > /dev/null
+# ECN is on by default and loopback keeps the codepoints: the path validates.
+[ "$(get fwd.json end.streams.0.ecn.ect0_sent)" -gt 0 ] || fail "no ECT(0) packets sent"
+[ "$(get fwd.json end.streams.0.ecn.state)" = capable ] || fail "ECN state $(get fwd.json end.streams.0.ecn.state)"
 start_server
 timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -R -J > "$out/rev.json" 2> "$out/err.txt" || fail "-J -R exit $?"
 finish_server
