@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/cpu_meter.hpp"
@@ -500,6 +501,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_server_tls_flags(app, tls_flags);
     ndm::tools::add_no_gso_flag(app, no_gso);
     ndm::tools::add_no_ecn_flag(app, no_ecn);
+    std::vector<std::string> plugins;  // a client may name their controllers (in -R this side runs them)
+    ndm::tools::add_cc_plugin_option(app, plugins);
     ndm::tools::add_retry_option(app, retry);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
@@ -509,6 +512,7 @@ int main(int argc, char** argv) {
     std::optional<ndm::tools::PidFile> pid;
     try {  // bad input: one line, exit code 2, before any socket exists
         output.emplace(json_out ? "" : output_flags.title, output_flags.logfile, output_flags.force_flush);
+        ndm::tools::load_cc_plugins(plugins);
         std::string no_host;
         if (!app.count("--bind")) bind.clear();  // -4/-6 choose the any-address then
         ndm::tools::apply_address_family(ipv4, ipv6, no_host, bind);

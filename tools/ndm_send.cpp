@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cc_entry.hpp"
+#include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
 #include "common/cpu_meter.hpp"
 #include "common/emu_path.hpp"
@@ -64,6 +65,7 @@ struct Options {
     TlsOptions tls;  // from tls_flags, checked before any packet is sent
     bool no_gso = false;
     bool no_ecn = false;
+    std::vector<std::string> plugins;  // --cc-plugin
     std::string bitrate;  // -b RATE[/BURST]
     bool udp = false;     // -u: refused
     double omit = 0;      // -O seconds
@@ -715,6 +717,7 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     tools::add_client_tls_flags(app, o.tls_flags);
     tools::add_no_gso_flag(app, o.no_gso);
     tools::add_no_ecn_flag(app, o.no_ecn);
+    tools::add_cc_plugin_option(app, o.plugins);  // ndm-recv needs it too: it checks the name, and in -R runs it
 }
 
 }  // namespace
@@ -747,6 +750,7 @@ int main(int argc, char** argv) {
         tools::apply_address_family(o.ipv4, o.ipv6, o.host, o.bind);
         check_numeric_address(o.host, "--client");
         if (!o.bind.empty()) check_numeric_address(o.bind, "--bind");
+        tools::load_cc_plugins(o.plugins);
         cc::Params cp;
         cp.max_datagram_size = o.packet_size;
         const tools::CcEntry entry = tools::parse_cc_entry(o.cc);

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # --cc-plugin: a controller from a shared object (tests/plugin/aimd_plugin.cpp)
-# is listed by ndm-compare, compared with a built-in one in virtual time and
-# run by ndm-sim; a file that is not a plugin is a one-line error, exit 2.
+# is listed by ndm-compare, compared with a built-in one in virtual time, run
+# by ndm-sim and by ndm-send -> ndm-recv both ways over loopback; a file that
+# is not a plugin is a one-line error, exit 2.
 set -euo pipefail
 compare="$1"
 sim="$2"
 plugin="$3"
 not_plugin="$4"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+send="$5"
+recv="$6"
+# shellcheck source=send_recv_lib.sh
+source "$(dirname "$0")/send_recv_lib.sh"
 
 "$compare" --cc-plugin "$plugin" --list-cc > "$out/list.txt"
 grep -q '^plugin-aimd ' "$out/list.txt" || fail "--list-cc does not show the plugin's controller"
@@ -30,4 +32,13 @@ set -e
 [ "$rc" -eq 2 ] || fail "a file without the entry point: exit $rc, not 2"
 [ "$(wc -l < "$out/err.txt")" -eq 1 ] || fail "the error is not one line: $(cat "$out/err.txt")"
 grep -q "not an ndm controller plugin" "$out/err.txt" || fail "unexpected error: $(cat "$out/err.txt")"
+# Over sockets: the server loads the plugin too (it checks the name; in -R it runs the controller).
+for dir in "" -R; do
+  start_server --cc-plugin "$plugin"
+  timeout 30 "$send" --insecure --cc-plugin "$plugin" -c 127.0.0.1 -p "$port" -C plugin-aimd:increase=2 -t 1 $dir \
+    > "$out/send$dir.txt" 2> "$out/send_err$dir.txt" || fail "ndm-send $dir with the plugin: exit $?"
+  finish_server
+  grep -q "receiver  (byte-exact)" "$out/send$dir.txt" || fail "ndm-send $dir with the plugin: not byte-exact"
+done
+
 echo "PASS: $(grep -c . "$out/list.txt") controllers listed; ndm-compare and ndm-sim ran plugin-aimd"
