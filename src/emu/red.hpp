@@ -56,7 +56,9 @@ private:
             avg_ = (1 - wq_) * avg_ + wq_ * static_cast<double>(backlog);
             return;
         }
-        const double m = now > idle_since ? to_seconds(now - idle_since) / to_seconds(typical_tx_) : 0;
+        // Instant::min(): the queue has never served anything (the average is 0 still).
+        if (idle_since == Instant::min() || now <= idle_since) return;
+        const double m = to_seconds(now - idle_since) / to_seconds(typical_tx_);
         avg_ *= std::pow(1 - wq_, m);
     }
 
