@@ -317,6 +317,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> plugins;
     tools::add_cc_plugin_option(app, plugins);
 
+    ndm::tools::add_version_flag(app, "ndm-compare");
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-compare")) return *rc;
 
     try {

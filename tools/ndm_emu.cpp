@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     std::string describe_profile;
     auto* describe_cmd = app.add_subcommand("describe", "Parse a profile and print both directions");
     describe_cmd->add_option("profile", describe_profile, "profile to parse")->required();
+    ndm::tools::add_version_flag(app, "ndm-emu");
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-emu")) return *rc;
     try {
         if (relay_cmd->parsed()) return relay(ro);

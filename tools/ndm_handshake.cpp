@@ -312,6 +312,7 @@ int main(int argc, char** argv) {
     tools::ServerTlsFlags server_flags;
     tools::add_server_tls_flags(*listen, server_flags);
     tools::add_retry_option(*listen, o.retry);
+    tools::add_version_flag(app, "ndm-handshake");
     if (const auto rc = tools::parse_command_line(app, argc, argv, "ndm-handshake")) return *rc;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);

@@ -135,6 +135,7 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
     app.add_flag("--json", o.json, "Print the results as JSON");
     app.add_flag("-v,--verbose", o.verbose, "Debug logging");
 
+    ndm::tools::add_version_flag(app, "ndm-sim", false);  // -v is --verbose here
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-sim")) return rc;
 
     o.by_time = time_opt->count() > 0;

@@ -644,6 +644,7 @@ int main(int argc, char** argv) {
     const std::array<Command*, 7> commands{&generate_cmd, &train_cmd,  &evaluate_cmd, &export_cmd,
                                            &handset_cmd,  &select_cmd, &ship_cmd};
 
+    ndm::tools::add_version_flag(app, "ndm-train", false);  // -v is a subcommand's --verbose
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-train")) return *rc;
 
     try {

@@ -112,8 +112,8 @@ void apply_address_family(bool v4, bool v6, std::string& host, std::string& bind
     check(bind, "bind address");
 }
 
-void add_version_flag(CLI::App& app, std::string_view tool) {
-    app.set_version_flag("-v,--version", fmt::format("{} {} (git {})", tool, version(), git_commit()),
+void add_version_flag(CLI::App& app, std::string_view tool, bool short_v) {
+    app.set_version_flag(short_v ? "-v,--version" : "--version", fmt::format("{} {} (git {})", tool, version(), git_commit()),
                          "print the version and the git commit it was built from, and exit");
 }
 

@@ -46,8 +46,9 @@ void add_output_flags(CLI::App& app, OutputFlags& flags);
 // Throws std::invalid_argument naming the mismatch.
 void apply_address_family(bool v4, bool v6, std::string& host, std::string& bind);
 
-// --version: prints "TOOL VERSION (git COMMIT)" and exits 0, as iperf3's -v.
-void add_version_flag(CLI::App& app, std::string_view tool);
+// --version: prints "TOOL VERSION (git COMMIT)" and exits 0, as iperf3's -v
+// (-v too, where the tool does not use it for something else).
+void add_version_flag(CLI::App& app, std::string_view tool, bool short_v = true);
 
 // A byte count as parse_size reads it ("32M", "1.5G"), within [min, max].
 CLI::Validator size_in(std::uint64_t min, std::uint64_t max);
