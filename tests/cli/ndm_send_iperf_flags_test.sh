@@ -150,4 +150,18 @@ kill -0 "$daemon_pid" 2>/dev/null && { kill "$daemon_pid"; fail "-D -1: still ru
 [ ! -e "$out/recv.pid" ] || fail "--pidfile not removed at exit"
 grep -q "receiver" "$out/daemon.txt" || fail "-D --logfile: no receiver line"
 
+# 6. -6 runs a test over IPv6 (::1), byte-exact, where the host has IPv6 loopback.
+if ip -6 addr show dev lo 2>/dev/null | grep -q "::1"; then
+  port6=$(free_port)
+  "$recv" -1 -6 -B ::1 -p "$port6" > "$out/r6.txt" 2>&1 &
+  pid6=$!
+  for _ in $(seq 50); do grep -q "listening" "$out/r6.txt" 2>/dev/null && break; sleep 0.1; done
+  timeout 20 "$send" --insecure -6 -c ::1 -p "$port6" -t 1 > "$out/s6.txt" 2>&1 || fail "ndm-send -6 -c ::1: exit $?"
+  wait "$pid6" || fail "ndm-recv -6: exit code"
+  grep -q "receiver  (byte-exact)" "$out/s6.txt" || fail "-6: not byte-exact: $(tail -3 "$out/s6.txt")"
+  grep -q "connected to ::1" "$out/s6.txt" || fail "-6: $(head -3 "$out/s6.txt")"
+else
+  echo "note: no IPv6 loopback on this host: the -6 run was not made"
+fi
+
 echo PASS
