@@ -1,4 +1,4 @@
-// io::TimerHeap, the Endpoint's index of connection deadlines: after any
+// util::TimerHeap, the Endpoint's index of connection deadlines: after any
 // sequence of inserts, re-keys and removals its top is the earliest live
 // deadline, checked against a plain list, and every slot points back at its item.
 #include <doctest/doctest.h>
@@ -6,15 +6,15 @@
 #include <algorithm>
 #include <vector>
 
-#include "io/timer_heap.hpp"
 #include "util/rng.hpp"
+#include "util/timer_heap.hpp"
 
 using namespace ndm;
 
 namespace {
 
 struct Item {
-    std::size_t timer_slot = io::kNoTimerSlot;
+    std::size_t timer_slot = ndm::util::kNoTimerSlot;
     Instant at = kNever;
     bool in = false;
 };
@@ -30,7 +30,7 @@ Instant earliest(const std::vector<Item>& items) {
 
 TEST_CASE("timer heap: top is the earliest deadline after random inserts, re-keys and removals") {
     std::vector<Item> items(300);
-    io::TimerHeap<Item> heap;
+    ndm::util::TimerHeap<Item> heap;
     std::uint64_t seed = 42;
     for (int step = 0; step < 20000; ++step) {
         Item& it = items[util::splitmix64_next(seed) % items.size()];

@@ -22,7 +22,7 @@
 #include "io/probe.hpp"
 #include "io/retry_gate.hpp"
 #include "io/stateless_reset_responder.hpp"
-#include "io/timer_heap.hpp"
+#include "util/timer_heap.hpp"
 #include "io/transmit_batch.hpp"
 #include "util/rng.hpp"
 
@@ -126,7 +126,7 @@ struct Endpoint::Impl final : io::RxHandler {
         bool abandoned = false;  // peer unreachable: remove without a closing period
         bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
         bool accepted = false;   // counted in accepted_per_host
-        std::size_t timer_slot = io::kNoTimerSlot;  // in `timers`
+        std::size_t timer_slot = util::kNoTimerSlot;  // in `timers`
     };
 
     EndpointConfig cfg;
@@ -150,7 +150,7 @@ struct Endpoint::Impl final : io::RxHandler {
     // next deliveries as they were after its last turn: any call that can
     // change them marks it, and its turn re-keys it.
     std::vector<Record*> dirty;
-    io::TimerHeap<Record> timers;
+    util::TimerHeap<Record> timers;
     std::vector<ConnectionHandle> finished;  // closed or abandoned at their last turn: removed if still so
     std::deque<ConnectionHandle> accepted;
     std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open

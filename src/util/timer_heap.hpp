@@ -1,8 +1,11 @@
-// An indexed binary min-heap of deadlines: the Endpoint keeps each of its
+// An indexed binary min-heap of deadlines. The Endpoint keeps each of its
 // connections in it keyed by when that connection next has timed work, so a
-// turn finds the due ones at the top instead of asking every connection.
-// Each item stores its own slot (a `timer_slot` member), which makes re-keying
-// and removing an item O(log n) with no stale entries left behind.
+// turn finds the due ones at the top instead of asking every connection; the
+// simulator keeps each flow's next event in it (sim/flow_heap.hpp). Each item
+// stores its own slot (a `timer_slot` member), which makes re-keying and
+// removing an item O(log n) with no stale entries left behind. Items with
+// equal deadlines come out in TieBreak's order (a strict weak order on items;
+// the default leaves it unspecified).
 #pragma once
 
 #include <cstddef>
@@ -11,13 +14,20 @@
 
 #include "ndm/time.hpp"
 
-namespace ndm::io {
+namespace ndm::util {
 
 inline constexpr std::size_t kNoTimerSlot = static_cast<std::size_t>(-1);
 
+struct NoTieBreak {
+    template <class T>
+    bool operator()(const T&, const T&) const {
+        return false;
+    }
+};
+
 // T has a member `std::size_t timer_slot` initialised to kNoTimerSlot; the
 // heap owns its value while T is in it.
-template <class T>
+template <class T, class TieBreak = NoTieBreak>
 class TimerHeap {
 public:
     // Inserts `t` with deadline `at`, or moves it there if present.
@@ -62,6 +72,9 @@ private:
         T* item;
     };
 
+    static bool before(const Entry& a, const Entry& b) {
+        return a.at < b.at || (!(b.at < a.at) && TieBreak{}(*a.item, *b.item));
+    }
     void place(std::size_t i, const Entry& e) {
         heap_[i] = e;
         e.item->timer_slot = i;
@@ -70,7 +83,7 @@ private:
         const Entry e = heap_[i];
         while (i > 0) {
             const std::size_t parent = (i - 1) / 2;
-            if (!(e.at < heap_[parent].at)) break;
+            if (!before(e, heap_[parent])) break;
             place(i, heap_[parent]);
             i = parent;
         }
@@ -82,8 +95,8 @@ private:
         for (;;) {
             std::size_t child = 2 * i + 1;
             if (child >= n) break;
-            if (child + 1 < n && heap_[child + 1].at < heap_[child].at) ++child;
-            if (!(heap_[child].at < e.at)) break;
+            if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+            if (!before(heap_[child], e)) break;
             place(i, heap_[child]);
             i = child;
         }
@@ -93,4 +106,4 @@ private:
     std::vector<Entry> heap_;
 };
 
-}  // namespace ndm::io
+}  // namespace ndm::util
