@@ -377,10 +377,12 @@ private:
             bool all_acked = base_.bytes != 0;
             for (Flow& f : flows_) {
                 const Connection& c = check_open(f, "during the test");
-                if (all_acked && !(f.pump->done() && c.stats(now).stream_bytes_acked >= base_.bytes)) all_acked = false;
+                const ConnectionStats st = c.stats(now);
+                if (all_acked && !(f.pump->done() && st.stream_bytes_acked >= base_.bytes)) all_acked = false;
                 // Only a connection that takes more payload is reached through
                 // connection(), which gives it a turn in the endpoint's next pass.
-                if (f.pump->wants(c, f.data, now)) f.pump->pump(*ep_.connection(f.h), f.data, now);
+                if (f.pump->wants(st, c.stream_send_capacity(f.data), now))
+                    f.pump->pump(*ep_.connection(f.h), f.data, now);
             }
             if (all_acked) break;
             ep_.run_once(std::min({next_sample_, end, now + std::chrono::milliseconds(2)}));
@@ -589,19 +591,27 @@ private:
         return o_.reverse ? tools::parse_cc_entry(o_.cc).name : flows_.front().receiver_cc;
     }
 
-    // iperf3's cpu_utilization_percent: this process over the test, and the
-    // server's (the busiest of its reports).
-    [[nodiscard]] json cpu_json() const {
-        const tools::CpuPercent host = cpu_.percent();
+    // This process over the test, and the server's (the busiest of its reports).
+    struct Cpu {
+        tools::CpuPercent host;
         tools::RemoteCpu remote;
+    };
+    [[nodiscard]] Cpu cpu() const {
+        Cpu c{cpu_.percent(), {}};
         for (const Flow& f : flows_)
-            if (f.remote_cpu.user + f.remote_cpu.system > remote.user + remote.system) remote = f.remote_cpu;
-        return {{"host_total", host.total},
-                {"host_user", host.user},
-                {"host_system", host.system},
-                {"remote_total", remote.user + remote.system},
-                {"remote_user", remote.user},
-                {"remote_system", remote.system}};
+            if (f.remote_cpu.user + f.remote_cpu.system > c.remote.user + c.remote.system) c.remote = f.remote_cpu;
+        return c;
+    }
+
+    // iperf3's cpu_utilization_percent.
+    [[nodiscard]] json cpu_json() const {
+        const Cpu c = cpu();
+        return {{"host_total", c.host.total},
+                {"host_user", c.host.user},
+                {"host_system", c.host.system},
+                {"remote_total", c.remote.user + c.remote.system},
+                {"remote_user", c.remote.user},
+                {"remote_system", c.remote.system}};
     }
 
     // The closing sender and receiver lines, as iperf3's.
@@ -625,13 +635,12 @@ private:
                       << receiver_line("[SUM]", t.sent_s, t.recv_s, t.recv, t.all_exact);
         if (path_) std::cout << tools::emu_summary_text(path_->egress->link().emu_stats(), path_->ingress->link().emu_stats());
         if (o_.verbose) {  // iperf3 -V's closing lines
-            const json cpu = cpu_json();
+            const Cpu c = cpu();
             const bool rev = o_.reverse;
             std::cout << fmt::format("CPU Utilization: local/{} {:.1f}% ({:.1f}%u/{:.1f}%s), remote/{} {:.1f}% ({:.1f}%u/{:.1f}%s)\n",
-                                     rev ? "receiver" : "sender", cpu["host_total"].get<double>(),
-                                     cpu["host_user"].get<double>(), cpu["host_system"].get<double>(),
-                                     rev ? "sender" : "receiver", cpu["remote_total"].get<double>(),
-                                     cpu["remote_user"].get<double>(), cpu["remote_system"].get<double>())
+                                     rev ? "receiver" : "sender", c.host.total, c.host.user, c.host.system,
+                                     rev ? "sender" : "receiver", c.remote.user + c.remote.system, c.remote.user,
+                                     c.remote.system)
                       << fmt::format("snd_congestion {}\nrcv_congestion {}\n", o_.cc, receiver_cc());
         }
         std::cout << "\nndm-send done.\n";

@@ -71,6 +71,12 @@ RemoteCpu cpu_fields(const json& j) {
     return c;
 }
 
+// A controller name from the peer is only ever one this process has registered.
+bool registered(std::string_view name) {
+    const auto known = cc::list();
+    return std::any_of(known.begin(), known.end(), [&](const cc::Info& i) { return i.name == name; });
+}
+
 // ndm's model=PATH names a file on the host that runs the controller. A
 // server must never open a file a client names (a device, another user's
 // file, or a probe of which paths exist): in -R, where the server runs the
@@ -106,8 +112,7 @@ void validate(const TestParams& p) {
         throw std::invalid_argument(fmt::format("test parameter streams {} outside 1..{}", p.streams, kMaxParallel));
     if (p.index >= p.streams)
         throw std::invalid_argument(fmt::format("test parameter index {} not below streams {}", p.index, p.streams));
-    const auto known = cc::list();
-    if (std::none_of(known.begin(), known.end(), [&](const cc::Info& i) { return i.name == p.cc; }))
+    if (!registered(p.cc))
         throw std::invalid_argument(fmt::format("test parameter cc \"{}\" is not a known controller", p.cc));
     if (p.cc_options.size() > kMaxCcOptions)
         throw std::invalid_argument(fmt::format("test parameter cc_options longer than {} bytes", kMaxCcOptions));
@@ -195,8 +200,7 @@ ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
     if (j.contains("cc")) {  // printed by the client: only a name it knows
         if (!j["cc"].is_string()) throw std::invalid_argument("field cc is not a string");
         r.cc = j["cc"].get<std::string>();
-        const auto known = cc::list();
-        if (!r.cc.empty() && std::none_of(known.begin(), known.end(), [&](const cc::Info& i) { return i.name == r.cc; }))
+        if (!r.cc.empty() && !registered(r.cc))
             throw std::invalid_argument("field cc is not a known controller");
     }
     return r;
@@ -269,8 +273,8 @@ std::uint64_t PayloadPump::rate_limit(Instant now) const {
     return std::min(limit_, upto);
 }
 
-bool PayloadPump::wants(const Connection& c, StreamId id, Instant now) const {
-    return allowance(c.stats(now), rate_limit(now)) > 0 && c.stream_send_capacity(id) > 0;
+bool PayloadPump::wants(const ConnectionStats& st, std::size_t capacity, Instant now) const {
+    return capacity > 0 && allowance(st, rate_limit(now)) > 0;
 }
 
 void PayloadPump::pump(Connection& c, StreamId id, Instant now) {

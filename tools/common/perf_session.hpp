@@ -142,10 +142,11 @@ public:
     }
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
-    // Whether pump() would write anything now. A read-only look, so that a
-    // driver with many connections reaches (and so schedules) only those
-    // that take more payload through Endpoint::connection().
-    [[nodiscard]] bool wants(const Connection& c, StreamId id, Instant now) const;
+    // Whether pump() would write anything now, given the connection's stats
+    // and the stream's send capacity. A read-only look, so that a driver
+    // with many connections reaches (and so schedules) only those that take
+    // more payload through Endpoint::connection().
+    [[nodiscard]] bool wants(const ConnectionStats& st, std::size_t capacity, Instant now) const;
     [[nodiscard]] std::uint64_t written() const { return written_; }
     [[nodiscard]] bool done() const { return written_ >= limit_; }
     [[nodiscard]] std::uint64_t digest() const { return hash_.digest(); }
