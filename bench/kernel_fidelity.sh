@@ -8,7 +8,9 @@
 # seed for kernel and ndm in a round); prints the medians and ndm/kernel.
 # Needs root (ndm-emu shell); says so and exits 0 otherwise (a benchmark, not a test).
 #
-#   bench/kernel_fidelity.sh [BUILD_DIR]   env: PROFILE (urban-lte), SECS (10), ROUNDS (5), SIZES ("1500 65535")
+#   bench/kernel_fidelity.sh [BUILD_DIR]   env: PROFILE (urban-lte), SECS (10), ROUNDS (5), SIZES ("1500 65535"),
+#     PAIRS ("reno:reno cubic:cubic bbr:bbr1", kernel:ndm controller pairs),
+#     NDM_ARGS (extra ndm-send options, e.g. "--loss-detection rack")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -16,6 +18,8 @@ PROFILE=${PROFILE:-urban-lte}
 SECS=${SECS:-10}
 ROUNDS=${ROUNDS:-5}
 SIZES=${SIZES:-"1500 65535"}
+PAIRS=${PAIRS:-"reno:reno cubic:cubic bbr:bbr1"}
+NDM_ARGS=${NDM_ARGS:-}
 EMU="$BUILD_DIR/tools/ndm-emu"
 SEND="$BUILD_DIR/tools/ndm-send"
 RECV="$BUILD_DIR/tools/ndm-recv"
@@ -82,14 +86,14 @@ kernel_run() {  # SEED MTU CC
 ndm_run() {  # SEED MTU CC
   local len=1452
   [ "$2" -gt 1500 ] && len=65507
-  in_shell "$1" "$2" "$SEND --insecure -c \$NDM_EMU_HOST_ADDR -p 5298 -C $3 -l $len -t $SECS --seed $1 -J" |
+  in_shell "$1" "$2" "$SEND --insecure -c \$NDM_EMU_HOST_ADDR -p 5298 -C $3 -l $len -t $SECS --seed $1 $NDM_ARGS -J" |
     jq -r '.end.sum_received.bits_per_second / 1e6' 2> /dev/null || echo fail
 }
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(uname -r); profile $PROFILE, ${SECS} s per run, $ROUNDS rounds"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(uname -r); profile $PROFILE, ${SECS} s per run, $ROUNDS rounds${NDM_ARGS:+, ndm-send $NDM_ARGS}"
 for mtu in $SIZES; do
   for r in $(seq "$ROUNDS"); do
-    for pair in reno:reno cubic:cubic bbr:bbr1; do
+    for pair in $PAIRS; do
       k=${pair%%:*}
       n=${pair##*:}
       echo "$mtu kernel-$k $(kernel_run "$r" "$mtu" "$k")" >> "$out/runs.txt"
@@ -98,7 +102,7 @@ for mtu in $SIZES; do
   done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$out/runs.txt" <<'EOF'
+python3 - "$out/runs.txt" "$PAIRS" <<'EOF'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
@@ -110,7 +114,7 @@ def med(vals):
 print("| MTU | controller | kernel Mbit/s (median) | ndm Mbit/s (median) | ndm / kernel | kernel runs | ndm runs |")
 print("|---|---|---:|---:|---:|---|---|")
 for mtu in sorted({m for m, _ in runs}):
-    for k, n in (("reno", "reno"), ("cubic", "cubic"), ("bbr", "bbr1")):
+    for k, n in (pair.split(":") for pair in sys.argv[2].split()):
         kv, kf = med(runs.get((mtu, f"kernel-{k}"), []))
         nv, nf = med(runs.get((mtu, f"ndm-{n}"), []))
         ratio = f"{nv / kv:.2f}" if kv and nv else "n/a"

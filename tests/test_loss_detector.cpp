@@ -773,3 +773,66 @@ TEST_CASE("LossDetector: packet-threshold and time-threshold loss in the Initial
     CHECK(pns(to.lost) == Pns{2});
     CHECK(ld.ack_eliciting_in_flight() == 5);
 }
+
+namespace {
+
+LossDetector::Config with(ndm::LossDetection d) {
+    LossDetector::Config c;
+    c.detection = d;
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("LossDetector rack: before any reordering, 3 packets overtaking declare a loss at once") {
+    LossDetector ld(with(ndm::LossDetection::rack));
+    take_rtt_sample(ld);  // min_rtt = srtt = 100 ms
+    for (std::uint64_t pn = 1; pn <= 5; ++pn) ld.on_packet_sent(packet(pn, t0 + 100ms));
+    auto out = ld.on_ack_received(ack({{4, 5}}), t0 + 200ms, true);
+    CHECK(pns(out.lost) == Pns{1, 2});  // RFC 8985 §6.2 Step 4: reo_wnd 0 past DupThresh
+    // 3 is overtaken by two: it waits RACK.rtt + min_rtt/4 after its send.
+    CHECK(ld.timer() == t0 + 100ms + 100ms + 25ms);
+    CHECK_FALSE(ld.rack().reordering_seen());
+}
+
+TEST_CASE("LossDetector rack: after reordering, an overtaken packet waits RACK.rtt + min_rtt/4, then a spurious loss widens it") {
+    LossDetector ld(with(ndm::LossDetection::rack));
+    take_rtt_sample(ld);
+    for (std::uint64_t pn = 1; pn <= 2; ++pn) ld.on_packet_sent(packet(pn, t0 + 100ms));
+    auto out = ld.on_ack_received(ack({{2, 2}}), t0 + 201ms, true);
+    CHECK(out.lost.empty());
+    out = ld.on_ack_received(ack({{1, 2}}), t0 + 205ms, true);  // 1 arrives after 2: reordering
+    CHECK(ld.rack().reordering_seen());
+    CHECK(out.lost.empty());
+
+    // 3 is overtaken by four packets: no packet rule any more, only time.
+    for (std::uint64_t pn = 3; pn <= 7; ++pn) ld.on_packet_sent(packet(pn, t0 + 210ms));
+    out = ld.on_ack_received(ack({{4, 7}}), t0 + 311ms, true);
+    CHECK(out.lost.empty());
+    const Instant deadline = t0 + 210ms + 101ms + 25ms;  // xmit + RACK.rtt + min_rtt/4
+    CHECK(ld.timer() == deadline);
+    CHECK(ld.on_timeout(deadline - 1ms).lost.empty());
+    CHECK(pns(ld.on_timeout(deadline).lost) == Pns{3});
+    // 3 was only late: the window doubles (one step per round trip).
+    out = ld.on_ack_received(ack({{3, 7}}), deadline + 1ms, true);
+    CHECK(pns(out.late_acked) == Pns{3});
+    CHECK(ld.rack().multiplier() == 2);
+    // The adaptive thresholds are not rack's: they stay put.
+    CHECK(ld.packet_threshold() == 3);
+    CHECK(ld.time_threshold_eighths() == 9);
+}
+
+TEST_CASE("LossDetector rfc9002: a spurious loss leaves the thresholds fixed") {
+    LossDetector ld(with(ndm::LossDetection::rfc9002));
+    take_rtt_sample(ld);
+    for (std::uint64_t pn = 1; pn <= 20; ++pn) ld.on_packet_sent(packet(pn, t0 + 100ms));
+    auto out = ld.on_ack_received(ack({{2, 10}}), t0 + 200ms, true);
+    CHECK(pns(out.lost) == Pns{1});
+    out = ld.on_ack_received(ack({{1, 10}}), t0 + 201ms, true);
+    CHECK(pns(out.late_acked) == Pns{1});
+    CHECK(ld.packet_threshold() == 3);
+    CHECK(ld.time_threshold_eighths() == 9);
+    // The same reordering is again taken for loss.
+    out = ld.on_ack_received(ack({{12, 20}, {1, 10}}), t0 + 202ms, true);
+    CHECK(pns(out.lost) == Pns{11});
+}

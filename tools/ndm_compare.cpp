@@ -15,6 +15,7 @@
 
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
+#include "common/loss_detection_flag.hpp"
 #include "common/logging.hpp"
 #include "common/cc_entry.hpp"
 #include "common/cc_plugins.hpp"
@@ -49,6 +50,7 @@ struct Options {
     bool compete = false;
     double stagger = 0;
     double idle_timeout = tools::kDefaultIdleTimeoutSeconds;
+    LossDetection loss_detection = LossDetection::adaptive;
 };
 
 // The seed's loopback TCP carried ~64 KB segments; the realistic variant uses
@@ -88,6 +90,7 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
     spec.client.seed = seed * 2 + 1;
     spec.server.seed = seed * 2 + 2;
     spec.client.idle_timeout = spec.server.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
+    spec.client.loss_detection = o.loss_detection;
     // Common random numbers: every controller of one repeat sees the same
     // impairment streams (the emulator draws each decision type from its own).
     RunLinks links;
@@ -148,6 +151,7 @@ tools::RunResult run_real(const Options& o, const emu::Profile& profile, const s
     spec.seed = seed;
     spec.backend = parse_io_backend(o.io);
     spec.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
+    spec.loss_detection = o.loss_detection;
     // As netem on loopback: both directions impaired, here on the sender's socket path.
     RunLinks links;
     spec.up = links.up_factory(profile, seed);
@@ -185,6 +189,7 @@ int run_compete_mode(const Options& o) {
     spec.packet_size = o.packet_size;
     spec.seed = o.seed;
     spec.idle_timeout_s = o.idle_timeout;
+    spec.loss_detection = o.loss_detection;
     if (spec.stagger_s * static_cast<double>(spec.controllers.size() - 1) >= spec.seconds)
         throw std::invalid_argument(fmt::format("--stagger {} s starts the last flow after the {} s run ends",
                                                 o.stagger, o.seconds));
@@ -309,6 +314,7 @@ int main(int argc, char** argv) {
     app.add_option("--stagger", o.stagger, "with --compete: flow k starts k·SECONDS after the first")
         ->check(CLI::Range(0.0, 3600.0));
     tools::add_idle_timeout_option(app, o.idle_timeout);
+    tools::add_loss_detection_option(app, o.loss_detection);
     app.add_flag("-J,--json", o.json, "print the results as JSON on stdout instead of tables");
     app.add_flag("-q,--quiet", o.quiet, "no per-run interval tables and no progress");
     bool list_profiles = false, list_cc = false;

@@ -30,6 +30,7 @@
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/loss_detection_flag.hpp"
 #include "common/tls_flags.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
@@ -501,6 +502,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_server_tls_flags(app, tls_flags);
     ndm::tools::add_no_gso_flag(app, no_gso);
     ndm::tools::add_no_ecn_flag(app, no_ecn);
+    ndm::LossDetection loss_detection = ndm::LossDetection::adaptive;  // when this side sends (-R)
+    ndm::tools::add_loss_detection_option(app, loss_detection);
     std::vector<std::string> plugins;  // a client may name their controllers (in -R this side runs them)
     ndm::tools::add_cc_plugin_option(app, plugins);
     ndm::tools::add_retry_option(app, retry);
@@ -532,6 +535,7 @@ int main(int argc, char** argv) {
         cfg.connection.tls = tls.options;
         cfg.gso = cfg.gro = !no_gso;
         cfg.connection.ecn = !no_ecn;
+        cfg.connection.loss_detection = loss_detection;
         cfg.retry = parse_retry_policy(retry);
     } catch (const std::exception& e) {
         std::cerr << "ndm-recv: " << e.what() << '\n';

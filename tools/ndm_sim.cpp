@@ -19,6 +19,7 @@
 #include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
+#include "common/loss_detection_flag.hpp"
 #include "common/logging.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
@@ -107,6 +108,7 @@ struct Options {
     std::uint64_t seed = 1;
     bool json = false, verbose = false;
     double idle_timeout_s = ndm::tools::kDefaultIdleTimeoutSeconds;
+    ndm::LossDetection loss_detection = ndm::LossDetection::adaptive;
     // Derived by parse().
     bool by_time = false;
     std::uint64_t bytes = 0;
@@ -132,6 +134,7 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
     app.add_option("-i,--interval", o.interval_s, "Report interval in seconds of virtual time")->capture_default_str();
     app.add_option("--deadline", o.deadline_s, "Give up after this many seconds of virtual time")->capture_default_str();
     ndm::tools::add_idle_timeout_option(app, o.idle_timeout_s);
+    ndm::tools::add_loss_detection_option(app, o.loss_detection);
     app.add_flag("--json", o.json, "Print the results as JSON");
     app.add_flag("-v,--verbose", o.verbose, "Debug logging");
 
@@ -176,6 +179,7 @@ ndm::sim::TransferSpec make_spec(Options& o) {
     spec.client.max_datagram_size = o.packet_size;
     spec.client.seed = o.seed * 2 + 1;
     spec.client.idle_timeout = ndm::tools::idle_timeout_duration(o.idle_timeout_s);
+    spec.client.loss_detection = o.loss_detection;
     spec.server = spec.client;
     spec.server.seed = o.seed * 2 + 2;
     ndm::sim::SimpleLinkConfig link;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ndm/ecn.hpp"
+#include "ndm/loss_detection.hpp"
 #include "ndm/stats.hpp"
 #include "ndm/time.hpp"
 #include "ndm/tls.hpp"
@@ -188,6 +189,10 @@ struct ConnectionConfig {
     // and persistent congestion (RFC 9002 §7.6) has already collapsed cwnd.
     Duration max_pto_backoff = std::chrono::seconds(1);
     Duration max_ack_delay = std::chrono::milliseconds(25);
+    // Which thresholds tell a lost packet from a reordered one
+    // (ndm/loss_detection.hpp): adaptive RFC 9002 thresholds by default;
+    // rack for RFC 8985's reordering window, as Linux TCP has it.
+    LossDetection loss_detection = LossDetection::adaptive;
     Duration handshake_timeout = std::chrono::seconds(10);
     // Congestion controller by registry name, with its option string.
     std::string cc = "reno";

@@ -116,7 +116,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
              CryptoStream(crypto_config(config))},
       peer_cids(config.limits.active_connection_ids),
       mds(config.max_datagram_size),
-      loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff}),
+      loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff, config.loss_detection}),
       acks{AckTracker(ack_config(PacketSpace::initial, config)), AckTracker(ack_config(PacketSpace::handshake, config)),
            AckTracker(ack_config(PacketSpace::application, config))},
       ecn(config.ecn),

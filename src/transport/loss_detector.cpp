@@ -69,10 +69,13 @@ void LossDetector::late_ack(Space& sp, Slot& s, AckOutcome& out) {
     // is not mistaken for loss again (jittery paths such as netem's i.i.d.
     // jitter reorder by tens of packets). The thresholds describe the path,
     // so they are shared by the spaces.
-    if (sp.has_largest_acked && sp.largest_acked > s.p.pn) {
-        packet_threshold_ = std::clamp(sp.largest_acked - s.p.pn + 1, packet_threshold_, kMaxPacketThreshold);
+    // (LossDetection::rack adapts its own window instead, rack_on_ack.)
+    if (cfg_.detection == LossDetection::adaptive) {
+        if (sp.has_largest_acked && sp.largest_acked > s.p.pn) {
+            packet_threshold_ = std::clamp(sp.largest_acked - s.p.pn + 1, packet_threshold_, kMaxPacketThreshold);
+        }
+        time_threshold_num_ = std::min(time_threshold_num_ + 1, kMaxTimeThresholdNum);
     }
-    time_threshold_num_ = std::min(time_threshold_num_ + 1, kMaxTimeThresholdNum);
     // When that completes the most recent congestion event, the event was spurious.
     if (s.event != 0 && s.event == current_event_ && event_unacked_ > 0 && --event_unacked_ == 0) {
         out.spurious_congestion = true;
@@ -147,11 +150,14 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
     out.prior_bytes_in_flight = bytes_in_flight_;
     timer_anchor_ = now;
     forget_old_losses(sp, now);
+    const bool had_largest = sp.has_largest_acked;
+    const std::uint64_t prior_largest = sp.largest_acked;
     if (!sp.has_largest_acked || ack.largest() > sp.largest_acked) {
         sp.largest_acked = ack.largest();
         sp.has_largest_acked = true;
     }
     take_acked(sp, ack, out);
+    if (cfg_.detection == LossDetection::rack) rack_on_ack(sp, out, had_largest, prior_largest, now);
     if (out.acked.empty()) {
         // RFC 9002 §A.7: nothing newly acknowledged, nothing more to do.
         cleanup(sp, now);
@@ -193,13 +199,44 @@ Duration LossDetector::loss_delay() const {
     return std::max(rtt * time_threshold_num_ / kTimeThresholdDen, kGranularity);
 }
 
+void LossDetector::rack_on_ack(Space& sp, const AckOutcome& out, bool had_largest, std::uint64_t prior_largest,
+                               Instant now) {
+    // Step 1: the latest-sent packet delivered so far (packet numbers grow
+    // with send time: the largest acknowledged), and its RTT. QUIC never
+    // reuses a packet number, so no sample is ambiguous.
+    if (!out.acked.empty() && out.acked.back().pn == sp.largest_acked) {
+        sp.rack_xmit_ts = out.acked.back().time_sent;
+        sp.rack_rtt = now - sp.rack_xmit_ts;
+    }
+    // Step 2: delivered below what was already delivered (ascending pn).
+    if (had_largest && !out.acked.empty() && out.acked.front().pn < prior_largest) rack_.on_reordering();
+    // Step 4: close the round of the last increment, then count a spurious loss.
+    rack_.on_largest_acked(sp.largest_acked);
+    if (!out.late_acked.empty()) rack_.on_spurious_loss(sp.next_pn);
+}
+
+Instant LossDetector::loss_deadline(const Space& sp, const Slot& s, Duration delay, bool in_recovery) const {
+    const std::uint64_t pn = s.p.pn;
+    if (cfg_.detection == LossDetection::rack) {
+        // RFC 8985 §6.2 Step 5: every packet here was sent before the latest
+        // delivered one (pn < largest_acked).
+        const bool dupthresh = sp.largest_acked >= pn + kPacketThreshold;
+        const Duration window = rack_.window(in_recovery, dupthresh, rtt_.min(), rtt_.smoothed());
+        return add_saturating(s.p.time_sent, sp.rack_rtt + window);
+    }
+    // RFC 9002 §6.1: lost when sent kPacketThreshold before an acked
+    // packet, or long enough before now.
+    if (sp.largest_acked >= pn + packet_threshold_) return Instant::min();
+    return add_saturating(s.p.time_sent, delay);
+}
+
 LossDetector::LossBatch LossDetector::detect_lost(Space& sp, Instant now, std::vector<SentPacket>& lost) {
     LossBatch batch;
     sp.loss_time = kNever;
     if (!sp.has_largest_acked || sp.sent.empty()) return batch;
 
     const Duration delay = loss_delay();
-    const Instant lost_send_time = now - delay;
+    const bool in_recovery = in_rack_recovery(sp);
     const std::uint64_t end = std::min(sp.largest_acked + 1, sp.base + sp.sent.size());
     const std::uint64_t event = event_counter_ + 1;  // taken if in-flight packets are lost
     const std::size_t lost_before = lost.size();
@@ -209,9 +246,8 @@ LossDetector::LossBatch LossDetector::detect_lost(Space& sp, Instant now, std::v
     for (std::uint64_t pn = sp.base; pn < end; ++pn) {
         Slot& s = sp.slot(pn);
         if (s.state != State::outstanding) continue;
-        // RFC 9002 §6.1: lost when sent kPacketThreshold before an acked
-        // packet, or long enough before now.
-        if (s.p.time_sent <= lost_send_time || sp.largest_acked >= pn + packet_threshold_) {
+        const Instant deadline = loss_deadline(sp, s, delay, in_recovery);
+        if (deadline <= now) {
             s.state = State::lost;
             s.declared_lost = now;
             remove_from_flight(sp, s.p);
@@ -224,7 +260,7 @@ LossDetector::LossBatch LossDetector::detect_lost(Space& sp, Instant now, std::v
             last_idx = pn - sp.base;
             lost.push_back(s.p);  // a copy: the slot keeps its frames for late_acked
         } else {
-            sp.loss_time = std::min(sp.loss_time, add_saturating(s.p.time_sent, delay));
+            sp.loss_time = std::min(sp.loss_time, deadline);
         }
     }
 
@@ -235,6 +271,13 @@ LossDetector::LossBatch LossDetector::detect_lost(Space& sp, Instant now, std::v
         event_unacked_ = in_flight_lost;
         batch.persistent = in_persistent_congestion(sp, first_idx, last_idx, event);
         if (batch.persistent) rtt_.reset_min_rtt();  // RFC 9002 §5.2
+        // RFC 9002 §7.3.2: a loss of a packet sent after the current recovery
+        // period began starts a new one.
+        if (!rack_recovery_ || batch.largest_lost_time_sent > rack_recovery_start_) {
+            rack_recovery_ = true;
+            rack_recovery_start_ = now;
+            rack_.on_recovery();
+        }
     }
     return batch;
 }

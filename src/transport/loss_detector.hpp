@@ -18,10 +18,12 @@
 #include <vector>
 
 #include "ndm/ecn.hpp"
+#include "ndm/loss_detection.hpp"
 #include "ndm/time.hpp"
 #include "transport/delivery_rate.hpp"
 #include "transport/frame.hpp"
 #include "transport/packet_space.hpp"
+#include "transport/rack_reordering.hpp"
 #include "transport/rtt_estimator.hpp"
 #include "transport/sent_frame.hpp"
 
@@ -93,6 +95,8 @@ public:
         // period); zero: RFC 9002 §6.2.1's doubling without bound. See
         // ConnectionConfig::max_pto_backoff for why a bound exists.
         Duration max_pto_backoff{0};
+        // Which thresholds declare a packet lost (ndm/loss_detection.hpp).
+        LossDetection detection = LossDetection::adaptive;
     };
 
     explicit LossDetector(Config cfg);
@@ -164,9 +168,12 @@ public:
         return space(s).eliciting_in_flight;
     }
     [[nodiscard]] unsigned pto_count() const { return pto_count_; }
-    // Current loss thresholds (adapted upwards by spurious losses).
+    // Current loss thresholds (adapted upwards by spurious losses;
+    // LossDetection::adaptive and rfc9002).
     [[nodiscard]] std::uint64_t packet_threshold() const { return packet_threshold_; }
     [[nodiscard]] int time_threshold_eighths() const { return time_threshold_num_; }
+    // LossDetection::rack's reordering state.
+    [[nodiscard]] const RackReorderingWindow& rack() const { return rack_; }
     [[nodiscard]] const RttEstimator& rtt() const { return rtt_; }
     // Packets of space s remembered: outstanding, plus acked/lost ones
     // awaiting cleanup.
@@ -253,6 +260,10 @@ private:
         std::uint64_t largest_acked = 0;
         Instant loss_time = kNever;
         bool discarded = false;
+        // RFC 8985 §6.2 Step 1 (LossDetection::rack): the send time of the
+        // latest-sent packet acknowledged, and its RTT.
+        Instant rack_xmit_ts{};
+        Duration rack_rtt{0};
 
         Slot& slot(std::uint64_t pn) { return sent[pn - base]; }
     };
@@ -268,6 +279,14 @@ private:
     // RFC 9002 §A.7 DetectAndRemoveAckedPackets into out.acked / late_acked.
     void take_acked(Space& sp, const wire::AckFrame& ack, AckOutcome& out);
     [[nodiscard]] Duration loss_delay() const;
+    // When slot s of sp is lost by the thresholds (at or before now: lost
+    // now); `delay` is loss_delay(), `in_recovery` in_rack_recovery(sp).
+    [[nodiscard]] Instant loss_deadline(const Space& sp, const Slot& s, Duration delay, bool in_recovery) const;
+    // LossDetection::rack's bookkeeping of an ACK (RFC 8985 §6.2 Steps 1, 2, 4).
+    void rack_on_ack(Space& sp, const AckOutcome& out, bool had_largest, std::uint64_t prior_largest, Instant now);
+    [[nodiscard]] bool in_rack_recovery(const Space& sp) const {
+        return rack_recovery_ && sp.rack_xmit_ts <= rack_recovery_start_;
+    }
     // RFC 9002 §A.10 DetectAndRemoveLostPackets + §B.8 OnPacketsLost; the
     // lost packets are appended to `lost`.
     LossBatch detect_lost(Space& sp, Instant now, std::vector<SentPacket>& lost);
@@ -300,6 +319,12 @@ private:
     Instant timer_anchor_ = kNever;
     std::uint64_t packet_threshold_ = kPacketThreshold;
     int time_threshold_num_ = kTimeThresholdNum;  // in eighths of an RTT
+    RackReorderingWindow rack_;
+    // RFC 9002 §7.3.2's recovery period, which RACK's window depends on: it
+    // began when a loss was declared at rack_recovery_start_, and ends when a
+    // packet sent after that is acknowledged.
+    bool rack_recovery_ = false;
+    Instant rack_recovery_start_{};
     bool has_first_rtt_sample_ = false;
     Instant first_rtt_sample_time_{};
 

@@ -48,6 +48,7 @@ CompeteRun run_compete(const CompeteSpec& spec, std::uint64_t seed) {
         f.client.cc_options = e.options;
         f.client.max_datagram_size = f.server.max_datagram_size = spec.packet_size;
         f.client.idle_timeout = f.server.idle_timeout = from_seconds(spec.idle_timeout_s);
+        f.client.loss_detection = spec.loss_detection;
         f.client.seed = seed * 100 + 2 * i + 1;
         f.server.seed = seed * 100 + 2 * i + 2;
         f.start = from_seconds(spec.stagger_s * static_cast<double>(i));

@@ -11,6 +11,7 @@
 
 #include "common/idle_timeout.hpp"
 #include "common/report.hpp"
+#include "ndm/loss_detection.hpp"
 
 namespace ndm::tools {
 
@@ -47,6 +48,7 @@ struct CompeteSpec {
     std::uint64_t seed = 1;
     std::chrono::system_clock::time_point start_time{};  // for the provenance record
     double idle_timeout_s = kDefaultIdleTimeoutSeconds;  // both sides of every flow (--idle-timeout)
+    LossDetection loss_detection = LossDetection::adaptive;  // every sender's (--loss-detection)
 };
 
 // One run; throws std::invalid_argument on a bad profile or controller.

@@ -93,6 +93,7 @@ void run_sender(const LiveSpec& spec, LoopbackReceiver& rx, RunResult& out) {
     ccfg.connection.max_datagram_size = spec.packet_size;
     ccfg.connection.seed = spec.seed * 2 + 1;
     ccfg.connection.idle_timeout = spec.idle_timeout;
+    ccfg.connection.loss_detection = spec.loss_detection;
     ccfg.connection.tls = in_process_tls();
     ccfg.egress_link = spec.up;
     ccfg.ingress_link = spec.down;

@@ -9,6 +9,7 @@
 
 #include "common/idle_timeout.hpp"
 #include "common/report.hpp"
+#include "ndm/loss_detection.hpp"
 #include "ndm/endpoint.hpp"
 
 namespace ndm::tools {
@@ -24,6 +25,7 @@ struct LiveSpec {
     LinkFactory up;    // client egress; may be empty
     LinkFactory down;  // client ingress; may be empty
     Duration idle_timeout = idle_timeout_duration(kDefaultIdleTimeoutSeconds);  // both sides (--idle-timeout)
+    LossDetection loss_detection = LossDetection::adaptive;  // the sender's (--loss-detection)
     std::function<void(double elapsed_s)> progress;
 };
 
