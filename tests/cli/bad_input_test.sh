@@ -69,6 +69,8 @@ rows=(
   "ndm-compare --virtual --repeat 0|--repeat"
   "ndm-compare --virtual --repeat -1|--repeat"
   "ndm-compare --virtual --stagger inf|--stagger"
+  "ndm-compare --virtual --loss-detection dupack|--loss-detection"
+  "ndm-recv --loss-detection RACK|--loss-detection"
   "ndm-compare --virtual --seed -1|--seed"
   "ndm-compare --virtual -i nan|--interval"
   "ndm-compare --virtual --cc ndm:model=/dev/zero|/dev/zero"

@@ -63,4 +63,14 @@ set -e
 [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && echo "$err" | grep -q -- "--repeat" \
   || { echo "FAIL: bad option: rc=$rc $err"; exit 1; }
 grep -q -- "--profile" <<<"$("$bin" --help)" || { echo "FAIL: --help"; exit 1; }
+
+# --loss-detection: on urban-lte's reordering the three modes declare different
+# losses (so their goodput differs), and each is deterministic.
+goodput() {  # MODE
+  "$bin" --virtual -t 3 --cc bbr1 --packets realistic --loss-detection "$1" -q --out "$out/ld-$1" > /dev/null
+  "$check" get "$out/ld-$1/results.json" controllers.0.summary.goodput_bps.mean
+}
+a=$(goodput adaptive); r=$(goodput rack); f=$(goodput rfc9002)
+[ "$a" != "$r" ] && [ "$a" != "$f" ] && [ "$r" != "$f" ] || { echo "FAIL: loss detection modes alike: $a $r $f"; exit 1; }
+[ "$(goodput rack)" = "$r" ] || { echo "FAIL: rack is not deterministic"; exit 1; }
 echo "ndm-compare CLI: all checks passed"
