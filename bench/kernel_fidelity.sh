@@ -119,7 +119,8 @@ for mtu in sorted({m for m, _ in runs}):
         nv, nf = med(runs.get((mtu, f"ndm-{n}"), []))
         ratio = f"{nv / kv:.2f}" if kv and nv else "n/a"
         fmt = lambda x: f"{x:.2f}" if x is not None else "n/a"
-        kr = ", ".join(runs.get((mtu, f"kernel-{k}"), []))
-        nr = ", ".join(runs.get((mtu, f"ndm-{n}"), []))
+        one = lambda v: v if v in ("fail", "null") else f"{float(v):.1f}"
+        kr = ", ".join(map(one, runs.get((mtu, f"kernel-{k}"), [])))
+        nr = ", ".join(map(one, runs.get((mtu, f"ndm-{n}"), [])))
         print(f"| {mtu} | {k} / {n} | {fmt(kv)} | {fmt(nv)} | {ratio} | {kr} | {nr} |")
 EOF
