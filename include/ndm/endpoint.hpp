@@ -129,6 +129,15 @@ struct EndpointConfig {
     LinkFactory ingress_link;
     // SO_RCVBUF / SO_SNDBUF request (SO_*BUFFORCE when privileged).
     int socket_buffer_bytes = 8 << 20;
+    // SO_REUSEPORT, so that several endpoints, each driven by its own thread,
+    // serve one address and port (every one of them must set it). The kernel
+    // picks the endpoint by a hash of the 4-tuple, so all of a connection's
+    // datagrams reach the one that holds it while the client's address and
+    // port stay put; ndm does not migrate connections (RFC 9000 §9), and a
+    // datagram that reaches another endpoint is answered as one of an unknown
+    // connection (a stateless reset, when stateless_reset_key is shared).
+    // Retry tokens stay valid: the retried Initial has the same 4-tuple.
+    bool reuse_port = false;
     // When set, every connection without its own ConnectionConfig::observer
     // writes a qlog file into this directory (ndm/qlog.hpp; created if
     // missing, the constructor throws EndpointError when it cannot be).

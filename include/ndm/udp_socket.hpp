@@ -48,6 +48,10 @@ struct UdpSocketOptions {
     // rather than refused: what the Endpoint needs. A socket that never reads
     // its error queue leaves this off.
     bool report_errors = false;
+    // SO_REUSEPORT: several sockets (one per thread, say) bind one address
+    // and port, and the kernel spreads datagrams over them by a hash of the
+    // 4-tuple. Set before bind.
+    bool reuse_port = false;
 };
 
 // A datagram to send: its bytes, destination (nullptr on a connected socket)

@@ -66,6 +66,7 @@ struct SocketOptions {
     bool gso = true;
     bool gro = true;
     int buffer_bytes = 8 << 20;
+    bool reuse_port = false;  // SO_REUSEPORT (EndpointConfig::reuse_port)
 };
 
 // Largest payload a UDP/IPv4 datagram (or GSO super-datagram) may carry.

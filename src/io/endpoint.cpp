@@ -191,6 +191,7 @@ struct Endpoint::Impl final : io::RxHandler {
         opt.gso = cfg.gso;
         opt.gro = cfg.gro;
         opt.buffer_bytes = cfg.socket_buffer_bytes;
+        opt.reuse_port = cfg.reuse_port;
         switch (cfg.backend) {
             case IoBackend::uring: backend = io::make_uring_backend(opt); break;
             case IoBackend::epoll: backend = io::make_epoll_backend(opt); break;

@@ -178,6 +178,14 @@ UdpSocket::UdpSocket(int family, const UdpSocketOptions& opt) {
     fd_ = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0) throw UdpSocketError(std::string("socket: ") + std::strerror(errno), errno);
     if (opt.report_errors) report_errors(fd_, family);
+    if (opt.reuse_port) {
+        const int one = 1;
+        if (setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+            const int e = errno;
+            close(fd_);
+            throw UdpSocketError(std::string("SO_REUSEPORT: ") + std::strerror(e), e);
+        }
+    }
     set_buffer(fd_, SO_RCVBUFFORCE, SO_RCVBUF, opt.buffer_bytes, "SO_RCVBUF");
     set_buffer(fd_, SO_SNDBUFFORCE, SO_SNDBUF, opt.buffer_bytes, "SO_SNDBUF");
 }
