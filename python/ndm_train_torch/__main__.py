@@ -116,7 +116,7 @@ def _train(a: argparse.Namespace) -> None:
     log = None if a.quiet else (lambda line: print("  " + line, file=sys.stderr))
     f = fit(records, o, _select_options(a, a.max_per_scenario), log)
     print(f"{a.model} (hidden {o.hidden}): {f.n_train} training examples, best epoch {f.best_epoch} of {f.epochs}, "
-          f"validation loss {f.best_val_loss:.5f}, trained in {f.seconds:.1f} s")
+          f"validation loss {f.best_val_loss:.5f}, trained in {f.seconds:.1f} s (CPU {f.cpu_seconds:.1f} s)")
     print("validation: " + format_metrics(f.val))
     print("held-out test: " + format_metrics(f.test))
     kind = "GRU + dense sigmoid" if o.hidden else "logistic regression"
