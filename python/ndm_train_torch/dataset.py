@@ -48,7 +48,7 @@ class Records:
 
 
 def _uint(text: str, line: int, what: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise DatasetError(f"dataset line {line}: bad {what} \"{text}\"")
     return int(text)
 
