@@ -24,6 +24,7 @@ PACKAGES=(
   openssl                            # the TLS tool test makes a certificate ndm did not make
   tshark                             # Wireshark's QUIC dissector checks a captured session
   ngtcp2-client ngtcp2-server        # gtlsclient, gtlsserver: the handshake interop test (another QUIC stack)
+  python3-torch python3-numpy        # python/ndm_train_torch: the loss classifier trained in PyTorch (~250 MB with libtorch)
 )
 
 missing=()

@@ -256,17 +256,19 @@ TEST_CASE("ndm-train: the trainer's forward pass equals the engine's on the expo
             CHECK(std::abs(raw.forward(raw_samples[i].steps) - engine[i]) < 1e-5);
             CHECK(std::abs(net.forward(std_samples[i].steps) - engine[i]) < 1e-5);
         }
-        // And through the best SIMD kernel as the controller runs it by default.
-        nn::Engine e;
-        std::vector<float> h(m.state_dim(), 0.0F);
-        float y = 0;
-        for (std::size_t k = 0; k < raw_samples[0].steps.size(); ++k) {
-            std::array<float, tr::kFeatureCount> x{};
-            for (std::size_t f = 0; f < x.size(); ++f) x[f] = static_cast<float>(raw_samples[0].steps[k][f]);
-            e.infer(m, nn::BatchView{1, 1, x.data(), h.data(), &y});
+        // And through every supported SIMD kernel (ndm-train evaluate --simd).
+        for (const auto level : nn::supported_simd()) {
+            CAPTURE(nn::simd_name(level));
+            const auto simd = tr::predict(m, raw_samples, nn::simd_name(level));
+            for (std::size_t i = 0; i < raw_samples.size(); ++i) CHECK(std::abs(simd[i] - engine[i]) < 1e-5);
         }
-        CHECK(std::abs(y - engine[0]) < 1e-5);
     }
+    CHECK_THROWS_WITH_AS(tr::predict(*nn::default_model(), {}, "avx9"), doctest::Contains("must be auto, scalar"),
+                         std::invalid_argument);
+    for (const auto level : {nn::Simd::sse42, nn::Simd::avx2, nn::Simd::avx512, nn::Simd::neon})
+        if (!nn::supported(level))
+            CHECK_THROWS_WITH_AS(tr::predict(*nn::default_model(), {}, nn::simd_name(level)),
+                                 doctest::Contains("not supported"), std::invalid_argument);
 }
 
 TEST_CASE("ndm-train: gradients pass a finite-difference check") {

@@ -343,6 +343,12 @@ public:
         sub_->add_option("--outage", sel_.outage, "trace-outage drops: congestive or exclude")
             ->capture_default_str()
             ->check(CLI::IsMember({"congestive", "exclude"}));
+        sub_->add_option("--simd", simd_, "engine kernel: auto (the controller's: NDM_SIMD or the best), scalar, sse42, "
+                                          "avx2, avx512 or neon")
+            ->capture_default_str()
+            ->check(CLI::IsMember({"auto", "scalar", "sse42", "avx2", "avx512", "neon"}));
+        sub_->add_option("--scores", scores_, "also write each event's P to this file (index, scenario, label, P; "
+                                              "events in split order train, val, test, dataset order within)");
     }
 
     void run() override {
@@ -352,15 +358,28 @@ public:
         sel.max_per_scenario = 0;  // evaluation sees every event
         const auto samples = select_splits(d, split_, sel);
         std::cout << fmt::format("model: {}\n", m.description);
-        const auto p = predict(m, samples);
-        std::cout << fmt::format("split {} of {}:\n", split_, data_)
+        const auto p = predict(m, samples, simd_);
+        std::cout << fmt::format("split {} of {} (kernel {}):\n", split_, data_, simd_)
                   << format_metrics(evaluate(p, labels(samples)), true) << format_breakdown(p, samples);
+        if (!scores_.empty()) write_scores(samples, p);
     }
 
 private:
+    // The engine's P exactly: %.9g round-trips the float it computed.
+    void write_scores(const std::vector<Sample>& samples, const std::vector<double>& p) const {
+        std::string text = fmt::format("# ndm-scores v1: model {}, dataset {}, split {}, kernel {}\nindex\tscenario\tlabel\tp\n",
+                                       model_, data_, split_, simd_);
+        for (std::size_t i = 0; i < samples.size(); ++i)
+            text += fmt::format("{}\t{}\t{}\t{:.9g}\n", i, samples[i].scenario, samples[i].y, p[i]);
+        write_text(scores_, text);
+        std::cout << fmt::format("wrote {} scores to {}\n", samples.size(), scores_);
+    }
+
     std::string model_ = "default";
     std::string data_ = "ndm-dataset.tsv";
     std::string split_ = "test";
+    std::string simd_ = "scalar";
+    std::string scores_;
     TrainArgs sel_;
 };
 

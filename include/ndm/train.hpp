@@ -24,6 +24,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ndm/link.hpp"
@@ -274,8 +275,10 @@ Net train_net(const std::vector<Sample>& train, const std::vector<Sample>& val, 
 
 std::vector<double> predict(const Net& net, const std::vector<Sample>& s);
 // Runs a model through the engine exactly as the controller does: one
-// committed step per round, then the at-loss step (scalar kernel).
-std::vector<double> predict(const cc::ndm::Model& m, const std::vector<Sample>& s);
+// committed step per round, then the at-loss step, with the kernel named by
+// simd (the controller's simd option: auto, scalar, sse42, avx2, avx512,
+// neon; throws std::invalid_argument for an unknown or unsupported one).
+std::vector<double> predict(const cc::ndm::Model& m, const std::vector<Sample>& s, std::string_view simd = "scalar");
 std::vector<int> labels(const std::vector<Sample>& s);
 
 

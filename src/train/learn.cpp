@@ -525,8 +525,8 @@ std::vector<double> predict(const Net& net, const std::vector<Sample>& s) {
     return p;
 }
 
-std::vector<double> predict(const nn::Model& m, const std::vector<Sample>& s) {
-    const auto& k = nn::kernels_for(nn::Simd::scalar);
+std::vector<double> predict(const nn::Model& m, const std::vector<Sample>& s, std::string_view simd) {
+    const auto& k = nn::kernels_named(simd);
     std::vector<float> scratch(nn::scratch_floats(m, 1));
     std::vector<float> h(m.state_dim()), look(m.state_dim());
     std::array<float, kF> x{};

@@ -108,6 +108,7 @@ rows=(
   "ndm-train train --batch -1|--batch"
   "ndm-train evaluate -m /dev/zero|/dev/zero"
   "ndm-train evaluate -m $d/huge.ndmm|bytes, more than"
+  "ndm-train evaluate --simd avx9|--simd"
   "ndm-train export-cpp -m $d/fifo.ndmm|FIFO"
   "ndm-handshake --timeout nan connect 127.0.0.1 4433|--timeout"
   "ndm-handshake --linger inf connect 127.0.0.1 4433|--linger"

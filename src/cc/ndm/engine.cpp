@@ -112,6 +112,17 @@ const Kernels& kernels_for(Simd s) {
     return *table(s);
 }
 
+const Kernels& kernels_named(std::string_view name) {
+    if (name == "auto") return kernels_for(active_simd());
+    const auto s = parse_simd(name);
+    if (!s) {
+        throw std::invalid_argument("must be auto, scalar, sse42, avx2, avx512 or neon, got \"" +
+                                    std::string(name) + "\"");
+    }
+    if (!supported(*s)) throw std::invalid_argument(std::string(name) + " is not supported on this CPU/build");
+    return kernels_for(*s);
+}
+
 namespace {
 
 std::uint32_t max_width(const Model& m) noexcept {

@@ -91,5 +91,8 @@ inline GruUnitRows gru_unit_rows(const float* gi, const float* gh, std::size_t s
 
 // The table for s; throws std::invalid_argument when s is not supported.
 const Kernels& kernels_for(Simd s);
+// The table a user names: "auto" (active_simd()) or a level name; throws
+// std::invalid_argument naming an unknown or unsupported level.
+const Kernels& kernels_named(std::string_view name);
 
 }  // namespace ndm::cc::ndm

@@ -58,11 +58,11 @@ const Model* pick_model(const Options& o) {
 
 const Kernels* pick_kernels(const Options& o) {
     const auto it = o.find("simd");
-    if (it == o.end() || it->second == "auto") return &kernels_for(active_simd());
-    const auto s = parse_simd(it->second);
-    if (!s) bad("option \"simd\" must be auto, scalar, sse42, avx2, avx512 or neon, got \"" + it->second + "\"");
-    if (!supported(*s)) bad("option \"simd\": " + it->second + " is not supported on this CPU/build");
-    return &kernels_for(*s);
+    try {
+        return &kernels_named(it == o.end() ? "auto" : it->second);
+    } catch (const std::invalid_argument& e) {
+        bad(std::string("option \"simd\": ") + e.what());
+    }
 }
 
 // A window this many times what the path delivers per round trip, at a
