@@ -24,6 +24,8 @@ PACKAGES=(
   openssl                            # the TLS tool test makes a certificate ndm did not make
   tshark                             # Wireshark's QUIC dissector checks a captured session
   ngtcp2-client ngtcp2-server        # gtlsclient, gtlsserver: the handshake interop test (another QUIC stack)
+  help2man                           # the tools' man pages, from their --help (tools/CMakeLists.txt)
+  man-db dpkg-dev file               # CI's Debian package step: man -w, cpack -G DEB's dpkg-shlibdeps and file
 )
 
 missing=()
