@@ -23,6 +23,9 @@
 
 #include "ndm/time.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::cc {
 
 // A packet carrying in-flight bytes left the sender.
@@ -223,3 +226,5 @@ struct Info {
 std::vector<Info> list();
 
 }  // namespace ndm::cc
+
+#pragma GCC visibility pop

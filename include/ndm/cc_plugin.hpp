@@ -32,6 +32,9 @@
 
 #include "ndm/cc.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 // The controller interface version this header describes.
 #define NDM_CC_PLUGIN_ABI_VERSION 1
 
@@ -82,3 +85,5 @@ namespace ndm::cc {
 std::vector<std::string> load_plugin(const std::string& path);
 
 }  // namespace ndm::cc
+
+#pragma GCC visibility pop

@@ -26,6 +26,9 @@
 #include "ndm/time.hpp"
 #include "ndm/tls.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 inline constexpr std::uint32_t kProtocolVersion = 0x00000001;  // QUIC version 1 (RFC 9000)
@@ -445,3 +448,5 @@ private:
 };
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 enum class Ecn : std::uint8_t {
@@ -53,3 +56,5 @@ constexpr std::string_view to_string(EcnState s) {
 }
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

@@ -25,6 +25,9 @@
 #include "ndm/link.hpp"
 #include "ndm/time.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::emu {
 
 // ---------------------------------------------------------------- configuration
@@ -211,8 +214,9 @@ struct PresetInfo {
 };
 [[nodiscard]] const std::vector<PresetInfo>& presets();
 
-// Where trace names are looked up when they are not a path: $NDM_DATA_DIR/traces,
-// then the build's/installed data/traces.
+// Where trace names are looked up when they are not a path, in order: the
+// traces/ of the installation's share/ndm (next to the running program, then
+// the compiled-in prefix), $NDM_DATA_DIR/traces, the source tree's data/traces.
 [[nodiscard]] std::vector<std::string> trace_search_path();
 
 // ---------------------------------------------------------------- statistics
@@ -356,3 +360,5 @@ private:
 [[nodiscard]] std::string format_stats(const EmuStats& stats);
 
 }  // namespace ndm::emu
+
+#pragma GCC visibility pop

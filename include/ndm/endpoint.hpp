@@ -40,6 +40,9 @@
 #include "ndm/link.hpp"
 #include "ndm/time.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 enum class IoBackend {
@@ -272,3 +275,5 @@ private:
 };
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

@@ -13,6 +13,9 @@
 #include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 // Every datagram a link accepted is counted once in `sent`; it then ends up
@@ -68,3 +71,5 @@ public:
 using LinkFactory = std::function<std::unique_ptr<Link>()>;
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

@@ -35,6 +35,9 @@
 #include <string>
 #include <vector>
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::cc::ndm {
 
 // ---------------------------------------------------------------- the inputs
@@ -122,3 +125,5 @@ Model make_default_model();
 const std::shared_ptr<const Model>& default_model();
 
 }  // namespace ndm::cc::ndm
+
+#pragma GCC visibility pop

@@ -16,6 +16,9 @@
 
 #include "ndm/connection.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::qlog {
 
 // Writes one connection's trace to `out` (which must outlive the writer):
@@ -32,3 +35,5 @@ std::string file_name(const trace::ConnectionInfo& info);
 trace::ObserverFactory file_observer(const std::string& dir);
 
 }  // namespace ndm::qlog
+
+#pragma GCC visibility pop

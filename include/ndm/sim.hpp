@@ -19,6 +19,9 @@
 #include "ndm/stats.hpp"
 #include "ndm/time.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::sim {
 
 struct SimpleLinkConfig {
@@ -260,3 +263,5 @@ struct SharedPathResult {
 SharedPathResult run_shared_path(const SharedPathSpec& spec);
 
 }  // namespace ndm::sim
+
+#pragma GCC visibility pop

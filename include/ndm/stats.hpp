@@ -7,6 +7,9 @@
 #include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 struct ConnectionStats {
@@ -58,3 +61,5 @@ struct ConnectionStats {
 };
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

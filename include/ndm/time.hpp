@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstdint>
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 using Duration = std::chrono::nanoseconds;
@@ -35,3 +38,5 @@ constexpr Duration from_seconds(double s) {
 }
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

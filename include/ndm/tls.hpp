@@ -21,6 +21,9 @@
 #include <string_view>
 #include <vector>
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::tls {
 
 // A certificate or key could not be loaded or made; what() names the file
@@ -164,3 +167,5 @@ struct TlsOptions {
 };
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

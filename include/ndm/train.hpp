@@ -30,6 +30,9 @@
 #include "ndm/link.hpp"
 #include "ndm/ndm_model.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::train {
 
 // ================================================================ the dataset
@@ -117,8 +120,8 @@ struct ScenarioSpec {
     std::string competitor_ndm_options;  // options of competing ndm flows
 };
 
-// "model=<source tree>/data/models/ndm-handset-v1.ndmm": a developer tool,
-// it works on the source tree the library was built from.
+// "model=ndm-handset-v1.ndmm": the shipped model, found where the library
+// finds its data (installed share/ndm/models, $NDM_DATA_DIR, the source tree).
 std::string default_ndm_options();
 
 struct GenerateOptions {
@@ -373,3 +376,5 @@ std::string model_to_cpp(const cc::ndm::Model& m, const std::string& source);
 cc::ndm::Model make_handset_model();
 
 }  // namespace ndm::train
+
+#pragma GCC visibility pop

@@ -27,6 +27,9 @@
 
 #include "ndm/ecn.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 // A socket call failed; code() is the errno.
@@ -182,3 +185,5 @@ private:
 };
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 // The release: CMake's project version, e.g. "0.1.0".
@@ -48,3 +51,5 @@ Provenance provenance(std::chrono::system_clock::time_point start = std::chrono:
 std::string iso8601_utc(std::chrono::system_clock::time_point start);
 
 }  // namespace ndm
+
+#pragma GCC visibility pop

@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <span>
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::workload {
 
 // The test payload: a pure function of (seed, offset), so a sender
@@ -60,3 +63,5 @@ private:
 };
 
 }  // namespace ndm::workload
+
+#pragma GCC visibility pop

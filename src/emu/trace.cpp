@@ -1,5 +1,6 @@
 #include "emu/trace.hpp"
 
+#include "util/data_dir.hpp"
 #include "util/input_file.hpp"
 
 #include <algorithm>
@@ -7,14 +8,9 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#ifndef NDM_DEFAULT_DATA_DIR
-#define NDM_DEFAULT_DATA_DIR ""
-#endif
 
 namespace ndm::emu {
 
@@ -97,30 +93,11 @@ double Trace::mean_rate_bps(std::uint32_t bytes) const {
 }
 
 std::vector<std::string> trace_search_path() {
-    std::vector<std::string> dirs;
-    if (const char* env = std::getenv("NDM_DATA_DIR"); env != nullptr && *env != '\0')
-        dirs.push_back(std::string(env) + "/traces");
-    if (*NDM_DEFAULT_DATA_DIR != '\0') dirs.push_back(std::string(NDM_DEFAULT_DATA_DIR) + "/traces");
-    dirs.emplace_back("data/traces");  // running from a source checkout
+    std::vector<std::string> dirs = util::data_dirs();
+    for (auto& d : dirs) d += "/traces";
     return dirs;
 }
 
-std::string resolve_trace_path(const std::string& name) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    // Anything that exists by this name is what was meant; Trace::load says
-    // what is wrong with it if it is not a regular file (a device, a FIFO).
-    if (fs::exists(fs::symlink_status(name, ec))) return name;
-    std::string searched;
-    if (name.find('/') == std::string::npos) {
-        for (const auto& dir : trace_search_path()) {
-            const std::string p = dir + "/" + name;
-            if (fs::is_regular_file(p, ec)) return p;
-            searched += (searched.empty() ? "" : ", ") + dir;
-        }
-    }
-    throw std::invalid_argument("cannot read trace '" + name + "': no such file" +
-                                (searched.empty() ? std::string() : " (searched " + searched + ")"));
-}
+std::string resolve_trace_path(const std::string& name) { return util::resolve_data_file(name, "traces", "trace"); }
 
 }  // namespace ndm::emu

@@ -351,7 +351,8 @@ void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const L
 
 }  // namespace
 
-std::string default_ndm_options() { return "model=" NDM_DEFAULT_DATA_DIR "/models/ndm-handset-v1.ndmm"; }
+// A bare name: the controller finds it among the shipped models (util/data_dir.hpp).
+std::string default_ndm_options() { return "model=ndm-handset-v1.ndmm"; }
 
 GenerateOptions check_options() {
     GenerateOptions o;

@@ -138,6 +138,10 @@ run_readme() {
       echo "  not run here (root, and an iperf3 server on the host): covered by cli: ndm-emu shell delay and loss through TUN and a namespace" ;;
     "scripts/test.sh" | "scripts/test.sh --sanitize")
       echo "  not run here: it runs this suite (.ci/run runs both)" ;;
+    "cmake --install build --prefix /usr/local")
+      echo "  not run here: it writes to /usr/local; covered by install: the installed, relocated tools run from / with the install's traces" ;;
+    "cd build && cpack -G DEB && sudo apt install ./ndm_*.deb")
+      echo "  not run here: it installs a package (root); .ci/run builds the .deb, installs it, runs its tools and purges it" ;;
     "scripts/setup.sh")
       echo "  not run here: it installs Debian packages; scripts/build.sh runs it before every build" ;;
     "scripts/fuzz.sh all 60")

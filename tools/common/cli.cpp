@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/completion.hpp"
 #include "common/units.hpp"
 #include "ndm/tls.hpp"
 #include "ndm/version.hpp"
@@ -75,6 +76,10 @@ int exit_on_parse_error(CLI::App& app, const CLI::ParseError& e, std::string_vie
 }
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, std::string_view tool) {
+    if (argc == 2 && argv[1] == kBashCompletionFlag) {  // for the build (common/completion.hpp)
+        std::cout << bash_completion(app, tool);
+        return 0;
+    }
     check_numeric_options(app);
     try {
         app.parse(argc, argv);

@@ -11,6 +11,7 @@
 #include "ndm/ndm_model.hpp"
 #include "cc/ndm/engine.hpp"
 #include "cc/option_values.hpp"
+#include "util/data_dir.hpp"
 
 namespace ndm::cc::ndm {
 namespace {
@@ -43,7 +44,8 @@ const Model* pick_model(const Options& o) {
     if (auto c = cache.find(it->second); c != cache.end()) return c->second.get();
     std::unique_ptr<const Model> m;
     try {
-        m = std::make_unique<const Model>(load_model(it->second));
+        // A bare name is a shipped model (model=ndm-learned.ndmm) unless a file by that name exists.
+        m = std::make_unique<const Model>(load_model(util::resolve_data_file(it->second, "models", "model")));
     } catch (const std::invalid_argument& e) {
         bad(e.what());
     }
