@@ -7,6 +7,9 @@
 #include <optional>
 #include <string_view>
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm {
 
 enum class LossDetection {
@@ -46,3 +49,5 @@ constexpr std::optional<LossDetection> parse_loss_detection(std::string_view s) 
 }
 
 }  // namespace ndm
+
+#pragma GCC visibility pop
