@@ -31,8 +31,15 @@ from ._ndm import (  # noqa: F401  (the package's API)
 from .controller import Controller, register_controller  # noqa: F401
 from .traces import Trace, traces  # noqa: F401
 
+
+def sweep(spec, out=None, workers=None, progress=False):
+    """Runs a grid or list of jobs on a local process pool, results in a resumable JSONL file (ndm.sweeps)."""
+    from . import sweeps  # imported here so that `python3 -m ndm.sweeps` finds it not yet loaded
+
+    return sweeps.sweep(spec, out=out, workers=workers, progress=progress)
+
 __all__ = [
     "AckEvent", "CongestionEvent", "Controller", "PacketLost", "PacketSent", "Params", "Preset", "Profile",
     "RateSample", "SpuriousEvent", "Trace", "compare", "compete", "controllers", "presets", "register_controller", "scenarios",
-    "simulate", "trace_search_path", "traces",
+    "simulate", "sweep", "trace_search_path", "traces",
 ]
