@@ -6,7 +6,7 @@
 #      layers above it: io, emu, sim, trace, the workload, the tools, nor their
 #      public headers (ndm/endpoint.hpp, emu, sim, link, qlog, workload).
 #   2. src/ never includes tools/ (tools/common).
-#   3. tools/ includes no private header outside tools/: nothing from a
+#   3. tools/ (and python/, the bindings) include no private header outside tools/: nothing from a
 #      directory of src/ (transport/, cc/, io/, ...). Where a tool needs more
 #      than include/ndm offers, the library lacks an API.
 #   4. include/ndm/ includes only include/ndm/ and system or third-party
@@ -44,7 +44,7 @@ rule "the transport core (src/transport, src/cc) includes a higher layer" \
     "${inc}((io|emu|sim|trace|workload|tools|common|train)/|ndm/(endpoint|emu|sim|link|qlog|workload)\.hpp)" \
     src/transport src/cc
 rule "src/ includes tools/" "${inc}(tools|common)/" src
-rule "tools/ includes a private header of src/" "${inc}(${src_dirs})/" tools
+rule "tools/ or python/ includes a private header of src/" "${inc}(${src_dirs})/" tools python
 rule "include/ndm/ includes a private header" "${inc}(${src_dirs}|tools|common|train)/" include
 rule "src/crypto or src/tls includes a layer above it" \
     "${inc}((transport|cc|io|emu|sim|trace|workload|tools|common|train)/|ndm/(connection|cc|emu|sim|endpoint|link|qlog|stats|train|ndm_model|udp_socket|workload|version)\.hpp)" \

@@ -21,6 +21,7 @@ PACKAGES=(
   libxml2-utils                      # xmllint: the tool tests check that SVG reports are well-formed
   iproute2                           # ip (ndm-emu shell, namespace tests), tc (tbf test), ss (free ports)
   python3                            # bench/*.sh summarise their runs with it
+  python3-dev pybind11-dev python3-numpy  # the Python bindings (python/, docs/python.md)
   openssl                            # the TLS tool test makes a certificate ndm did not make
   tshark                             # Wireshark's QUIC dissector checks a captured session
   ngtcp2-client ngtcp2-server        # gtlsclient, gtlsserver: the handshake interop test (another QUIC stack)

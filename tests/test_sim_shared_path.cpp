@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/compete.hpp"
+#include "ndm/experiment.hpp"
 #include "ndm/sim.hpp"
 
 using namespace std::chrono_literals;
@@ -61,7 +61,7 @@ TEST_CASE("shared path: two reno flows share a 20 Mbit/s bottleneck fairly, byte
     MESSAGE("goodput over 10-20 s: ", rates[0] / 1e6, " and ", rates[1] / 1e6, " Mbit/s");
     CHECK(rates[0] + rates[1] > 0.9 * 20e6);
     CHECK(rates[0] + rates[1] <= 20e6);
-    CHECK(ndm::tools::jain_index(rates) > 0.9);
+    CHECK(ndm::experiment::jain_index(rates) > 0.9);
     CHECK(r.bottleneck.dropped_queue > 0);  // they did fill the queue
     CHECK(r.misrouted == 0);
 }
@@ -97,10 +97,10 @@ TEST_CASE("shared path: bad specs are rejected") {
 }
 
 TEST_CASE("Jain's fairness index") {
-    CHECK(ndm::tools::jain_index({5, 5, 5}) == doctest::Approx(1.0));
-    CHECK(ndm::tools::jain_index({1, 0}) == doctest::Approx(0.5));
-    CHECK(ndm::tools::jain_index({3, 1}) == doctest::Approx(16.0 / 20.0));
-    CHECK(ndm::tools::jain_index({}) == 1.0);
+    CHECK(ndm::experiment::jain_index({5, 5, 5}) == doctest::Approx(1.0));
+    CHECK(ndm::experiment::jain_index({1, 0}) == doctest::Approx(0.5));
+    CHECK(ndm::experiment::jain_index({3, 1}) == doctest::Approx(16.0 / 20.0));
+    CHECK(ndm::experiment::jain_index({}) == 1.0);
 }
 
 TEST_CASE("shared path: 100 flows at once each get a share of the bottleneck, byte-exact") {
@@ -126,9 +126,9 @@ TEST_CASE("shared path: 100 flows at once each get a share of the bottleneck, by
     for (const double x : rates) sum += x;
     const double least = *std::min_element(rates.begin(), rates.end());
     MESSAGE("100 flows over 2-6 s: ", sum / 1e6, " Mbit/s in all, the least ", least / 1e6,
-            ", Jain ", ndm::tools::jain_index(rates));
+            ", Jain ", ndm::experiment::jain_index(rates));
     CHECK(sum > 0.9 * 100e6);
     CHECK(least > 0.25 * 1e6);  // a quarter of the fair share
-    CHECK(ndm::tools::jain_index(rates) > 0.8);
+    CHECK(ndm::experiment::jain_index(rates) > 0.8);
     CHECK(r.misrouted == 0);
 }

@@ -17,7 +17,6 @@
 #include "common/idle_timeout.hpp"
 #include "common/loss_detection_flag.hpp"
 #include "common/logging.hpp"
-#include "common/cc_entry.hpp"
 #include "common/cc_plugins.hpp"
 #include "common/compete.hpp"
 #include "common/emu_path.hpp"
@@ -26,6 +25,7 @@
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
+#include "ndm/experiment.hpp"
 #include "ndm/sim.hpp"
 
 using namespace ndm;
@@ -53,27 +53,19 @@ struct Options {
     LossDetection loss_detection = LossDetection::adaptive;
 };
 
-// The seed's loopback TCP carried ~64 KB segments; the realistic variant uses
-// a datagram that fits a 1500-byte Ethernet MTU with IPv6 + UDP headers.
-std::size_t preset_packet_size(const std::string& preset) {
-    if (preset == "seed") return kMaxDatagramSize;
-    if (preset == "realistic") return 1452;
-    throw std::invalid_argument(fmt::format("unknown packet preset \"{}\" (known: seed, realistic)", preset));
-}
-
-// The emulator links of one run, kept so that their statistics outlive the driver.
+// The emulator links of a real run, kept so that their statistics outlive the driver.
 struct RunLinks {
     std::shared_ptr<emu::EmulatedLink> up, down;
     LinkFactory up_factory(const emu::Profile& profile, std::uint64_t seed) {
         return [this, &profile, seed] {
             up = emu::make_link(profile, emu::Direction::up, seed);
-            return std::make_unique<tools::EmuLinkRef>(up);
+            return std::make_unique<emu::LinkRef>(up);
         };
     }
     LinkFactory down_factory(const emu::Profile& profile, std::uint64_t seed) {
         return [this, &profile, seed] {
             down = emu::make_link(profile, emu::Direction::down, seed);
-            return std::make_unique<tools::EmuLinkRef>(down);
+            return std::make_unique<emu::LinkRef>(down);
         };
     }
     // Sender → receiver is "up": the client sends.
@@ -82,28 +74,18 @@ struct RunLinks {
 
 tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, const std::string& cc, unsigned repeat,
                              std::uint64_t seed) {
-    sim::TransferSpec spec;
-    const tools::CcEntry entry = tools::parse_cc_entry(cc);
-    spec.client.cc = entry.name;
-    spec.client.cc_options = entry.options;
-    spec.client.max_datagram_size = spec.server.max_datagram_size = o.packet_size;
-    spec.client.seed = seed * 2 + 1;
-    spec.server.seed = seed * 2 + 2;
-    spec.client.idle_timeout = spec.server.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
-    spec.client.loss_detection = o.loss_detection;
-    // Common random numbers: every controller of one repeat sees the same
-    // impairment streams (the emulator draws each decision type from its own).
-    RunLinks links;
-    spec.client_to_server_factory = links.up_factory(profile, seed);
-    spec.server_to_client_factory = links.down_factory(profile, seed);
-    spec.send_for = from_seconds(o.seconds);
-    spec.interval = from_seconds(o.interval);
-    // Room for a stall that lasts up to the idle timeout after the send phase.
-    spec.deadline = from_seconds(o.seconds + std::max(60.0, 2 * o.idle_timeout));
+    experiment::VirtualRunSpec spec;
+    spec.cc = cc;
+    spec.profile = profile;
+    spec.packet_size = o.packet_size;
+    spec.seconds = o.seconds;
+    spec.interval = o.interval;
     spec.seed = seed;
-
+    spec.repeat = repeat;
+    spec.idle_timeout_s = o.idle_timeout;
+    spec.loss_detection = o.loss_detection;
     const bool progress = !o.quiet && isatty(STDERR_FILENO);
-    auto r = sim::run_transfer(spec, [&](const sim::IntervalSample& s) {
+    auto r = experiment::run_virtual(spec, [&](const sim::IntervalSample& s) {
         if (progress) {
             std::cerr << fmt::format("\r  {} (run {}/{}): {:.0f} s simulated ", cc, repeat + 1, o.repeat,
                                      to_seconds(s.end))
@@ -111,38 +93,13 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
         }
     });
     if (progress) std::cerr << "\r\033[K" << std::flush;
-
-    tools::RunResult out;
-    out.controller = cc;
-    out.repeat = repeat;
-    out.seed = seed;
-    out.sender_bytes = r.client_stats.stream_bytes_sent;
-    out.sender_seconds = o.seconds;
-    out.receiver_bytes = r.bytes_delivered;
-    out.receiver_seconds = to_seconds(r.duration);
-    out.retransmits = r.client_stats.packets_retransmitted;
-    out.packets_lost = r.client_stats.packets_lost;
-    out.spurious_losses = r.client_stats.spurious_losses;
-    out.ecn_state = std::string(to_string(r.client_stats.ecn_state));
-    out.ecn_ce_reported = r.client_stats.ecn_ce_reported;
-    out.byte_exact = r.completed && r.hash_match;
-    out.path = links.metrics();
-    if (!r.completed) out.error = r.failure.empty() ? "transfer did not complete" : r.failure;
-    else if (!r.hash_match) out.error = "received data differs from what was sent";
-    for (const auto& s : r.samples) {
-        // Intervals after the sender stopped only drain the receiver; the
-        // sender-side table ends with the sending time as iperf3's does.
-        if (to_seconds(s.begin) >= o.seconds - 1e-9) break;
-        out.intervals.push_back({to_seconds(s.begin), to_seconds(s.end), s.bytes_sent, s.bytes, s.retransmits, s.cwnd,
-                                 std::chrono::duration<double, std::milli>(s.srtt).count()});
-    }
-    return out;
+    return std::move(r.result);
 }
 
 tools::RunResult run_real(const Options& o, const emu::Profile& profile, const std::string& cc, unsigned repeat,
                           std::uint64_t seed) {
     tools::LiveSpec spec;
-    const tools::CcEntry entry = tools::parse_cc_entry(cc);
+    const cc::Entry entry = cc::parse_entry(cc);
     spec.cc = entry.name;
     spec.cc_options = entry.options;
     spec.packet_size = o.packet_size;
@@ -187,12 +144,8 @@ int run_compete_mode(const Options& o) {
     spec.stagger_s = o.stagger;
     spec.interval_s = o.interval;
     spec.packet_size = o.packet_size;
-    spec.seed = o.seed;
     spec.idle_timeout_s = o.idle_timeout;
     spec.loss_detection = o.loss_detection;
-    if (spec.stagger_s * static_cast<double>(spec.controllers.size() - 1) >= spec.seconds)
-        throw std::invalid_argument(fmt::format("--stagger {} s starts the last flow after the {} s run ends",
-                                                o.stagger, o.seconds));
     if (!o.json) {
         std::cout << fmt::format("ndm-compare --compete: {} sharing profile {} ({} byte packets, {:.0f} s, {} run(s), "
                                  "virtual time)\n\n",
@@ -337,13 +290,13 @@ int main(int argc, char** argv) {
             return 0;
         }
         (void)parse_io_backend(o.io);  // validate before running anything
-        if (o.packet_size == 0) o.packet_size = preset_packet_size(o.packet_preset);
+        if (o.packet_size == 0) o.packet_size = experiment::packet_size_preset(o.packet_preset);
         emu::Profile profile = emu::parse_profile(o.profile);
         // Fail on a bad controller name before running anything.
         for (const auto& c : o.controllers) {
             cc::Params p;
             p.max_datagram_size = o.packet_size;
-            const tools::CcEntry entry = tools::parse_cc_entry(c);
+            const cc::Entry entry = cc::parse_entry(c);
             (void)cc::make(entry.name, p, entry.options);
         }
 

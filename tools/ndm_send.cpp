@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "common/cc_entry.hpp"
 #include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
 #include "common/cpu_meter.hpp"
@@ -171,9 +170,9 @@ private:
         cfg.backend = parse_io_backend(o.io);
         if (!o.bind.empty()) cfg.bind_address = o.bind;
         cfg.port = o.cport;  // the -P connections share this one socket, so one port
-        const tools::CcEntry cc = tools::parse_cc_entry(o.cc);
-        cfg.connection.cc = cc.name;
-        cfg.connection.cc_options = cc.options;
+        const cc::Entry entry = cc::parse_entry(o.cc);
+        cfg.connection.cc = entry.name;
+        cfg.connection.cc_options = entry.options;
         cfg.connection.max_datagram_size = o.packet_size;
         cfg.connection.seed = o.seed * 2 + 1;
         // Fail within seconds when the server is absent; mid-test, survive
@@ -243,7 +242,7 @@ private:
 
     // -V: the test parameters, the controller and what the handshake settled, as iperf3's -V.
     [[nodiscard]] std::string verbose_header() const {
-        const tools::CcEntry cc = tools::parse_cc_entry(o_.cc);
+        const cc::Entry entry = cc::parse_entry(o_.cc);
         return fmt::format("Starting Test: protocol: NDM, {} streams, {} byte packets, omitting {:g} seconds, {}{}\n"
                            "Controller: {}{}{}\n"
                            "TLS: TLS 1.3, {}, ALPN {}, QUIC version 0x{:08x}{}\n",
@@ -251,7 +250,7 @@ private:
                            base_.bytes ? fmt::format("{} bytes to send", base_.bytes)
                                        : fmt::format("{:g} second test", base_.seconds),
                            base_.bitrate ? fmt::format(", target {}", tools::format_bitrate(static_cast<double>(base_.bitrate))) : "",
-                           cc.name, cc.options.empty() ? "" : " (" + cc.options + ")",
+                           entry.name, entry.options.empty() ? "" : " (" + entry.options + ")",
                            o_.reverse ? " on the server (reverse mode)" : "", handshake_.cipher_suite, handshake_.alpn,
                            handshake_.version, handshake_.retry ? ", after a Retry" : "");
     }
@@ -591,7 +590,7 @@ private:
 
     // The receiving side's controller: ours in -R, else the server's, from its report.
     [[nodiscard]] std::string receiver_cc() const {
-        return o_.reverse ? tools::parse_cc_entry(o_.cc).name : flows_.front().receiver_cc;
+        return o_.reverse ? cc::parse_entry(o_.cc).name : flows_.front().receiver_cc;
     }
 
     // This process over the test, and the server's (the busiest of its reports).
@@ -766,7 +765,7 @@ int main(int argc, char** argv) {
         tools::load_cc_plugins(o.plugins);
         cc::Params cp;
         cp.max_datagram_size = o.packet_size;
-        const tools::CcEntry entry = tools::parse_cc_entry(o.cc);
+        const cc::Entry entry = cc::parse_entry(o.cc);
         (void)cc::make(entry.name, cp, entry.options);
         if (!o.emu.empty()) profile = emu::parse_profile(o.emu);
         if (!profile_name.empty()) profile = emu::parse_profile(profile_name);

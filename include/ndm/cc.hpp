@@ -201,6 +201,16 @@ using Options = std::map<std::string, std::string, std::less<>>;
 // Throws std::invalid_argument naming the offending part.
 Options parse_options(std::string_view text);
 
+// A controller as the tools and the Python bindings name it: "name" or
+// "name:key=value:key=value" (colons, since commas separate controllers in a
+// list). The whole entry labels results, so variants of one controller can
+// be compared.
+struct Entry {
+    std::string name;
+    std::string options;  // "key=value,key=value", as make() takes them
+};
+Entry parse_entry(std::string_view entry);
+
 using Factory = std::function<std::unique_ptr<Controller>(const Params&, const Options&)>;
 
 struct Registration {

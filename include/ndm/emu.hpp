@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ndm/link.hpp"
@@ -304,6 +305,27 @@ public:
 
 private:
     std::unique_ptr<Pipeline> pipeline_;
+};
+
+// A Link that forwards to an emulator link shared with the caller, so the
+// caller can still read the emulator's statistics (EmuStats) after the
+// simulator or endpoint that owned the Link is gone.
+class LinkRef final : public Link {
+public:
+    explicit LinkRef(std::shared_ptr<EmulatedLink> link) : link_(std::move(link)) {}
+    void send(std::span<const std::uint8_t> datagram, Instant now) override { link_->send(datagram, now); }
+    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
+        link_->send(datagram, now, ecn);
+    }
+    [[nodiscard]] Instant next_delivery() const override { return link_->next_delivery(); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return link_->deliver(now, out); }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override {
+        return link_->deliver(now, out, ecn);
+    }
+    [[nodiscard]] LinkStats stats() const override { return link_->stats(); }
+
+private:
+    std::shared_ptr<EmulatedLink> link_;
 };
 
 // One emulated link shared by several connections, as they would share a

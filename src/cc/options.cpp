@@ -147,4 +147,15 @@ void reject_unknown(const Options& opts, std::initializer_list<std::string_view>
     }
 }
 
+Entry parse_entry(std::string_view entry) {
+    Entry c;
+    const auto colon = entry.find(':');
+    c.name = std::string(entry.substr(0, colon));
+    if (colon != std::string_view::npos) {
+        c.options = std::string(entry.substr(colon + 1));
+        std::replace(c.options.begin(), c.options.end(), ':', ',');
+    }
+    return c;
+}
+
 }  // namespace ndm::cc

@@ -162,6 +162,14 @@ run_readme() {
       echo "  needs another QUIC stack as its peer: covered by cli: ndm-handshake and ngtcp2's gtlsserver/gtlsclient complete a QUIC v1 h3 handshake both ways" ;;
     "ndm-send -J" | "ndm-recv -J" | "ndm-sim --json")
       echo "  named for their provenance record: covered by cli: ndm-send -J shape, -n, --emu loss and a vanishing server and cli: provenance: git commit at build time, ndm-sim --json" ;;
+    "python3 -c \"import ndm; print(ndm.simulate(profile='urban-lte', cc='cubic', duration=10))\"")
+      if [ -d "$build/python/ndm" ]; then  # Debian's interpreter, with the build's package
+        PYTHONPATH="$build/python" /usr/bin/python3 -c "import ndm; print(ndm.simulate(profile='urban-lte', cc='cubic', duration=10))" \
+          > "$out/python.txt" 2>&1 || fail "python3 -c 'import ndm ...' failed: $(tail -5 "$out/python.txt")"
+        grep -q "'byte_exact': True" "$out/python.txt" || fail "ndm.simulate: $(head -c 500 "$out/python.txt")"
+      else
+        echo "  not built with the Python bindings (NDM_BUILD_PYTHON=OFF): covered by the python: tests when they are"
+      fi ;;
     *) return 1 ;;
   esac
 }
@@ -176,6 +184,7 @@ known=(
   "scripts/test.sh" "scripts/test.sh --sanitize" "scripts/setup.sh" "scripts/fuzz.sh all 60" "scripts/fuzz.sh list"
   "bench/ndm_eval.sh" "bench/eval_plots.sh" "bench/load_check.sh" "ndm-train ship --root . --name ndm-default"
   "ndm-handshake --alpn h3 connect 127.0.0.1 4433 --ca cert.pem" "ndm-handshake --alpn h3 listen -p 4433 --cert c.pem --key k.pem"
+  "python3 -c \"import ndm; print(ndm.simulate(profile='urban-lte', cc='cubic', duration=10))\""
 )
 # The presets the README's "Emulator profiles" section names.
 presets=(urban-lte urban-lte-inorder lte-verizon lte-tmobile lte-att-driving wifi lossy-wifi satellite 3g)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ndm/experiment.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm::tools {
@@ -29,12 +30,7 @@ inline nlohmann::json sum_json(double b, double e, std::uint64_t bytes, std::opt
     return j;
 }
 
-// How long after the sender's send phase ended the receiver read its last
-// byte (queue drain plus one-way delay), from both sides' own start of the
-// test; never negative.
-inline double drain_seconds(double sender_end_s, double receiver_end_s) {
-    return std::max(0.0, receiver_end_s - sender_end_s);
-}
+using experiment::drain_seconds;
 // The receiver line's note: "last byte 2.31 s after the send phase".
 inline std::string drain_text(double sender_end_s, double receiver_end_s) {
     return fmt::format("last byte {:.2f} s after the send phase", drain_seconds(sender_end_s, receiver_end_s));

@@ -18,9 +18,6 @@ namespace ndm::tools {
 
 using nlohmann::json;
 
-double RunResult::sender_bitrate() const { return sender_seconds > 0 ? sender_bytes * 8.0 / sender_seconds : 0; }
-double RunResult::goodput() const { return receiver_seconds > 0 ? receiver_bytes * 8.0 / receiver_seconds : 0; }
-double RunResult::drain_seconds() const { return tools::drain_seconds(sender_seconds, receiver_seconds); }
 
 std::vector<const RunResult*> Experiment::runs_of(const std::string& controller) const {
     std::vector<const RunResult*> out;

@@ -10,58 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "ndm/experiment.hpp"
+
 namespace ndm::tools {
 
-struct IntervalRow {
-    double begin_s = 0;
-    double end_s = 0;
-    std::uint64_t bytes_sent = 0;      // new stream bytes the sender put on the wire
-    std::uint64_t bytes_received = 0;  // delivered to the receiving application
-    std::uint64_t retransmits = 0;     // packets carrying retransmitted data
-    std::uint64_t cwnd = 0;            // at the end of the interval
-    double srtt_ms = 0;
-};
-
-// What the emulator saw on the sender → receiver direction of one run.
-struct PathMetrics {
-    bool measured = false;
-    double queue_delay_p95_ms = 0;  // waiting in the bottleneck queue (0 without a rate limit)
-    double one_way_delay_p95_ms = 0;
-    std::uint64_t sent = 0;            // datagrams the sender put on the path
-    std::uint64_t dropped_queue = 0;   // queue overflow or AQM: congestion
-    std::uint64_t dropped_other = 0;   // random, burst, outage: not congestion
-    std::uint64_t ce_marked = 0;       // ECT datagrams an AQM marked CE instead of dropping
-    [[nodiscard]] double loss_rate() const {
-        return sent ? static_cast<double>(dropped_queue + dropped_other) / static_cast<double>(sent) : 0.0;
-    }
-};
-
-struct RunResult {
-    std::string controller;
-    unsigned repeat = 0;
-    std::uint64_t seed = 0;
-    std::uint64_t sender_bytes = 0;
-    double sender_seconds = 0;
-    std::uint64_t receiver_bytes = 0;
-    double receiver_seconds = 0;
-    std::uint64_t retransmits = 0;
-    std::uint64_t packets_lost = 0;
-    std::uint64_t spurious_losses = 0;
-    std::string ecn_state = "disabled";  // the sender's ECN validation outcome (RFC 9000 §13.4.2)
-    std::uint64_t ecn_ce_reported = 0;   // CE marks the receiver reported back (ACK_ECN)
-    bool byte_exact = false;
-    std::string error;  // empty when the run completed
-    std::vector<IntervalRow> intervals;
-    PathMetrics path;
-
-    // Bits per second the sender put on the wire during its send phase.
-    [[nodiscard]] double sender_bitrate() const;
-    // Bits per second delivered to the receiving application, over the time
-    // from the test start to the last byte: what controllers are ranked on.
-    [[nodiscard]] double goodput() const;
-    // How long the last bytes took to arrive after the sender stopped (≥ 0).
-    [[nodiscard]] double drain_seconds() const;
-};
+// A run's results are the library's (ndm/experiment.hpp), so that the
+// Python bindings report the same numbers.
+using experiment::IntervalRow;
+using experiment::PathMetrics;
+using experiment::RunResult;
 
 struct Experiment {
     std::string profile;
