@@ -358,7 +358,7 @@ struct Server {
         return test->params.bidir && sends ? key + "_bidir_reverse" : key;
     }
 
-    using Row = tools::IntervalRow;
+    using Row = tools::SenderRow;
     Row measure(Flow& f, Instant now) const {
         if (f.sends) {
             const Connection* c = ep.find(f.h);

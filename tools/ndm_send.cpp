@@ -316,7 +316,7 @@ private:
     }
 
     // One flow's numbers over an interval.
-    using Row = tools::IntervalRow;
+    using Row = tools::SenderRow;
     Row measure(Flow& f, Instant now) {
         if (!f.rev) {
             const Connection* c = ep_.find(f.h);

@@ -146,13 +146,13 @@ private:
 // A sender's numbers over one interval row, from its connection's stats at
 // the interval's end: prev_bytes and prev_retx (the counts at the previous
 // end) advance, and the RTT and cwnd go to `path`.
-struct IntervalRow {
+struct SenderRow {
     std::uint64_t bytes = 0, retr = 0, cwnd = 0;
     Duration srtt{0}, rttvar{0};
 };
-inline IntervalRow sender_interval(const ConnectionStats& st, std::uint64_t& prev_bytes, std::uint64_t& prev_retx,
+inline SenderRow sender_interval(const ConnectionStats& st, std::uint64_t& prev_bytes, std::uint64_t& prev_retx,
                                    PathSampler& path) {
-    IntervalRow r{st.stream_bytes_sent - prev_bytes, st.packets_retransmitted - prev_retx, st.cwnd, st.smoothed_rtt,
+    SenderRow r{st.stream_bytes_sent - prev_bytes, st.packets_retransmitted - prev_retx, st.cwnd, st.smoothed_rtt,
                   st.rttvar};
     path.note(st.smoothed_rtt, st.cwnd);
     prev_bytes = st.stream_bytes_sent;
