@@ -317,3 +317,43 @@ TEST_CASE("perf session: a paced pump writes what the rate allows, no more (appl
     burst.pump(c, id, t0 + std::chrono::milliseconds(2));
     CHECK(burst.written() == tools::kBlockSize);  // then nothing until the average catches up
 }
+
+TEST_CASE("perf session: --bidir, -w, --get-server-output and the server's RTTs round-trip, bounded (issue 21)") {
+    tools::TestParams p;
+    p.cc = "cubic";
+    p.bidir = true;
+    p.window = 64 * 1024;
+    p.server_output = tools::TestParams::ServerOutput::json;
+    const tools::TestParams q = tools::decode_test_params(tools::encode(p));
+    CHECK(q.bidir);
+    CHECK(q.window == 64 * 1024);
+    CHECK(q.server_output == tools::TestParams::ServerOutput::json);
+    auto with = [&](const char* key, nlohmann::json value) {
+        const auto bytes = tools::encode(p);
+        nlohmann::json j = nlohmann::json::parse(bytes.begin(), bytes.end());
+        j[key] = std::move(value);
+        const std::string s = j.dump();
+        return std::vector<std::uint8_t>(s.begin(), s.end());
+    };
+    for (const auto& [key, bad] : std::vector<std::pair<const char*, nlohmann::json>>{
+             {"window", 1024}, {"window", (std::uint64_t{1} << 30) + 1}, {"window", -1}, {"server_output", 3},
+             {"bidir", "yes"}, {"reverse", true}}) {
+        CAPTURE(key);
+        CHECK_THROWS_AS(tools::decode_test_params(with(key, bad)), std::invalid_argument);
+    }
+    tools::SenderReport r;
+    r.bytes = 5;
+    r.path = tools::SenderPath{100, 200, 300, 4000};
+    const tools::SenderReport back = tools::decode_sender_report(tools::encode(r));
+    REQUIRE(back.path);
+    CHECK(back.path->rtt_mean == 200);
+    CHECK(back.path->max_cwnd == 4000);
+    auto blob = [](const std::string& s) { return std::vector<std::uint8_t>(s.begin(), s.end()); };
+    const std::string head = R"({"bytes":5,"seconds":1,"retransmits":0,"hash":9,)";
+    for (const char* bad : {R"("rtt_min":300,"rtt_mean":200,"rtt_max":100,"max_cwnd":1)",
+                            R"("rtt_min":1,"rtt_mean":2,"rtt_max":600000001,"max_cwnd":1)",
+                            R"("rtt_min":-1,"rtt_mean":2,"rtt_max":3,"max_cwnd":1)", R"("rtt_min":1)"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(tools::decode_sender_report(blob(head + bad + "}")), std::invalid_argument);
+    }
+}

@@ -352,3 +352,38 @@ TEST_CASE("stream set: the peer's bidi_local credit covers streams it opened, bi
     CHECK(p.bytes_of(0) == 100);
     CHECK(p.bytes_of(ours) == 300);
 }
+
+TEST_CASE("stream set: new receive windows keep the credit given, bind after it, and can be fixed") {
+    StreamSet::Config cfg;
+    cfg.max_stream_data = 1000;
+    cfg.max_data = 1000;
+    Fixture server(false, cfg);
+    const std::vector<std::uint8_t> d600(600, 7);
+    REQUIRE_FALSE(server.set.on_stream_frame(stream_frame(0, 0, d600)));
+    // Smaller, fixed: the 1000 bytes advertised stay (RFC 9000 §4.1), and no
+    // update is due until consumption passes limit - window / 2.
+    server.set.set_receive_windows(100, 100, false);
+    CHECK_FALSE(server.set.has_control_frames());
+    std::vector<std::uint8_t> out(600);
+    REQUIRE(server.set.require(0).recv.read(out) == 600);
+    server.set.on_consumed(0, 600);
+    CHECK_FALSE(server.set.has_control_frames());
+    const std::vector<std::uint8_t> d400(400, 7);
+    REQUIRE_FALSE(server.set.on_stream_frame(stream_frame(0, 600, d400)));
+    REQUIRE(server.set.require(0).recv.read(out) == 400);
+    server.set.on_consumed(0, 400);
+    Packet p;
+    server.set.write_control_frames(p.sink, Instant{}, Duration{0});
+    CHECK(p.value(FT::max_stream_data) == 1100);  // consumed 1000 + the 100-byte window
+    CHECK(p.value(FT::max_data) == 1100);
+    // Larger: due at once; a stream the peer opens later starts at the
+    // advertised 1000 and gets the larger window in its first update.
+    server.set.set_receive_windows(1 << 20, 1 << 20, true);
+    Packet q;
+    server.set.write_control_frames(q.sink, Instant{}, Duration{0});
+    CHECK(q.value(FT::max_data) == 1000 + (1 << 20));
+    REQUIRE_FALSE(server.set.on_stream_frame(stream_frame(4, 0, d600)));
+    auto past = server.set.on_stream_frame(stream_frame(4, 600, d600));  // beyond the advertised 1000
+    REQUIRE(past);
+    CHECK(past->code == CloseCode::flow_control_error);
+}

@@ -24,6 +24,7 @@
 #include "common/idle_timeout.hpp"
 #include "common/cpu_meter.hpp"
 #include "common/daemon.hpp"
+#include "common/file_io.hpp"
 #include "common/logging.hpp"
 #include "common/output.hpp"
 #include "common/iperf_output.hpp"
@@ -58,13 +59,16 @@ std::optional<double> drain_reference(const tools::TestParams& p) {
     return p.seconds;
 }
 
-// One connection of a test.
+// One direction of one connection of a test: --bidir connections have two.
 struct Flow {
     ConnectionHandle h = 0;
     tools::TestParams params;
+    bool sends = false;  // we send (-R, or --bidir's second flow)
+    tools::PathSampler path;  // sending: RTT and cwnd at the interval ends, for the report
     Instant start{};
-    // Forward: what we read.
+    // Forward: what we read, and -F's file it goes to.
     workload::StreamHash hash;
+    std::unique_ptr<tools::FileSink> sink;
     std::uint64_t bytes = 0;
     Instant last_byte{};
     // Reverse: what we send.
@@ -81,7 +85,7 @@ struct Flow {
     // At the end of the -O period: forward what we had read, reverse what we had sent.
     std::uint64_t omitted_bytes = 0, omit_sent = 0, omit_retx = 0;
 
-    [[nodiscard]] bool done() const { return params.reverse ? fin_sent : reported; }
+    [[nodiscard]] bool done() const { return sends ? fin_sent : reported; }
 };
 
 struct Test {
@@ -97,12 +101,17 @@ struct Test {
     Instant omit_end{};
     std::vector<Flow> flows;
     json intervals = json::array();
+    std::string transcript;    // --get-server-output's text (Server::say)
+    bool output_sent = false;  // --get-server-output
     tools::CpuMeter cpu;  // reported to the client, as iperf3's remote CPU
 
-    Flow* find(ConnectionHandle h) {
+    Flow* find(ConnectionHandle h, bool sends) {
         for (Flow& f : flows)
-            if (f.h == h) return &f;
+            if (f.h == h && f.sends == sends) return &f;
         return nullptr;
+    }
+    [[nodiscard]] unsigned connections() const {
+        return static_cast<unsigned>(flows.size()) / (params.bidir ? 2 : 1);
     }
 };
 
@@ -110,6 +119,8 @@ struct Server {
     bool json_out = false;
     std::string title;  // -T: a key of each -J document
     std::string own_cc;  // our connections' controller: the receiver's in a forward test
+    std::string file;    // -F: what we send in -R, where what we receive goes otherwise
+    bool force_flush;    // --forceflush: each interval's rows flushed
     Endpoint& ep;
     std::optional<Test> test;
     int finished = 0;
@@ -141,33 +152,74 @@ struct Server {
                     return;
                 }
         }
+        // The client's -w, or the library's default windows (auto-tuned): the
+        // handshake advertised only kMinWindow (main()), as the test
+        // parameters arrive in the same handshake; MAX_DATA raises it.
+        const ConnectionConfig defaults;
+        c->set_receive_windows(p.window ? p.window : defaults.initial_max_data,
+                               p.window ? p.window : defaults.initial_max_stream_data, p.window == 0);
+        std::shared_ptr<const tools::FileSource> source;
+        std::unique_ptr<tools::FileSink> sink;
+        try {
+            if (!file.empty() && (p.streams > 1 || p.bidir))
+                throw std::runtime_error("this server's -F takes one connection a test (-P 1), one direction");
+            if (!file.empty() && p.reverse) source = std::make_shared<tools::FileSource>(file);
+            if (!file.empty() && !p.reverse) sink = std::make_unique<tools::FileSink>(file);
+        } catch (const std::exception& e) {
+            c->close(1, e.what(), now);
+            std::cerr << "ndm-recv: rejected a connection: " << e.what() << '\n';
+            return;
+        }
+        std::vector<Flow> made;
+        if (!p.reverse) {
+            Flow& f = made.emplace_back(flow(h, p, now));
+            f.sink = std::move(sink);
+        }
+        if (p.reverse || p.bidir) {
+            Flow& f = made.emplace_back(flow(h, p, now));
+            f.sends = true;
+            if (!start_sending(*c, f, now)) return;
+            if (source) f.pump->send_file(source);
+        }
+        if (!test) begin_test(p, now);
+        // Rows in the client's connection order, whatever the handshakes' order.
+        for (Flow& f : made) {
+            auto at = std::find_if(test->flows.begin(), test->flows.end(), [&](const Flow& g) {
+                return g.sends > f.sends || (g.sends == f.sends && g.params.index > p.index);
+            });
+            test->flows.insert(at, std::move(f));
+        }
+    }
+
+    static Flow flow(ConnectionHandle h, const tools::TestParams& p, Instant now) {
         Flow f;
         f.h = h;
         f.params = p;
         f.start = f.last_byte = now;
-        if (p.reverse) {
-            try {
-                c->set_congestion_control(p.cc, p.cc_options);  // the sender's controller runs here
-            } catch (const std::exception& e) {
-                c->close(1, e.what(), now);
-                std::cerr << "ndm-recv: rejected a connection: " << tools::printable(e.what()) << '\n';
-                return;
-            }
-            const auto id = c->open_stream();
-            if (!id) {
-                c->close(1, "no stream available", now);
-                return;
-            }
-            f.data = *id;
-            f.pump = std::make_unique<tools::PayloadPump>(p.seed, p.bytes ? p.bytes : std::numeric_limits<std::uint64_t>::max());
-            f.pump->pace(p.bitrate, p.burst * tools::kBlockSize);  // the client's -b
-            if (!p.bytes) f.send_end = now + from_seconds(p.omit + p.seconds);
+        return f;
+    }
+
+    // Reverse or --bidir: the client's controller runs here, on our stream;
+    // false when the connection had to be refused (closed with the reason).
+    bool start_sending(Connection& c, Flow& f, Instant now) {
+        const tools::TestParams& p = f.params;
+        try {
+            c.set_congestion_control(p.cc, p.cc_options);
+        } catch (const std::exception& e) {
+            c.close(1, e.what(), now);
+            std::cerr << "ndm-recv: rejected a connection: " << tools::printable(e.what()) << '\n';
+            return false;
         }
-        if (!test) begin_test(p, now);
-        // Rows in the client's connection order, whatever the handshakes' order.
-        auto at = std::find_if(test->flows.begin(), test->flows.end(),
-                               [&](const Flow& g) { return g.params.index > p.index; });
-        test->flows.insert(at, std::move(f));
+        const auto id = c.open_stream();
+        if (!id) {
+            c.close(1, "no stream available", now);
+            return false;
+        }
+        f.data = *id;
+        f.pump = std::make_unique<tools::PayloadPump>(p.seed, p.bytes ? p.bytes : std::numeric_limits<std::uint64_t>::max());
+        f.pump->pace(p.bitrate, p.burst * tools::kBlockSize);  // the client's -b
+        if (!p.bytes) f.send_end = now + from_seconds(p.omit + p.seconds);
+        return true;
     }
 
     void begin_test(const tools::TestParams& p, Instant now) {
@@ -182,25 +234,56 @@ struct Server {
         // All -P connections arrive within one idle timeout, or the test ends.
         t.join_deadline = now + join_timeout;
         test = std::move(t);
-        if (!json_out) {
-            std::cout << "-----------------------------------------------------------\n"
-                      << fmt::format("Accepted connection (controller {}, {} byte packets, {}{}{})\n", p.cc,
+        say(std::string("-----------------------------------------------------------\n") +
+            fmt::format("Accepted connection (controller {}, {} byte packets, {}{}{})\n", p.cc,
                                      p.packet_size,
                                      p.bytes ? tools::format_bytes(p.bytes) : fmt::format("{:g} s", p.seconds),
                                      p.streams > 1 ? fmt::format(", {} parallel connections", p.streams) : "",
-                                     p.reverse ? ", reverse mode: sending" : "")
-                      << (p.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
-                                    : "[ ID] Interval           Transfer     Bitrate\n")
-                      << std::flush;
-        }
+                                     p.reverse ? ", reverse mode: sending" : p.bidir ? ", bidirectional" : "") +
+            (p.bidir     ? "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+             : p.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+                         : "[ ID] Interval           Transfer     Bitrate\n"));
+        std::cout << std::flush;
+    }
+
+    // A text line of the test: printed unless -J, and kept for
+    // --get-server-output when the client asked for text (up to half of
+    // what a client reads, so the closing lines fit after it).
+    void say(const std::string& text) {
+        if (!json_out) std::cout << text;
+        Test& t = *test;
+        if (t.params.server_output == tools::TestParams::ServerOutput::text &&
+            t.transcript.size() + text.size() <= tools::kMaxServerOutput / 2)
+            t.transcript += text;
+    }
+
+    // --get-server-output: once every report is out, the test's text (or
+    // -J document) goes to the client on a new stream of its first connection.
+    void send_output(Instant now) {
+        Test& t = *test;
+        if (t.params.server_output == tools::TestParams::ServerOutput::none || t.output_sent ||
+            t.connections() < t.params.streams)
+            return;
+        for (const Flow& f : t.flows)
+            if (!f.reported) return;
+        tick(now);  // the last, partial interval
+        const bool as_json = t.params.server_output == tools::TestParams::ServerOutput::json;
+        const std::string text = as_json ? closing("", true) : t.transcript + closing("", false);
+        t.output_sent = true;
+        Connection* c = ep.connection(t.flows.front().h);
+        if (!c || c->state() != ConnectionState::established) return;
+        const auto id = c->open_stream();
+        if (!id) return;  // the client then reports that no output came
+        const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+        c->write(*id, bytes.first(std::min(bytes.size(), c->stream_send_capacity(*id))), true);
     }
 
     // A test missing some of its connections past the join deadline ends:
     // the connections it has are closed with the reason.
     void expire(Instant now) {
-        if (!test || now < test->join_deadline || test->flows.size() >= test->params.streams) return;
+        if (!test || now < test->join_deadline || test->connections() >= test->params.streams) return;
         const std::string why = fmt::format("only {} of {} connections of the test arrived within {:g} s",
-                                            test->flows.size(), test->params.streams, to_seconds(join_timeout));
+                                            test->connections(), test->params.streams, to_seconds(join_timeout));
         test->join_deadline = kNever;
         for (Flow& f : test->flows) {
             if (f.closed) continue;
@@ -215,7 +298,7 @@ struct Server {
     void pump(Instant now) {
         if (!test) return;
         for (Flow& f : test->flows) {
-            if (!f.params.reverse || f.reported || f.closed) continue;
+            if (!f.sends || f.reported || f.closed) continue;
             Connection* c = ep.connection(f.h);
             if (!c || c->state() != ConnectionState::established) continue;
             if (!f.fin_sent) {
@@ -247,8 +330,10 @@ struct Server {
                 r.cpu = {cpu.user, cpu.system};
                 r.omitted_bytes = std::min(f.omit_sent, r.bytes);
                 r.omitted_retransmits = std::min(f.omit_retx, r.retransmits);
+                r.path = f.path.result();
                 c->write(*rid, tools::encode(r), true);
                 f.reported = true;
+                send_output(now);
             }
         }
     }
@@ -256,53 +341,69 @@ struct Server {
     [[nodiscard]] bool sending() const {
         if (!test) return false;
         for (const Flow& f : test->flows)
-            if (f.params.reverse && !f.reported && !f.closed) return true;
+            if (f.sends && !f.reported && !f.closed) return true;
         return false;
+    }
+
+    // iperf3's row label: "[  1]", with --bidir "[  1][RX-S]" / "[  1][TX-S]".
+    [[nodiscard]] std::string label(const std::string& id, bool sends) const {
+        return id + (test->params.bidir ? (sends ? "[TX-S]" : "[RX-S]") : "");
+    }
+    // The directions of the test's flows: false = we receive, true = we send.
+    [[nodiscard]] std::vector<bool> directions() const {
+        if (test->params.bidir) return {false, true};
+        return {test->params.reverse};
+    }
+    // The -J key of a direction's sums: iperf3's --bidir suffixes the reverse (our sending).
+    [[nodiscard]] std::string sum_key(const std::string& key, bool sends) const {
+        return test->params.bidir && sends ? key + "_bidir_reverse" : key;
+    }
+
+    using Row = tools::SenderRow;
+    Row measure(Flow& f, Instant now) const {
+        if (f.sends) {
+            const Connection* c = ep.find(f.h);
+            return c ? tools::sender_interval(c->stats(now), f.prev_bytes, f.prev_retx, f.path) : Row{};
+        }
+        Row r;
+        r.bytes = f.bytes - f.prev_bytes;
+        f.prev_bytes = f.bytes;
+        return r;
     }
 
     void interval(Instant now) {
         Test& t = *test;
-        const bool rev = t.params.reverse;
         const double b = secs(t.start, t.interval_begin), e = secs(t.start, now);
         json streams = json::array();
-        std::uint64_t sum_bytes = 0, sum_retr = 0;
+        Row sum[2];  // by direction
+        auto text = [&](const std::string& id, bool sends, const Row& r, bool cwnd) {
+            say(fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", label(id, sends), b, e,
+                            tools::format_bytes(r.bytes), tools::format_bitrate(rate(r.bytes, e - b))) +
+                (sends ? fmt::format("  {:>4}", r.retr) : "") +
+                (sends && cwnd ? fmt::format("  {:>12}", tools::format_cwnd(r.cwnd)) : "") +
+                (t.omitting ? "  (omitted)" : "") + '\n');
+        };
         for (Flow& f : t.flows) {
-            std::uint64_t bytes = 0, retr = 0, cwnd = 0;
-            if (!rev) {
-                bytes = f.bytes - f.prev_bytes;
-                f.prev_bytes = f.bytes;
-            } else if (const Connection* c = ep.find(f.h)) {
-                const ConnectionStats st = c->stats(now);
-                bytes = st.stream_bytes_sent - f.prev_bytes;
-                retr = st.packets_retransmitted - f.prev_retx;
-                cwnd = st.cwnd;
-                f.prev_bytes = st.stream_bytes_sent;
-                f.prev_retx = st.packets_retransmitted;
-            }
-            sum_bytes += bytes;
-            sum_retr += retr;
-            json s = sum_json(b, e, bytes, rev ? std::optional(retr) : std::nullopt, rev);
+            const Row r = measure(f, now);
+            sum[f.sends].bytes += r.bytes;
+            sum[f.sends].retr += r.retr;
+            json s = sum_json(b, e, r.bytes, f.sends ? std::optional(r.retr) : std::nullopt, f.sends);
             s["socket"] = f.params.index + 1;
             s["omitted"] = t.omitting;
-            if (rev) s["snd_cwnd"] = cwnd;
+            if (f.sends) s["snd_cwnd"] = r.cwnd;
             streams.push_back(s);
-            if (!json_out) {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", id_label(f.params.index), b, e,
-                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)))
-                          << (rev ? fmt::format("  {:>4}  {:>12}", retr, tools::format_cwnd(cwnd)) : "")
-                          << (t.omitting ? "  (omitted)" : "") << '\n';
-            }
+            text(id_label(f.params.index), f.sends, r, true);
         }
-        json sum = sum_json(b, e, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev);
-        sum["omitted"] = t.omitting;
-        t.intervals.push_back({{"streams", streams}, {"sum", sum}});
-        if (!json_out && t.params.streams > 1) {
-            std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
-                                     tools::format_bitrate(rate(sum_bytes, e - b)))
-                      << (rev ? fmt::format("  {:>4}", sum_retr) : "") << '\n'
-                      << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+        json record = {{"streams", streams}};
+        for (const bool d : directions()) {
+            json sum_j = sum_json(b, e, sum[d].bytes, d ? std::optional(sum[d].retr) : std::nullopt, d);
+            sum_j["omitted"] = t.omitting;
+            record[sum_key("sum", d)] = sum_j;
+            if (t.params.streams > 1) text("[SUM]", d, sum[d], false);
         }
-        std::cout << std::flush;
+        t.intervals.push_back(record);
+        if (t.params.streams > 1) say("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+        if (force_flush) std::cout << std::flush;  // as ndm-send's rows
         t.interval_begin = now;
     }
 
@@ -331,11 +432,11 @@ struct Server {
         if (!test || test->intervals_done) return;
         Test& t = *test;
         if (t.omitting && now >= t.omit_end) end_omit(now);
-        bool all_done = static_cast<unsigned>(t.flows.size()) == t.params.streams;
+        bool all_done = t.connections() == t.params.streams;
         Instant last = t.interval_begin;
         for (const Flow& f : t.flows) {
             all_done = all_done && (f.done() || f.closed);
-            last = std::max(last, f.params.reverse ? f.start + from_seconds(f.sent_seconds) : f.last_byte);
+            last = std::max(last, f.sends ? f.start + from_seconds(f.sent_seconds) : f.last_byte);
         }
         if (all_done) {
             if (secs(t.interval_begin, last) > 0.01) interval(last);
@@ -348,16 +449,22 @@ struct Server {
 
     void readable(ConnectionHandle h, StreamId id) {
         if (!test) return;
-        Flow* f = test->find(h);
+        Flow* f = test->find(h, false);
         Connection* c = ep.connection(h);
-        if (!f || !c) return;
-        tools::drain(*c, id, [&](std::span<const std::uint8_t> data) {
-            if (f->params.reverse) return;  // nothing is expected from the client
-            f->hash.update(data);
-            f->bytes += data.size();
-            f->last_byte = steady_now();
-        });
-        if (!f->params.reverse && c->stream_finished(id) && !f->reported) {
+        if (!f || !c) return;  // reverse: nothing is expected from the client
+        try {
+            tools::drain(*c, id, [&](std::span<const std::uint8_t> data) {
+                f->hash.update(data);
+                if (f->sink) f->sink->write(data);
+                f->bytes += data.size();
+                f->last_byte = steady_now();
+            });
+        } catch (const std::runtime_error& e) {  // -F's file: disk full, ...
+            std::cerr << "ndm-recv: " << e.what() << '\n';
+            c->close(1, e.what(), steady_now());
+            return;
+        }
+        if (c->stream_finished(id) && !f->reported) {
             tools::ReceiverReport r;
             r.bytes = f->bytes;
             r.seconds = std::max(0.0, secs(f->start, f->last_byte));
@@ -365,83 +472,103 @@ struct Server {
             r.omitted_bytes = f->omitted_bytes;
             const tools::CpuPercent cpu = test->cpu.percent();
             r.cpu = {cpu.user, cpu.system};
-            r.cc = own_cc;
+            r.cc = f->params.bidir ? f->params.cc : own_cc;  // --bidir: we send too, with the client's
             c->write(id, tools::encode(r), true);
             f->reported = true;
             tick(steady_now());
+            send_output(steady_now());
         }
     }
 
     // The client closes once it has the reports; anything else is a failure.
     void closed(ConnectionHandle h, const CloseInfo& info) {
         if (!test) return;
-        Flow* f = test->find(h);
-        if (!f) return;
-        f->closed = true;
-        f->close_reason = tools::printable(info.reason);  // the peer's words, shown escaped
+        bool ours = false;
+        for (Flow& f : test->flows) {
+            if (f.h != h) continue;
+            ours = true;
+            f.closed = true;
+            f.close_reason = tools::printable(info.reason);  // the peer's words, shown escaped
+        }
+        if (!ours) return;
         for (const Flow& g : test->flows)
             if (!g.closed) return;
         finish();
     }
 
-    void finish() {
-        Test& t = *test;
-        tick(steady_now());
-        const bool rev = t.params.reverse;
-        json streams = json::array();
-        std::uint64_t sum_bytes = 0, sum_retr = 0;
-        double sum_s = 0;
-        std::string failure;
+    // One direction's closing numbers.
+    struct Sum {
+        std::uint64_t bytes = 0, retr = 0;
+        double seconds = 0;
+    };
+    static double closing_seconds(const Flow& f) {
+        return f.sends ? f.sent_seconds : std::max(0.0, secs(f.start, f.last_byte));
+    }
+    static std::uint64_t closing_bytes(const Flow& f) { return f.sends ? f.sent_bytes : f.bytes - f.omitted_bytes; }
+
+    // The closing lines (or the -J document) of the test: printed at its
+    // end, and what --get-server-output sends the client. `failure`: why a
+    // connection ended before its report, empty if none did.
+    [[nodiscard]] std::string closing(const std::string& failure, bool as_json) const {
+        const Test& t = *test;
         // The receiver of a -t test shows its drain after the client's send
         // phase (-t seconds from its start), as ndm-send's receiver line does.
         const std::optional<double> send_phase = drain_reference(t.params);
+        json streams = json::array();
+        Sum sum[2];  // by direction
+        std::string text = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+        auto line = [&](const std::string& id, bool sends, double s, std::uint64_t bytes, std::uint64_t retr) {
+            text += fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", label(id, sends), 0.0, s,
+                                tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, s))) +
+                    (sends ? fmt::format("  {:>4}             sender\n", retr)
+                           : "                  receiver" +
+                                 (send_phase ? "  (" + tools::drain_text(*send_phase, s) + ")" : "") + "\n");
+        };
         for (const Flow& f : t.flows) {
-            const double s = rev ? f.sent_seconds : std::max(0.0, secs(f.start, f.last_byte));
-            const std::uint64_t bytes = rev ? f.sent_bytes : f.bytes - f.omitted_bytes;
-            sum_bytes += bytes;
-            sum_retr += f.retransmits;
-            sum_s = std::max(sum_s, s);
-            json j = sum_json(0, s, bytes, rev ? std::optional(f.retransmits) : std::nullopt, rev);
+            const double s = closing_seconds(f);
+            const std::uint64_t bytes = closing_bytes(f);
+            sum[f.sends].bytes += bytes;
+            sum[f.sends].retr += f.retransmits;
+            sum[f.sends].seconds = std::max(sum[f.sends].seconds, s);
+            json j = sum_json(0, s, bytes, f.sends ? std::optional(f.retransmits) : std::nullopt, f.sends);
             j["socket"] = f.params.index + 1;
-            if (send_phase) j["drain_seconds"] = tools::drain_seconds(*send_phase, s);
-            streams.push_back({{rev ? "sender" : "receiver", j}});
+            if (send_phase && !f.sends) j["drain_seconds"] = tools::drain_seconds(*send_phase, s);
+            streams.push_back({{f.sends ? "sender" : "receiver", j}});
+            line(id_label(f.params.index), f.sends, s, bytes, f.retransmits);
+        }
+        json end = {{"streams", streams}};
+        for (const bool d : directions()) {
+            json j = sum_json(0, sum[d].seconds, sum[d].bytes, d ? std::optional(sum[d].retr) : std::nullopt, d);
+            if (send_phase && !d) j["drain_seconds"] = tools::drain_seconds(*send_phase, sum[d].seconds);
+            end[sum_key(d ? "sum_sent" : "sum_received", d)] = j;
+            if (t.params.streams > 1) line("[SUM]", d, sum[d].seconds, sum[d].bytes, sum[d].retr);
+        }
+        if (!as_json) return text + (failure.empty() ? "" : "ndm-recv: the test ended early: " + failure + "\n");
+        json j;
+        j["provenance"] = tools::provenance_json(t.wall_start);
+        j["start"] = {{"test_start",
+                       {{"protocol", "NDM"},
+                        {"num_streams", t.params.streams},
+                        {"blksize", t.params.packet_size},
+                        {"duration", t.params.seconds},
+                        {"omit", t.params.omit},
+                        {"bytes", t.params.bytes},
+                        {"reverse", t.params.reverse ? 1 : 0},
+                        {"bidir", t.params.bidir ? 1 : 0}}},
+                      {"sender_congestion", t.params.cc}};
+        j["intervals"] = t.intervals;
+        j["end"] = end;
+        if (!failure.empty()) j["error"] = "client disconnected: " + failure;
+        if (!title.empty()) j["title"] = title;
+        return j.dump(2) + "\n";
+    }
+
+    void finish() {
+        tick(steady_now());
+        std::string failure;
+        for (const Flow& f : test->flows)
             if (!f.reported && failure.empty()) failure = f.close_reason;
-        }
-        if (json_out) {
-            json j;
-            j["provenance"] = tools::provenance_json(t.wall_start);
-            j["start"] = {{"test_start",
-                           {{"protocol", "NDM"},
-                            {"num_streams", t.params.streams},
-                            {"blksize", t.params.packet_size},
-                            {"duration", t.params.seconds},
-                            {"omit", t.params.omit},
-                            {"bytes", t.params.bytes},
-                            {"reverse", rev ? 1 : 0}}},
-                          {"sender_congestion", t.params.cc}};
-            j["intervals"] = t.intervals;
-            json sum = sum_json(0, sum_s, sum_bytes, rev ? std::optional(sum_retr) : std::nullopt, rev);
-            if (send_phase) sum["drain_seconds"] = tools::drain_seconds(*send_phase, sum_s);
-            j["end"] = {{"streams", streams}, {rev ? "sum_sent" : "sum_received", sum}};
-            if (!failure.empty()) j["error"] = "client disconnected: " + failure;
-            if (!title.empty()) j["title"] = title;
-            std::cout << j.dump(2) << '\n';
-        } else {
-            auto line = [&](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", id, 0.0, s, tools::format_bytes(bytes),
-                                         tools::format_bitrate(rate(bytes, s)))
-                          << (rev ? fmt::format("  {:>4}             sender\n", retr)
-                                  : "                  receiver" +
-                                        (send_phase ? "  (" + tools::drain_text(*send_phase, s) + ")" : "") + "\n");
-            };
-            std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
-            for (const Flow& f : t.flows)
-                line(id_label(f.params.index), rev ? f.sent_seconds : std::max(0.0, secs(f.start, f.last_byte)),
-                     rev ? f.sent_bytes : f.bytes - f.omitted_bytes, f.retransmits);
-            if (t.flows.size() > 1) line("[SUM]", sum_s, sum_bytes, sum_retr);
-            if (!failure.empty()) std::cout << "ndm-recv: the test ended early: " << failure << '\n';
-        }
-        std::cout << std::flush;
+        std::cout << closing(failure, json_out) << std::flush;
         if (!failure.empty()) std::cerr << "ndm-recv: client disconnected before the end of the test: " << failure << '\n';
         test.reset();
         ++finished;
@@ -479,7 +606,9 @@ int main(int argc, char** argv) {
         "Serves one test (of one or more parallel connections) at a time; the client's parameters arrive in the\n"
         "handshake and this side's totals go back to the client at the end of each test. Receives, or sends\n"
         "when the client asks for reverse mode (-R). The closing receiver line of a -t test shows how long\n"
-        "after the client's send phase the last byte arrived (the drain; drain_seconds in -J).",
+        "after the client's send phase the last byte arrived (the drain; drain_seconds in -J).\n"
+        "A client's -w sets this side's flow-control windows too: the handshake that carries it advertises\n"
+        "16 KiB, raised (MAX_DATA, MAX_STREAM_DATA) right after it to -w or the 16/32 MiB auto-tuned defaults.",
         "ndm-recv"};
     ndm::tools::ServerTlsFlags tls_flags;
     ndm::tools::OutputFlags output_flags;
@@ -488,6 +617,11 @@ int main(int argc, char** argv) {
     // iperf3 3.12's --help order (general, then server), ndm's own after them.
     app.add_option("-p,--port", port, "UDP port to listen on")->capture_default_str();
     app.add_option("-I,--pidfile", pidfile, "write the process id to FILE, removed at exit");
+    std::string file;
+    app.add_option("-F,--file", file,
+                   "write what a client sends to this file (created or truncated each test), or send its bytes "
+                   "when the client asks for -R (the test ends with the file unless the client's -t/-n end it "
+                   "first); one connection a test (-P 1)");
     app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();
     app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
     ndm::tools::add_output_flags(app, output_flags);
@@ -522,6 +656,7 @@ int main(int argc, char** argv) {
         if (bind.empty()) bind = "::";
         check_numeric_address(bind, "--bind");
         if (!pidfile.empty()) pid.emplace(pidfile);
+        if (!file.empty()) ndm::tools::check_file_path(file);
         cfg.bind_address = bind;
         cfg.port = port;
         cfg.backend = parse_io_backend(io);
@@ -530,6 +665,10 @@ int main(int argc, char** argv) {
         cfg.qlog_dir = qlog;
         // The client's -l decides: the effective size is the smaller of both sides'.
         cfg.connection.max_datagram_size = kMaxDatagramSize;
+        // The client's -w arrives in the handshake that advertises these:
+        // start small (about an initial congestion window, so the first
+        // flight is not held back), raised after it (Server::start).
+        cfg.connection.initial_max_data = cfg.connection.initial_max_stream_data = ndm::tools::kMinWindow;
         cfg.connection.idle_timeout = ndm::tools::idle_timeout_duration(idle_timeout);
         tls = ndm::tools::server_tls(tls_flags, bind);
         cfg.connection.tls = tls.options;
@@ -558,7 +697,7 @@ int main(int argc, char** argv) {
             std::cerr << tls.self_signed_note << '\n';  // stdout holds only the JSON documents
         }
 
-        Server s{json_out, json_out ? output_flags.title : "", cfg.connection.cc, ep, std::nullopt, 0};
+        Server s{json_out, json_out ? output_flags.title : "", cfg.connection.cc, file, output_flags.force_flush, ep, std::nullopt, 0};
         bool idle_released = true;
         s.join_timeout = cfg.connection.idle_timeout;
         ep.on_event([&](ConnectionHandle h, const Event& ev) {

@@ -22,6 +22,7 @@
 #include "common/cpu_meter.hpp"
 #include "common/emu_path.hpp"
 #include "common/emu_summary.hpp"
+#include "common/file_io.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/logging.hpp"
 #include "common/output.hpp"
@@ -55,6 +56,9 @@ struct Options {
     std::size_t packet_size = 1452;
     unsigned parallel = 1;
     bool reverse = false;
+    bool bidir = false;  // --bidir
+    std::string window;  // -w
+    bool server_output = false;  // --get-server-output
     bool json = false;
     std::string qlog;  // directory
     std::uint64_t seed = 1;
@@ -76,12 +80,19 @@ struct Options {
     std::uint16_t cport = 0;     // --cport: local port (0 = ephemeral)
     std::uint64_t blocks = 0;    // -k: blocks of tools::kBlockSize
     bool verbose = false;        // -V
+    std::string file;            // -F
+    // -F's file, opened before any packet is sent: the one we send, or (-R) the one we write.
+    std::shared_ptr<const tools::FileSource> send_file;
+    std::shared_ptr<tools::FileSink> recv_file;
 };
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
 // RFC 9000 §2.1): the first carries the data, the second its report.
 constexpr StreamId kReverseData = 1;
 constexpr StreamId kReverseReport = 5;
+// --get-server-output: the server's first stream in a forward test; in -R
+// and --bidir the next one (+4) after kReverseReport.
+constexpr StreamId kServerOutput = 1;
 
 using tools::id_label;
 using tools::rate;
@@ -89,8 +100,11 @@ using tools::secs;
 using tools::sum_json;
 
 // One connection of the test.
+// One direction of one connection: -R and forward tests have one flow a
+// connection; --bidir two (the second, `rev`, the server's sending), sharing it.
 struct Flow {
     unsigned index = 0;
+    bool rev = false;  // the server sends (-R, or --bidir's second flow)
     ConnectionHandle h = 0;
     tools::TestParams params;
     StreamId data = 0;  // forward: our stream (also carries the report back)
@@ -104,8 +118,8 @@ struct Flow {
     std::uint64_t omit_sent = 0, omit_retx = 0, omit_received = 0;  // at the end of the -O period
     // Forward: the smoothed RTT (µs) and cwnd at the interval ends, for
     // iperf3's per-stream min/mean/max_rtt and max_snd_cwnd.
-    std::int64_t rtt_min = 0, rtt_max = 0, rtt_sum = 0, rtt_samples = 0;
-    std::uint64_t max_cwnd = 0;
+    tools::PathSampler sampler;
+    std::optional<tools::SenderPath> path;  // at the end: ours, or (-R) from the server's report
     tools::RemoteCpu remote_cpu;  // from the other side's report
     std::string receiver_cc;      // forward: the server's controller, from its report
 
@@ -134,7 +148,7 @@ class Client {
 public:
     Client(const Options& o, const tools::TestParams& base, const std::optional<emu::Profile>& profile, json& intervals)
         : o_(o), base_(base), profile_name_(profile ? profile->name : "none"), intervals_(intervals),
-          cfg_(endpoint_config(o, profile, path_)), ep_(cfg_), flows_(o.parallel) {}
+          cfg_(endpoint_config(o, profile, path_)), ep_(cfg_), flows_(o.parallel * (o.bidir ? 2 : 1)) {}
 
     int run() {
         connect();
@@ -148,17 +162,18 @@ public:
         } else {
             receive_phase();
         }
+        if (base_.server_output != tools::TestParams::ServerOutput::none) collect_server_output();
         close_all();
-        const Totals t = totals();
         if (o_.json) {
-            print_json(t);
+            print_json();
         } else {
-            print_text(t);
+            print_text();
         }
-        if (!t.error.empty()) {
-            std::cerr << "ndm-send: " << t.error << '\n';
-            return 1;
-        }
+        for (const bool rev : directions())
+            if (const Totals t = totals(rev); !t.error.empty()) {
+                std::cerr << "ndm-send: " << t.error << '\n';
+                return 1;
+            }
         return 0;
     }
 
@@ -174,6 +189,10 @@ private:
         cfg.connection.cc = entry.name;
         cfg.connection.cc_options = entry.options;
         cfg.connection.max_datagram_size = o.packet_size;
+        if (!o.window.empty()) {  // -w: checked by its validator; fixed, as a socket buffer iperf3's -w sets
+            cfg.connection.initial_max_data = cfg.connection.initial_max_stream_data = tools::parse_size(o.window);
+            cfg.connection.autotune_receive_windows = false;
+        }
         cfg.connection.seed = o.seed * 2 + 1;
         // Fail within seconds when the server is absent; mid-test, survive
         // outages shorter than the idle timeout.
@@ -200,6 +219,7 @@ private:
         for (unsigned i = 0; i < n; ++i) {
             Flow& f = flows_[i];
             f.index = i;
+            f.rev = o_.reverse;
             f.params = base_;
             f.params.streams = n;
             f.params.index = i;
@@ -208,18 +228,27 @@ private:
             ConnectionConfig cc = cfg_.connection;
             cc.application_params = tools::encode(f.params);
             f.h = ep_.connect(o_.host, o_.port, cc);
+            if (o_.bidir) {  // the server's direction of the same connection
+                Flow& r = flows_[n + i];
+                r.index = i;
+                r.rev = true;
+                r.params = f.params;
+                r.h = f.h;
+            }
         }
-        for (Flow& f : flows_) {
+        for (unsigned i = 0; i < n; ++i) {
+            Flow& f = flows_[i];
             Connection& c = tools::await_established(ep_, f.h, std::chrono::seconds(6));
             mds_ = c.max_datagram_size();
             handshake_ = c.handshake_summary();
-            if (!o_.reverse) {
+            if (!f.rev) {
                 const auto id = c.open_stream();
                 if (!id) throw std::runtime_error("the receiver allows no stream");
                 f.data = *id;
                 f.pump = std::make_unique<tools::PayloadPump>(
                     f.params.seed, base_.bytes ? base_.bytes : std::numeric_limits<std::uint64_t>::max());
                 f.pump->pace(base_.bitrate, base_.burst * tools::kBlockSize);
+                if (o_.send_file) f.pump->send_file(o_.send_file);
             }
         }
         if (!o_.json) print_header();
@@ -228,7 +257,7 @@ private:
     void print_header() const {
         const bool rev = o_.reverse;
         const unsigned n = o_.parallel;
-        for (const Flow& f : flows_)
+        for (const Flow& f : std::span(flows_).first(n))
             std::cout << fmt::format("{} local {} connected to {} port {} ({})\n", id_label(f.index), ep_.local_address(),
                                      o_.host, o_.port, to_string(ep_.backend()));
         std::cout << fmt::format("[  *] controller {}{}, profile {}, packet size {} bytes{}\n", o_.cc,
@@ -236,7 +265,8 @@ private:
                                  n > 1 ? fmt::format(", {} parallel connections", n) : "")
                   << (o_.verbose ? verbose_header() : std::string())
                   << (rev ? "[ ID] Interval           Transfer     Bitrate\n"
-                          : "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n")
+                          : fmt::format("[ ID]{} Interval           Transfer     Bitrate         Retr  Cwnd\n",
+                                        o_.bidir ? "[Role]" : ""))
                   << std::flush;
     }
 
@@ -273,72 +303,82 @@ private:
         return *ep_.connection(f.h);
     }
 
-    // One interval row per connection (and [SUM]), or its -J record.
-    void sample(Instant now) {
-        const bool rev = o_.reverse;
-        const double b = secs(start_, sample_begin_), e = secs(start_, now);
-        json streams = json::array();
-        std::uint64_t sum_bytes = 0, sum_retr = 0;
-        for (Flow& f : flows_) {
-            std::uint64_t bytes = 0, retr = 0, cwnd = 0;
-            Duration srtt{0}, rttvar{0};
-            const Connection* c = ep_.find(f.h);
-            if (rev) {
-                bytes = f.received - f.prev_bytes;
-                f.prev_bytes = f.received;
-            } else if (c) {
-                const ConnectionStats st = c->stats(now);
-                bytes = st.stream_bytes_sent - f.prev_bytes;
-                retr = st.packets_retransmitted - f.prev_retx;
-                cwnd = st.cwnd;
-                srtt = st.smoothed_rtt;
-                rttvar = st.rttvar;
-                note_rtt(f, srtt, cwnd);
-                f.prev_bytes = st.stream_bytes_sent;
-                f.prev_retx = st.packets_retransmitted;
-            }
-            sum_bytes += bytes;
-            sum_retr += retr;
-            if (o_.json) {
-                json s = sum_json(b, e, bytes, rev ? std::nullopt : std::optional(retr), !rev);
-                s["socket"] = f.index + 1;
-                s["omitted"] = omitting_;
-                if (!rev) {
-                    s["snd_cwnd"] = cwnd;
-                    s["rtt"] = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
-                    s["rttvar"] = std::chrono::duration_cast<std::chrono::microseconds>(rttvar).count();
-                }
-                streams.push_back(s);
-            } else if (rev) {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}{}\n", id_label(f.index), b, e,
-                                         tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), omitted_note());
-            } else {
-                std::cout << fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}  {:>12}{}\n", id_label(f.index), b,
-                                         e, tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, e - b)), retr,
-                                         tools::format_cwnd(cwnd), omitted_note());
-            }
-        }
-        if (o_.json) {
-            json sum = sum_json(b, e, sum_bytes, rev ? std::nullopt : std::optional(sum_retr), !rev);
-            sum["omitted"] = omitting_;
-            intervals_.push_back({{"streams", streams}, {"sum", sum}});
-        } else if (o_.parallel > 1) {
-            std::cout << fmt::format("[SUM] {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", b, e, tools::format_bytes(sum_bytes),
-                                     tools::format_bitrate(rate(sum_bytes, e - b)))
-                      << (rev ? std::string() : fmt::format("  {:>4}", sum_retr)) << omitted_note() << '\n'
-                      << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
-        }
-        std::cout << std::flush;
-        sample_begin_ = now;
+    // The directions of this test's flows: false = we send, true = the server sends.
+    [[nodiscard]] std::vector<bool> directions() const {
+        if (o_.bidir) return {false, true};
+        return {o_.reverse};
+    }
+    // iperf3's row label: "[  1]", with --bidir "[  1][TX-C]" / "[  1][RX-C]".
+    [[nodiscard]] std::string label(const std::string& id, bool rev) const {
+        return id + (o_.bidir ? (rev ? "[RX-C]" : "[TX-C]") : "");
+    }
+    // The -J key of a direction's sums: iperf3's --bidir suffixes the server's direction.
+    [[nodiscard]] std::string sum_key(const std::string& key, bool rev) const {
+        return o_.bidir && rev ? key + "_bidir_reverse" : key;
     }
 
-    static void note_rtt(Flow& f, Duration srtt, std::uint64_t cwnd) {
-        const std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
-        f.rtt_min = f.rtt_samples ? std::min(f.rtt_min, us) : us;
-        f.rtt_max = std::max(f.rtt_max, us);
-        f.rtt_sum += us;
-        ++f.rtt_samples;
-        f.max_cwnd = std::max(f.max_cwnd, cwnd);
+    // One flow's numbers over an interval.
+    using Row = tools::SenderRow;
+    Row measure(Flow& f, Instant now) {
+        if (!f.rev) {
+            const Connection* c = ep_.find(f.h);
+            return c ? tools::sender_interval(c->stats(now), f.prev_bytes, f.prev_retx, f.sampler) : Row{};
+        }
+        Row r;
+        r.bytes = f.received - f.prev_bytes;
+        f.prev_bytes = f.received;
+        return r;
+    }
+
+    [[nodiscard]] std::string row_text(const std::string& id, bool rev, double b, double e, const Row& r) const {
+        if (rev)
+            return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}{}\n", label(id, rev), b, e,
+                               tools::format_bytes(r.bytes), tools::format_bitrate(rate(r.bytes, e - b)), omitted_note());
+        // [SUM] rows have no cwnd column, as iperf3's.
+        return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}{}{}\n", label(id, rev), b, e,
+                           tools::format_bytes(r.bytes), tools::format_bitrate(rate(r.bytes, e - b)), r.retr,
+                           id == "[SUM]" ? "" : fmt::format("  {:>12}", tools::format_cwnd(r.cwnd)), omitted_note());
+    }
+
+    // One interval row per flow (and [SUM] per direction), or its -J record.
+    void sample(Instant now) {
+        const double b = secs(start_, sample_begin_), e = secs(start_, now);
+        json streams = json::array();
+        Row sum[2];  // by direction
+        for (Flow& f : flows_) {
+            const Row r = measure(f, now);
+            sum[f.rev].bytes += r.bytes;
+            sum[f.rev].retr += r.retr;
+            if (!o_.json) {
+                std::cout << row_text(id_label(f.index), f.rev, b, e, r);
+                continue;
+            }
+            json s = sum_json(b, e, r.bytes, f.rev ? std::nullopt : std::optional(r.retr), !f.rev);
+            s["socket"] = f.index + 1;
+            s["omitted"] = omitting_;
+            if (!f.rev) {
+                s["snd_cwnd"] = r.cwnd;
+                s["rtt"] = std::chrono::duration_cast<std::chrono::microseconds>(r.srtt).count();
+                s["rttvar"] = std::chrono::duration_cast<std::chrono::microseconds>(r.rttvar).count();
+            }
+            streams.push_back(s);
+        }
+        json record = {{"streams", streams}};
+        for (const bool rev : directions()) {
+            if (o_.json) {
+                json j = sum_json(b, e, sum[rev].bytes, rev ? std::nullopt : std::optional(sum[rev].retr), !rev);
+                j["omitted"] = omitting_;
+                record[sum_key("sum", rev)] = j;
+            } else if (o_.parallel > 1) {
+                std::cout << row_text("[SUM]", rev, b, e, sum[rev]);
+            }
+        }
+        if (o_.json) intervals_.push_back(record);
+        if (!o_.json && o_.parallel > 1) std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+        // As iperf3: rows reach a pipe or a file as the buffer fills, or
+        // every interval with --forceflush (a terminal gets every line).
+        if (o_.output.force_flush) std::cout << std::flush;
+        sample_begin_ = now;
     }
 
     // iperf3's -O: the omitted period's rows are marked, then the clock and
@@ -372,15 +412,18 @@ private:
         tools::drain(c, id, [&](std::span<const std::uint8_t> d) { into.insert(into.end(), d.begin(), d.end()); });
     }
 
-    // Forward: -t sends for a time; -n until the receiver acknowledged every byte. Then FIN.
+    // Forward: -t sends for a time; -n, -k and -F until the receiver
+    // acknowledged every byte (-F: of the file, if it ends first). Then FIN.
     void send_phase() {
         const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.omit + base_.seconds);
         for (Instant now = steady_now(); now < end; now = steady_now()) {
-            bool all_acked = base_.bytes != 0;
+            bool all_acked = true;
+            if (o_.bidir) (void)receive_progress(now);  // the server's direction meanwhile
             for (Flow& f : flows_) {
+                if (f.rev) continue;
                 const Connection& c = check_open(f, "during the test");
                 const ConnectionStats st = c.stats(now);
-                if (all_acked && !(f.pump->done() && st.stream_bytes_acked >= base_.bytes)) all_acked = false;
+                if (!(f.pump->limited() && f.pump->done() && st.stream_bytes_acked >= f.pump->written())) all_acked = false;
                 // Only a connection that takes more payload is reached through
                 // connection(), which gives it a turn in the endpoint's next pass.
                 if (f.pump->wants(st, c.stream_send_capacity(f.data), now))
@@ -393,28 +436,32 @@ private:
         if (secs(sample_begin_, steady_now()) > base_.interval / 10) sample(steady_now());
         const double sender_seconds = secs(start_, steady_now());
         for (Flow& f : flows_) {
-            Connection& c = require_open(f, "during the test");
-            if (!base_.bytes) c.finish(f.data);
+            if (f.rev) continue;
+            // A no-op where the last byte carried the FIN already; an empty -F file gets it here.
+            require_open(f, "during the test").finish(f.data);
             f.sent_seconds = sender_seconds;
         }
     }
 
-    // Forward: each receiver answers our FIN with its report on the same stream.
+    // Forward: each receiver answers our FIN with its report on the same
+    // stream (--bidir: and the server's direction completes meanwhile).
     void collect_receiver_reports() {
         const bool got = ep_.run_until(
             [&] {
                 bool all = true;
                 for (Flow& f : flows_) {
+                    if (f.rev) continue;
                     Connection* c = ep_.connection(f.h);
                     if (!c || c->is_closed()) return true;
                     read_all(*c, f.data, f.report);
                     f.report_done = c->stream_finished(f.data);
                     all = all && f.report_done;
                 }
-                return all;
+                return (!o_.bidir || receive_progress(steady_now())) && all;
             },
             std::chrono::seconds(30));
         for (Flow& f : flows_) {
+            if (f.rev) continue;
             Connection* c = ep_.connection(f.h);
             if (!got || !c || !f.report_done)
                 throw std::runtime_error(got ? fmt::format("connection {} lost before the receiver's report: {}",
@@ -432,7 +479,9 @@ private:
             f.remote_cpu = rr.cpu;
             f.receiver_cc = rr.cc;
             f.exact = rr.bytes == f.pump->written() && rr.hash == f.pump->digest();
+            f.path = f.sampler.result();
         }
+        if (o_.bidir) finish_reverse();
     }
 
     // Reverse: reads and hashes what arrived, and each server's report; true
@@ -440,8 +489,12 @@ private:
     bool receive_progress(Instant now) {
         bool all = true;
         for (Flow& f : flows_) {
+            if (!f.rev) continue;
             Connection& c = require_open(f, "during the test");
-            if (const std::size_t k = tools::drain(c, kReverseData, [&](std::span<const std::uint8_t> d) { f.hash.update(d); })) {
+            if (const std::size_t k = tools::drain(c, kReverseData, [&](std::span<const std::uint8_t> d) {
+                    f.hash.update(d);
+                    if (o_.recv_file) o_.recv_file->write(d);
+                })) {
                 f.received += k;
                 f.last_byte = now;
             }
@@ -473,12 +526,19 @@ private:
                 }
             }
         }
+        finish_reverse();
+    }
+
+    // The closing numbers of the server's direction, from its reports.
+    void finish_reverse() {
         for (Flow& f : flows_) {
+            if (!f.rev) continue;
             if (const Connection* c = ep_.find(f.h)) f.ecn = ecn_json(c->stats(steady_now()));
             const tools::SenderReport sr = tools::decode_sender_report(f.report);
             f.sent_total = sr.bytes;
             f.recv_total = f.received;
             f.remote_cpu = sr.cpu;
+            f.path = sr.path;
             f.sent_bytes = sr.bytes - sr.omitted_bytes;
             f.sent_seconds = sr.seconds;
             f.retransmits = sr.retransmits - sr.omitted_retransmits;
@@ -488,8 +548,37 @@ private:
         }
     }
 
+    // --get-server-output: the server's text or -J document, on the next
+    // stream it opens on the first connection once every report is out.
+    void collect_server_output() {
+        const Flow& f = flows_.front();
+        const StreamId id = o_.reverse || o_.bidir ? kReverseReport + 4 : kServerOutput;
+        std::vector<std::uint8_t> got;
+        bool finished = false;
+        ep_.run_until(
+            [&] {
+                Connection* c = ep_.connection(f.h);
+                if (!c || c->is_closed()) return true;
+                read_all(*c, id, got);
+                finished = c->stream_finished(id);
+                return finished || got.size() > tools::kMaxServerOutput;
+            },
+            std::chrono::seconds(10));
+        if (got.size() > tools::kMaxServerOutput)
+            throw std::runtime_error(fmt::format("the server's output exceeds {} bytes", tools::kMaxServerOutput));
+        if (!finished) throw std::runtime_error("no server output within 10 s after the test: " + fail_reason(f.h));
+        const std::string text(got.begin(), got.end());
+        if (!o_.json) {
+            server_output_ = tools::printable_lines(text);
+            return;
+        }
+        server_output_json_ = json::parse(text, nullptr, false);
+        if (server_output_json_.is_discarded() || !server_output_json_.is_object())
+            throw std::runtime_error("the server's output is not a JSON document");
+    }
+
     void close_all() {
-        for (Flow& f : flows_)
+        for (Flow& f : std::span(flows_).first(o_.parallel))  // one flow of each connection
             if (Connection* c = ep_.connection(f.h)) c->close(0, "test complete", steady_now());
         ep_.run_until(
             [&] {
@@ -500,9 +589,11 @@ private:
             std::chrono::milliseconds(300));
     }
 
-    [[nodiscard]] Totals totals() const {
+    // The closing numbers of one direction (`rev`: the server's).
+    [[nodiscard]] Totals totals(bool rev) const {
         Totals t;
         for (const Flow& f : flows_) {
+            if (f.rev != rev) continue;
             t.sent += f.sent_bytes;
             t.recv += f.recv_bytes;
             t.retr += f.retransmits;
@@ -521,12 +612,12 @@ private:
     }
 
     // The -J document: iperf3's start/intervals/end shape (docs/ndm-send-json.md).
-    void print_json(const Totals& t) const {
+    void print_json() const {
         const bool rev = o_.reverse;
         json j;
         j["provenance"] = tools::provenance_json(o_.started);
         json connected = json::array();
-        for (const Flow& f : flows_)
+        for (const Flow& f : std::span(flows_).first(o_.parallel))
             connected.push_back({{"socket", f.index + 1}, {"local_host", ep_.local_address()},
                                  {"local_port", ep_.local_port()}, {"remote_host", o_.host}, {"remote_port", o_.port}});
         const Provenance prov = provenance(o_.started);
@@ -534,44 +625,55 @@ private:
                       {"timestamp", tools::timestamp_json(o_.started)},
                       {"system_info", prov.host + " " + prov.kernel},
                       {"cookie", fmt::format("{:016x}", flows_.front().params.test_id)},
+                      {"sock_bufsize", base_.window},
+                      {"rcvbuf_actual", cfg_.connection.initial_max_stream_data},
+                      {"sndbuf_actual", cfg_.connection.stream_send_buffer},
                       {"target_bitrate", base_.bitrate},
                       {"connected", connected},
                       {"version", "ndm-send"},
                       {"test_start",
                        {{"protocol", "NDM"}, {"num_streams", o_.parallel}, {"blksize", mds_}, {"omit", base_.omit},
                         {"duration", base_.seconds}, {"bytes", base_.bytes}, {"blocks", o_.blocks},
-                        {"reverse", rev ? 1 : 0}, {"target_bitrate", base_.bitrate}}},
+                        {"reverse", rev ? 1 : 0}, {"bidir", o_.bidir ? 1 : 0}, {"target_bitrate", base_.bitrate}}},
                       {"congestion_control", o_.cc},
                       {"profile", profile_name_},
                       {"io", to_string(ep_.backend())}};
         j["intervals"] = intervals_;
         json streams = json::array();
         for (const Flow& f : flows_) {
-            json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, !rev);
-            json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, !rev);
+            json s = sum_json(0, f.sent_seconds, f.sent_bytes, f.retransmits, !f.rev);
+            json r = sum_json(0, f.recv_seconds, f.recv_bytes, std::nullopt, !f.rev);
             s["socket"] = r["socket"] = f.index + 1;
-            if (!rev && f.rtt_samples) {
-                s["max_snd_cwnd"] = f.max_cwnd;
-                s["min_rtt"] = f.rtt_min;
-                s["max_rtt"] = f.rtt_max;
-                s["mean_rtt"] = f.rtt_sum / f.rtt_samples;
+            if (f.path) {
+                s["max_snd_cwnd"] = f.path->max_cwnd;
+                s["min_rtt"] = f.path->rtt_min;
+                s["max_rtt"] = f.path->rtt_max;
+                s["mean_rtt"] = f.path->rtt_mean;
             }
             r["drain_seconds"] = tools::drain_seconds(f.sent_seconds, f.recv_seconds);
             streams.push_back({{"sender", s}, {"receiver", r}, {"byte_exact", f.exact}, {"ecn", f.ecn}});
         }
-        json sum_received = sum_json(0, t.recv_s, t.recv, std::nullopt, !rev);
-        sum_received["drain_seconds"] = tools::drain_seconds(t.sent_s, t.recv_s);
         j["end"] = {{"streams", streams},
-                    {"sum_sent", sum_json(0, t.sent_s, t.sent, t.retr, !rev)},
-                    {"sum_received", sum_received},
                     {"sender_congestion", o_.cc},
                     {"receiver_congestion", receiver_cc()},
-                    {"cpu_utilization_percent", cpu_json()},
-                    {"byte_exact", t.all_exact}};
+                    {"cpu_utilization_percent", cpu_json()}};
+        bool exact = true;
+        std::string error;
+        for (const bool d : directions()) {
+            const Totals t = totals(d);
+            json sum_received = sum_json(0, t.recv_s, t.recv, std::nullopt, !d);
+            sum_received["drain_seconds"] = tools::drain_seconds(t.sent_s, t.recv_s);
+            j["end"][sum_key("sum_sent", d)] = sum_json(0, t.sent_s, t.sent, t.retr, !d);
+            j["end"][sum_key("sum_received", d)] = sum_received;
+            exact = exact && t.all_exact;
+            if (error.empty()) error = t.error;
+        }
+        j["end"]["byte_exact"] = exact;
         if (path_)
             j["end"]["emulator"] = {{"up", tools::emu_summary_json(path_->egress->link().emu_stats())},
                                     {"down", tools::emu_summary_json(path_->ingress->link().emu_stats())}};
-        if (!t.error.empty()) j["error"] = t.error;
+        if (!server_output_json_.is_null()) j["server_output_json"] = server_output_json_;
+        if (!error.empty()) j["error"] = error;
         if (!o_.output.title.empty()) j["title"] = o_.output.title;
         std::cout << j.dump(2) << '\n';
     }
@@ -617,7 +719,7 @@ private:
     }
 
     // The closing sender and receiver lines, as iperf3's.
-    void print_text(const Totals& t) const {
+    void print_text() const {
         auto sender_line = [](const std::string& id, double s, std::uint64_t bytes, std::uint64_t retr) {
             return fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}  {:>4}             sender\n", id, 0.0, s,
                                tools::format_bytes(bytes), tools::format_bitrate(rate(bytes, s)), retr);
@@ -628,13 +730,18 @@ private:
                                exact ? "  (byte-exact)" : "", tools::drain_text(sent_s, s));
         };
         std::cout << "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
-                  << "[ ID] Interval           Transfer     Bitrate         Retr\n";
-        for (const Flow& f : flows_)
-            std::cout << sender_line(id_label(f.index), f.sent_seconds, f.sent_bytes, f.retransmits)
-                      << receiver_line(id_label(f.index), f.sent_seconds, f.recv_seconds, f.recv_bytes, f.exact);
-        if (o_.parallel > 1)
-            std::cout << sender_line("[SUM]", t.sent_s, t.sent, t.retr)
-                      << receiver_line("[SUM]", t.sent_s, t.recv_s, t.recv, t.all_exact);
+                  << fmt::format("[ ID]{} Interval           Transfer     Bitrate         Retr\n", o_.bidir ? "[Role]" : "");
+        for (const Flow& f : flows_) {
+            const std::string id = label(id_label(f.index), f.rev);
+            std::cout << sender_line(id, f.sent_seconds, f.sent_bytes, f.retransmits)
+                      << receiver_line(id, f.sent_seconds, f.recv_seconds, f.recv_bytes, f.exact);
+        }
+        for (const bool d : directions()) {
+            if (o_.parallel == 1) break;
+            const Totals t = totals(d);
+            std::cout << sender_line(label("[SUM]", d), t.sent_s, t.sent, t.retr)
+                      << receiver_line(label("[SUM]", d), t.sent_s, t.recv_s, t.recv, t.all_exact);
+        }
         if (path_) std::cout << tools::emu_summary_text(path_->egress->link().emu_stats(), path_->ingress->link().emu_stats());
         if (o_.verbose) {  // iperf3 -V's closing lines
             const Cpu c = cpu();
@@ -645,6 +752,7 @@ private:
                                      c.remote.system)
                       << fmt::format("snd_congestion {}\nrcv_congestion {}\n", o_.cc, receiver_cc());
         }
+        if (!server_output_.empty()) std::cout << "\nServer output:\n" << server_output_;
         std::cout << "\nndm-send done.\n";
     }
 
@@ -658,6 +766,8 @@ private:
     std::vector<Flow> flows_;
     std::size_t mds_ = 0;  // the negotiated max datagram size
     HandshakeSummary handshake_;
+    std::string server_output_;  // --get-server-output, escaped
+    json server_output_json_;    // --get-server-output with -J
     Instant start_{}, sample_begin_{}, next_sample_{};
     tools::CpuMeter cpu_;    // from the construction: the test's set-up included, as iperf3's
     bool omitting_ = false;  // within -O's first seconds
@@ -672,6 +782,10 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     app.add_option("-i,--interval", o.interval, "seconds between interval reports")
         ->capture_default_str()
         ->check(CLI::Range(0.1, 60.0));
+    app.add_option("-F,--file", o.file,
+                   "send this file's bytes instead of generated data (the test ends with the file unless -t/-n/-k "
+                   "end it first); with -R, write what is received to it (created or truncated). One connection "
+                   "(-P 1) and one direction only, as the file has one offset");
     app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
     app.add_flag("-V,--verbose", o.verbose,
                  "also print the test parameters, controller and TLS parameters at the start, both sides' CPU "
@@ -702,7 +816,19 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     app.add_option("-P,--parallel", o.parallel, "parallel connections (1..128), one test on the server")
         ->capture_default_str()
         ->check(CLI::Range(1u, tools::kMaxParallel));
-    app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
+    auto* rev = app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
+    app.add_flag("--bidir", o.bidir,
+                 "both directions at once: each connection carries our stream and the server's (QUIC streams "
+                 "are bidirectional, so --bidir needs no second connection, unlike iperf3's); both senders run "
+                 "-C's controller; rows tagged [TX-C]/[RX-C]")
+        ->excludes(rev);
+    app.add_option("-w,--window", o.window,
+                   "flow-control window (K/M/G binary, 16K..1G): the connection's and each stream's receive "
+                   "window (initial_max_data, initial_max_stream_data), fixed (no auto-tuning, as a socket buffer "
+                   "iperf3's -w sets), on both sides. The server applies it after the handshake with "
+                   "MAX_DATA/MAX_STREAM_DATA: its first flight's credit is 16 KiB (default: 16 MiB a stream, 32 MiB "
+                   "a connection, auto-tuned up to 4x)")
+        ->check(tools::size_in(tools::kMinWindow, tools::kMaxWindow));
     app.add_flag("-4,--version4", o.ipv4, "IPv4 only: the server address must be IPv4")->excludes(
         app.add_flag("-6,--version6", o.ipv6, "IPv6 only: the server address must be IPv6"));
     auto* omit = app.add_option("-O,--omit", o.omit,
@@ -715,6 +841,9 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
                    "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
                    "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
         ->capture_default_str();
+    app.add_flag("--get-server-output", o.server_output,
+                 "print the server's output (its rows and closing lines; with -J its document, as "
+                 "server_output_json) after ours");
     auto* e = app.add_option("--emu", o.emu,
                              "impair this socket's path with an emulator spec, e.g. \"delay=50ms,jitter=20ms,loss=5%\" "
                              "(egress = up, ingress = down; keys: docs/emulator.md, e.g. outage=3s@2s for a 3 s "
@@ -777,6 +906,10 @@ int main(int argc, char** argv) {
         params.interval = o.interval;
         params.seed = o.seed;
         params.reverse = o.reverse;
+        params.bidir = o.bidir;
+        if (!o.window.empty()) params.window = tools::parse_size(o.window);
+        if (o.server_output)
+            params.server_output = o.json ? tools::TestParams::ServerOutput::json : tools::TestParams::ServerOutput::text;
         if (!o.bitrate.empty()) {
             const tools::Bitrate b = tools::parse_bitrate(o.bitrate);
             params.bitrate = b.bits_per_second;
@@ -792,6 +925,15 @@ int main(int argc, char** argv) {
             params.seconds = o.seconds;
         }
         params.streams = o.parallel;
+        if (!o.file.empty()) {
+            if (o.parallel > 1) throw std::invalid_argument("-F sends or writes one file: use it with -P 1");
+            if (o.bidir) throw std::invalid_argument("-F sends or writes one file: not with --bidir");
+            if (o.reverse) {
+                o.recv_file = std::make_shared<tools::FileSink>(o.file);
+            } else {
+                o.send_file = std::make_shared<tools::FileSource>(o.file);
+            }
+        }
         tools::validate(params);  // the bounds ndm-recv applies to what arrives in the hello
     } catch (const std::exception& ex) {
         std::cerr << "ndm-send: " << ex.what() << '\n';

@@ -174,6 +174,10 @@ struct ConnectionConfig {
     std::uint64_t initial_max_data = 32u << 20;
     std::uint64_t initial_max_stream_data = 16u << 20;
     std::uint64_t initial_max_streams = 100;
+    // Whether the receive windows grow when they, not the application, limit
+    // the peer (up to 4x; src/transport/flow_control.hpp). Off: fixed windows,
+    // as a socket buffer set with iperf3's -w turns the kernel's tuning off.
+    bool autotune_receive_windows = true;
     // Unidirectional streams the peer may open (RFC 9000 §2.1): ndm's own
     // protocol uses none; HTTP/3 needs at least 3 (RFC 9114 §6.2).
     std::uint64_t initial_max_streams_uni = 0;
@@ -419,6 +423,14 @@ public:
     // controller starts from its initial window). Throws std::invalid_argument
     // on an unknown name or bad options, leaving the current one in place.
     void set_congestion_control(const std::string& name, const std::string& options = {});
+    // Replaces the receive windows (ConnectionConfig's initial_max_data,
+    // initial_max_stream_data, autotune_receive_windows) from now on, for
+    // the connection and every stream, e.g. a server adopting the window its
+    // client asked for in the application params. Credit already advertised
+    // is never withdrawn (RFC 9000 §4.1): a larger window goes out at once
+    // in MAX_DATA / MAX_STREAM_DATA, a smaller one binds once the peer has
+    // used the credit it has. Throws std::invalid_argument on a zero window.
+    void set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune);
 
     // Starts a graceful close with a code and reason; the peer is told.
     void close(std::uint64_t code, std::string reason, Instant now, bool application = true);

@@ -121,7 +121,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
            AckTracker(ack_config(PacketSpace::application, config))},
       ecn(config.ecn),
       streams(StreamSet::Config{is_client, config.stream_send_buffer, config.initial_max_data,
-                                config.initial_max_stream_data, config.initial_max_streams,
+                                config.initial_max_stream_data, config.autotune_receive_windows, config.initial_max_streams,
                                 config.initial_max_streams_uni, config.limits.stream_ranges,
                                 config.limits.stream_ranges_total},
               events) {
@@ -1542,6 +1542,11 @@ std::size_t Connection::stream_send_capacity(StreamId id) const {
     const StreamState* s = impl_->streams.find(id);
     if (!s || impl_->state != ConnectionState::established) return 0;
     return s->send.capacity();
+}
+
+void Connection::set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune) {
+    if (max_data == 0 || max_stream_data == 0) throw std::invalid_argument("receive windows must be positive");
+    impl_->streams.set_receive_windows(max_data, max_stream_data, autotune);
 }
 
 void Connection::set_congestion_control(const std::string& name, const std::string& options) {

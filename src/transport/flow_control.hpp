@@ -49,6 +49,14 @@ public:
 
     explicit ReceiveWindow(std::uint64_t window = 0)
         : window_(window), max_window_(window * kAutoTuneFactor), limit_(window) {}
+    // A new window from now on (auto-tuned up to kAutoTuneFactor times it,
+    // or fixed). The limit already advertised stays: a peer's credit is
+    // never withdrawn (RFC 9000 §4.1), so a smaller window binds once the
+    // peer has used it.
+    void resize(std::uint64_t window, bool autotune) {
+        window_ = window;
+        max_window_ = autotune ? window * kAutoTuneFactor : window;
+    }
     [[nodiscard]] std::uint64_t limit() const { return limit_; }
     [[nodiscard]] std::uint64_t received() const { return received_; }
     [[nodiscard]] std::uint64_t window() const { return window_; }
@@ -59,7 +67,9 @@ public:
         return true;
     }
     void on_consumed(std::uint64_t n) { consumed_ += n; }
-    [[nodiscard]] bool should_update() const { return consumed_ + window_ - limit_ >= window_ / 2; }
+    // Written without a subtraction: after resize() the limit may lie
+    // beyond consumed_ + window_.
+    [[nodiscard]] bool should_update() const { return consumed_ + window_ >= limit_ + window_ / 2; }
     // Slides the window and returns the limit to advertise. A slide that
     // consumption made due (not the resend of a lost update) grows the
     // window first when the previous one was under two RTTs ago.

@@ -13,7 +13,20 @@ constexpr std::size_t kMinRecvRangeCap = 1024;  // out-of-order ranges a stream 
 
 StreamSet::StreamSet(const Config& config, std::deque<Event>& events)
     : cfg_(config), events_(events), conn_credit_(0), conn_window_(config.max_data),
-      local_max_streams_{config.max_streams, config.max_streams_uni} {}
+      stream_window_(config.max_stream_data), local_max_streams_{config.max_streams, config.max_streams_uni} {
+    conn_window_.resize(config.max_data, config.autotune);
+}
+
+void StreamSet::set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune) {
+    cfg_.autotune = autotune;
+    stream_window_ = max_stream_data;
+    conn_window_.resize(max_data, autotune);
+    if (conn_window_.should_update()) max_data_pending_ = true;
+    for (auto& [id, s] : streams_) {
+        s.window.resize(max_stream_data, autotune);
+        if (!send_only(id) && s.window.should_update() && !s.recv.finished()) s.max_stream_data_pending = true;
+    }
+}
 
 void StreamSet::on_peer_params(const PeerLimits& limits) {
     conn_credit_.raise(limits.max_data);
@@ -31,7 +44,12 @@ void StreamSet::add(StreamId id) {
     if (send_only(id)) credit = peer_limits_.max_stream_data_uni;
     else if (is_bidi(id)) credit = peer_initiated(id) ? peer_limits_.max_stream_data_bidi_local
                                                       : peer_limits_.max_stream_data_bidi_remote;
-    streams_.try_emplace(id, receive_only(id) ? 0 : cfg_.send_buffer, credit, cfg_.max_stream_data);
+    // The window starts at what the transport parameters advertised; the
+    // current window (set_receive_windows) applies from there on.
+    StreamState& s = streams_.try_emplace(id, receive_only(id) ? 0 : cfg_.send_buffer, credit, cfg_.max_stream_data)
+                         .first->second;
+    s.window.resize(stream_window_, cfg_.autotune);
+    if (!send_only(id) && s.window.should_update()) s.max_stream_data_pending = true;
 }
 
 // ============================================================================

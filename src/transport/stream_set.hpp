@@ -67,6 +67,7 @@ public:
         std::size_t send_buffer = 16u << 20;   // per stream
         std::uint64_t max_data = 32u << 20;    // our connection window
         std::uint64_t max_stream_data = 16u << 20;  // our window per stream
+        bool autotune = true;                  // receive windows grow (transport/flow_control.hpp)
         std::uint64_t max_streams = 100;       // how many bidirectional streams the peer may open
         std::uint64_t max_streams_uni = 0;     // how many unidirectional ones
         // Out-of-order ranges a receive stream may hold (ConnectionLimits::
@@ -117,6 +118,9 @@ public:
     StreamResult check_reset_stream(const wire::ResetStreamFrame& f);
     StreamResult check_stop_sending(const wire::StopSendingFrame& f);
     void on_max_data(std::uint64_t maximum);
+    // Our receive windows from now on, for the connection and each stream
+    // (existing and future); credit already advertised stays.
+    void set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune);
     void on_max_streams(std::uint64_t maximum, bool bidi) {
         auto& m = peer_max_streams_[dir(bidi)];
         m = std::max(m, maximum);
@@ -179,6 +183,7 @@ private:
     std::map<StreamId, StreamState> streams_;
     SendCredit conn_credit_;
     ReceiveWindow conn_window_;
+    std::uint64_t stream_window_;  // for new streams (set_receive_windows), cfg_.max_stream_data at first
     bool max_data_pending_ = false;
     std::uint64_t data_blocked_sent_at_ = UINT64_MAX;
     PeerLimits peer_limits_;  // the peer's initial MAX_STREAM_DATA per kind of stream

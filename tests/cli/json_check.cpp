@@ -80,7 +80,7 @@ using Shape = std::map<std::string, KeySpec>;  // path ("a.b[].c") -> spec
 Shape read_shape(const std::string& doc) {
     Shape shape;
     std::istringstream in(slurp(doc));
-    const std::regex row(R"(^\|\s*`([^`]+)`\s*\|\s*(object|array|string|integer|number|boolean)(\??)\s*\|)");
+    const std::regex row(R"(^\|\s*`([^`]+)`\s*\|\s*(object|document|array|string|integer|number|boolean)(\??)\s*\|)");
     std::smatch m;
     for (std::string line; std::getline(in, line);)
         if (std::regex_search(line, m, row)) shape[m[1]] = {m[2], m[3] == "?"};
@@ -89,7 +89,8 @@ Shape read_shape(const std::string& doc) {
 }
 
 bool type_ok(const json& v, const std::string& t) {
-    if (t == "object") return v.is_object();
+    // "document": an object whose contents another document describes (not walked).
+    if (t == "object" || t == "document") return v.is_object();
     if (t == "array") return v.is_array();
     if (t == "string") return v.is_string();
     if (t == "integer") return v.is_number_integer();
@@ -112,7 +113,7 @@ void walk(const json& v, const std::string& path, const Shape& shape, std::vecto
                 errors.push_back(p + " is " + val.type_name() + ", documented as " + it->second.type);
                 continue;
             }
-            walk(val, p, shape, errors);
+            if (it->second.type != "document") walk(val, p, shape, errors);
         }
         // Required keys whose parent is this object.
         const std::string prefix = path.empty() ? "" : path + ".";

@@ -101,7 +101,7 @@ void add_output_flags(CLI::App& app, OutputFlags& flags) {
                    "prefix every output line with \"TITLE:  \" (with -J: a top-level \"title\" key instead)");
     app.add_option("--logfile", flags.logfile,
                    "append the output to FILE instead of standard output (errors still go to standard error)");
-    app.add_flag("--forceflush", flags.force_flush, "flush the output after every line");
+    app.add_flag("--forceflush", flags.force_flush, "flush the output after every line (else, as iperf3, rows reach a pipe or file as its buffer fills; a terminal gets every line)");
 }
 
 void apply_address_family(bool v4, bool v6, std::string& host, std::string& bind) {

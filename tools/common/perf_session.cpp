@@ -116,15 +116,20 @@ void validate(const TestParams& p) {
         throw std::invalid_argument(fmt::format("test parameter cc \"{}\" is not a known controller", p.cc));
     if (p.cc_options.size() > kMaxCcOptions)
         throw std::invalid_argument(fmt::format("test parameter cc_options longer than {} bytes", kMaxCcOptions));
-    if (p.reverse && names_model_file(p))
+    if ((p.reverse || p.bidir) && names_model_file(p))
         throw std::invalid_argument(
-            "test parameter cc_options: model= names a file, which in -R the server would open; a server opens no file "
+            "test parameter cc_options: model= names a file, which in -R or --bidir the server would open; a server opens no file "
             "a client names (use model=default)");
     if (p.bitrate > kMaxBitrate)
         throw std::invalid_argument(fmt::format("test parameter bitrate {} exceeds {} bit/s", p.bitrate, kMaxBitrate));
     if (p.burst > kMaxBurst)
         throw std::invalid_argument(fmt::format("test parameter burst {} exceeds {} blocks", p.burst, kMaxBurst));
     out_of("omit", p.omit, 0, kMaxOmit, " s");
+    if (p.bidir && p.reverse) throw std::invalid_argument("test parameters reverse and bidir exclude each other");
+    if (p.window != 0 && (p.window < kMinWindow || p.window > kMaxWindow))
+        throw std::invalid_argument(
+            fmt::format("test parameter window {} outside {}..{} bytes", p.window, kMinWindow, kMaxWindow));
+
     if (p.omit > 0 && p.bytes != 0) throw std::invalid_argument("test parameter omit applies to timed tests only, not with bytes");
     if (!p.cc_options.empty()) {  // the controller itself names a bad key or value
         cc::Params cp;
@@ -136,7 +141,8 @@ void validate(const TestParams& p) {
 std::vector<std::uint8_t> encode(const TestParams& p) {
     return to_bytes({{"magic", kParamsMagic}, {"cc", p.cc}, {"cc_options", p.cc_options}, {"packet_size", p.packet_size}, {"seconds", p.seconds},
                      {"bytes", p.bytes}, {"interval", p.interval}, {"seed", p.seed},
-                     {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse},
+                     {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse}, {"bidir", p.bidir}, {"window", p.window},
+                     {"server_output", static_cast<unsigned>(p.server_output)},
                      {"bitrate", p.bitrate}, {"burst", p.burst}, {"omit", p.omit},
                      {"workload", workload::kFormatVersion}});
 }
@@ -164,11 +170,17 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
         if (!j["reverse"].is_boolean()) throw std::invalid_argument("test parameter reverse is not a boolean");
         p.reverse = j["reverse"].get<bool>();
     }
+    p.window = uint_field(j, "window", 0, kMaxWindow);  // absent from older clients; validate() checks the range
+    p.server_output = static_cast<TestParams::ServerOutput>(uint_field(j, "server_output", 0, 2));
+    if (j.contains("bidir")) {  // absent from older clients
+        if (!j["bidir"].is_boolean()) throw std::invalid_argument("test parameter bidir is not a boolean");
+        p.bidir = j["bidir"].get<bool>();
+    }
     // -b and -O: absent from older clients; validate() bounds omit.
     p.bitrate = uint_field(j, "bitrate", 0, kMaxBitrate);
     p.burst = static_cast<unsigned>(uint_field(j, "burst", 0, kMaxBurst));
     if (j.contains("omit")) p.omit = number_field(j, "omit");
-    if (!p.reverse && names_model_file(p)) {
+    if (!p.reverse && !p.bidir && names_model_file(p)) {
         TestParams checked = p;  // the client's own model file: the server does not open it
         checked.cc_options.clear();
         validate(checked);
@@ -207,9 +219,15 @@ ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
 }
 
 std::vector<std::uint8_t> encode(const SenderReport& r) {
-    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash},
-                     {"omitted_bytes", r.omitted_bytes}, {"omitted_retransmits", r.omitted_retransmits},
-                     {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}});
+    json j = {{"bytes", r.bytes}, {"seconds", r.seconds}, {"retransmits", r.retransmits}, {"hash", r.hash},
+              {"omitted_bytes", r.omitted_bytes}, {"omitted_retransmits", r.omitted_retransmits},
+              {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}};
+    if (r.path)
+        j.update({{"rtt_min", static_cast<std::uint64_t>(r.path->rtt_min)},
+                  {"rtt_mean", static_cast<std::uint64_t>(r.path->rtt_mean)},
+                  {"rtt_max", static_cast<std::uint64_t>(r.path->rtt_max)},
+                  {"max_cwnd", r.path->max_cwnd}});
+    return to_bytes(j);
 }
 
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob) {
@@ -222,6 +240,15 @@ SenderReport decode_sender_report(std::span<const std::uint8_t> blob) {
     r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // parts of the totals
     r.omitted_retransmits = uint_field(j, "omitted_retransmits", 0, r.retransmits);
     r.cpu = cpu_fields(j);
+    if (j.contains("rtt_min")) {
+        const auto rtt = [&](const char* key) {
+            return static_cast<std::int64_t>(uint_field(j, key, std::nullopt, kMaxReportRttUs));
+        };
+        SenderPath p{rtt("rtt_min"), rtt("rtt_mean"), rtt("rtt_max"), uint_field(j, "max_cwnd")};
+        if (!(p.rtt_min <= p.rtt_mean && p.rtt_mean <= p.rtt_max))
+            throw std::invalid_argument("fields rtt_min, rtt_mean, rtt_max out of order");
+        r.path = p;
+    }
     return r;
 }
 
@@ -289,7 +316,11 @@ void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
         // be short of n where that buffer wraps (the loop comes back for more).
         const std::span<std::uint8_t> room = c.prepare(id, n);
         if (room.empty()) break;
-        payload_.fill(written_, room);
+        if (file_) {
+            file_->read(written_, room);
+        } else {
+            payload_.fill(written_, room);
+        }
         hash_.update(room);
         written_ += room.size();
         c.commit(id, room.size(), written_ == limit_);

@@ -7,14 +7,18 @@
 // peek/consume): no copy through a buffer of the tool's own.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/file_io.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/workload.hpp"
 
@@ -34,6 +38,15 @@ struct TestParams {
     unsigned index = 0;
     std::uint64_t test_id = 0;
     bool reverse = false;
+    // --bidir: both send at once on the one connection (the client on its
+    // stream, the server as in reverse mode); excludes reverse.
+    bool bidir = false;
+    // -w: the flow-control windows (connection and stream) both sides
+    // advertise, fixed (no auto-tuning); 0 = the defaults, auto-tuned.
+    std::uint64_t window = 0;
+    // --get-server-output: the server sends its output back, as text or (-J) JSON.
+    enum class ServerOutput : unsigned { none = 0, text = 1, json = 2 };
+    ServerOutput server_output = ServerOutput::none;
     // -b: the sender writes at most this many bits per second (0 = as fast as
     // the connection takes), `burst` blocks at a time when behind (0 = no
     // bursts: just the shortfall). -O: the first `omit` seconds are sent but
@@ -50,6 +63,12 @@ inline constexpr std::uint64_t kMaxBitrate = 10'000'000'000'000;
 inline constexpr unsigned kMaxBurst = 1000;
 inline constexpr double kMaxOmit = 600;
 inline constexpr std::size_t kMaxCcOptions = 256;
+// -w: from 16 KiB (about the initial congestion window, RFC 9002 §7.2, so
+// the server's initial credit of that size does not slow the first flight)
+// to 1 GiB.
+inline constexpr std::uint64_t kMinWindow = 16 * 1024, kMaxWindow = std::uint64_t{1} << 30;
+// --get-server-output: the most a client reads back.
+inline constexpr std::size_t kMaxServerOutput = 4u << 20;
 // Bounds of a test, the same for ndm-send's flags and for what ndm-recv
 // accepts from the network: the interval as iperf3's -i, at most a day of
 // sending, a byte budget far below the 2^62 stream-offset limit (1 PiB).
@@ -95,6 +114,52 @@ struct ReceiverReport {
 std::vector<std::uint8_t> encode(const ReceiverReport& r);
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob);
 
+// iperf3's per-stream min/mean/max_rtt (µs) and max_snd_cwnd (bytes): the
+// sender's smoothed RTT and congestion window at each interval's end.
+struct SenderPath {
+    std::int64_t rtt_min = 0, rtt_mean = 0, rtt_max = 0;
+    std::uint64_t max_cwnd = 0;
+};
+// From a peer: RTTs within 0..kMaxReportRttUs (10 min), min <= mean <= max.
+inline constexpr std::int64_t kMaxReportRttUs = 600'000'000;
+class PathSampler {
+public:
+    void note(Duration srtt, std::uint64_t cwnd) {
+        const std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(srtt).count();
+        min_ = samples_ ? std::min(min_, us) : us;
+        max_ = std::max(max_, us);
+        sum_ += us;
+        ++samples_;
+        max_cwnd_ = std::max(max_cwnd_, cwnd);
+    }
+    // Nothing when no interval ended yet.
+    [[nodiscard]] std::optional<SenderPath> result() const {
+        if (!samples_) return std::nullopt;
+        return SenderPath{min_, sum_ / samples_, max_, max_cwnd_};
+    }
+
+private:
+    std::int64_t min_ = 0, max_ = 0, sum_ = 0, samples_ = 0;
+    std::uint64_t max_cwnd_ = 0;
+};
+
+// A sender's numbers over one interval row, from its connection's stats at
+// the interval's end: prev_bytes and prev_retx (the counts at the previous
+// end) advance, and the RTT and cwnd go to `path`.
+struct SenderRow {
+    std::uint64_t bytes = 0, retr = 0, cwnd = 0;
+    Duration srtt{0}, rttvar{0};
+};
+inline SenderRow sender_interval(const ConnectionStats& st, std::uint64_t& prev_bytes, std::uint64_t& prev_retx,
+                                   PathSampler& path) {
+    SenderRow r{st.stream_bytes_sent - prev_bytes, st.packets_retransmitted - prev_retx, st.cwnd, st.smoothed_rtt,
+                  st.rttvar};
+    path.note(st.smoothed_rtt, st.cwnd);
+    prev_bytes = st.stream_bytes_sent;
+    prev_retx = st.packets_retransmitted;
+    return r;
+}
+
 // Reverse mode: what the sending server wrote, sent to the client on a second
 // stream once the peer acknowledged all the data.
 struct SenderReport {
@@ -105,6 +170,7 @@ struct SenderReport {
     // Of bytes and retransmits, those of the -O period; at most the totals.
     std::uint64_t omitted_bytes = 0, omitted_retransmits = 0;
     RemoteCpu cpu;
+    std::optional<SenderPath> path;  // absent from older servers, and before an interval ended
 };
 std::vector<std::uint8_t> encode(const SenderReport& r);
 SenderReport decode_sender_report(std::span<const std::uint8_t> blob);
@@ -140,6 +206,12 @@ public:
         bits_per_second_ = bits_per_second;
         burst_bytes_ = burst_bytes;
     }
+    // -F: write the file's bytes instead of the generated payload, and no
+    // more than the file holds (the stream's offset is the file's).
+    void send_file(std::shared_ptr<const FileSource> file) {
+        limit_ = std::min(limit_, file->size());
+        file_ = std::move(file);
+    }
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
     // Whether pump() would write anything now, given the connection's stats
@@ -149,6 +221,8 @@ public:
     [[nodiscard]] bool wants(const ConnectionStats& st, std::size_t capacity, Instant now) const;
     [[nodiscard]] std::uint64_t written() const { return written_; }
     [[nodiscard]] bool done() const { return written_ >= limit_; }
+    // Whether the stream ends with its last byte (-n, -k, -F) rather than at a time.
+    [[nodiscard]] bool limited() const { return limit_ != std::numeric_limits<std::uint64_t>::max(); }
     [[nodiscard]] std::uint64_t digest() const { return hash_.digest(); }
 
     static constexpr std::size_t kChunk = 64 * 1024;
@@ -163,6 +237,7 @@ private:
     [[nodiscard]] std::uint64_t rate_limit(Instant now) const;
 
     workload::Payload payload_;
+    std::shared_ptr<const FileSource> file_;  // -F, else the payload
     workload::StreamHash hash_;
     std::uint64_t limit_;
     std::uint64_t written_ = 0;

@@ -1,5 +1,7 @@
 #include "common/printable.hpp"
 
+#include <algorithm>
+
 namespace ndm::tools {
 
 std::string printable(std::string_view s) {
@@ -22,6 +24,17 @@ std::string printable(std::string_view s) {
                     out += kHex[b & 0xf];
                 }
         }
+    }
+    return out;
+}
+
+std::string printable_lines(std::string_view s) {
+    std::string out;
+    for (std::size_t at = 0; at < s.size();) {
+        const std::size_t nl = std::min(s.find('\n', at), s.size());
+        out += printable(s.substr(at, nl - at));
+        if (nl < s.size()) out += '\n';
+        at = nl + 1;
     }
     return out;
 }

@@ -14,5 +14,7 @@ namespace ndm::tools {
 // DEL, anything >= 0x80) becomes \xHH. The result is printable ASCII, so it
 // is also valid UTF-8, and distinct inputs stay distinct.
 std::string printable(std::string_view s);
+// The same line by line, keeping the line breaks: a peer's multi-line text.
+std::string printable_lines(std::string_view s);
 
 }  // namespace ndm::tools

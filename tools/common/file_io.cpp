@@ -1,0 +1,74 @@
+#include "common/file_io.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace ndm::tools {
+
+namespace {
+std::string why(const std::string& path, const char* what) {
+    return fmt::format("-F {}: {}: {}", path, what, std::strerror(errno));
+}
+}  // namespace
+
+FileSource::FileSource(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw std::invalid_argument(why(path, "cannot open for reading"));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd_);
+        throw std::invalid_argument(fmt::format("-F {}: not a regular file", path));
+    }
+    size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+FileSource::~FileSource() { ::close(fd_); }
+
+void FileSource::read(std::uint64_t offset, std::span<std::uint8_t> out) const {
+    for (std::size_t done = 0; done < out.size();) {
+        const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error(why(path_, "read failed"));
+        if (n == 0) throw std::runtime_error(fmt::format("-F {}: the file shrank while it was sent", path_));
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+FileSink::FileSink(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::invalid_argument(why(path, "cannot open for writing"));
+}
+
+FileSink::~FileSink() { ::close(fd_); }
+
+void FileSink::write(std::span<const std::uint8_t> data) {
+    for (std::size_t done = 0; done < data.size();) {
+        const ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error(why(path_, "write failed"));
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+void check_file_path(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path p(path);
+    if (fs::exists(p, ec)) {
+        if (!fs::is_regular_file(p, ec)) throw std::invalid_argument(fmt::format("-F {}: not a regular file", path));
+        return;
+    }
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    if (!fs::is_directory(dir, ec))
+        throw std::invalid_argument(fmt::format("-F {}: directory {} does not exist", path, dir.string()));
+}
+
+}  // namespace ndm::tools
