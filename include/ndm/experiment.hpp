@@ -17,6 +17,9 @@
 #include "ndm/loss_detection.hpp"
 #include "ndm/sim.hpp"
 
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
 namespace ndm::experiment {
 
 // ndm-compare's --packets presets: "seed" = 65507-byte datagrams (the
@@ -147,3 +150,5 @@ struct CompeteSpec {
 CompeteRun run_compete(const CompeteSpec& spec, std::uint64_t seed);
 
 }  // namespace ndm::experiment
+
+#pragma GCC visibility pop
