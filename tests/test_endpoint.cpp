@@ -639,7 +639,9 @@ TEST_CASE("endpoint: 200 idle connections get no turns while one transfers, and 
     const std::uint64_t connection_turns = after.connection_turns - before.connection_turns;
     CAPTURE(turns);
     CAPTURE(connection_turns);
-    REQUIRE(turns >= 50);
+    // Enough passes to judge the ratio below: a sanitized build on a loaded
+    // machine makes ~40 a second (ASan + UBSan beside other tests: 42-44).
+    REQUIRE(turns >= 10);
     // The busy one: a few turns per pass (it is marked again while the send
     // slots are out). Each idle one: a handful at most (a late ACK, its idle
     // timeout). Visiting every connection every pass would be 201 per pass.
