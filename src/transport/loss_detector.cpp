@@ -272,8 +272,9 @@ LossDetector::LossBatch LossDetector::detect_lost(Space& sp, Instant now, std::v
         batch.persistent = in_persistent_congestion(sp, first_idx, last_idx, event);
         if (batch.persistent) rtt_.reset_min_rtt();  // RFC 9002 §5.2
         // RFC 9002 §7.3.2: a loss of a packet sent after the current recovery
-        // period began starts a new one.
-        if (!rack_recovery_ || batch.largest_lost_time_sent > rack_recovery_start_) {
+        // period began starts a new one (tracked for rack's window only).
+        if (cfg_.detection == LossDetection::rack &&
+            (!rack_recovery_ || batch.largest_lost_time_sent > rack_recovery_start_)) {
             rack_recovery_ = true;
             rack_recovery_start_ = now;
             rack_.on_recovery();
