@@ -73,6 +73,7 @@ struct Options {
     std::vector<std::string> plugins;  // --cc-plugin
     std::string bitrate;  // -b RATE[/BURST]
     bool udp = false;     // -u: refused
+    std::uint32_t connect_timeout_ms = 5000;  // --connect-timeout
     double omit = 0;      // -O seconds
     tools::OutputFlags output;  // -T, --logfile, --forceflush
     bool ipv4 = false, ipv6 = false;
@@ -194,9 +195,9 @@ private:
             cfg.connection.autotune_receive_windows = false;
         }
         cfg.connection.seed = o.seed * 2 + 1;
-        // Fail within seconds when the server is absent; mid-test, survive
-        // outages shorter than the idle timeout.
-        cfg.connection.handshake_timeout = std::chrono::seconds(5);
+        // Fail within seconds when the server is absent (--connect-timeout);
+        // mid-test, survive outages shorter than the idle timeout.
+        cfg.connection.handshake_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
         cfg.connection.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
         cfg.connection.tls = o.tls;
         cfg.gso = cfg.gro = !o.no_gso;
@@ -796,6 +797,11 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     tools::add_version_flag(app, "ndm-send");
     app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
     app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
+    app.add_option("--connect-timeout", o.connect_timeout_ms,
+                   "milliseconds the handshake may take, Retries and lost Initials included, before the test "
+                   "fails (100..600000; iperf3's default is the kernel's TCP connect timeout)")
+        ->capture_default_str()
+        ->check(CLI::Range(100u, 600000u));
     app.add_option("-b,--bitrate", o.bitrate,
                    "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
                    "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "

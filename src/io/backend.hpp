@@ -170,10 +170,16 @@ void deliver_split(std::span<const std::uint8_t> payload, const RxControl& contr
 std::size_t write_tx_cmsgs(std::uint8_t* buf, std::size_t cap, std::uint16_t segment, const sockaddr* to, Ecn ecn);
 // Is this send error the kernel refusing GSO (no checksum offload, bad size)?
 bool is_gso_refusal(int error);
+// Is this errno an ICMP error the socket holds (IP_RECVERR)? On an
+// unconnected socket it fails the next send or receive whichever peer it
+// is for, and that call clears it; the error queue says which peer.
+bool is_icmp_error(int error);
 // Sends a GSO payload one datagram at a time with plain sendmsg (fallback
-// after a GSO refusal). Returns 0 or the first errno.
+// after a GSO refusal, resend after an ICMP error). A send that an ICMP
+// error consumed is tried again (a few times) and sets *icmp_seen. Returns 0
+// or the first errno that stayed.
 int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to,
-                  Ecn ecn);
+                  Ecn ecn, bool* icmp_seen = nullptr);
 
 inline int Backend::adopt(const OpenedSocket& s) {
     local_ = s.local;

@@ -146,7 +146,7 @@ private:
                 const int e = -n;
                 if (e == EAGAIN) return true;
                 if (e == EINTR) continue;
-                if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
+                if (is_icmp_error(e)) {
                     drain_error_queue(fd_, h);  // the socket error came from ICMP
                     continue;
                 }

@@ -299,8 +299,10 @@ void deliver_split(std::span<const std::uint8_t> payload, const RxControl& contr
                               [&](std::span<const std::uint8_t> d) { h.on_datagram(d, from, control.ecn); });
 }
 
+bool is_icmp_error(int error) { return error == ECONNREFUSED || error == EHOSTUNREACH || error == ENETUNREACH; }
+
 int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t segment, const Address& to,
-                  Ecn ecn) {
+                  Ecn ecn, bool* icmp_seen) {
     if (segment == 0) segment = len;
     alignas(cmsghdr) std::uint8_t control[32];
     const std::size_t control_len = write_tx_cmsgs(control, sizeof control, 0, to.sa(), ecn);
@@ -316,10 +318,14 @@ int send_segments(int fd, const std::uint8_t* data, std::size_t len, std::size_t
             msg.msg_control = control;
             msg.msg_controllen = control_len;
         }
-        for (int attempt = 0;; ++attempt) {
+        for (int attempt = 0, icmp = 0;; ++attempt) {
             if (sendmsg(fd, &msg, 0) >= 0) break;
             if ((errno == EAGAIN || errno == ENOBUFS) && attempt < 100) {
                 usleep(50);  // rare: socket buffer full during a fallback resend
+                continue;
+            }
+            if (is_icmp_error(errno) && icmp++ < 3) {  // another peer's error, now cleared
+                if (icmp_seen) *icmp_seen = true;
                 continue;
             }
             return errno;

@@ -52,6 +52,15 @@ bool TxPool::send_now_if_gso_off(int fd, unsigned i, bool gso) {
 
 void TxPool::on_send_error(int fd, unsigned i, int e, bool& gso) {
     const TxSlot& s = slots_[i];
+    if (is_icmp_error(e)) {
+        // The send consumed an ICMP error that may be another peer's (a
+        // server hears them from every client that went away): these
+        // datagrams did not go, so they go again; the error queue, drained
+        // in report(), says whose the error was.
+        errqueue_pending_ = true;
+        e = send_segments(fd, s.data, s.len, s.segment, s.peer, s.ecn, &errqueue_pending_);
+        if (e == 0) return;
+    }
     if (s.segment && is_gso_refusal(e)) {
         if (gso) {
             spdlog::info("ndm io: UDP GSO refused on the path to {} ({}); sending datagram by datagram",
@@ -66,7 +75,7 @@ void TxPool::on_send_error(int fd, unsigned i, int e, bool& gso) {
 
 void TxPool::note_error(const TxSlot& s, int e) {
     const auto what = [&] { return fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e)); };
-    if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
+    if (is_icmp_error(e)) {
         errqueue_pending_ = true;  // the socket error came from an ICMP message
         if (e != ECONNREFUSED) deferred_.push_back({s.peer, e, what()});
     } else if (e == EACCES || e == EPERM || e == EAFNOSUPPORT || e == EADDRNOTAVAIL) {

@@ -48,9 +48,10 @@ public:
     // A GSO slot queued after GSO was turned off goes out now, datagram by
     // datagram, and is freed: returns true then.
     bool send_now_if_gso_off(int fd, unsigned i, bool gso);
-    // Slot i's send failed with errno e. A GSO refusal turns `gso` off (logged
-    // once) and resends the slot datagram by datagram; errors a connection must
-    // hear about are kept for report(). The caller still releases the slot.
+    // Slot i's send failed with errno e. An ICMP error (which may be another
+    // peer's) sends the slot again, datagram by datagram; a GSO refusal turns
+    // `gso` off (logged once) and does the same; errors a connection must hear
+    // about are kept for report(). The caller still releases the slot.
     void on_send_error(int fd, unsigned i, int e, bool& gso);
     // Delivers the kept errors, first draining the socket error queue when an
     // ICMP error was seen (it says which peer). Sends may fail outside wait(),

@@ -328,8 +328,9 @@ void UdpSocket::send_run(std::span<const UdpDatagram> run, UdpSendResult& r) {
         m.msg_controllen =
             io::write_tx_cmsgs(control, sizeof control, static_cast<std::uint16_t>(g.segment()), path, run[i].ecn);
         ssize_t rc;
+        int icmp = 0;  // an ICMP error held for another peer fails one send (io::is_icmp_error): again
         do rc = sendmsg(fd_, &m, MSG_DONTWAIT);
-        while (rc < 0 && errno == EINTR);
+        while (rc < 0 && (errno == EINTR || (io::is_icmp_error(errno) && icmp++ < 3)));
         if (rc < 0 && io::is_gso_refusal(errno)) {
             gso_ = false;  // this path has no GSO: datagram by datagram from now on
             r.gso_refused = true;
@@ -342,12 +343,13 @@ void UdpSocket::send_run(std::span<const UdpDatagram> run, UdpSendResult& r) {
 }
 
 void UdpSocket::send_each(std::size_t i, std::size_t j, UdpSendResult& r) {
+    int icmp = 0;
     while (i < j) {
         const int rc = sendmmsg(fd_, &msgs_[i], static_cast<unsigned>(j - i), MSG_DONTWAIT);
         if (rc > 0) {
             i += static_cast<std::size_t>(rc);
-        } else if (rc < 0 && errno == EINTR) {
-            continue;
+        } else if (rc < 0 && (errno == EINTR || (io::is_icmp_error(errno) && icmp++ < 3))) {
+            continue;  // an ICMP error held for another peer (io::is_icmp_error) failed it, and is cleared
         } else {
             ++r.dropped;  // the first did not go: drop it and go on
             ++i;

@@ -370,7 +370,7 @@ private:
             const int e = -cqe.res;
             if (e == ENOBUFS) {
                 ++enobufs_;  // ran out of provided buffers: re-armed once they are back
-            } else if (e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH) {
+            } else if (is_icmp_error(e)) {
                 drain_error_queue(fd_, *handler_);
             } else if (e == EINVAL && !saw_recv_) {
                 throw EndpointError("ndm: io_uring multishot recvmsg unsupported (kernel < 6.0)");

@@ -24,6 +24,9 @@ S="ndm-send -c 127.0.0.1"
 # tool and arguments | text the one stderr line must contain
 rows=(
   "$S -n 99999999999G|--bytes"
+  "$S --connect-timeout 0|--connect-timeout"
+  "$S --connect-timeout 600001|--connect-timeout"
+  "$S --connect-timeout 1.5|--connect-timeout"
   "$S -n 2000T|--bytes"
   "$S -n 0|--bytes"
   "$S -n -1M|--bytes"
