@@ -22,43 +22,24 @@
 
 #include "io/backend.hpp"
 #include "ndm/udp_socket.hpp"
+#include "loopback_udp.hpp"
 #include "skip.hpp"
 
 using ndm::io::Address;
 
 namespace {
 
-// A loopback UDP socket of the test's own, closed with it.
-struct PlainSocket {
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-    Address address;
-    PlainSocket() {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        socklen_t len = sizeof a;
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-        address = Address::from(reinterpret_cast<sockaddr*>(&a), len);
-    }
-    ~PlainSocket() { close(fd); }
-    PlainSocket(const PlainSocket&) = delete;
-    PlainSocket& operator=(const PlainSocket&) = delete;
+const Address kLoopback = Address::parse("127.0.0.1", 0);
 
-    // The next datagram's bytes, or empty after `timeout`.
-    std::string receive(std::chrono::milliseconds timeout) const {
-        pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, static_cast<int>(timeout.count())) != 1) return {};
-        char buf[2048];
-        const ssize_t n = recv(fd, buf, sizeof buf, 0);
-        return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string{};
-    }
-};
+Address loopback(std::uint16_t port) { return Address::parse("127.0.0.1", port); }
 
-// A port on which nobody listens: bound, learnt, closed.
-Address dead_port() {
-    PlainSocket s;
-    return s.address;
+// The next datagram's bytes on `s`, or empty after `timeout`.
+std::string receive(const ndm::test::LoopbackUdp& s, std::chrono::milliseconds timeout) {
+    pollfd p{s.fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) != 1) return {};
+    char buf[2048];
+    const ssize_t n = recv(s.fd, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string{};
 }
 
 struct Recorder final : ndm::io::RxHandler {
@@ -77,7 +58,7 @@ void send(ndm::io::Backend& be, const Address& to, const std::string& text) {
 
 std::unique_ptr<ndm::io::Backend> open_backend(bool uring) {
     ndm::io::SocketOptions opt;
-    opt.bind = Address::parse("127.0.0.1", 0);
+    opt.bind = kLoopback;
     if (!uring) return ndm::io::make_epoll_backend(opt);
     try {
         return ndm::io::make_uring_backend(opt);
@@ -95,8 +76,8 @@ TEST_CASE("backends: a datagram to a live peer leaves although the socket holds 
     SUBCASE("epoll") { uring = false; }
     auto be = open_backend(uring);
     if (!be) return;
-    const Address gone = dead_port();
-    PlainSocket live;
+    const Address gone = loopback(ndm::test::dead_loopback_port());
+    const ndm::test::LoopbackUdp live;
     Recorder rec;
     for (int round = 0; round < 3; ++round) {  // Linux rate-limits ICMP: a few rounds, not many
         CAPTURE(round);
@@ -105,9 +86,9 @@ TEST_CASE("backends: a datagram to a live peer leaves although the socket holds 
         // pause only makes sure it is there before the next send.
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         const std::string text = "to the live peer " + std::to_string(round);
-        send(*be, live.address, text);
+        send(*be, loopback(live.port), text);
         be->wait(ndm::steady_now() + std::chrono::milliseconds(20), rec);
-        CHECK(live.receive(std::chrono::milliseconds(500)) == text);
+        CHECK(receive(live, std::chrono::milliseconds(500)) == text);
     }
     // The errors went to the peer that caused them, never to the live one.
     be->wait(ndm::steady_now(), rec);
@@ -119,10 +100,9 @@ TEST_CASE("udp socket: a datagram to a live peer leaves although the socket hold
     ndm::UdpSocketOptions opt;
     opt.report_errors = true;  // IP_RECVERR: ICMP errors of unconnected sends are held
     ndm::UdpSocket sock(AF_INET, opt);
-    const Address local = Address::parse("127.0.0.1", 0);
-    REQUIRE(sock.bind(local.sa(), local.length) == 0);
-    const Address gone = dead_port();
-    PlainSocket live;
+    REQUIRE(sock.bind(kLoopback.sa(), kLoopback.length) == 0);
+    const Address gone = loopback(ndm::test::dead_loopback_port());
+    const ndm::test::LoopbackUdp live;
     const auto to = [](const Address& a, const std::string& text) {
         return ndm::UdpDatagram{{reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, a.sa(), a.length};
     };
@@ -132,8 +112,9 @@ TEST_CASE("udp socket: a datagram to a live peer leaves although the socket hold
         const ndm::UdpDatagram first[] = {to(gone, nobody)};
         sock.send(first);
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        const ndm::UdpDatagram second[] = {to(live.address, text)};
+        const Address live_address = loopback(live.port);
+        const ndm::UdpDatagram second[] = {to(live_address, text)};
         CHECK(sock.send(second).dropped == 0);
-        CHECK(live.receive(std::chrono::milliseconds(500)) == text);
+        CHECK(receive(live, std::chrono::milliseconds(500)) == text);
     }
 }

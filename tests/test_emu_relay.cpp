@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/emu_relay.hpp"
+#include "loopback_udp.hpp"
 #include "ndm/emu.hpp"
 
 namespace {
@@ -31,32 +32,7 @@ using ndm::Duration;
 using ndm::Instant;
 using ndm::tools::monotonic_now;
 
-struct Udp {
-    int fd = -1;
-    std::uint16_t port = 0;
-    Udp() {
-        fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        socklen_t len = sizeof a;
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-        port = ntohs(a.sin_port);
-        const int buf = 4 << 20;
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    }
-    ~Udp() { close(fd); }
-    Udp(const Udp&) = delete;
-    Udp& operator=(const Udp&) = delete;
-    void send_to(std::uint16_t p, const void* data, std::size_t n) const {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(p);
-        sendto(fd, data, n, 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    }
-};
+using Udp = ndm::test::LoopbackUdp;
 
 // Runs a relay on its own thread for the lifetime of the object.
 struct RelayThread {

@@ -30,6 +30,7 @@
 #include "ndm/endpoint.hpp"
 #include "ndm/sim.hpp"
 #include "endpoint_test_util.hpp"
+#include "loopback_udp.hpp"
 #include "skip.hpp"
 
 using namespace ndm;
@@ -760,22 +761,14 @@ TEST_CASE("endpoint: failures are clear errors, never hangs") {
     }
 
     SUBCASE("ICMP port unreachable") {
-        // A port nobody listens on: bind, learn it, close.
-        int s = socket(AF_INET, SOCK_DGRAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        socklen_t len = sizeof a;
-        getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-        close(s);
+        const std::uint16_t dead = ndm::test::dead_loopback_port();
         Endpoint client(cfg);
         std::optional<CloseInfo> closed;
         client.on_event([&](ConnectionHandle, const Event& ev) {
             if (auto* c = std::get_if<event::Closed>(&ev)) closed = c->info;
         });
         const auto t0 = steady_now();
-        client.connect("127.0.0.1", ntohs(a.sin_port));
+        client.connect("127.0.0.1", dead);
         client.run_until([&] { return closed.has_value(); }, 5s);
         REQUIRE(closed);
         CHECK(closed->code == kClosePeerUnreachable);
@@ -785,7 +778,7 @@ TEST_CASE("endpoint: failures are clear errors, never hangs") {
         CHECK(steady_now() - t0 < 1900ms);
         CHECK(client.run_until([&] { return client.connection_count() == 0; }, 2s));
         // The blocking facade turns it into an exception with the reason.
-        CHECK_THROWS_WITH_AS(BlockingStream::connect(client, "127.0.0.1", ntohs(a.sin_port), 5s),
+        CHECK_THROWS_WITH_AS(BlockingStream::connect(client, "127.0.0.1", dead, 5s),
                              doctest::Contains("ICMP port unreachable"), EndpointError);
     }
 

@@ -20,7 +20,8 @@
 #include "common/cc_plugins.hpp"
 #include "common/compete.hpp"
 #include "common/emu_path.hpp"
-#include "common/live_transfer.hpp"
+#include "common/printable.hpp"
+#include "common/tls_flags.hpp"
 #include "common/report.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
@@ -53,25 +54,6 @@ struct Options {
     LossDetection loss_detection = LossDetection::adaptive;
 };
 
-// The emulator links of a real run, kept so that their statistics outlive the driver.
-struct RunLinks {
-    std::shared_ptr<emu::EmulatedLink> up, down;
-    LinkFactory up_factory(const emu::Profile& profile, std::uint64_t seed) {
-        return [this, &profile, seed] {
-            up = emu::make_link(profile, emu::Direction::up, seed);
-            return std::make_unique<emu::LinkRef>(up);
-        };
-    }
-    LinkFactory down_factory(const emu::Profile& profile, std::uint64_t seed) {
-        return [this, &profile, seed] {
-            down = emu::make_link(profile, emu::Direction::down, seed);
-            return std::make_unique<emu::LinkRef>(down);
-        };
-    }
-    // Sender → receiver is "up": the client sends.
-    [[nodiscard]] tools::PathMetrics metrics() const { return up ? tools::path_metrics(up->emu_stats()) : tools::PathMetrics{}; }
-};
-
 tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, const std::string& cc, unsigned repeat,
                              std::uint64_t seed) {
     experiment::VirtualRunSpec spec;
@@ -98,21 +80,18 @@ tools::RunResult run_virtual(const Options& o, const emu::Profile& profile, cons
 
 tools::RunResult run_real(const Options& o, const emu::Profile& profile, const std::string& cc, unsigned repeat,
                           std::uint64_t seed) {
-    tools::LiveSpec spec;
-    const cc::Entry entry = cc::parse_entry(cc);
-    spec.cc = entry.name;
-    spec.cc_options = entry.options;
+    experiment::LiveRunSpec spec;
+    spec.cc = cc;
+    spec.profile = profile;  // as netem on loopback: both directions, here on the sender's socket path
     spec.packet_size = o.packet_size;
     spec.seconds = o.seconds;
     spec.interval = o.interval;
     spec.seed = seed;
+    spec.repeat = repeat;
     spec.backend = parse_io_backend(o.io);
-    spec.idle_timeout = tools::idle_timeout_duration(o.idle_timeout);
+    spec.idle_timeout_s = o.idle_timeout;
     spec.loss_detection = o.loss_detection;
-    // As netem on loopback: both directions impaired, here on the sender's socket path.
-    RunLinks links;
-    spec.up = links.up_factory(profile, seed);
-    spec.down = links.down_factory(profile, seed);
+    spec.tls = tools::in_process_tls();
     const bool progress = !o.quiet && isatty(STDERR_FILENO);
     if (progress) {
         spec.progress = [&](double t) {
@@ -120,11 +99,9 @@ tools::RunResult run_real(const Options& o, const emu::Profile& profile, const s
                       << std::flush;
         };
     }
-    auto r = tools::run_live(spec);
+    auto r = experiment::run_live(spec);
     if (progress) std::cerr << "\r\033[K" << std::flush;
-    r.controller = cc;
-    r.repeat = repeat;
-    r.path = links.metrics();
+    r.error = tools::printable(r.error);  // a close reason is the peer's text
     return r;
 }
 

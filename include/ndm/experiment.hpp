@@ -9,13 +9,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ndm/emu.hpp"
+#include "ndm/endpoint.hpp"
 #include "ndm/loss_detection.hpp"
 #include "ndm/sim.hpp"
+#include "ndm/tls.hpp"
 
 // Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
 #pragma GCC visibility push(default)
@@ -107,6 +110,33 @@ struct VirtualRun {
 // spec (the message the tools print).
 VirtualRun run_virtual(const VirtualRunSpec& spec,
                        const std::function<void(const sim::IntervalSample&)>& on_sample = {});
+
+// ---------------------------------------------------------------- real sockets
+
+// One timed bulk transfer over real UDP sockets on loopback (ndm-compare
+// without --virtual; ndm.run_live in Python): a server Endpoint on its own
+// thread, a client Endpoint with the profile's emulator on its egress (up)
+// and ingress (down) path, as netem on a loopback interface would be. The
+// same controllers as in virtual time, Python ones included, at wall-clock
+// speed: the numbers vary from run to run with the machine's load.
+struct LiveRunSpec {
+    std::string cc = "cubic";  // the sender's controller entry: name[:key=value...]
+    emu::Profile profile;      // the emulator on both directions; a default Profile impairs nothing
+    std::size_t packet_size = 1452;
+    double seconds = 10;       // sending time
+    double interval = 1;       // seconds per sample
+    std::uint64_t seed = 1;    // emulator streams, connection seeds and the payload
+    unsigned repeat = 0;       // only labels the result
+    double idle_timeout_s = 120;
+    LossDetection loss_detection = LossDetection::adaptive;  // the sender's
+    IoBackend backend = IoBackend::automatic;
+    // Both ends' TLS; by default a self-signed certificate the client pins.
+    std::optional<TlsOptions> tls;
+    std::function<void(double elapsed_s)> progress;  // called after each sample
+};
+// Throws std::invalid_argument on a bad controller entry; a run that fails
+// (the handshake, or data not arriving) says so in RunResult::error.
+RunResult run_live(const LiveRunSpec& spec);
 
 // ---------------------------------------------------------------- competing flows
 

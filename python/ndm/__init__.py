@@ -24,6 +24,7 @@ from ._ndm import (  # noqa: F401  (the package's API)
     compete,
     controllers,
     presets,
+    run_live,
     scenarios,
     simulate,
     trace_search_path,
@@ -40,6 +41,6 @@ def sweep(spec, out=None, workers=None, progress=False):
 
 __all__ = [
     "AckEvent", "CongestionEvent", "Controller", "PacketLost", "PacketSent", "Params", "Preset", "Profile",
-    "RateSample", "SpuriousEvent", "Trace", "compare", "compete", "controllers", "presets", "register_controller", "scenarios",
+    "RateSample", "SpuriousEvent", "Trace", "compare", "compete", "controllers", "presets", "register_controller", "run_live", "scenarios",
     "simulate", "sweep", "trace_search_path", "traces",
 ]

@@ -139,13 +139,14 @@ py::dict stats_dict(const ConnectionStats& s) {
     return d;
 }
 
-py::dict simulate(const py::object& profile, const std::string& cc, double duration, std::uint64_t seed,
-                  const py::object& packet_size, double interval, double idle_timeout) {
+// The arguments simulate and run_live share, checked, into a spec of either.
+template <typename Spec>
+ProfileArg single_run(Spec& spec, const py::object& profile, const std::string& cc, double duration,
+                      std::uint64_t seed, const py::object& packet_size, double interval, double idle_timeout) {
     check_range("duration", duration, 0.1, 86400);
     check_range("interval", interval, 0.01, 60);
     check_range("idle_timeout", idle_timeout, 1, 86400);
-    experiment::VirtualRunSpec spec;
-    const ProfileArg p = profile_arg(profile);
+    ProfileArg p = profile_arg(profile);
     spec.profile = p.profile;
     spec.cc = cc;
     spec.packet_size = packet_size_arg(packet_size);
@@ -154,6 +155,13 @@ py::dict simulate(const py::object& profile, const std::string& cc, double durat
     spec.seed = seed;
     spec.idle_timeout_s = idle_timeout;
     check_controller(cc, spec.packet_size);
+    return p;
+}
+
+py::dict simulate(const py::object& profile, const std::string& cc, double duration, std::uint64_t seed,
+                  const py::object& packet_size, double interval, double idle_timeout) {
+    experiment::VirtualRunSpec spec;
+    const ProfileArg p = single_run(spec, profile, cc, duration, seed, packet_size, interval, idle_timeout);
     const experiment::VirtualRun run = run_without_gil([&] { return experiment::run_virtual(spec); });
     py::dict d = run_dict(run.result);
     d.attr("pop")("intervals");
@@ -162,6 +170,20 @@ py::dict simulate(const py::object& profile, const std::string& cc, double durat
     d["samples"] = samples_dict(run.transfer.samples);
     d["client_stats"] = stats_dict(run.transfer.client_stats);
     d["steps"] = run.transfer.steps;
+    return d;
+}
+
+// One transfer over real UDP sockets on loopback, the profile's emulator on
+// the client's socket path (ndm-compare without --virtual).
+py::dict run_live(const py::object& profile, const std::string& cc, double duration, std::uint64_t seed,
+                  const py::object& packet_size, double interval, double idle_timeout, const std::string& io) {
+    experiment::LiveRunSpec spec;
+    const ProfileArg p = single_run(spec, profile, cc, duration, seed, packet_size, interval, idle_timeout);
+    spec.backend = parse_io_backend(io);
+    const experiment::RunResult r = run_without_gil([&] { return experiment::run_live(spec); });
+    py::dict d = run_dict(r);
+    d["profile"] = p.text;
+    d["packet_size"] = spec.packet_size;
     return d;
 }
 
@@ -305,6 +327,14 @@ void bind_runs(py::module_& m) {
           "statistics and 'samples', a dict of NumPy arrays with one entry per interval (the drain after "
           "the send phase included). packet_size: bytes, or 'seed' / 'realistic'. Raises ValueError on "
           "bad input with the tools' message.");
+    m.def("run_live", &run_live, py::kw_only(), py::arg("profile") = "urban-lte", py::arg("cc") = "cubic",
+          py::arg("duration") = 10.0, py::arg("seed") = 1, py::arg("packet_size") = py::int_(1452),
+          py::arg("interval") = 1.0, py::arg("idle_timeout") = 120.0, py::arg("io") = "auto",
+          "One timed bulk transfer over real UDP sockets on loopback (ndm-compare without --virtual): a "
+          "server endpoint on a thread of its own, the client with the profile's emulator on its socket path, "
+          "QUIC with TLS 1.3 in between. Python controllers run here too (each call takes the GIL). Takes "
+          "wall-clock time and the numbers vary with the machine's load. Returns simulate's totals and "
+          "'intervals' (the send phase, NumPy arrays). io: 'auto', 'uring' or 'epoll'.");
     m.def("compare", &compare, py::kw_only(), py::arg("profile") = "urban-lte",
           py::arg("cc") = std::vector<std::string>{"ndm-lkm", "cubic", "reno"}, py::arg("duration") = 10.0,
           py::arg("repeat") = 1, py::arg("packet_size") = py::str("seed"), py::arg("interval") = 1.0,

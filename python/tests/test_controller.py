@@ -1,6 +1,7 @@
 """Controllers written in Python: the AIMD of examples/python/aimd.py gives
 the C++ reno's trajectory exactly; errors raised inside a controller come
-out of the run as themselves."""
+out of the run as themselves; over real sockets (ndm.run_live) a Python
+controller is the one that sets the window, and the transfer is byte-exact."""
 
 import threading
 import unittest
@@ -121,6 +122,69 @@ class ErrorsTest(unittest.TestCase):
         for t in ts:
             t.join()
         self.assertEqual(got, [want, want])
+
+
+class Recording(ndm.Controller):
+    """a fixed window that records what the connection asked of it"""
+
+    def __init__(self, params, options=None):
+        super().__init__(params, options)
+        self.window = int(self.options.get("window", 30)) * params.max_datagram_size
+        self.acked = 0
+        self.sent = 0
+        Recording.last = self
+
+    def on_packet_sent(self, ev):
+        self.sent += 1
+
+    def on_ack(self, ev):
+        self.acked += ev.bytes_acked
+
+    def on_congestion_event(self, ev):
+        pass
+
+    def cwnd(self):
+        return self.window
+
+
+class RealSocketsTest(unittest.TestCase):
+    """Over real UDP sockets on loopback: wall-clock time, so the checks are
+    of what must hold on any machine, not of exact numbers."""
+
+    @classmethod
+    def setUpClass(cls):
+        ndm.register_controller("py-recording", Recording)
+        ndm.register_controller("py-failing-live", Failing)
+
+    def test_python_aimd_byte_exact_through_a_bottleneck(self):
+        r = ndm.run_live(cc="py-aimd", profile="delay=5ms,rate=20mbit,queue=50pkt", duration=2, seed=3)
+        self.assertEqual(r["error"], "")
+        self.assertTrue(r["byte_exact"])
+        self.assertGreater(r["receiver_bytes"], 500_000)
+        self.assertLessEqual(r["goodput_bps"], 21e6)  # the emulated bottleneck holds
+        self.assertGreater(r["path"]["sent"], 0)
+        self.assertEqual(len(r["intervals"]["cwnd"]), 2)  # one sample per second
+
+    def test_the_python_window_is_the_window(self):
+        r = ndm.run_live(cc="py-recording:window=7", profile="delay=10ms", duration=1, interval=0.25)
+        self.assertTrue(r["byte_exact"], r["error"])
+        rec = Recording.last
+        self.assertGreater(rec.sent, 0)
+        self.assertGreater(rec.acked, 0)
+        # Every sample shows the Python object's window, and with 7 packets a
+        # 20 ms round trip, goodput stays near 7 * 1452 B / 20 ms = 4 Mbit/s.
+        self.assertTrue(np.all(r["intervals"]["cwnd"] == 7 * 1452), r["intervals"]["cwnd"])
+        self.assertLess(r["goodput_bps"], 7 * 1452 * 8 / 0.020 * 1.3)
+
+    def test_exception_and_bad_input(self):
+        with self.assertRaises(Boom):
+            ndm.run_live(cc="py-failing-live", profile="delay=1ms", duration=2)
+        r = ndm.run_live(cc="cubic", profile="delay=1ms", duration=0.5)  # usable again
+        self.assertTrue(r["byte_exact"], r["error"])
+        with self.assertRaisesRegex(ValueError, "unknown I/O backend"):
+            ndm.run_live(io="kqueue", duration=1)
+        with self.assertRaisesRegex(ValueError, "unknown congestion controller"):
+            ndm.run_live(cc="nope", duration=1)
 
 
 if __name__ == "__main__":

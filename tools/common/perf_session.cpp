@@ -284,47 +284,23 @@ Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout
     return *c;
 }
 
-std::uint64_t PayloadPump::allowance(const ConnectionStats& st, std::uint64_t upto) const {
-    const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
-    const std::uint64_t outstanding = written_ - st.stream_bytes_acked;
-    if (written_ >= upto || outstanding >= target) return 0;
-    return std::min(upto - written_, target - outstanding);
-}
-
 std::uint64_t PayloadPump::rate_limit(Instant now) const {
-    if (bits_per_second_ == 0) return limit_;
-    if (!paced_from_) return std::min(limit_, written_ + 1);
+    const std::uint64_t limit = writer_.limit(), written = writer_.written();
+    if (bits_per_second_ == 0) return limit;
+    if (!paced_from_) return std::min(limit, written + 1);
     const double due = static_cast<double>(bits_per_second_) / 8 * to_seconds(now - *paced_from_);
-    if (static_cast<double>(written_) >= due) return written_;  // ahead of the rate: wait
-    const auto upto = burst_bytes_ ? written_ + burst_bytes_ : static_cast<std::uint64_t>(std::ceil(due));
-    return std::min(limit_, upto);
+    if (static_cast<double>(written) >= due) return written;  // ahead of the rate: wait
+    const auto upto = burst_bytes_ ? written + burst_bytes_ : static_cast<std::uint64_t>(std::ceil(due));
+    return std::min(limit, upto);
 }
 
 bool PayloadPump::wants(const ConnectionStats& st, std::size_t capacity, Instant now) const {
-    return capacity > 0 && allowance(st, rate_limit(now)) > 0;
+    return capacity > 0 && writer_.allowance(st, rate_limit(now)) > 0;
 }
 
 void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
     if (bits_per_second_ && !paced_from_) paced_from_ = now;  // -b's clock starts with the first write
-    const ConnectionStats st = c.stats(now);
-    const std::uint64_t start = written_;
-    for (std::uint64_t left = allowance(st, rate_limit(now)); written_ - start < left;) {
-        const std::size_t n = static_cast<std::size_t>(
-            std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), left - (written_ - start)}));
-        if (n == 0) break;
-        // The payload goes straight into the stream's send buffer; room may
-        // be short of n where that buffer wraps (the loop comes back for more).
-        const std::span<std::uint8_t> room = c.prepare(id, n);
-        if (room.empty()) break;
-        if (file_) {
-            file_->read(written_, room);
-        } else {
-            payload_.fill(written_, room);
-        }
-        hash_.update(room);
-        written_ += room.size();
-        c.commit(id, room.size(), written_ == limit_);
-    }
+    writer_.write(c, id, c.stats(now), rate_limit(now));
 }
 
 }  // namespace ndm::tools

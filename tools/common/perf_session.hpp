@@ -20,6 +20,7 @@
 
 #include "common/file_io.hpp"
 #include "ndm/endpoint.hpp"
+#include "ndm/bulk_writer.hpp"
 #include "ndm/workload.hpp"
 
 namespace ndm::tools {
@@ -196,8 +197,8 @@ std::size_t drain(Connection& c, StreamId id, F&& f) {
 
 class PayloadPump {
 public:
-    explicit PayloadPump(std::uint64_t seed, std::uint64_t limit = std::numeric_limits<std::uint64_t>::max())
-        : payload_(seed), limit_(limit) {}
+    explicit PayloadPump(std::uint64_t seed, std::uint64_t limit = workload::BulkWriter::kUnlimited)
+        : writer_(seed, limit) {}
     // -b: from the first pump() on, write no faster than bits_per_second on
     // average (iperf3's throttle: write only while behind the rate), so the
     // flow is application-limited; burst_bytes > 0 writes that much at once
@@ -209,8 +210,9 @@ public:
     // -F: write the file's bytes instead of the generated payload, and no
     // more than the file holds (the stream's offset is the file's).
     void send_file(std::shared_ptr<const FileSource> file) {
-        limit_ = std::min(limit_, file->size());
-        file_ = std::move(file);
+        const std::uint64_t size = file->size();
+        writer_.use_source([f = std::move(file)](std::uint64_t offset, std::span<std::uint8_t> out) { f->read(offset, out); },
+                           size);
     }
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
@@ -219,28 +221,19 @@ public:
     // with many connections reaches (and so schedules) only those that take
     // more payload through Endpoint::connection().
     [[nodiscard]] bool wants(const ConnectionStats& st, std::size_t capacity, Instant now) const;
-    [[nodiscard]] std::uint64_t written() const { return written_; }
-    [[nodiscard]] bool done() const { return written_ >= limit_; }
+    [[nodiscard]] std::uint64_t written() const { return writer_.written(); }
+    [[nodiscard]] bool done() const { return writer_.done(); }
     // Whether the stream ends with its last byte (-n, -k, -F) rather than at a time.
-    [[nodiscard]] bool limited() const { return limit_ != std::numeric_limits<std::uint64_t>::max(); }
-    [[nodiscard]] std::uint64_t digest() const { return hash_.digest(); }
-
-    static constexpr std::size_t kChunk = 64 * 1024;
+    [[nodiscard]] bool limited() const { return writer_.limited(); }
+    [[nodiscard]] std::uint64_t digest() const { return writer_.digest(); }
 
 private:
-    // What may be written now: up to `upto`, and no more than max(2 cwnd,
-    // 4 chunks) ahead of what the peer acknowledged.
-    [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st, std::uint64_t upto) const;
     // The stream offset -b allows by `now` (the limit without -b). Before the
     // first pump() the clock has not started: a little is allowed, so that
     // wants() lets the driver make the call that starts it.
     [[nodiscard]] std::uint64_t rate_limit(Instant now) const;
 
-    workload::Payload payload_;
-    std::shared_ptr<const FileSource> file_;  // -F, else the payload
-    workload::StreamHash hash_;
-    std::uint64_t limit_;
-    std::uint64_t written_ = 0;
+    workload::BulkWriter writer_;
     std::uint64_t bits_per_second_ = 0, burst_bytes_ = 0;
     std::optional<Instant> paced_from_;
 };

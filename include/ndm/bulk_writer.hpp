@@ -1,0 +1,62 @@
+// A bulk sender's writes into one stream, as ndm-send and the real-socket
+// runs of ndm/experiment.hpp make them: the test payload (or the bytes of a
+// source, such as ndm-send -F's file) straight into the connection's send
+// buffer, hashed on the way for the byte-exactness check, and only a little
+// more than the congestion window ahead of what the peer acknowledged, so
+// that the sender never starves and a timed send phase leaves no seconds of
+// queued data behind it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+
+#include "ndm/connection.hpp"
+#include "ndm/workload.hpp"
+
+// Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
+#pragma GCC visibility push(default)
+
+namespace ndm::workload {
+
+class BulkWriter {
+public:
+    // Fills `out` with the stream's bytes at `offset`.
+    using Source = std::function<void(std::uint64_t offset, std::span<std::uint8_t> out)>;
+    static constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+    // The largest write into the stream at once.
+    static constexpr std::size_t kChunk = 64 * 1024;
+
+    // Writes Payload(seed); with a limit, that many bytes and then FIN.
+    explicit BulkWriter(std::uint64_t seed, std::uint64_t limit = kUnlimited) : payload_(seed), limit_(limit) {}
+    // Writes `source`'s bytes instead of the payload, and no more than `size`.
+    void use_source(Source source, std::uint64_t size);
+
+    // How much write() would write now, up to stream offset `upto`: no more
+    // than max(2 cwnd, 4 chunks) outstanding beyond what the peer acknowledged.
+    [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st, std::uint64_t upto) const;
+    // Writes what allowance() allows and the stream's send buffer takes; the
+    // last byte of a limit goes with FIN.
+    void write(Connection& c, StreamId id, const ConnectionStats& st, std::uint64_t upto = kUnlimited);
+
+    [[nodiscard]] std::uint64_t written() const { return written_; }
+    [[nodiscard]] std::uint64_t limit() const { return limit_; }
+    [[nodiscard]] bool done() const { return written_ >= limit_; }
+    // Whether the stream ends with its last byte rather than at a time.
+    [[nodiscard]] bool limited() const { return limit_ != kUnlimited; }
+    // StreamHash of everything written so far.
+    [[nodiscard]] std::uint64_t digest() const { return hash_.digest(); }
+
+private:
+    Payload payload_;
+    Source source_;  // instead of payload_ when set
+    StreamHash hash_;
+    std::uint64_t limit_;
+    std::uint64_t written_ = 0;
+};
+
+}  // namespace ndm::workload
+
+#pragma GCC visibility pop
