@@ -13,15 +13,9 @@ import tempfile
 import time
 import unittest
 
-import ndm_test_util  # noqa: F401  (paths)
+import ndm_test_util
 
-try:
-    import distributed
-except ImportError:
-    if os.environ.get("NDM_REQUIRE_DASK") == "1":
-        raise
-    print("SKIP: Dask distributed is not importable (Debian's python3-distributed)", file=sys.stderr)
-    sys.exit(77)
+distributed = ndm_test_util.import_or_skip("distributed", "NDM_REQUIRE_DASK", "python3-distributed")
 
 import ndm
 import ndm.sweeps

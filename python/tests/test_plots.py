@@ -14,15 +14,9 @@ import unittest
 
 import numpy as np
 
-import ndm_test_util  # noqa: F401  (paths)
+import ndm_test_util
 
-try:
-    import matplotlib  # noqa: F401
-except ImportError:
-    if os.environ.get("NDM_REQUIRE_MATPLOTLIB") == "1":
-        raise
-    print("SKIP: matplotlib is not importable (Debian's python3-matplotlib)", file=sys.stderr)
-    sys.exit(77)
+ndm_test_util.import_or_skip("matplotlib", "NDM_REQUIRE_MATPLOTLIB", "python3-matplotlib")
 
 import ndm
 import ndm.plots as plots
