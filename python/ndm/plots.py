@@ -278,7 +278,8 @@ def goodput_vs_loss(data, out=None):
         n = max([n] + [len(v) for v in at.values()])
         x = sorted(at)
         stats = [mean_ci95(at[v]) for v in x]
-        ax.errorbar(np.array(x), np.array([s[0] for s in stats]), yerr=np.array([s[1] for s in stats]), marker="o", capsize=3,
+        mean, half = np.array(stats).T
+        ax.errorbar(np.array(x), mean, yerr=half, marker="o", capsize=3,
                     color=COLORS[i % len(COLORS)], label=c, gid=f"loss:{c}")
     ax.set_xlabel("loss rate (%)")
     ax.set_ylabel("goodput (Mbit/s)")

@@ -226,7 +226,8 @@ class CliTest(unittest.TestCase):
                                                packet_size="realistic")), key=order)
         self.assertEqual(len(as_json), 4)
         for j, d in zip(as_json, direct):
-            self.assertEqual((j["controller"], j["seed"], j["goodput_bps"]), (d["controller"], d["seed"], d["goodput_bps"]))
+            self.assertEqual([j[k] for k in ("controller", "seed", "goodput_bps")],
+                             [d[k] for k in ("controller", "seed", "goodput_bps")])
             for k in ("t", "goodput", "srtt", "cwnd"):
                 np.testing.assert_allclose(j["series"][k], d["series"][k])
         p = self.run_cli(os.path.join(self.path("cmp"), "results.json"), "-o", self.path("c"), "-f", "svg")
