@@ -154,7 +154,10 @@ def _dask_results(todo, client):
     # workers import it, while __main__'s would be pickled by value, with the extension in it.
     from ndm.sweeps import run_job as importable_run_job
 
-    futures = client.map(importable_run_job, [j for _, j in todo], key=[f"ndm-sweep-{k}" for k, _ in todo], pure=False)
+    if not todo:
+        return
+    futures = client.map(importable_run_job, [j for _, j in todo], key=[f"ndm-sweep-{k}" for k, _ in todo],
+                         pure=False)
     keys = {fu.key: k for fu, (k, _) in zip(futures, todo)}
     for fu, result in distributed.as_completed(futures, loop=client.loop, with_results=True):
         yield keys[fu.key], result
@@ -171,7 +174,7 @@ def sweep(spec, out=None, workers=None, progress=False, scheduler=None, connect_
     f = finished = None
     try:
         f = _open_results(out) if out else None
-        finished = _dask_results(todo, client) if client else _local_results(todo, workers or os.cpu_count() or 1)
+        finished = _dask_results(todo, client) if client is not None else _local_results(todo, workers or os.cpu_count() or 1)
         if progress:
             _progress(len(results), len(jobs))
         # One collection for both: each result is on disk before the next is taken.
@@ -182,9 +185,9 @@ def sweep(spec, out=None, workers=None, progress=False, scheduler=None, connect_
             if progress:
                 _progress(len(results), len(jobs))
     finally:
-        if finished:
+        if finished is not None:
             finished.close()
-        if client:
+        if client is not None:
             client.close()
         if f:
             f.close()
