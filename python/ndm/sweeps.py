@@ -174,7 +174,10 @@ def sweep(spec, out=None, workers=None, progress=False, scheduler=None, connect_
     f = finished = None
     try:
         f = _open_results(out) if out else None
-        finished = _dask_results(todo, client) if client is not None else _local_results(todo, workers or os.cpu_count() or 1)
+        if client is not None:
+            finished = _dask_results(todo, client)
+        else:
+            finished = _local_results(todo, workers or os.cpu_count() or 1)
         if progress:
             _progress(len(results), len(jobs))
         # One collection for both: each result is on disk before the next is taken.
