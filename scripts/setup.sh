@@ -26,6 +26,8 @@ PACKAGES=(
   tshark                             # Wireshark's QUIC dissector checks a captured session
   ngtcp2-client ngtcp2-server        # gtlsclient, gtlsserver: the handshake interop test (another QUIC stack)
   python3-torch python3-numpy        # python/ndm_train_torch: the loss classifier trained in PyTorch (~250 MB with libtorch)
+  python3-distributed                # ndm.sweep / ndm-sweep --scheduler: sweeps on a Dask cluster (docs/python.md)
+  python3-matplotlib                 # ndm.plots / ndm-plot: the evaluation figures (docs/python.md)
   help2man                           # the tools' man pages, from their --help (tools/CMakeLists.txt)
   man-db dpkg-dev file               # CI's Debian package step: man -w, cpack -G DEB's dpkg-shlibdeps and file
 )

@@ -33,11 +33,13 @@ from .controller import Controller, register_controller  # noqa: F401
 from .traces import Trace, traces  # noqa: F401
 
 
-def sweep(spec, out=None, workers=None, progress=False):
-    """Runs a grid or list of jobs on a local process pool, results in a resumable JSONL file (ndm.sweeps)."""
+def sweep(spec, out=None, workers=None, progress=False, scheduler=None, connect_timeout=5):
+    """Runs a grid or list of jobs on a local process pool, or on the Dask cluster of `scheduler`
+    ("tcp://host:port"), results in a resumable JSONL file (ndm.sweeps)."""
     from . import sweeps  # imported here so that `python3 -m ndm.sweeps` finds it not yet loaded
 
-    return sweeps.sweep(spec, out=out, workers=workers, progress=progress)
+    return sweeps.sweep(spec, out=out, workers=workers, progress=progress, scheduler=scheduler,
+                        connect_timeout=connect_timeout)
 
 __all__ = [
     "AckEvent", "CongestionEvent", "Controller", "PacketLost", "PacketSent", "Params", "Preset", "Profile",
