@@ -10,7 +10,8 @@
 #
 #   bench/kernel_fidelity.sh [BUILD_DIR]   env: PROFILE (urban-lte), SECS (10), ROUNDS (5), SIZES ("1500 65535"),
 #     PAIRS ("reno:reno cubic:cubic bbr:bbr1", kernel:ndm controller pairs),
-#     NDM_ARGS (extra ndm-send options, e.g. "--loss-detection rack")
+#     NDM_ARGS (extra ndm-send options, e.g. "--loss-detection rack"),
+#     RECV_ARGS (extra ndm-recv options, e.g. "--ack-ranges 4": the receiver's ACKs as TCP's SACK)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -20,6 +21,7 @@ ROUNDS=${ROUNDS:-5}
 SIZES=${SIZES:-"1500 65535"}
 PAIRS=${PAIRS:-"reno:reno cubic:cubic bbr:bbr1"}
 NDM_ARGS=${NDM_ARGS:-}
+RECV_ARGS=${RECV_ARGS:-}
 EMU="$BUILD_DIR/tools/ndm-emu"
 SEND="$BUILD_DIR/tools/ndm-send"
 RECV="$BUILD_DIR/tools/ndm-recv"
@@ -43,7 +45,8 @@ cleanup() {
 }
 trap cleanup EXIT
 sysctl -qw net.ipv4.tcp_rmem="4096 131072 67108864"
-"$RECV" -p 5298 > /dev/null 2> "$out/recv_err.txt" &
+# shellcheck disable=SC2086  # RECV_ARGS is a list of options
+"$RECV" -p 5298 $RECV_ARGS > /dev/null 2> "$out/recv_err.txt" &
 pids+=($!)
 sleep 1
 
@@ -90,7 +93,7 @@ ndm_run() {  # SEED MTU CC
     jq -r '.end.sum_received.bits_per_second / 1e6' 2> /dev/null || echo fail
 }
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(uname -r); profile $PROFILE, ${SECS} s per run, $ROUNDS rounds${NDM_ARGS:+, ndm-send $NDM_ARGS}"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(uname -r); profile $PROFILE, ${SECS} s per run, $ROUNDS rounds${NDM_ARGS:+, ndm-send $NDM_ARGS}${RECV_ARGS:+, ndm-recv $RECV_ARGS}"
 for mtu in $SIZES; do
   for r in $(seq "$ROUNDS"); do
     for pair in $PAIRS; do

@@ -727,6 +727,37 @@ TEST_CASE("hostile peer: 10^4 PINGs get at most one bounded ACK each, 10^4 PADDI
     CHECK(p.server->is_established());
 }
 
+TEST_CASE("ack ranges: ConnectionConfig::max_ack_ranges bounds every ACK frame (the newest kept, RFC 9000 13.2.4)") {
+    for (const std::size_t cap : {std::size_t{1}, std::size_t{4}, std::size_t{32}}) {
+        CAPTURE(cap);
+        ConnectionPair p;
+        p.server_cfg.max_ack_ranges = cap;
+        REQUIRE(p.handshake());
+        p.run_until([] { return false; }, std::chrono::milliseconds(100));
+        Forger f(p);
+        std::vector<test::OpenedDatagram> keep;
+        std::size_t most = 0;
+        std::uint64_t newest = 0;
+        for (int i = 0; i < 200; ++i, f.pn += 1) {  // a gap after every packet
+            f.send({wire::PingFrame{}});
+            keep.clear();
+            for (const auto& fr : server_output(p, keep)) {
+                if (const auto* a = std::get_if<wire::AckFrame>(&fr)) {
+                    most = std::max(most, a->ranges.size());
+                    newest = std::max(newest, a->ranges.front().largest);
+                }
+            }
+        }
+        CHECK(most == cap);  // 200 gaps: every cap is reached, none exceeded
+        CHECK(newest + 2 == f.pn);  // the newest packet is always among them
+    }
+    for (const std::size_t n : {std::size_t{0}, std::size_t{33}}) {
+        ConnectionPair p;
+        p.client_cfg.max_ack_ranges = n;
+        CHECK_THROWS_WITH_AS(p.start(), doctest::Contains("max ACK ranges"), std::invalid_argument);
+    }
+}
+
 TEST_CASE("hostile peer: a NEW_CONNECTION_ID flood retiring every ID closes once retirements pile up (RFC 9000 5.1.2)") {
     // Each frame is within the limit (it retires the one before), but
     // each retirement is a RETIRE_CONNECTION_ID the server must send and

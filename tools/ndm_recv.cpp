@@ -31,6 +31,7 @@
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/ack_ranges_flag.hpp"
 #include "common/loss_detection_flag.hpp"
 #include "common/tls_flags.hpp"
 #include "common/units.hpp"
@@ -638,6 +639,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_no_ecn_flag(app, no_ecn);
     ndm::LossDetection loss_detection = ndm::LossDetection::adaptive;  // when this side sends (-R)
     ndm::tools::add_loss_detection_option(app, loss_detection);
+    std::size_t ack_ranges = 32;
+    ndm::tools::add_ack_ranges_option(app, ack_ranges);
     std::vector<std::string> plugins;  // a client may name their controllers (in -R this side runs them)
     ndm::tools::add_cc_plugin_option(app, plugins);
     ndm::tools::add_retry_option(app, retry);
@@ -675,6 +678,7 @@ int main(int argc, char** argv) {
         cfg.gso = cfg.gro = !no_gso;
         cfg.connection.ecn = !no_ecn;
         cfg.connection.loss_detection = loss_detection;
+        cfg.connection.max_ack_ranges = ack_ranges;
         cfg.retry = parse_retry_policy(retry);
     } catch (const std::exception& e) {
         std::cerr << "ndm-recv: " << e.what() << '\n';

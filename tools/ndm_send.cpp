@@ -30,6 +30,7 @@
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/ack_ranges_flag.hpp"
 #include "common/loss_detection_flag.hpp"
 #include "common/tls_flags.hpp"
 #include "common/units.hpp"
@@ -70,6 +71,7 @@ struct Options {
     bool no_gso = false;
     bool no_ecn = false;
     LossDetection loss_detection = LossDetection::adaptive;
+    std::size_t ack_ranges = 32;  // --ack-ranges: of the ACKs this side sends (-R, --bidir)
     std::vector<std::string> plugins;  // --cc-plugin
     std::string bitrate;  // -b RATE[/BURST]
     bool udp = false;     // -u: refused
@@ -203,6 +205,7 @@ private:
         cfg.gso = cfg.gro = !o.no_gso;
         cfg.connection.ecn = !o.no_ecn;
         cfg.connection.loss_detection = o.loss_detection;
+        cfg.connection.max_ack_ranges = o.ack_ranges;
         cfg.qlog_dir = o.qlog;
         // The -P connections share one emulated path per direction, as they would share a bottleneck.
         if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
@@ -864,6 +867,7 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     tools::add_no_gso_flag(app, o.no_gso);
     tools::add_no_ecn_flag(app, o.no_ecn);
     tools::add_loss_detection_option(app, o.loss_detection);
+    tools::add_ack_ranges_option(app, o.ack_ranges);
     tools::add_cc_plugin_option(app, o.plugins);  // ndm-recv needs it too: it checks the name, and in -R runs it
 }
 

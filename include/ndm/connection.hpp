@@ -196,6 +196,11 @@ struct ConnectionConfig {
     // and persistent congestion (RFC 9002 §7.6) has already collapsed cwnd.
     Duration max_pto_backoff = std::chrono::seconds(1);
     Duration max_ack_delay = std::chrono::milliseconds(25);
+    // ACK ranges per ACK frame this side sends (RFC 9000 §19.3; the newest
+    // are kept, §13.2.4), 1..32. 32 reports a loss burst in one ACK; TCP's
+    // SACK option has room for 3 or 4 blocks, so 4 gives a sender the loss
+    // signal a TCP sender gets (a lab setting for comparisons with kernel TCP).
+    std::size_t max_ack_ranges = 32;
     // Which thresholds tell a lost packet from a reordered one
     // (ndm/loss_detection.hpp): adaptive RFC 9002 thresholds by default;
     // rack for RFC 8985's reordering window, as Linux TCP has it.

@@ -91,7 +91,7 @@ wire::PacketType type_of(PacketSpace s) {
 // RFC 9000 §13.2.1: Initial and Handshake packets are acknowledged at once.
 AckTracker::Config ack_config(PacketSpace s, const ConnectionConfig& cfg) {
     if (s != PacketSpace::application) return {Duration::zero(), 1, wire::kMaxAckRanges, cfg.limits.ack_ranges_tracked};
-    return {cfg.max_ack_delay, 2, wire::kMaxAckRanges, cfg.limits.ack_ranges_tracked};
+    return {cfg.max_ack_delay, 2, cfg.max_ack_ranges, cfg.limits.ack_ranges_tracked};
 }
 CryptoStream::Config crypto_config(const ConnectionConfig& cfg) { return {cfg.limits.crypto_buffer}; }
 
@@ -130,6 +130,9 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
                                                 cfg.max_datagram_size, kMinDatagramSize, kMaxDatagramSize));
     }
     if (cfg.max_pto_backoff < Duration::zero()) throw std::invalid_argument("max_pto_backoff must not be negative");
+    if (cfg.max_ack_ranges < 1 || cfg.max_ack_ranges > wire::kMaxAckRanges)
+        throw std::invalid_argument(
+            fmt::format("max ACK ranges {} outside 1..{}", cfg.max_ack_ranges, wire::kMaxAckRanges));
     if (cfg.application_params.size() > wire::kMaxApplicationParams) {
         throw std::invalid_argument(fmt::format("application parameters of {} bytes exceed {} bytes",
                                                 cfg.application_params.size(), wire::kMaxApplicationParams));

@@ -25,6 +25,8 @@ S="ndm-send -c 127.0.0.1"
 rows=(
   "$S -n 99999999999G|--bytes"
   "$S --connect-timeout 0|--connect-timeout"
+  "$S --ack-ranges 0|--ack-ranges"
+  "ndm-recv --ack-ranges 33|--ack-ranges"
   "$S --connect-timeout 600001|--connect-timeout"
   "$S --connect-timeout 1.5|--connect-timeout"
   "$S -n 2000T|--bytes"
