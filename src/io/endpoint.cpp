@@ -232,7 +232,6 @@ struct Endpoint::Impl final : io::RxHandler {
         }
         try {
             pump_all(now);
-            end_batch();
             backend->flush();
         } catch (...) {
         }
@@ -565,7 +564,6 @@ struct Endpoint::Impl final : io::RxHandler {
                 mark(r);
             }
         }
-        end_batch();  // batches never span connections: each is one pacer burst
         while (auto ev = r.conn->poll_event()) dispatch(r, *ev);
         ++st.connection_turns;
         // Everything that can move its timers has run (the handler may have
@@ -630,12 +628,17 @@ struct Endpoint::Impl final : io::RxHandler {
         end_batch();
     }
 
+    // A batch may span connections: the -P connections of one client share
+    // its address, and their datagrams to it join one GSO send when sizes
+    // allow (each connection still sends only what its pacer released; the
+    // sends of one turn leave back to back either way).
     void pump_all(Instant now) {
         for (int round = 0; round < 4 && !dirty.empty(); ++round) {
             auto work = std::move(dirty);
             dirty.clear();
             for (Record* r : work) pump(*r, now);
         }
+        end_batch();
     }
 
     // Connections that were closed or abandoned at their last turn, unless

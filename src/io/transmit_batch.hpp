@@ -4,8 +4,9 @@
 // flushes the batch and starts the next. msquic batches its sends the same way
 // (CXPLAT_SEND_DATA per destination), as do the ngtcp2 examples. The batch
 // works over the Backend seam, so the io_uring and the epoll backend share it;
-// the Endpoint ends a batch after every connection's turn, so a batch never
-// holds more than the pacer released (the send quantum, RFC 9002 §7.7).
+// the Endpoint ends a batch after each pass over the connections with work,
+// so connections to one destination (ndm-send -P's share one address) share
+// GSO sends, each having added only what its pacer released (RFC 9002 §7.7).
 #pragma once
 
 #include <cstddef>
