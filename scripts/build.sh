@@ -22,12 +22,26 @@ cmake --build "$build_dir" -j "$(nproc)" >&2
 # The Python package of the default build becomes importable by Debian's
 # python3 (docs/python.md): a .pth file in its site directory names
 # build/python. Skipped where that directory is not writable (not root).
-if [[ $build_dir == build ]] && compgen -G "$build_dir/python/ndm/_ndm*.so" > /dev/null; then
-  site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+# A python3 first on PATH that is another interpreter of the same version
+# (pyenv, conda) gets one too, naming Debian's dist-packages after build/python
+# (after its own site directory, so its own packages win) for NumPy and the rest.
+write_pth() {  # SITE_DIR LINE...
+  local site=$1
+  shift
   if mkdir -p "$site" 2> /dev/null && [[ -w $site ]]; then
-    echo "$(pwd)/$build_dir/python" > "$site/ndm-build.pth"
+    printf '%s\n' "$@" > "$site/ndm-build.pth"
   else
     echo "ndm build: $site is not writable; use PYTHONPATH=$(pwd)/$build_dir/python for import ndm" >&2
+  fi
+}
+if [[ $build_dir == build ]] && compgen -G "$build_dir/python/ndm/_ndm*.so" > /dev/null; then
+  version='import sys; print("%d.%d" % sys.version_info[:2])'
+  write_pth "$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')" "$(pwd)/$build_dir/python"
+  other=$(command -v python3 || true)
+  if [[ -n $other && $(readlink -f "$other") != $(readlink -f /usr/bin/python3) ]] &&
+     [[ $("$other" -c "$version" 2> /dev/null) == $(/usr/bin/python3 -c "$version") ]]; then
+    write_pth "$("$other" -c 'import site; print(site.getsitepackages()[0])')" "$(pwd)/$build_dir/python" \
+      /usr/lib/python3/dist-packages
   fi
 fi
 echo "$build_dir"
