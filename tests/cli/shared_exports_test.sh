@@ -18,6 +18,13 @@ for h in "$root"/include/ndm/*.hpp; do
 done
 
 syms=$(nm -D --defined-only --demangle "$lib" | cut -d' ' -f3-)
+# A sanitizer build inlines less: std:: function templates that return an
+# ndm type ("ndm::crypto::CipherSuite* std::__copy_move<...>(...)") stay out of
+# line, and the map's ndm::* pattern, which sees the return type first, exports
+# them. The release library has none (checked below without this filter).
+if [ "${NDM_SANITIZED:-0}" = 1 ]; then
+  syms=$(grep -vE '^[^(]* std::[_A-Za-z0-9:]+(<.*>)?\(' <<< "$syms" || true)
+fi
 [ "$(wc -l <<< "$syms")" -gt 100 ] || fail "only $(wc -l <<< "$syms") symbols exported: the public API is missing"
 prefix='^((typeinfo|typeinfo name|vtable|VTT|guard variable) for |(non-)?virtual thunk to )?'
 others=$(grep -vE "${prefix}ndm::" <<< "$syms" || true)
