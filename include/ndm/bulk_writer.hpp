@@ -1,10 +1,10 @@
-// A bulk sender's writes into one stream, as ndm-send and the real-socket
-// runs of ndm/experiment.hpp make them: the test payload (or the bytes of a
-// source, such as ndm-send -F's file) straight into the connection's send
-// buffer, hashed on the way for the byte-exactness check, and only a little
-// more than the congestion window ahead of what the peer acknowledged, so
-// that the sender never starves and a timed send phase leaves no seconds of
-// queued data behind it.
+// The two ends of a bulk stream, as ndm-send, ndm-recv and the real-socket
+// runs of ndm/experiment.hpp drive them. BulkWriter: the test payload (or the
+// bytes of a source, such as ndm-send -F's file) straight into the
+// connection's send buffer, hashed on the way for the byte-exactness check,
+// and only a little more than the congestion window ahead of what the peer
+// acknowledged, so that the sender never starves and a timed send phase
+// leaves no seconds of queued data behind it. drain(): the reader's side.
 #pragma once
 
 #include <cstddef>
@@ -56,6 +56,19 @@ private:
     std::uint64_t limit_;
     std::uint64_t written_ = 0;
 };
+
+// Takes every in-order byte of the stream that has arrived, in place: f sees
+// each contiguous run (a std::span<const std::uint8_t>). Returns the count.
+template <typename F>
+std::size_t drain(Connection& c, StreamId id, F&& f) {
+    std::size_t total = 0;
+    for (auto view = c.peek(id); !view.empty(); view = c.peek(id)) {
+        f(view);
+        total += view.size();
+        c.consume(id, view.size());
+    }
+    return total;
+}
 
 }  // namespace ndm::workload
 

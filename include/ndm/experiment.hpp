@@ -130,10 +130,14 @@ struct LiveRunSpec {
     double idle_timeout_s = 120;
     LossDetection loss_detection = LossDetection::adaptive;  // the sender's
     IoBackend backend = IoBackend::automatic;
-    // Both ends' TLS; by default a self-signed certificate the client pins.
+    // Both ends' TLS; by default loopback_tls().
     std::optional<TlsOptions> tls;
     std::function<void(double elapsed_s)> progress;  // called after each sample
 };
+// TLS for a server and a client in one process: a self-signed certificate
+// for localhost and 127.0.0.1, made once per process, that the options both
+// present and pin.
+TlsOptions loopback_tls();
 // Throws std::invalid_argument on a bad controller entry; a run that fails
 // (the handshake, or data not arriving) says so in RunResult::error.
 RunResult run_live(const LiveRunSpec& spec);

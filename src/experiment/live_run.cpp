@@ -11,14 +11,11 @@
 #include "ndm/cc.hpp"
 #include "ndm/experiment.hpp"
 #include "ndm/workload.hpp"
+#include "experiment/run_links.hpp"
 
 namespace ndm::experiment {
 
-namespace {
-double seconds_between(Instant a, Instant b) { return to_seconds(b - a); }
-
-TlsOptions loopback_tls(const LiveRunSpec& spec) {
-    if (spec.tls) return *spec.tls;
+TlsOptions loopback_tls() {
     static const tls::ServerCredentials creds =
         tls::ServerCredentials::self_signed({"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
     TlsOptions o;
@@ -27,28 +24,10 @@ TlsOptions loopback_tls(const LiveRunSpec& spec) {
     return o;
 }
 
-// Every in-order byte of the stream that has arrived, in place, to f.
-template <typename F>
-void drain(Connection& c, StreamId id, F&& f) {
-    for (auto view = c.peek(id); !view.empty(); view = c.peek(id)) {
-        f(view);
-        c.consume(id, view.size());
-    }
-}
+namespace {
+double seconds_between(Instant a, Instant b) { return to_seconds(b - a); }
 
-// The emulator links of the run, kept so that their statistics outlive the
-// client endpoint; sender → receiver is up (the client sends).
-struct RunLinks {
-    std::shared_ptr<emu::EmulatedLink> up, down;
-    LinkFactory factory(const emu::Profile& profile, emu::Direction d, std::uint64_t seed) {
-        return [this, &profile, d, seed] {
-            auto& link = d == emu::Direction::up ? up : down;
-            link = emu::make_link(profile, d, seed);
-            return std::make_unique<emu::LinkRef>(link);
-        };
-    }
-    [[nodiscard]] PathMetrics metrics() const { return up ? path_metrics(up->emu_stats()) : PathMetrics{}; }
-};
+TlsOptions tls_of(const LiveRunSpec& spec) { return spec.tls ? *spec.tls : loopback_tls(); }
 
 // The receiving side: its own endpoint on its own thread; reads, counts and
 // hashes what arrives until destroyed.
@@ -60,7 +39,7 @@ public:
             if (!readable) return;
             Connection* c = server_.connection(h);
             if (!c) return;
-            drain(*c, readable->id, [&](std::span<const std::uint8_t> data) {
+            workload::drain(*c, readable->id, [&](std::span<const std::uint8_t> data) {
                 std::lock_guard lock(m_);
                 hash_.update(data);
                 received_ += data.size();
@@ -102,7 +81,7 @@ private:
         scfg.connection.max_datagram_size = spec.packet_size;
         scfg.connection.seed = spec.seed * 2 + 2;
         scfg.connection.idle_timeout = from_seconds(spec.idle_timeout_s);
-        scfg.connection.tls = loopback_tls(spec);
+        scfg.connection.tls = tls_of(spec);
         return scfg;
     }
 
@@ -128,7 +107,7 @@ EndpointConfig client_config(const LiveRunSpec& spec, RunLinks& links) {
     ccfg.connection.seed = spec.seed * 2 + 1;
     ccfg.connection.idle_timeout = from_seconds(spec.idle_timeout_s);
     ccfg.connection.loss_detection = spec.loss_detection;
-    ccfg.connection.tls = loopback_tls(spec);
+    ccfg.connection.tls = tls_of(spec);
     ccfg.egress_link = links.factory(spec.profile, emu::Direction::up, spec.seed);
     ccfg.ingress_link = links.factory(spec.profile, emu::Direction::down, spec.seed);
     return ccfg;

@@ -6,6 +6,7 @@
 
 #include "ndm/cc.hpp"
 #include "ndm/experiment.hpp"
+#include "experiment/run_links.hpp"
 
 namespace ndm::experiment {
 
@@ -19,18 +20,9 @@ VirtualRun run_virtual(const VirtualRunSpec& o, const std::function<void(const s
     spec.server.seed = o.seed * 2 + 2;
     spec.client.idle_timeout = spec.server.idle_timeout = from_seconds(o.idle_timeout_s);
     spec.client.loss_detection = o.loss_detection;
-    // Common random numbers: every controller of one seed sees the same
-    // impairment streams (the emulator draws each decision type from its
-    // own). The links are kept so that their statistics outlive the run.
-    std::shared_ptr<emu::EmulatedLink> up, down;
-    spec.client_to_server_factory = [&] {
-        up = emu::make_link(o.profile, emu::Direction::up, o.seed);
-        return std::make_unique<emu::LinkRef>(up);
-    };
-    spec.server_to_client_factory = [&] {
-        down = emu::make_link(o.profile, emu::Direction::down, o.seed);
-        return std::make_unique<emu::LinkRef>(down);
-    };
+    RunLinks links;  // common random numbers: the seed's impairment streams
+    spec.client_to_server_factory = links.factory(o.profile, emu::Direction::up, o.seed);
+    spec.server_to_client_factory = links.factory(o.profile, emu::Direction::down, o.seed);
     spec.send_for = from_seconds(o.seconds);
     spec.interval = from_seconds(o.interval);
     // Room for a stall that lasts up to the idle timeout after the send phase.
@@ -54,7 +46,7 @@ VirtualRun run_virtual(const VirtualRunSpec& o, const std::function<void(const s
     out.ecn_state = std::string(to_string(r.client_stats.ecn_state));
     out.ecn_ce_reported = r.client_stats.ecn_ce_reported;
     out.byte_exact = r.completed && r.hash_match;
-    if (up) out.path = path_metrics(up->emu_stats());
+    out.path = links.metrics();
     if (!r.completed) out.error = r.failure.empty() ? "transfer did not complete" : r.failure;
     else if (!r.hash_match) out.error = "received data differs from what was sent";
     for (const auto& s : r.samples) {

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ndm/experiment.hpp"
+
 namespace ndm::tools {
 
 void add_server_tls_flags(CLI::App& app, ServerTlsFlags& flags) {
@@ -83,11 +85,7 @@ TlsOptions client_tls(const ClientTlsFlags& flags) {
 }
 
 TlsOptions in_process_tls() {
-    static const tls::ServerCredentials creds =
-        tls::ServerCredentials::self_signed({"localhost", "127.0.0.1"}, std::chrono::system_clock::now());
-    TlsOptions o;
-    o.certificate = creds;
-    o.trust = tls::ClientCredentials::pinned(creds.fingerprint());
+    TlsOptions o = experiment::loopback_tls();
     o.keylog = keylog_from_environment();
     return o;
 }

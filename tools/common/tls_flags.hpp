@@ -43,8 +43,8 @@ void add_client_tls_flags(CLI::App& app, ClientTlsFlags& flags);
 // unreadable --ca).
 TlsOptions client_tls(const ClientTlsFlags& flags);
 
-// For a server and a client in one process: a self-signed certificate for
-// 127.0.0.1, made once, that the options both present and pin.
+// For a server and a client in one process: experiment::loopback_tls(),
+// with SSLKEYLOGFILE's sink.
 TlsOptions in_process_tls();
 
 // --cipher LIST: the TLS 1.3 cipher suites allowed, in preference order
