@@ -362,14 +362,7 @@ struct Server {
 
     using Row = tools::SenderRow;
     Row measure(Flow& f, Instant now) const {
-        if (f.sends) {
-            const Connection* c = ep.find(f.h);
-            return c ? tools::sender_interval(c->stats(now), f.prev_bytes, f.prev_retx, f.path) : Row{};
-        }
-        Row r;
-        r.bytes = f.bytes - f.prev_bytes;
-        f.prev_bytes = f.bytes;
-        return r;
+        return tools::flow_interval(f.sends, ep.find(f.h), now, f.bytes, f.prev_bytes, f.prev_retx, f.path);
     }
 
     void interval(Instant now) {

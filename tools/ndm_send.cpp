@@ -324,14 +324,7 @@ private:
     // One flow's numbers over an interval.
     using Row = tools::SenderRow;
     Row measure(Flow& f, Instant now) {
-        if (!f.rev) {
-            const Connection* c = ep_.find(f.h);
-            return c ? tools::sender_interval(c->stats(now), f.prev_bytes, f.prev_retx, f.sampler) : Row{};
-        }
-        Row r;
-        r.bytes = f.received - f.prev_bytes;
-        f.prev_bytes = f.received;
-        return r;
+        return tools::flow_interval(!f.rev, ep_.find(f.h), now, f.received, f.prev_bytes, f.prev_retx, f.sampler);
     }
 
     [[nodiscard]] std::string row_text(const std::string& id, bool rev, double b, double e, const Row& r) const {

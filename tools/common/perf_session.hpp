@@ -160,6 +160,17 @@ inline SenderRow sender_interval(const ConnectionStats& st, std::uint64_t& prev_
     prev_retx = st.packets_retransmitted;
     return r;
 }
+// One flow's row on either tool: a sending flow's from its connection `c`
+// (an empty row once the connection is gone), a receiving flow's bytes read
+// (`received`, in all) since the previous row.
+inline SenderRow flow_interval(bool sends, const Connection* c, Instant now, std::uint64_t received,
+                               std::uint64_t& prev_bytes, std::uint64_t& prev_retx, PathSampler& path) {
+    if (sends) return c ? sender_interval(c->stats(now), prev_bytes, prev_retx, path) : SenderRow{};
+    SenderRow r;
+    r.bytes = received - prev_bytes;
+    prev_bytes = received;
+    return r;
+}
 
 // Reverse mode: what the sending server wrote, sent to the client on a second
 // stream once the peer acknowledged all the data.
@@ -180,21 +191,11 @@ SenderReport decode_sender_report(std::span<const std::uint8_t> blob);
 // std::runtime_error("connection failed: <reason>") when it does not.
 Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout);
 
-// Keeps a little more than the congestion window queued on a stream: enough
-// to never starve the sender, not so much that the send buffer balloons.
-// Takes every in-order byte of the stream that has arrived, in place: f sees
-// each contiguous run (a std::span<const std::uint8_t>). Returns the count.
-template <typename F>
-std::size_t drain(Connection& c, StreamId id, F&& f) {
-    std::size_t total = 0;
-    for (auto view = c.peek(id); !view.empty(); view = c.peek(id)) {
-        f(view);
-        total += view.size();
-        c.consume(id, view.size());
-    }
-    return total;
-}
+// Reads every in-order byte of a stream in place (ndm/bulk_writer.hpp).
+using workload::drain;
 
+// The sender's payload on one stream (workload::BulkWriter), with -b's
+// pacing and -F's file.
 class PayloadPump {
 public:
     explicit PayloadPump(std::uint64_t seed, std::uint64_t limit = workload::BulkWriter::kUnlimited)
