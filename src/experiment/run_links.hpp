@@ -12,6 +12,9 @@
 #include "ndm/experiment.hpp"
 
 namespace ndm::experiment {
+// Internal linkage, as each run's own helper: nothing of it, nor of the
+// std::function its factory becomes, reaches the library's symbol table.
+namespace {
 
 struct RunLinks {
     std::shared_ptr<emu::EmulatedLink> up, down;
@@ -28,4 +31,5 @@ struct RunLinks {
     [[nodiscard]] PathMetrics metrics() const { return up ? path_metrics(up->emu_stats()) : PathMetrics{}; }
 };
 
+}  // namespace
 }  // namespace ndm::experiment
