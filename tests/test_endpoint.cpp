@@ -782,6 +782,21 @@ TEST_CASE("endpoint: failures are clear errors, never hangs") {
                              doctest::Contains("ICMP port unreachable"), EndpointError);
     }
 
+    SUBCASE("a send the kernel refuses ends the connection and is counted") {
+        // Broadcast without SO_BROADCAST: sendmsg fails with EACCES.
+        Endpoint client(cfg);
+        std::optional<CloseInfo> closed;
+        client.on_event([&](ConnectionHandle, const Event& ev) {
+            if (auto* c = std::get_if<event::Closed>(&ev)) closed = c->info;
+        });
+        client.connect("255.255.255.255", 4433);
+        client.run_until([&] { return closed.has_value(); }, 5s);
+        REQUIRE(closed);
+        CHECK(closed->code == kClosePeerUnreachable);
+        CHECK(closed->reason.find("cannot send to 255.255.255.255:4433") != std::string::npos);
+        CHECK(client.stats().send_errors >= 1);
+    }
+
     SUBCASE("handshake timeout when the peer never answers") {
         EndpointConfig silent = cfg;
         silent.accept_connections = false;  // drops Initials: no ICMP, no answer
@@ -1192,6 +1207,41 @@ TEST_CASE("endpoint: under load a spoofed Initial gets a small Retry and no stat
     CHECK(client.find(h)->handshake_summary().retry);
     CHECK(server.stats().retries_sent == kFlood - 1);
     CHECK(server.stats().invalid_tokens == 0);
+}
+
+TEST_CASE("endpoint: a listening endpoint takes no ICMP errors: Retries to closed ports leave it sending to real clients") {
+    // A spoofed Initial's port is usually closed, so each answer to it comes
+    // back as ICMP port unreachable. With IP_RECVERR the kernel would hold it
+    // as the socket's error and fail the next send or receive, whichever peer
+    // it is for; a listening endpoint does not ask for them (docs/security.md,
+    // "ICMP errors").
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    EndpointConfig scfg = cfg;
+    scfg.accept_connections = true;
+    scfg.retry = RetryPolicy::always;
+    Endpoint server(scfg);
+    constexpr int kFlood = 20;
+    {
+        SilentClient flood(server.local_port());
+        for (int i = 0; i < kFlood; ++i) flood.send_initial(3000 + static_cast<std::uint64_t>(i));
+    }  // its port closes before the server reads: every Retry meets a closed port
+    server.run_until([&] { return server.stats().retries_sent >= kFlood; }, 5s);
+    REQUIRE(server.stats().retries_sent == kFlood);
+
+    Endpoint client(cfg);
+    const auto h = client.connect("127.0.0.1", server.local_port());
+    bool up = false;
+    for (const Instant end = steady_now() + 5s; !up && steady_now() < end;) {
+        server.run_once(steady_now() + 1ms);
+        client.run_once(steady_now() + 1ms);
+        const Connection* c = client.find(h);
+        up = c && c->is_established();
+    }
+    REQUIRE(up);
+    CHECK(server.stats().icmp_errors == 0);
+    CHECK(server.stats().send_errors == 0);
 }
 
 namespace {

@@ -29,6 +29,7 @@ public:
     explicit FakeBackend(bool gso, std::size_t slots = 1000) : slots_(slots) { gso_ = gso; }
     [[nodiscard]] ndm::IoBackend kind() const override { return ndm::IoBackend::epoll; }
     [[nodiscard]] int pollable_fd() const override { return -1; }
+    [[nodiscard]] std::uint64_t send_errors() const override { return 0; }
     std::uint8_t* tx_slot() override {
         if (slots_ == 0) return nullptr;
         if (!slot_) {

@@ -20,9 +20,10 @@
 // independent and may run on different threads.
 //
 // Errors never hang: bind failures throw from the constructor; a connection
-// that fails (ICMP port unreachable, unreachable route, handshake timeout,
-// idle timeout, peer close) ends with event::Closed carrying a code and a
-// one-line reason; the blocking facade turns those into exceptions.
+// that fails (ICMP port unreachable on a client endpoint, a send the kernel
+// refuses, handshake timeout, idle timeout, peer close) ends with
+// event::Closed carrying a code and a one-line reason; the blocking facade
+// turns those into exceptions.
 #pragma once
 
 #include <array>
@@ -77,7 +78,12 @@ struct EndpointConfig {
     IoBackend backend = IoBackend::automatic;
     bool gso = true;  // UDP_SEGMENT batches on send (probed; off with a log line if refused)
     bool gro = true;  // UDP_GRO coalescing on receive (probed likewise)
-    // Server side: create connections for unknown Initial datagrams.
+    // Server side: create connections for unknown Initial datagrams. Such a
+    // listening endpoint does not take ICMP errors (no IP_RECVERR): every
+    // answer to a spoofed Initial would bring one back, and the kernel fails
+    // the next send or receive of the socket with it, whichever peer that is
+    // for (docs/security.md, "ICMP errors"); only a client endpoint ends a
+    // connection at an ICMP port unreachable.
     bool accept_connections = false;
     // Server side: accepted connections still in their handshake (half-open)
     // at once. Each costs state until it completes or its handshake timeout,

@@ -67,6 +67,9 @@ struct SocketOptions {
     bool gro = true;
     int buffer_bytes = 8 << 20;
     bool reuse_port = false;  // SO_REUSEPORT (EndpointConfig::reuse_port)
+    // IP_RECVERR: ICMP errors for our sends reach the endpoint (a dead peer is
+    // reported at once). Off for a listening endpoint: see Endpoint::Impl.
+    bool report_errors = true;
 };
 
 // Largest payload a UDP/IPv4 datagram (or GSO super-datagram) may carry.
@@ -105,6 +108,8 @@ public:
     virtual void wait(Instant deadline, RxHandler& h) = 0;
 
     [[nodiscard]] std::uint64_t send_calls() const { return send_calls_; }
+    // Sends the kernel refused for good (EndpointStats::send_errors).
+    [[nodiscard]] virtual std::uint64_t send_errors() const = 0;
 
 protected:
     // Takes on a socket from open_udp_socket(): its address and offloads; returns the fd.

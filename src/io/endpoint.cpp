@@ -192,6 +192,7 @@ struct Endpoint::Impl final : io::RxHandler {
         opt.gro = cfg.gro;
         opt.buffer_bytes = cfg.socket_buffer_bytes;
         opt.reuse_port = cfg.reuse_port;
+        opt.report_errors = !cfg.accept_connections;
         switch (cfg.backend) {
             case IoBackend::uring: backend = io::make_uring_backend(opt); break;
             case IoBackend::epoll: backend = io::make_epoll_backend(opt); break;
@@ -765,6 +766,7 @@ EndpointStats Endpoint::stats() const {
     EndpointStats s = impl_->st;
     s.datagrams_sent = impl_->batch ? impl_->batch->queued() : 0;
     s.send_calls = impl_->backend->send_calls();
+    s.send_errors = impl_->backend->send_errors();
     return s;
 }
 

@@ -51,6 +51,7 @@ public:
     }
 
     [[nodiscard]] IoBackend kind() const override { return IoBackend::epoll; }
+    [[nodiscard]] std::uint64_t send_errors() const override { return tx_.errors(); }
     [[nodiscard]] int pollable_fd() const override { return fd_; }
 
     std::uint8_t* tx_slot() override {

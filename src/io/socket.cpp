@@ -194,7 +194,7 @@ namespace {
 // text (strerror) when that fails.
 std::optional<ndm::UdpSocket> try_open(const SocketOptions& opt, const Address& bind_addr, std::string& error) {
     try {
-        ndm::UdpSocket s(bind_addr.family(), {.buffer_bytes = opt.buffer_bytes, .report_errors = true, .reuse_port = opt.reuse_port});
+        ndm::UdpSocket s(bind_addr.family(), {.buffer_bytes = opt.buffer_bytes, .report_errors = opt.report_errors, .reuse_port = opt.reuse_port});
         if (const int e = s.bind(bind_addr.sa(), bind_addr.length); e != 0) {
             error = std::strerror(e);
             return std::nullopt;

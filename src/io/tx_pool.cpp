@@ -74,6 +74,7 @@ void TxPool::on_send_error(int fd, unsigned i, int e, bool& gso) {
 }
 
 void TxPool::note_error(const TxSlot& s, int e) {
+    ++errors_;
     const auto what = [&] { return fmt::format("cannot send to {}: {}", s.peer.to_string(), std::strerror(e)); };
     if (is_icmp_error(e)) {
         errqueue_pending_ = true;  // the socket error came from an ICMP message

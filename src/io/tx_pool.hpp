@@ -57,6 +57,8 @@ public:
     // ICMP error was seen (it says which peer). Sends may fail outside wait(),
     // so errors wait here for a handler.
     void report(int fd, RxHandler& h);
+    // Sends that failed for good (after any datagram-by-datagram retry).
+    [[nodiscard]] std::uint64_t errors() const { return errors_; }
 
 private:
     void note_error(const TxSlot& s, int e);
@@ -71,6 +73,7 @@ private:
     std::vector<unsigned> free_;
     std::vector<PeerError> deferred_;
     bool errqueue_pending_ = false;
+    std::uint64_t errors_ = 0;
 };
 
 }  // namespace ndm::io

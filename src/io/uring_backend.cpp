@@ -86,6 +86,7 @@ public:
     }
 
     [[nodiscard]] IoBackend kind() const override { return IoBackend::uring; }
+    [[nodiscard]] std::uint64_t send_errors() const override { return tx_.errors(); }
     // The ring fd polls readable when completions (or deferred work) wait.
     [[nodiscard]] int pollable_fd() const override { return ring_.ring_fd; }
 

@@ -47,11 +47,15 @@ sockaddr_in parse_addr(const std::string& s) {
 std::vector<std::vector<std::uint8_t>> make_initials(std::size_t n) {
     std::vector<std::vector<std::uint8_t>> out;
     std::vector<std::uint8_t> buf(kMaxDatagramSize);
+    std::mt19937_64 seeds{std::random_device{}()};
     for (std::size_t i = 0; i < n; ++i) {
         ConnectionConfig c;
         c.tls.trust = tls::ClientCredentials::insecure();
         c.tls.server_name = "localhost";
-        const auto conn = Connection::connect(c, Instant{});  // IDs from GnuTLS's generator
+        // Connection IDs come from the seed: one each, or every Initial would
+        // carry the same Destination Connection ID and reach one connection.
+        c.seed = seeds();
+        const auto conn = Connection::connect(c, Instant{});
         const std::size_t len = conn->poll_datagram(buf, Instant{});
         out.emplace_back(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(len));
     }
