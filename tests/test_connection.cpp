@@ -105,6 +105,33 @@ TEST_CASE("a stream transfers byte-exact and both directions finish") {
     CHECK(p.server->stats(p.now).stream_bytes_delivered == data.size());
 }
 
+TEST_CASE("stream_send_acked turns true once the peer acknowledged every byte and the FIN") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    const auto id = *p.client->open_stream();
+    const auto data = bytes(100'000, 7);
+    REQUIRE(p.client->write(id, data, true) == data.size());
+    CHECK_FALSE(p.client->stream_send_acked(id));
+    CHECK_FALSE(p.client->stream_send_acked(id + 4));  // never opened
+    const auto uni = *p.server->open_uni_stream();
+    CHECK_FALSE(p.client->stream_send_acked(uni));  // the server's: the client cannot send on it
+    REQUIRE(p.run_until([&] { return p.client->stream_send_acked(id); }));
+    CHECK(p.server->stats(p.now).stream_bytes_received == data.size());
+    // Still true once both halves ended and the client forgot the stream.
+    std::vector<std::uint8_t> out(data.size());
+    REQUIRE(p.run_until([&] {
+        (void)p.server->read(id, out);
+        return p.server->stream_finished(id);
+    }));
+    p.server->finish(id);
+    REQUIRE(p.run_until([&] {
+        (void)p.client->read(id, out);
+        return p.client->stream_finished(id);
+    }));
+    CHECK(p.client->stream_send_capacity(id) == 0);  // reaped
+    CHECK(p.client->stream_send_acked(id));
+}
+
 TEST_CASE("64 KB datagrams are used when both sides allow them") {
     ConnectionPair p;
     p.client_cfg.max_datagram_size = p.server_cfg.max_datagram_size = 65507;

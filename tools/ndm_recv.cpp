@@ -80,6 +80,7 @@ struct Flow {
     double sent_seconds = 0;
     std::uint64_t sent_bytes = 0, retransmits = 0;
     bool reported = false;  // our report went out (forward: after the client's FIN)
+    StreamId report = 0;    // the stream it went out on
     bool closed = false;
     std::string close_reason;
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
@@ -104,6 +105,7 @@ struct Test {
     json intervals = json::array();
     std::string transcript;    // --get-server-output's text (Server::say)
     bool output_sent = false;  // --get-server-output
+    std::optional<StreamId> output;  // the stream it went out on, if it did
     tools::CpuMeter cpu;  // reported to the client, as iperf3's remote CPU
 
     Flow* find(ConnectionHandle h, bool sends) {
@@ -277,6 +279,7 @@ struct Server {
         if (!id) return;  // the client then reports that no output came
         const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
         c->write(*id, bytes.first(std::min(bytes.size(), c->stream_send_capacity(*id))), true);
+        t.output = *id;
     }
 
     // A test missing some of its connections past the join deadline ends:
@@ -334,6 +337,7 @@ struct Server {
                 r.path = f.path.result();
                 c->write(*rid, tools::encode(r), true);
                 f.reported = true;
+                f.report = *rid;
                 send_output(now);
             }
         }
@@ -469,9 +473,31 @@ struct Server {
             r.cc = f->params.bidir ? f->params.cc : own_cc;  // --bidir: we send too, with the client's
             c->write(id, tools::encode(r), true);
             f->reported = true;
+            f->report = id;
             tick(steady_now());
             send_output(steady_now());
         }
+    }
+
+    // The test is over once the client's transport holds every report (and
+    // the server output): the client's close follows at once, but if that
+    // one datagram is lost the client, gone, never repeats it (RFC 9000
+    // §10.2.1 repeats it only in answer to our packets), and the server would
+    // refuse new tests until the idle timeout. Connections still open then
+    // close on their own; closed() ignores them.
+    void finish_if_delivered() {
+        if (!test || test->connections() < test->params.streams) return;
+        auto acked = [&](ConnectionHandle h, StreamId id) {
+            const Connection* c = ep.find(h);
+            return c && c->stream_send_acked(id);
+        };
+        for (const Flow& f : test->flows)
+            if (!f.closed && !(f.reported && acked(f.h, f.report))) return;
+        const Test& t = *test;
+        if (t.params.server_output != tools::TestParams::ServerOutput::none && !t.flows.front().closed &&
+            (!t.output_sent || (t.output && !acked(t.flows.front().h, *t.output))))
+            return;
+        finish();
     }
 
     // The client closes once it has the reports; anything else is a failure.
@@ -711,6 +737,7 @@ int main(int argc, char** argv) {
             ep.run_once(deadline);
             while (ep.next_accepted()) {}  // handled through Established events
             s.tick(steady_now());
+            s.finish_if_delivered();
             release_memory_when_idle(ep, idle_released);
         }
         if (g_stop && s.test) {

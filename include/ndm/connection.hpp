@@ -419,6 +419,11 @@ public:
     std::span<const std::uint8_t> peek(StreamId id);
     void consume(StreamId id, std::size_t n);
     [[nodiscard]] bool stream_finished(StreamId id) const;
+    // True once the peer has acknowledged every byte written to the stream
+    // and its FIN: what was sent is delivered to the peer's transport (not
+    // necessarily read by its application). False for a stream we cannot
+    // send on or that was never opened.
+    [[nodiscard]] bool stream_send_acked(StreamId id) const;
     // Bytes the application may still write before the send buffer is full.
     [[nodiscard]] std::size_t stream_send_capacity(StreamId id) const;
 

@@ -1540,6 +1540,7 @@ void Connection::consume(StreamId id, std::size_t n) {
 }
 
 bool Connection::stream_finished(StreamId id) const { return impl_->streams.finished(id); }
+bool Connection::stream_send_acked(StreamId id) const { return impl_->streams.send_acked(id); }
 
 std::size_t Connection::stream_send_capacity(StreamId id) const {
     const StreamState* s = impl_->streams.find(id);

@@ -108,6 +108,14 @@ bool StreamSet::finished(StreamId id) const {
     return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_)[dir(is_bidi(id))];
 }
 
+bool StreamSet::send_acked(StreamId id) const {
+    if (receive_only(id)) return false;
+    if (const StreamState* s = find(id)) return s->send.all_acked();
+    // Reaped only once its send half was acknowledged to the FIN (maybe_reap).
+    const std::uint64_t index = id >> 2;
+    return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_)[dir(is_bidi(id))];
+}
+
 void StreamSet::maybe_reap(StreamId id) {
     auto it = streams_.find(id);
     if (it == streams_.end()) return;

@@ -106,6 +106,8 @@ public:
     void on_consumed(StreamId id, std::size_t n);
     // Reaped streams were finished both ways.
     [[nodiscard]] bool finished(StreamId id) const;
+    // Our half delivered: every byte written and the FIN acknowledged.
+    [[nodiscard]] bool send_acked(StreamId id) const;
 
     // ---- the peer's frames
     StreamResult on_stream_frame(const wire::StreamFrame& f);
