@@ -159,6 +159,18 @@ bool pick_backend(IoBackend b, EndpointConfig& cfg) {
     return true;
 }
 
+// Drives both endpoints on this thread, each in turn for at most 1 ms, until
+// the client's connection is established or `limit` passes.
+bool establish_in_turns(Endpoint& client, Endpoint& server, ConnectionHandle h, Duration limit = 5s) {
+    for (const Instant end = steady_now() + limit; steady_now() < end;) {
+        server.run_once(steady_now() + 1ms);
+        client.run_once(steady_now() + 1ms);
+        const Connection* c = client.find(h);
+        if (c && c->is_established()) return true;
+    }
+    return false;
+}
+
 #define FOR_EACH_BACKEND(cfg)                                              \
     IoBackend backend_under_test = IoBackend::epoll;                       \
     SUBCASE("uring") { backend_under_test = IoBackend::uring; }            \
@@ -819,13 +831,7 @@ TEST_CASE("endpoint: failures are clear errors, never hangs") {
         Endpoint server(c);
         Endpoint client(c);
         auto h = client.connect("127.0.0.1", server.local_port());
-        // Drive both until established, then only the client.
-        for (int i = 0; i < 2000 && !(client.find(h) && client.find(h)->is_established()); ++i) {
-            client.run_once(steady_now() + 1ms);
-            server.run_once(steady_now() + 1ms);
-        }
-        REQUIRE(client.find(h));
-        REQUIRE(client.find(h)->is_established());
+        REQUIRE(establish_in_turns(client, server, h));  // then only the client runs
         std::optional<CloseInfo> closed;
         client.on_event([&](ConnectionHandle, const Event& ev) {
             if (auto* e = std::get_if<event::Closed>(&ev)) closed = e->info;
@@ -1195,15 +1201,7 @@ TEST_CASE("endpoint: under load a spoofed Initial gets a small Retry and no stat
     ccfg.bind_address = "127.0.0.1";
     Endpoint client(ccfg);
     const auto h = client.connect("127.0.0.1", server.local_port());
-    // Both endpoints on this thread, each in turn for at most 1 ms.
-    bool up = false;
-    for (const Instant end = steady_now() + 5s; !up && steady_now() < end;) {
-        server.run_once(steady_now() + 1ms);
-        client.run_once(steady_now() + 1ms);
-        const Connection* c = client.find(h);
-        up = c && c->is_established();
-    }
-    REQUIRE(up);
+    REQUIRE(establish_in_turns(client, server, h));
     CHECK(client.find(h)->handshake_summary().retry);
     CHECK(server.stats().retries_sent == kFlood - 1);
     CHECK(server.stats().invalid_tokens == 0);
@@ -1232,14 +1230,7 @@ TEST_CASE("endpoint: a listening endpoint takes no ICMP errors: Retries to close
 
     Endpoint client(cfg);
     const auto h = client.connect("127.0.0.1", server.local_port());
-    bool up = false;
-    for (const Instant end = steady_now() + 5s; !up && steady_now() < end;) {
-        server.run_once(steady_now() + 1ms);
-        client.run_once(steady_now() + 1ms);
-        const Connection* c = client.find(h);
-        up = c && c->is_established();
-    }
-    REQUIRE(up);
+    REQUIRE(establish_in_turns(client, server, h));
     CHECK(server.stats().icmp_errors == 0);
     CHECK(server.stats().send_errors == 0);
 }

@@ -9,7 +9,6 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-#include <csignal>
 
 #include <iostream>
 #include <memory>
@@ -22,6 +21,7 @@
 #include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
+#include "common/interrupt.hpp"
 #include "common/cpu_meter.hpp"
 #include "common/daemon.hpp"
 #include "common/file_io.hpp"
@@ -44,8 +44,6 @@ using nlohmann::json;
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
 
 using tools::id_label;
 using tools::rate;
@@ -708,8 +706,7 @@ int main(int argc, char** argv) {
         if (pid) pid->write();
         Endpoint ep(cfg);
 
-        std::signal(SIGINT, on_signal);
-        std::signal(SIGTERM, on_signal);
+        tools::catch_interrupts();
         if (!json_out) {
             std::cout << "-----------------------------------------------------------\n"
                       << fmt::format("Server listening on {} (UDP, {})\n", ep.local_address(), to_string(ep.backend()))
@@ -728,7 +725,7 @@ int main(int argc, char** argv) {
             else if (const auto* r = std::get_if<event::StreamReadable>(&ev)) s.readable(h, r->id);
             else if (const auto* c = std::get_if<event::Closed>(&ev)) s.closed(h, c->info);
         });
-        while (!g_stop && !(one_off && s.finished > 0)) {
+        while (!tools::interrupted() && !(one_off && s.finished > 0)) {
             Instant now = steady_now();
             s.pump(now);
             // Short waits while sending (the pump refills), else bounded by Ctrl-C's reaction time.
@@ -740,7 +737,7 @@ int main(int argc, char** argv) {
             s.finish_if_delivered();
             release_memory_when_idle(ep, idle_released);
         }
-        if (g_stop && s.test) {
+        if (tools::interrupted() && s.test) {
             for (const Flow& f : s.test->flows)
                 if (Connection* c = ep.connection(f.h)) c->close(0, "the server was interrupted", steady_now());
             ep.run_until([&] { return ep.connection_count() == 0; }, std::chrono::milliseconds(300));

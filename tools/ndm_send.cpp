@@ -24,6 +24,7 @@
 #include "common/emu_summary.hpp"
 #include "common/file_io.hpp"
 #include "common/idle_timeout.hpp"
+#include "common/interrupt.hpp"
 #include "common/logging.hpp"
 #include "common/output.hpp"
 #include "common/iperf_output.hpp"
@@ -154,6 +155,17 @@ public:
           cfg_(endpoint_config(o, profile, path_)), ep_(cfg_), flows_(o.parallel * (o.bidir ? 2 : 1)) {}
 
     int run() {
+        try {
+            return run_test();
+        } catch (const tools::Interrupted&) {
+            // As iperf3's client: the server is told, and is free for the next test.
+            close_all("the client was interrupted");
+            throw;
+        }
+    }
+
+private:
+    int run_test() {
         connect();
         start_ = sample_begin_ = steady_now();
         next_sample_ = start_ + from_seconds(base_.interval);
@@ -166,7 +178,7 @@ public:
             receive_phase();
         }
         if (base_.server_output != tools::TestParams::ServerOutput::none) collect_server_output();
-        close_all();
+        close_all("test complete");
         if (o_.json) {
             print_json();
         } else {
@@ -180,7 +192,6 @@ public:
         return 0;
     }
 
-private:
     // path: where the shared emulated path is kept (its stats are printed at the end).
     static EndpointConfig endpoint_config(const Options& o, const std::optional<emu::Profile>& profile,
                                           std::optional<tools::SharedEmuPath>& path) {
@@ -242,7 +253,9 @@ private:
         }
         for (unsigned i = 0; i < n; ++i) {
             Flow& f = flows_[i];
-            Connection& c = tools::await_established(ep_, f.h, std::chrono::seconds(6));
+            // The handshake timeout (--connect-timeout) ends a handshake that does
+            // not complete with its reason; this bound only backs it up.
+            Connection& c = tools::await_established(ep_, f.h, cfg_.connection.handshake_timeout + std::chrono::seconds(1));
             mds_ = c.max_datagram_size();
             handshake_ = c.handshake_summary();
             if (!f.rev) {
@@ -414,6 +427,7 @@ private:
     void send_phase() {
         const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.omit + base_.seconds);
         for (Instant now = steady_now(); now < end; now = steady_now()) {
+            tools::throw_if_interrupted();
             bool all_acked = true;
             if (o_.bidir) (void)receive_progress(now);  // the server's direction meanwhile
             for (Flow& f : flows_) {
@@ -443,7 +457,7 @@ private:
     // Forward: each receiver answers our FIN with its report on the same
     // stream (--bidir: and the server's direction completes meanwhile).
     void collect_receiver_reports() {
-        const bool got = ep_.run_until(
+        const bool got = tools::run_until(ep_,
             [&] {
                 bool all = true;
                 for (Flow& f : flows_) {
@@ -507,6 +521,7 @@ private:
         const Instant limit = start_ + from_seconds((base_.bytes ? 3600 : base_.omit + base_.seconds) + 30);
         bool data_done = false;
         for (Instant now = steady_now(); !receive_progress(now); now = steady_now()) {
+            tools::throw_if_interrupted();
             if (now >= limit) throw std::runtime_error("the server did not finish within 30 s after the test time");
             ep_.run_once(std::min(next_sample_, now + std::chrono::milliseconds(50)));
             bool all_fin = true;
@@ -552,7 +567,7 @@ private:
         const StreamId id = o_.reverse || o_.bidir ? kReverseReport + 4 : kServerOutput;
         std::vector<std::uint8_t> got;
         bool finished = false;
-        ep_.run_until(
+        tools::run_until(ep_,
             [&] {
                 Connection* c = ep_.connection(f.h);
                 if (!c || c->is_closed()) return true;
@@ -574,9 +589,9 @@ private:
             throw std::runtime_error("the server's output is not a JSON document");
     }
 
-    void close_all() {
+    void close_all(const std::string& reason) {
         for (Flow& f : std::span(flows_).first(o_.parallel))  // one flow of each connection
-            if (Connection* c = ep_.connection(f.h)) c->close(0, "test complete", steady_now());
+            if (Connection* c = ep_.connection(f.h)) c->close(0, reason, steady_now());
         ep_.run_until(
             [&] {
                 for (const Flow& f : flows_)
@@ -873,7 +888,9 @@ int main(int argc, char** argv) {
     CLI::App app{
         "ndm-send: the client of an iperf3-style throughput test over ndm (the server is ndm-recv).\n"
         "Prints per-interval Transfer/Bitrate/Retr/Cwnd rows and the closing sender and receiver lines; the\n"
-        "other side's totals and a hash of the data come back over the connection (byte-exactness check).",
+        "other side's totals and a hash of the data come back over the connection (byte-exactness check).\n"
+        "Exit status: 0 when the test completed byte-exact; 1 when it failed or was interrupted (Ctrl-C or\n"
+        "SIGTERM close the connections with a reason, so ndm-recv ends the test at once); 2 for bad input.",
         "ndm-send"};
     add_options(app, o, profile_name);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-send")) return *rc;
@@ -943,6 +960,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     o.started = std::chrono::system_clock::now();
+    tools::catch_interrupts();
     json intervals = json::array();
     try {
         return Client(o, params, profile, intervals).run();

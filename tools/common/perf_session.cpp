@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/interrupt.hpp"
 #include "common/printable.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
@@ -270,7 +271,7 @@ Bitrate parse_bitrate(std::string_view text) {
 }
 
 Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout) {
-    ep.run_until(
+    run_until(ep, 
         [&] {
             const Connection* c = ep.find(h);
             return !c || c->is_established() || c->is_closed() || ep.close_info(h);
