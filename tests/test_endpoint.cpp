@@ -1207,6 +1207,41 @@ TEST_CASE("endpoint: under load a spoofed Initial gets a small Retry and no stat
     CHECK(server.stats().invalid_tokens == 0);
 }
 
+TEST_CASE("endpoint: datagrams the kernel drops for a full receive buffer are counted (SO_RXQ_OVFL)") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    cfg.accept_connections = true;
+    cfg.socket_buffer_bytes = 64 << 10;
+    Endpoint server(cfg);
+    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(server.local_port());
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+    // 2000 datagrams of 1200 bytes (not QUIC: dropped unanswered) while the
+    // server reads nothing: far more than its buffer and its ring hold.
+    const std::vector<std::uint8_t> junk(1200, 0);
+    constexpr std::uint64_t kBurst = 2000;
+    for (std::uint64_t i = 0; i < kBurst; ++i) REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
+    std::uint64_t seen = 0;
+    for (int turn = 0; turn < 200; ++turn) {  // until a 20 ms turn reads nothing more
+        server.run_once(steady_now() + 20ms);
+        const std::uint64_t now_seen = server.stats().datagrams_received;
+        if (now_seen == seen && seen > 0) break;
+        seen = now_seen;
+    }
+    CHECK(server.stats().receive_drops == 0);  // reported with the next datagram the socket takes
+    REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
+    server.run_until([&] { return server.stats().datagrams_received > seen; }, 2s);
+    close(fd);
+    const EndpointStats st = server.stats();
+    CHECK(st.receive_drops > 0);
+    CHECK(st.receive_drops + st.datagrams_received == kBurst + 1);
+}
+
 TEST_CASE("endpoint: a listening endpoint takes no ICMP errors: Retries to closed ports leave it sending to real clients") {
     // A spoofed Initial's port is usually closed, so each answer to it comes
     // back as ICMP port unreachable. With IP_RECVERR the kernel would hold it

@@ -742,12 +742,17 @@ int main(int argc, char** argv) {
                 if (Connection* c = ep.connection(f.h)) c->close(0, "the server was interrupted", steady_now());
             ep.run_until([&] { return ep.connection_count() == 0; }, std::chrono::milliseconds(300));
         }
-        // What a flood of Initials cost, if there was one (RFC 9000 §8.1).
-        if (const EndpointStats st = ep.stats();
-            st.retries_sent + st.invalid_tokens + st.half_open_evicted + st.per_address_refused > 0)
+        // What a flood of Initials cost, if there was one (RFC 9000 §8.1),
+        // and what arrived faster than the server read.
+        const EndpointStats st = ep.stats();
+        if (st.retries_sent + st.invalid_tokens + st.half_open_evicted + st.per_address_refused > 0)
             std::cerr << fmt::format("ndm-recv: address validation: {} Retries sent, {} invalid tokens dropped, {} "
                                      "half-open handshakes evicted, {} Initials over the per-address cap dropped\n",
                                      st.retries_sent, st.invalid_tokens, st.half_open_evicted, st.per_address_refused);
+        if (st.receive_drops > 0)
+            std::cerr << fmt::format("ndm-recv: the kernel dropped {} datagrams for a full socket receive buffer "
+                                     "(they arrived faster than the server read)\n",
+                                     st.receive_drops);
         return 0;
     } catch (const std::exception& e) {  // cannot bind, I/O
         std::cerr << "ndm-recv: " << e.what() << '\n';

@@ -172,6 +172,10 @@ struct EndpointStats {
     std::uint64_t send_calls = 0;          // sendmsg SQEs / sendmmsg entries
     std::uint64_t unroutable = 0;          // no connection for the CID (and not an Initial we accept)
     std::uint64_t send_errors = 0;
+    // Datagrams the kernel dropped because the socket's receive buffer was
+    // full (SO_RXQ_OVFL), as of the last datagram read: what arrives faster
+    // than the endpoint reads (a flood; socket_buffer_bytes too small).
+    std::uint64_t receive_drops = 0;
     std::uint64_t icmp_errors = 0;
     std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open or max_connections_per_address
     std::uint64_t stateless_resets_sent = 0;  // RFC 9000 §10.3: answers to datagrams for unknown IDs

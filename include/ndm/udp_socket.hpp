@@ -108,6 +108,10 @@ public:
     [[nodiscard]] int gro_segment(std::size_t i) const;
     // The ECN codepoint of its IP header (needs enable_ecn_reporting()).
     [[nodiscard]] Ecn ecn(std::size_t i) const;
+    // How many datagrams the kernel had dropped on this socket (a full receive
+    // buffer) when message i arrived, since the socket was opened; 0 until
+    // the first drop (needs enable_drop_counting()).
+    [[nodiscard]] std::uint32_t kernel_drops(std::size_t i) const;
     [[nodiscard]] std::size_t capacity() const { return msgs_.size(); }
 
 private:
@@ -150,6 +154,9 @@ public:
     // and IPV6_RECVTCLASS on an IPv6 socket), whose two low bits are its ECN
     // codepoint (UdpReceiveBatch::ecn); 0 or the errno.
     int enable_ecn_reporting();
+    // Reports the socket's count of datagrams the kernel dropped with each
+    // received one (SO_RXQ_OVFL; UdpReceiveBatch::kernel_drops); 0 or the errno.
+    int enable_drop_counting();
 
     [[nodiscard]] int fd() const { return fd_; }
     [[nodiscard]] bool gso() const { return gso_; }

@@ -110,6 +110,9 @@ public:
     [[nodiscard]] std::uint64_t send_calls() const { return send_calls_; }
     // Sends the kernel refused for good (EndpointStats::send_errors).
     [[nodiscard]] virtual std::uint64_t send_errors() const = 0;
+    // Datagrams the kernel dropped for a full receive buffer, as of the last
+    // one read (EndpointStats::receive_drops).
+    [[nodiscard]] std::uint64_t receive_drops() const { return receive_drops_; }
 
 protected:
     // Takes on a socket from open_udp_socket(): its address and offloads; returns the fd.
@@ -119,6 +122,7 @@ protected:
     bool gso_ = false;
     bool gro_ = false;
     std::uint64_t send_calls_ = 0;
+    std::uint64_t receive_drops_ = 0;  // the kernel's count is cumulative: the latest is the total
 };
 
 // Page-aligned anonymous memory for send slots and receive buffers: huge
@@ -164,6 +168,7 @@ void drain_error_queue(int fd, RxHandler& h);
 struct RxControl {
     int gro_segment = 0;
     Ecn ecn = Ecn::not_ect;
+    std::uint32_t kernel_drops = 0;  // SO_RXQ_OVFL: the socket's drops so far, 0 until one
 };
 RxControl parse_rx_control(const msghdr& msg);
 // Delivers a received (possibly GRO-coalesced) payload split into datagrams

@@ -767,6 +767,7 @@ EndpointStats Endpoint::stats() const {
     s.datagrams_sent = impl_->batch ? impl_->batch->queued() : 0;
     s.send_calls = impl_->backend->send_calls();
     s.send_errors = impl_->backend->send_errors();
+    s.receive_drops = impl_->backend->receive_drops();
     return s;
 }
 

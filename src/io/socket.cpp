@@ -243,6 +243,8 @@ OpenedSocket open_udp_socket(const SocketOptions& opt) {
     if (const int e = sock->enable_ecn_reporting(); e != 0)
         spdlog::info("ndm io: the kernel does not report received TOS ({}); ECN codepoints read as not-ECT",
                      std::strerror(e));
+    if (const int e = sock->enable_drop_counting(); e != 0)
+        spdlog::debug("ndm io: SO_RXQ_OVFL refused ({}): EndpointStats::receive_drops stays 0", std::strerror(e));
     s.gro = sock->gro();
     s.gso = sock->gso();
     s.fd = sock->release();

@@ -89,6 +89,8 @@ RxControl parse_rx_control(const msghdr& received) {
             int tclass = 0;  // an int (ipv6(7) IPV6_RECVTCLASS)
             std::memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
             out.ecn = ecn_of_tos(static_cast<unsigned>(tclass));
+        } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL && len >= sizeof(std::uint32_t)) {
+            std::memcpy(&out.kernel_drops, CMSG_DATA(c), sizeof(std::uint32_t));  // socket(7)
         }
     }
     return out;
@@ -170,6 +172,9 @@ socklen_t UdpReceiveBatch::from_len(std::size_t i) const { return msgs_[i].msg_h
 bool UdpReceiveBatch::truncated(std::size_t i) const { return (msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) != 0; }
 int UdpReceiveBatch::gro_segment(std::size_t i) const { return io::parse_rx_control(msgs_[i].msg_hdr).gro_segment; }
 Ecn UdpReceiveBatch::ecn(std::size_t i) const { return io::parse_rx_control(msgs_[i].msg_hdr).ecn; }
+std::uint32_t UdpReceiveBatch::kernel_drops(std::size_t i) const {
+    return io::parse_rx_control(msgs_[i].msg_hdr).kernel_drops;
+}
 
 // ---------------------------------------------------------------------------
 // UdpSocket: set-up
@@ -251,6 +256,11 @@ int UdpSocket::enable_ecn_reporting() {
     if (family == AF_INET6 && setsockopt(fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one) != 0) return errno;
     const bool v4 = setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) == 0;
     return v4 || family == AF_INET6 ? 0 : errno;
+}
+
+int UdpSocket::enable_drop_counting() {
+    const int one = 1;
+    return setsockopt(fd_, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one) == 0 ? 0 : errno;
 }
 
 int UdpSocket::enable_gso() {
