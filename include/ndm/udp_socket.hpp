@@ -116,7 +116,9 @@ public:
 
 private:
     struct Control {
-        alignas(cmsghdr) std::uint8_t bytes[64];
+        // UDP_GRO, SO_RXQ_OVFL, IP_TOS and IPV6_TCLASS: CMSG_SPACE(4) = 24
+        // bytes each; a shorter buffer would cut the last (the ECN codepoint).
+        alignas(cmsghdr) std::uint8_t bytes[128];
     };
     std::vector<std::uint8_t> own_;
     std::uint8_t* memory_;

@@ -57,7 +57,10 @@ constexpr unsigned kBufGroup = 7;
 // more CPU per GB than with 32. Inline sends return their slots at the next
 // reap, and a turn sends at most a few pacer quanta.
 constexpr unsigned kTxSlots = 32;
-constexpr std::size_t kControlSize = 64;
+// Room for every control message a datagram can bring: UDP_GRO, SO_RXQ_OVFL,
+// IP_TOS and IPV6_TCLASS take CMSG_SPACE(4) = 24 bytes each. A shorter buffer
+// truncates the last (MSG_CTRUNC), and the ECN codepoint comes last.
+constexpr std::size_t kControlSize = 128;
 
 __kernel_timespec to_kernel_ts(Instant t) {
     const auto ns = t.time_since_epoch().count();
