@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend_test_util.hpp"
 #include "io/backend.hpp"
 #include "ndm/udp_socket.hpp"
 #include "loopback_udp.hpp"
@@ -56,26 +57,10 @@ void send(ndm::io::Backend& be, const Address& to, const std::string& text) {
     be.flush();
 }
 
-std::unique_ptr<ndm::io::Backend> open_backend(bool uring) {
-    ndm::io::SocketOptions opt;
-    opt.bind = kLoopback;
-    if (!uring) return ndm::io::make_epoll_backend(opt);
-    try {
-        return ndm::io::make_uring_backend(opt);
-    } catch (const ndm::EndpointError& e) {
-        ndm::test::skip_test(std::string("no io_uring here: ") + e.what());
-        return nullptr;
-    }
-}
-
 }  // namespace
 
 TEST_CASE("backends: a datagram to a live peer leaves although the socket holds another peer's ICMP error") {
-    bool uring = false;
-    SUBCASE("uring") { uring = true; }
-    SUBCASE("epoll") { uring = false; }
-    auto be = open_backend(uring);
-    if (!be) return;
+    FOR_EACH_IO_BACKEND(ndm::io::SocketOptions{});
     const Address gone = loopback(ndm::test::dead_loopback_port());
     const ndm::test::LoopbackUdp live;
     Recorder rec;

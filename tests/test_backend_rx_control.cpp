@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_test_util.hpp"
 #include "io/backend.hpp"
 #include "skip.hpp"
 
@@ -34,19 +35,6 @@ struct Counter final : ndm::io::RxHandler {
     }
     void on_peer_error(const ndm::io::Address&, int, const std::string&) override {}
 };
-
-std::unique_ptr<ndm::io::Backend> open_backend(bool uring) {
-    ndm::io::SocketOptions opt;
-    opt.bind = ndm::io::Address::parse("127.0.0.1", 0);
-    opt.buffer_bytes = 64 << 10;
-    if (!uring) return ndm::io::make_epoll_backend(opt);
-    try {
-        return ndm::io::make_uring_backend(opt);
-    } catch (const ndm::EndpointError& e) {
-        ndm::test::skip_test(std::string("no io_uring here: ") + e.what());
-        return nullptr;
-    }
-}
 
 // A sender of ECT(0) GSO datagrams (two 1200-byte segments each) to port.
 struct GsoSender {
@@ -73,11 +61,9 @@ struct GsoSender {
 }  // namespace
 
 TEST_CASE("backends: a GRO datagram after kernel drops still reports its ECN codepoint, and the drops are counted") {
-    bool uring = false;
-    SUBCASE("uring") { uring = true; }
-    SUBCASE("epoll") { uring = false; }
-    auto be = open_backend(uring);
-    if (!be) return;
+    ndm::io::SocketOptions small;
+    small.buffer_bytes = 64 << 10;
+    FOR_EACH_IO_BACKEND(small);
     if (!be->gro()) {
         ndm::test::skip_test("no UDP GRO on this kernel");
         return;
