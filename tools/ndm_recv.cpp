@@ -44,7 +44,6 @@ using nlohmann::json;
 
 namespace {
 
-
 using tools::id_label;
 using tools::rate;
 using tools::secs;

@@ -87,6 +87,16 @@ void for_each_gro_segment(std::span<const std::uint8_t> payload, int segment, F&
     }
 }
 
+// What the control messages of one received message say.
+struct UdpReceiveInfo {
+    int gro_segment = 0;     // the UDP_GRO segment size, 0 when the message is one datagram
+    Ecn ecn = Ecn::not_ect;  // of its IP header (needs enable_ecn_reporting())
+    // How many datagrams the kernel had dropped on the socket (a full receive
+    // buffer) when it arrived, since the socket was opened; 0 until the first
+    // drop (needs enable_drop_counting(): SO_RXQ_OVFL).
+    std::uint32_t kernel_drops = 0;
+};
+
 // Buffers for one recvmmsg call: `count` messages of up to `size` bytes with
 // their source address and control data (the UDP_GRO segment size).
 class UdpReceiveBatch {
@@ -104,14 +114,11 @@ public:
     [[nodiscard]] const sockaddr* from(std::size_t i) const;
     [[nodiscard]] socklen_t from_len(std::size_t i) const;
     [[nodiscard]] bool truncated(std::size_t i) const;
-    // The UDP_GRO segment size, 0 when the message is one datagram.
-    [[nodiscard]] int gro_segment(std::size_t i) const;
-    // The ECN codepoint of its IP header (needs enable_ecn_reporting()).
-    [[nodiscard]] Ecn ecn(std::size_t i) const;
-    // How many datagrams the kernel had dropped on this socket (a full receive
-    // buffer) when message i arrived, since the socket was opened; 0 until
-    // the first drop (needs enable_drop_counting()).
-    [[nodiscard]] std::uint32_t kernel_drops(std::size_t i) const;
+    // Its control messages, read in one pass; gro_segment() and ecn() read
+    // one field of it each.
+    [[nodiscard]] UdpReceiveInfo info(std::size_t i) const;
+    [[nodiscard]] int gro_segment(std::size_t i) const { return info(i).gro_segment; }
+    [[nodiscard]] Ecn ecn(std::size_t i) const { return info(i).ecn; }
     [[nodiscard]] std::size_t capacity() const { return msgs_.size(); }
 
 private:
@@ -157,7 +164,7 @@ public:
     // codepoint (UdpReceiveBatch::ecn); 0 or the errno.
     int enable_ecn_reporting();
     // Reports the socket's count of datagrams the kernel dropped with each
-    // received one (SO_RXQ_OVFL; UdpReceiveBatch::kernel_drops); 0 or the errno.
+    // received one (SO_RXQ_OVFL; UdpReceiveInfo::kernel_drops); 0 or the errno.
     int enable_drop_counting();
 
     [[nodiscard]] int fd() const { return fd_; }

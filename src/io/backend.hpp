@@ -17,6 +17,7 @@
 #include "ndm/ecn.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/time.hpp"
+#include "ndm/udp_socket.hpp"
 
 namespace ndm::io {
 
@@ -81,6 +82,9 @@ inline constexpr std::size_t kTxSlotSize = 65536;
 
 struct OpenedSocket;
 
+// A received message's control data, as UdpReceiveBatch::info() gives it.
+using RxControl = UdpReceiveInfo;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -122,7 +126,13 @@ protected:
     bool gso_ = false;
     bool gro_ = false;
     std::uint64_t send_calls_ = 0;
-    std::uint64_t receive_drops_ = 0;  // the kernel's count is cumulative: the latest is the total
+    // Every received message passes its control data here.
+    void note_received(const RxControl& c) {
+        if (c.kernel_drops) receive_drops_ = c.kernel_drops;  // cumulative: the latest is the total
+    }
+
+private:
+    std::uint64_t receive_drops_ = 0;
 };
 
 // Page-aligned anonymous memory for send slots and receive buffers: huge
@@ -165,11 +175,6 @@ void drain_error_queue(int fd, RxHandler& h);
 // The control data of a received message: the UDP_GRO segment size (0 if
 // absent) and the ECN codepoint of the IP_TOS / IPV6_TCLASS cmsg (not-ECT if
 // absent).
-struct RxControl {
-    int gro_segment = 0;
-    Ecn ecn = Ecn::not_ect;
-    std::uint32_t kernel_drops = 0;  // SO_RXQ_OVFL: the socket's drops so far, 0 until one
-};
 RxControl parse_rx_control(const msghdr& msg);
 // Delivers a received (possibly GRO-coalesced) payload split into datagrams
 // (ndm::for_each_gro_segment), each with the payload's codepoint.

@@ -157,8 +157,8 @@ private:
             for (int k = 0; k < n; ++k) {
                 if (rx_.truncated(k)) continue;
                 ++received_;
-                const RxControl control{rx_.gro_segment(k), rx_.ecn(k), rx_.kernel_drops(k)};
-                if (control.kernel_drops) receive_drops_ = control.kernel_drops;
+                const RxControl control = rx_.info(k);
+                note_received(control);
                 deliver_split(rx_.payload(k), control, Address::from(rx_.from(k), rx_.from_len(k)), h);
             }
             if (static_cast<unsigned>(n) < kRxBatch) return true;

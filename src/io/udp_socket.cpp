@@ -170,11 +170,7 @@ const sockaddr* UdpReceiveBatch::from(std::size_t i) const {
 }
 socklen_t UdpReceiveBatch::from_len(std::size_t i) const { return msgs_[i].msg_hdr.msg_namelen; }
 bool UdpReceiveBatch::truncated(std::size_t i) const { return (msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) != 0; }
-int UdpReceiveBatch::gro_segment(std::size_t i) const { return io::parse_rx_control(msgs_[i].msg_hdr).gro_segment; }
-Ecn UdpReceiveBatch::ecn(std::size_t i) const { return io::parse_rx_control(msgs_[i].msg_hdr).ecn; }
-std::uint32_t UdpReceiveBatch::kernel_drops(std::size_t i) const {
-    return io::parse_rx_control(msgs_[i].msg_hdr).kernel_drops;
-}
+UdpReceiveInfo UdpReceiveBatch::info(std::size_t i) const { return io::parse_rx_control(msgs_[i].msg_hdr); }
 
 // ---------------------------------------------------------------------------
 // UdpSocket: set-up

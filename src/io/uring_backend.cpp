@@ -402,7 +402,7 @@ private:
         view.msg_control = io_uring_recvmsg_cmsg_firsthdr(out, &rx_msg_);
         view.msg_controllen = out->controllen;
         if (view.msg_control) control = parse_rx_control(view);
-        if (control.kernel_drops) receive_drops_ = control.kernel_drops;
+        note_received(control);
         auto* payload = static_cast<const std::uint8_t*>(io_uring_recvmsg_payload(out, &rx_msg_));
         const auto plen = io_uring_recvmsg_payload_length(out, len, &rx_msg_);
         deliver_split({payload, plen}, control, from, *handler_);

@@ -102,18 +102,21 @@ void StreamSet::on_consumed(StreamId id, std::size_t n) {
     }
 }
 
-bool StreamSet::finished(StreamId id) const {
-    if (const StreamState* s = find(id)) return s->recv.finished();
+bool StreamSet::opened(StreamId id) const {
     const std::uint64_t index = id >> 2;
     return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_)[dir(is_bidi(id))];
+}
+
+bool StreamSet::finished(StreamId id) const {
+    if (const StreamState* s = find(id)) return s->recv.finished();
+    return opened(id);  // reaped
 }
 
 bool StreamSet::send_acked(StreamId id) const {
     if (receive_only(id)) return false;
     if (const StreamState* s = find(id)) return s->send.all_acked();
     // Reaped only once its send half was acknowledged to the FIN (maybe_reap).
-    const std::uint64_t index = id >> 2;
-    return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_)[dir(is_bidi(id))];
+    return opened(id);
 }
 
 void StreamSet::maybe_reap(StreamId id) {

@@ -163,6 +163,8 @@ private:
     StreamState* stream_for_peer_frame(StreamId id, Half half, const char* frame, StreamResult& error);
     void add(StreamId id);
     void maybe_reap(StreamId id);
+    // Opened at some time (by either side); a stream opened and not found was reaped.
+    [[nodiscard]] bool opened(StreamId id) const;
     [[nodiscard]] std::uint64_t new_data_limit(const StreamState& s) const;
     [[nodiscard]] bool peer_initiated(StreamId id) const { return ((id & 0x1) == 0) != cfg_.client; }
     // RFC 9000 §2.1: bit 0x2 marks a unidirectional stream.

@@ -271,7 +271,7 @@ Bitrate parse_bitrate(std::string_view text) {
 }
 
 Connection& await_established(Endpoint& ep, ConnectionHandle h, Duration timeout) {
-    run_until(ep, 
+    run_until(ep,
         [&] {
             const Connection* c = ep.find(h);
             return !c || c->is_established() || c->is_closed() || ep.close_info(h);
