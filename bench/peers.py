@@ -131,7 +131,9 @@ def source_commit(build):
         return "?"
 
 
-def ndm_cli(build, cipher):
+def ndm_cli(build, cipher, amount=None):
+    """One ndm-send -> ndm-recv test; amount: ndm-send's arguments for how much to send and how
+    (default -n BYTES). CPU per GB counts both processes over the bytes ndm-recv received."""
     port = free_port()
     suite = ["--cipher", cipher] if cipher else []
     recv = subprocess.Popen([build.exe("tools/ndm-recv"), "-1", "-B", "127.0.0.1", "-p", str(port), *suite],
@@ -145,7 +147,7 @@ def ndm_cli(build, cipher):
                 trust = ["--pin", line.split("--pin", 1)[1].split()[0]]
                 break
     out, _, send_cpu, rc = run_child([build.exe("tools/ndm-send"), "-c", "127.0.0.1", "-p", str(port),
-                                      "-n", str(BYTES), "-J", *trust, *suite])
+                                      *(amount or ["-n", str(BYTES)]), "-J", *trust, *suite])
     if rc != 0:
         recv.kill()
     recv.stdout.read()
@@ -153,8 +155,9 @@ def ndm_cli(build, cipher):
     if rc != 0:
         return None
     doc = json.loads(out)
-    gbps = doc["end"]["sum_received"]["bits_per_second"] / 1e9
-    return {"goodput_gbps": gbps, "cpu_s_per_gb": (send_cpu + ru.ru_utime + ru.ru_stime) / (BYTES / 1e9),
+    received = doc["end"]["sum_received"]
+    gbps = received["bits_per_second"] / 1e9
+    return {"goodput_gbps": gbps, "cpu_s_per_gb": (send_cpu + ru.ru_utime + ru.ru_stime) / (received["bytes"] / 1e9),
             "io": doc["start"].get("io", "?")}
 
 

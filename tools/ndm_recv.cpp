@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/endpoint_summary.hpp"
 #include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
 #include "common/idle_timeout.hpp"
@@ -614,7 +615,7 @@ int main(int argc, char** argv) {
     ndm::tools::log_to_stderr();
     std::uint16_t port = 5201;
     std::string bind = "::";
-    bool one_off = false, json_out = false;
+    bool one_off = false, json_out = false, verbose = false;
     std::string io = "auto";
     std::string qlog;
     double idle_timeout = ndm::tools::kDefaultIdleTimeoutSeconds;
@@ -646,6 +647,9 @@ int main(int argc, char** argv) {
     ndm::tools::add_version_flag(app, "ndm-recv");
     app.add_flag("-D,--daemon", daemon, "run in the background; output to --logfile, else discarded (as iperf3's -D)");
     app.add_flag("-1,--one-off", one_off, "exit after one test");
+    app.add_flag("-V,--verbose", verbose,
+                 "at exit, also print the socket's totals: datagrams sent (in how many send calls) and received, "
+                 "service passes and connection turns (to stderr with -J)");
     app.add_flag("-4,--version4", ipv4, "IPv4 only: bind 0.0.0.0 (or -B's IPv4 address)")->excludes(
         app.add_flag("-6,--version6", ipv6, "IPv6: bind :: (or -B's IPv6 address); IPv4-mapped clients are still accepted"));
     app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
@@ -748,6 +752,7 @@ int main(int argc, char** argv) {
             std::cerr << fmt::format("ndm-recv: address validation: {} Retries sent, {} invalid tokens dropped, {} "
                                      "half-open handshakes evicted, {} Initials over the per-address cap dropped\n",
                                      st.retries_sent, st.invalid_tokens, st.half_open_evicted, st.per_address_refused);
+        if (verbose) (json_out ? std::cerr : std::cout) << tools::endpoint_summary_text(st) << std::flush;
         if (st.receive_drops > 0)
             std::cerr << fmt::format("ndm-recv: the kernel dropped {} datagrams for a full socket receive buffer "
                                      "(they arrived faster than the server read)\n",

@@ -22,6 +22,7 @@
 #include "common/cpu_meter.hpp"
 #include "common/emu_path.hpp"
 #include "common/emu_summary.hpp"
+#include "common/endpoint_summary.hpp"
 #include "common/file_io.hpp"
 #include "common/idle_timeout.hpp"
 #include "common/interrupt.hpp"
@@ -668,7 +669,8 @@ private:
         j["end"] = {{"streams", streams},
                     {"sender_congestion", o_.cc},
                     {"receiver_congestion", receiver_cc()},
-                    {"cpu_utilization_percent", cpu_json()}};
+                    {"cpu_utilization_percent", cpu_json()},
+                    {"endpoint", tools::endpoint_summary_json(ep_.stats())}};
         bool exact = true;
         std::string error;
         for (const bool d : directions()) {
@@ -762,7 +764,8 @@ private:
                                      rev ? "receiver" : "sender", c.host.total, c.host.user, c.host.system,
                                      rev ? "sender" : "receiver", c.remote.user + c.remote.system, c.remote.user,
                                      c.remote.system)
-                      << fmt::format("snd_congestion {}\nrcv_congestion {}\n", o_.cc, receiver_cc());
+                      << fmt::format("snd_congestion {}\nrcv_congestion {}\n", o_.cc, receiver_cc())
+                      << tools::endpoint_summary_text(ep_.stats());
         }
         if (!server_output_.empty()) std::cout << "\nServer output:\n" << server_output_;
         std::cout << "\nndm-send done.\n";
@@ -801,7 +804,8 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
     app.add_flag("-V,--verbose", o.verbose,
                  "also print the test parameters, controller and TLS parameters at the start, both sides' CPU "
-                 "use and controllers at the end (as iperf3's -V)");
+                 "use and controllers at the end (as iperf3's -V), and this socket's totals (datagrams sent in how many "
+                 "send calls, received; service passes)");
     app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");
     tools::add_output_flags(app, o.output);
     tools::add_idle_timeout_option(app, o.idle_timeout);

@@ -228,13 +228,18 @@ private:
         // datagram, after the recvmsg header, the name and the control data.
         buf_size_ = 65536 + 256;
         // The kernel takes buffers in ring order, so all of them cycle through
-        // the cache. With GRO most receives fill a buffer, and 16 (1 MiB) stay
-        // warm: the kernel's copy-out and our parse run ~15 % cheaper on the
-        // receiver than with 128 (8 MiB). Without GRO every datagram, however
-        // small, takes a buffer and 16 would run out (ENOBUFS, re-arm) every
-        // few datagrams: 128 then. Running out only parks data in the socket
-        // buffer until the re-arm. Measured in bench/RESULTS.md.
-        nbufs_ = gro_ ? 16 : 128;
+        // the cache. With GRO a data receiver's receives mostly fill a buffer,
+        // and fewer buffers stay warmer (16 ran ~15 % cheaper than 128 on the
+        // receiver). But every datagram GRO does not merge, however small,
+        // takes a whole buffer: a data sender reads ACKs, and with -P 128 they
+        // come from 128 connections; 16 buffers capped each wait at 16 of
+        // them, the rest queued in the socket (150 ms of queue at 3.5 Gbit/s)
+        // and 128 connections cost 2.3x one's CPU per GB. 64 (4 MiB): 1.9x,
+        // one connection's cost unchanged within noise (bench/connections.py,
+        // bench/RESULTS.md "Connections on one endpoint"). Without GRO every
+        // datagram takes a buffer: 128. Running out only parks data in the
+        // socket buffer until the re-arm.
+        nbufs_ = gro_ ? 64 : 128;
         const long page = sysconf(_SC_PAGESIZE);
         ring_bytes_ = (nbufs_ * sizeof(io_uring_buf) + static_cast<std::size_t>(page) - 1) &
                       ~(static_cast<std::size_t>(page) - 1);
