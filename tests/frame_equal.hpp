@@ -57,6 +57,12 @@ inline bool eq(const NewConnectionIdFrame& a, const NewConnectionIdFrame& b) {
 inline bool eq(const RetireConnectionIdFrame& a, const RetireConnectionIdFrame& b) { return a.sequence == b.sequence; }
 inline bool eq(const PathChallengeFrame& a, const PathChallengeFrame& b) { return a.data == b.data; }
 inline bool eq(const PathResponseFrame& a, const PathResponseFrame& b) { return a.data == b.data; }
+inline bool eq(const AckFrequencyFrame& a, const AckFrequencyFrame& b) {
+    return a.sequence == b.sequence && a.ack_eliciting_threshold == b.ack_eliciting_threshold &&
+           a.requested_max_ack_delay_us == b.requested_max_ack_delay_us &&
+           a.reordering_threshold == b.reordering_threshold;
+}
+inline bool eq(const ImmediateAckFrame&, const ImmediateAckFrame&) { return true; }
 inline bool eq(const ConnectionCloseFrame& a, const ConnectionCloseFrame& b) {
     return a.error_code == b.error_code && a.application == b.application && a.reason == b.reason &&
            (a.application || a.frame_type == b.frame_type);  // 0x1d carries no frame type (RFC 9000 §19.19)

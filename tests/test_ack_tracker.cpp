@@ -146,3 +146,94 @@ TEST_CASE("AckTracker: after an ACK is acknowledged, older packet numbers are no
     at.on_ack_acknowledged(13);
     CHECK(at.build_ack(t0 + 3ms).ranges == std::vector<AckRange>{{13, 13}});
 }
+
+// ---- ACK frequency (draft-ietf-quic-ack-frequency-14) ----------------------
+
+namespace {
+// Receives pn at t0 and reports whether an ACK is due at once; sends it if so.
+bool acks_at_once(AckTracker& at, std::uint64_t pn, ndm::Ecn ecn = ndm::Ecn::not_ect) {
+    REQUIRE(at.on_packet_received(pn, true, t0, ecn));
+    if (at.ack_deadline() != t0) return false;
+    at.on_ack_sent(t0);
+    return true;
+}
+}  // namespace
+
+TEST_CASE("AckTracker: an ACK_FREQUENCY request sets the threshold and the delay; obsolete ones are ignored") {
+    AckTracker at({.max_ack_delay = 25ms});
+    CHECK(at.set_frequency(0, {.ack_eliciting_threshold = 4, .max_ack_delay = 10ms, .reordering_threshold = 1}));
+    // "More than 4": the fifth ack-eliciting packet is acknowledged at once.
+    for (std::uint64_t pn = 0; pn < 4; ++pn) {
+        REQUIRE(at.on_packet_received(pn, true, t0));
+        CHECK(at.ack_deadline() == t0 + 10ms);
+    }
+    REQUIRE(at.on_packet_received(4, true, t0));
+    CHECK(at.ack_deadline() == t0);
+    at.on_ack_sent(t0);
+    // A reordered, older request (sequence 0 again) changes nothing (§4).
+    CHECK_FALSE(at.set_frequency(0, {.ack_eliciting_threshold = 0, .max_ack_delay = 1ms, .reordering_threshold = 1}));
+    REQUIRE(at.on_packet_received(5, true, t0));
+    CHECK(at.ack_deadline() == t0 + 10ms);
+    // Threshold 0 acknowledges every ack-eliciting packet; a lowered threshold
+    // that the packets already exceed makes the ACK due.
+    CHECK(at.set_frequency(1, {.ack_eliciting_threshold = 0, .max_ack_delay = 1ms, .reordering_threshold = 1}));
+    CHECK(at.ack_deadline() == t0);
+    // An absurd threshold is capped: the receiver may acknowledge more often than asked.
+    CHECK(at.set_frequency(9, {.ack_eliciting_threshold = ~0ull, .max_ack_delay = 1ms, .reordering_threshold = 1}));
+    at.on_ack_sent(t0);
+    for (std::uint64_t pn = 6; pn < 6 + AckTracker::kMaxFrequencyThreshold; ++pn) CHECK_FALSE(acks_at_once(at, pn));
+    CHECK(acks_at_once(at, 6 + AckTracker::kMaxFrequencyThreshold));
+}
+
+TEST_CASE("AckTracker: reordering threshold 3 acknowledges gaps as the draft's Table 1 does") {
+    AckTracker at({.max_ack_delay = 25ms});
+    REQUIRE(at.set_frequency(0, {.ack_eliciting_threshold = 100, .max_ack_delay = 25ms, .reordering_threshold = 3}));
+    // Received: 0 1 3 4 5 8 9 10; ACKs at 5, 9 and 10 (ack-frequency-14 §6.2.1).
+    const std::pair<std::uint64_t, bool> rows[] = {{0, false}, {1, false}, {3, false}, {4, false},
+                                                   {5, true},  {8, false}, {9, true},  {10, true}};
+    for (const auto& [pn, ack] : rows) {
+        CAPTURE(pn);
+        CHECK(acks_at_once(at, pn) == ack);
+    }
+    // A packet at or below Largest Acked - 3 (the sender may have declared it lost): at once.
+    CHECK(acks_at_once(at, 2));
+}
+
+TEST_CASE("AckTracker: reordering threshold 5 as the draft's Table 2; 0 never acknowledges a gap at once") {
+    AckTracker at({.max_ack_delay = 25ms});
+    REQUIRE(at.set_frequency(0, {.ack_eliciting_threshold = 100, .max_ack_delay = 25ms, .reordering_threshold = 5}));
+    const std::pair<std::uint64_t, bool> rows[] = {{0, false}, {1, false}, {3, false}, {5, false},
+                                                   {6, false}, {7, true},  {8, false}, {9, true}};
+    for (const auto& [pn, ack] : rows) {
+        CAPTURE(pn);
+        CHECK(acks_at_once(at, pn) == ack);
+    }
+    AckTracker none({.max_ack_delay = 25ms});
+    REQUIRE(none.set_frequency(0, {.ack_eliciting_threshold = 100, .max_ack_delay = 25ms, .reordering_threshold = 0}));
+    for (std::uint64_t pn : {0, 10, 5, 20, 1}) CHECK_FALSE(acks_at_once(none, pn));
+}
+
+TEST_CASE("AckTracker: with a threshold above 1, only the first CE after unmarked packets is acknowledged at once") {
+    using ndm::Ecn;
+    AckTracker at({.max_ack_delay = 25ms});
+    REQUIRE(at.set_frequency(0, {.ack_eliciting_threshold = 10, .max_ack_delay = 25ms, .reordering_threshold = 1}));
+    CHECK_FALSE(acks_at_once(at, 0, Ecn::ect0));
+    CHECK(acks_at_once(at, 1, Ecn::ce));
+    CHECK_FALSE(acks_at_once(at, 2, Ecn::ce));
+    CHECK_FALSE(acks_at_once(at, 3, Ecn::ect0));
+    CHECK(acks_at_once(at, 4, Ecn::ce));
+    // Threshold 1 keeps RFC 9000 §13.2.1: every CE at once.
+    AckTracker rfc({.max_ack_delay = 25ms});
+    REQUIRE(rfc.set_frequency(0, {.ack_eliciting_threshold = 1, .max_ack_delay = 25ms, .reordering_threshold = 1}));
+    CHECK(acks_at_once(rfc, 0, Ecn::ce));
+    CHECK(acks_at_once(rfc, 1, Ecn::ce));
+}
+
+TEST_CASE("AckTracker: IMMEDIATE_ACK makes the ACK due at once") {
+    AckTracker at({.max_ack_delay = 25ms});
+    REQUIRE(at.set_frequency(0, {.ack_eliciting_threshold = 10, .max_ack_delay = 25ms, .reordering_threshold = 1}));
+    REQUIRE(at.on_packet_received(0, true, t0));
+    CHECK(at.ack_deadline() == t0 + 25ms);
+    at.request_immediate_ack(t0 + 1ms);
+    CHECK(at.ack_deadline() == t0 + 1ms);
+}

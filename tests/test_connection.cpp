@@ -518,7 +518,11 @@ TEST_CASE("malformed frames inside a valid packet close with the code the RFC na
         {{0x0e, 0x00, 0x00, 0x40, 0x64, 1, 2, 3}, CloseCode::frame_encoding_error, "past end of packet"},
         {{0x13, 0xd0, 0, 0, 0, 0, 0, 0, 1}, CloseCode::frame_encoding_error, "exceeds 2^60"},
         {{0x07, 0x00}, CloseCode::frame_encoding_error, "empty token"},
-        {{0x1f}, CloseCode::frame_encoding_error, "unknown frame type"},
+        {{0x20}, CloseCode::frame_encoding_error, "unknown frame type"},
+        // draft-ietf-quic-ack-frequency-14 §3: only for a side that advertised min_ack_delay.
+        {{0x1f}, CloseCode::frame_encoding_error, "IMMEDIATE_ACK frame, but min_ack_delay was not advertised"},
+        {{0x40, 0xaf, 0, 1, 0x40, 0x64, 1}, CloseCode::frame_encoding_error,
+         "ACK_FREQUENCY frame, but min_ack_delay was not advertised"},
         {{0x40, 0x01}, CloseCode::protocol_violation, "non-minimal"},  // RFC 9000 §12.4
     };
     for (const auto& c : cases) {

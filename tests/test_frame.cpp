@@ -187,6 +187,8 @@ std::vector<Frame> sample_frames() {
         RetireConnectionIdFrame{2},
         PathChallengeFrame{{1, 2, 3, 4, 5, 6, 7, 8}},
         PathResponseFrame{{8, 7, 6, 5, 4, 3, 2, 1}},
+        AckFrequencyFrame{7, 31, 25000, 3},
+        ImmediateAckFrame{},
     };
 }
 
@@ -233,6 +235,26 @@ TEST_CASE("frame: golden encodings") {
     CHECK(encode(RetireConnectionIdFrame{5}) == Bytes{0x19, 0x05});
     CHECK(encode(PathChallengeFrame{{1, 2, 3, 4, 5, 6, 7, 8}}) == Bytes{0x1a, 1, 2, 3, 4, 5, 6, 7, 8});
     CHECK(encode(PathResponseFrame{{1, 2, 3, 4, 5, 6, 7, 8}}) == Bytes{0x1b, 1, 2, 3, 4, 5, 6, 7, 8});
+    // draft-ietf-quic-ack-frequency-14 §4, §5: type 0xaf is a 2-byte varint.
+    CHECK(encode(AckFrequencyFrame{1, 9, 25000, 3}) == Bytes{0x40, 0xaf, 0x01, 0x09, 0x80, 0x00, 0x61, 0xa8, 0x03});
+    CHECK(encode(ImmediateAckFrame{}) == Bytes{0x1f});
+}
+
+TEST_CASE("frame: ACK_FREQUENCY's requested max ack delay must be below 2^14 ms") {
+    // 2^14 ms = 16 384 000 us: the first invalid value (RFC 9000 §18.2).
+    const Bytes too_long{0x40, 0xaf, 0x01, 0x09, 0x80, 0xfa, 0x00, 0x00, 0x03};
+    CHECK(decode_error(too_long, CloseCode::protocol_violation).kind == ErrorKind::bad_value);
+    CHECK(contains(decode_error(too_long, CloseCode::protocol_violation).what, "not below 2^14 ms"));
+    const Bytes longest{0x40, 0xaf, 0x01, 0x09, 0x80, 0xf9, 0xff, 0xff, 0x03};
+    const Frame g = decode_one(longest);
+    const auto* f = std::get_if<AckFrequencyFrame>(&g);
+    REQUIRE(f);
+    CHECK(f->requested_max_ack_delay_us == kAckDelayLimitUs - 1);
+    // The encoder refuses what a peer would reject, writing nothing.
+    Bytes out(32);
+    Writer w(out);
+    CHECK_FALSE(encode_frame(w, AckFrequencyFrame{1, 1, kAckDelayLimitUs, 1}));
+    CHECK(w.position() == 0);
 }
 
 TEST_CASE("frame: every type round-trips and encoded_size is exact") {
@@ -516,12 +538,12 @@ TEST_CASE("frame: CONNECTION_CLOSE variants and reason limits") {
 
 TEST_CASE("frame: unknown types, bad varints and truncation") {
     // RFC 9000 §12.4: unknown types are FRAME_ENCODING_ERROR.
-    for (const Bytes& b : {Bytes{0x1f}, Bytes{0x20}, Bytes{0x3f}, Bytes{0x40, 0x40}, Bytes{0x80, 0x00, 0x40, 0x00}}) {
+    for (const Bytes& b : {Bytes{0x20}, Bytes{0x21}, Bytes{0x3f}, Bytes{0x40, 0x40}, Bytes{0x80, 0x00, 0x40, 0x00}}) {
         const Error e = decode_error(b);
         CHECK(e.kind == ErrorKind::unknown_frame);
         CHECK(contains(e.what, "unknown frame type 0x"));
     }
-    CHECK(contains(decode_error(Bytes{0x1f}).what, "unknown frame type 0x1f"));
+    CHECK(contains(decode_error(Bytes{0x20}).what, "unknown frame type 0x20"));
     // Non-minimal type encodings (RFC 9000 §12.4: MAY be a PROTOCOL_VIOLATION).
     CHECK(decode_error(Bytes{0x40, 0x01}, CloseCode::protocol_violation).kind == ErrorKind::bad_varint);
     CHECK(decode_error(Bytes{0x40, 0x00}, CloseCode::protocol_violation).kind == ErrorKind::bad_varint);
@@ -743,6 +765,8 @@ TEST_CASE("frame: frames allowed per packet type follow RFC 9000 12.4 Table 3") 
         {0x12, "01"},   {0x13, "01"},   {0x14, "01"},  {0x15, "01"},  {0x16, "01"},  {0x17, "01"},
         {0x18, "01"},   {0x19, "01"},   {0x1a, "01"},  {0x1b, "1"},   {0x1c, "IH01"}, {0x1d, "01"},
         {0x1e, "1"},
+        // draft-ietf-quic-ack-frequency-14 §3: not in 0-RTT; only 1-RTT carries them.
+        {0x1f, "1"},    {0xaf, "1"},
     };
     for (const auto& row : table) {
         CAPTURE(row.type);
@@ -752,7 +776,7 @@ TEST_CASE("frame: frames allowed per packet type follow RFC 9000 12.4 Table 3") 
         CHECK(frame_allowed(row.type, K::handshake) == (p.find('H') != p.npos));
         CHECK(frame_allowed(row.type, K::one_rtt) == (p.find('1') != p.npos));
     }
-    for (std::uint64_t unknown : {0x1full, 0x20ull, 0x4000ull})
+    for (std::uint64_t unknown : {0x20ull, 0x21ull, 0xaeull, 0x4000ull})
         for (K k : {K::initial, K::zero_rtt, K::handshake, K::one_rtt}) CHECK_FALSE(frame_allowed(unknown, k));
     // By frame: the type it is encoded with decides.
     CHECK_FALSE(frame_allowed(ConnectionCloseFrame{1, 0, "x", true}, K::handshake));
@@ -766,7 +790,8 @@ TEST_CASE("frame: type_of and frame_name agree with the encoding") {
     for (const Frame& f : sample_frames()) {
         if (std::holds_alternative<PaddingFrame>(f)) continue;
         const Bytes b = encode(f);
-        CHECK(type_of(f) == b[0]);
+        Reader r(b);
+        CHECK(type_of(f) == r.varint());
         CHECK(frame_name(f) != "unknown");
     }
     CHECK(frame_name(0x02) == "ACK");
@@ -774,6 +799,8 @@ TEST_CASE("frame: type_of and frame_name agree with the encoding") {
     CHECK(frame_name(0x13) == "MAX_STREAMS");
     CHECK(frame_name(0x0b) == "STREAM");
     CHECK(frame_name(0x1b) == "PATH_RESPONSE");
-    CHECK(frame_name(0x1f) == "unknown");
+    CHECK(frame_name(0x1f) == "IMMEDIATE_ACK");
+    CHECK(frame_name(0xaf) == "ACK_FREQUENCY");
+    CHECK(frame_name(0x20) == "unknown");
     CHECK(frame_name(kVarintMax) == "unknown");
 }

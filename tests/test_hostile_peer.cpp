@@ -611,6 +611,8 @@ TEST_CASE("hostile peer: transport parameters RFC 9000 18.2 forbids end the hand
         {"max_udp_payload_size", integer(id::max_udp_payload_size, 1199)},
         {"ack_delay_exponent", integer(id::ack_delay_exponent, 21)},
         {"max_ack_delay", integer(id::max_ack_delay, 1u << 14)},
+        // draft-ietf-quic-ack-frequency-14 §3: above max_ack_delay (25 ms by default).
+        {"min_ack_delay", integer(id::min_ack_delay, 25001)},
         {"active_connection_id_limit", integer(id::active_connection_id_limit, 1)},
         {"initial_max_streams_bidi", integer(id::initial_max_streams_bidi, (std::uint64_t{1} << 60) + 1)},
         {"duplicate", integer(id::initial_max_data, 5)},  // ndm states initial_max_data already

@@ -444,3 +444,27 @@ TEST_CASE("transport_params: random input never crashes, accepted input re-encod
     }
     CHECK(accepted > 300);
 }
+
+TEST_CASE("transport_params: min_ack_delay (draft-ietf-quic-ack-frequency-14 §3) round-trips and stays within max_ack_delay") {
+    TransportParams p;
+    p.min_ack_delay_us = 1000;
+    const TransportParams back = decode_ok(encode(p));
+    REQUIRE(back.min_ack_delay_us);
+    CHECK(*back.min_ack_delay_us == 1000);
+    CHECK(to_public(back).min_ack_delay_us == 1000);
+    CHECK_FALSE(decode_ok(encode(TransportParams{})).min_ack_delay_us);
+    // Absent max_ack_delay means 25 ms: 25 000 us is the most min_ack_delay may be.
+    CHECK(*decode_ok(entry(param_id::min_ack_delay, 25000)).min_ack_delay_us == 25000);
+    const Error e = decode_error(entry(param_id::min_ack_delay, 25001));
+    CHECK(e.code == ndm::CloseCode::transport_parameter_error);
+    CHECK(contains(e.what, "min_ack_delay: 25001 us exceeds max_ack_delay (25 ms)"));
+    // The order of the two parameters does not matter.
+    CHECK(contains(decode_error(cat({entry(param_id::max_ack_delay, 2), entry(param_id::min_ack_delay, 2001)})).what,
+                   "exceeds max_ack_delay (2 ms)"));
+    CHECK(contains(decode_error(raw(param_id::min_ack_delay, Bytes{0x01, 0x02})).what, "not exactly one varint"));
+    // Nor is it sent.
+    p.max_ack_delay_ms = 0;
+    Bytes buf(256);
+    ndm::wire::Writer w(buf);
+    CHECK_FALSE(encode_transport_params(w, p, Role::client));
+}

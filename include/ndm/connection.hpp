@@ -53,7 +53,7 @@ struct Frame {
         padding, ping, ack, crypto, stream, max_data, max_stream_data, max_streams,
         data_blocked, stream_data_blocked, connection_close, handshake_done,
         reset_stream, stop_sending, new_token, streams_blocked, new_connection_id,
-        retire_connection_id, path_challenge, path_response
+        retire_connection_id, path_challenge, path_response, ack_frequency, immediate_ack
     };
     Type type = Type::padding;
     StreamId stream_id = 0;   // STREAM, MAX_STREAM_DATA, STREAM_DATA_BLOCKED, RESET_STREAM, STOP_SENDING
@@ -61,8 +61,12 @@ struct Frame {
     std::uint64_t length = 0; // STREAM/CRYPTO data bytes, PADDING bytes
     bool fin = false;         // STREAM
     // MAX_* maximum, *_BLOCKED limit, CONNECTION_CLOSE/RESET_STREAM/STOP_SENDING
-    // error code, NEW_/RETIRE_CONNECTION_ID sequence number.
+    // error code, NEW_/RETIRE_CONNECTION_ID and ACK_FREQUENCY sequence number.
     std::uint64_t value = 0;
+    // ACK_FREQUENCY: ack-eliciting threshold, requested max ack delay, reordering threshold.
+    std::uint64_t ack_eliciting_threshold = 0;
+    Duration requested_max_ack_delay{0};
+    std::uint64_t reordering_threshold = 0;
     bool application = false;  // CONNECTION_CLOSE: application error space
     bool unidirectional = false;  // MAX_STREAMS, STREAMS_BLOCKED
     Duration ack_delay{0};
@@ -201,6 +205,15 @@ struct ConnectionConfig {
     // SACK option has room for 3 or 4 blocks, so 4 gives a sender the loss
     // signal a TCP sender gets (a lab setting for comparisons with kernel TCP).
     std::size_t max_ack_ranges = 32;
+    // The ACK frequency extension (draft-ietf-quic-ack-frequency-14). On, this
+    // side advertises min_ack_delay (it acknowledges as the peer asks), and
+    // as a data sender asks a peer that advertised it for one ACK per
+    // cwnd/8 packets (at most 1 in 32) instead of one per 2 (RFC 9000
+    // §13.2.2): far fewer ACKs to send and process where rates are high or
+    // connections many, loss still reported at once (reordering threshold 3,
+    // RFC 9002 §6.1.1). Off by default: ACK clocking as RFC 9000 has it, and
+    // the handshake bytes, and so every simulation, as they were.
+    bool ack_frequency = false;
     // Which thresholds tell a lost packet from a reordered one
     // (ndm/loss_detection.hpp): adaptive RFC 9002 thresholds by default;
     // rack for RFC 8985's reordering window, as Linux TCP has it.
@@ -310,6 +323,9 @@ struct TransportParameters {
     bool disable_active_migration = false;
     bool stateless_reset_token = false;  // server only: a token was sent
     bool preferred_address = false;      // server only
+    // draft-ietf-quic-ack-frequency's min_ack_delay, µs; 0 when the peer did
+    // not advertise it (it takes no ACK_FREQUENCY frames then).
+    std::uint64_t min_ack_delay_us = 0;
     std::vector<std::uint8_t> application_params;  // ndm's private parameter
 };
 

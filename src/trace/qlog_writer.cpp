@@ -90,6 +90,14 @@ json frame_json(const trace::Frame& f) {
                     {"error_space", f.application ? "application" : "transport"},
                     {"error_code", f.value}};
         case T::handshake_done: return {{"frame_type", "handshake_done"}};
+        // The names and fields of qlog's ack-frequency extension (draft-ietf-quic-ack-frequency's qlog events).
+        case T::ack_frequency:
+            return {{"frame_type", "ack_frequency"},
+                    {"sequence_number", f.value},
+                    {"ack_eliciting_threshold", f.ack_eliciting_threshold},
+                    {"request_max_ack_delay", std::chrono::duration<double, std::milli>(f.requested_max_ack_delay).count()},
+                    {"reordering_threshold", f.reordering_threshold}};
+        case T::immediate_ack: return {{"frame_type", "immediate_ack"}};
     }
     return {{"frame_type", "unknown"}};
 }

@@ -16,6 +16,40 @@ bool AckTracker::missing_between(std::uint64_t a, std::uint64_t b) const {
     return received_.contiguous_end(a + 1) < b;
 }
 
+bool AckTracker::set_frequency(std::uint64_t sequence, const Frequency& f) {
+    if (frequency_ && sequence <= frequency_sequence_) return false;
+    frequency_ = f;
+    frequency_->ack_eliciting_threshold = std::min(f.ack_eliciting_threshold, kMaxFrequencyThreshold);
+    frequency_->reordering_threshold = std::min(f.reordering_threshold, kMaxFrequencyThreshold);
+    frequency_sequence_ = sequence;
+    // "More than the threshold" is the RFC 9000 counter's threshold + 1.
+    cfg_.ack_eliciting_threshold = static_cast<unsigned>(frequency_->ack_eliciting_threshold) + 1;
+    cfg_.max_ack_delay = f.max_ack_delay;
+    if (eliciting_since_ack_ >= cfg_.ack_eliciting_threshold) deadline_ = std::min(deadline_, largest_time_);
+    return true;
+}
+
+bool AckTracker::reordering_elicits_ack(std::uint64_t pn, bool out_of_order) const {
+    if (!frequency_ || frequency_->reordering_threshold == 1) return out_of_order;
+    const std::uint64_t r = frequency_->reordering_threshold;
+    if (r == 0) return false;
+    // ack-frequency-14 §6.2: a late packet the sender may already have
+    // declared lost (spuriously) ...
+    if (ack_sent_ && largest_acked_sent_ >= r && pn <= largest_acked_sent_ - r) return true;
+    // ... or a gap, not yet reported, that the sender can now declare lost:
+    // the smallest such missing packet r or more below the largest.
+    std::uint64_t from = dup_floor_;
+    if (ack_sent_ && largest_acked_sent_ >= r) from = std::max(from, largest_acked_sent_ - r + 1);
+    const std::uint64_t missing = received_.contiguous_end(from);
+    return missing < largest_eliciting_ && largest_eliciting_ - missing >= r;
+}
+
+bool AckTracker::ce_elicits_ack(Ecn ecn) const {
+    if (ecn != Ecn::ce) return false;
+    if (!frequency_ || frequency_->ack_eliciting_threshold <= 1) return true;  // RFC 9000 §13.2.1
+    return !last_ce_;
+}
+
 bool AckTracker::on_packet_received(std::uint64_t pn, bool ack_eliciting, Instant now, Ecn ecn) {
     // pn + 1 must not overflow; real packet numbers stay below 2^62.
     if (pn == UINT64_MAX || pn < dup_floor_ || received_.contains(pn)) return false;
@@ -61,12 +95,14 @@ bool AckTracker::on_packet_received(std::uint64_t pn, bool ack_eliciting, Instan
         ++eliciting_since_ack_;
         // RFC 9000 §13.2.1: a CE-marked packet is acknowledged at once too,
         // so the sender's controller hears of the congestion without delay.
-        if (out_of_order || ecn == Ecn::ce || eliciting_since_ack_ >= cfg_.ack_eliciting_threshold) {
+        if (reordering_elicits_ack(pn, out_of_order) || ce_elicits_ack(ecn) ||
+            eliciting_since_ack_ >= cfg_.ack_eliciting_threshold) {
             deadline_ = now;  // RFC 9000 §13.2.1, §13.2.2
         } else {
             deadline_ = std::min(deadline_, now + cfg_.max_ack_delay);
         }
     }
+    last_ce_ = ecn == Ecn::ce;
 
     // Bound memory: forget the oldest ranges; everything up to the end of a
     // forgotten range now counts as a duplicate (RFC 9000 §13.2.3: "a
@@ -93,6 +129,10 @@ wire::AckFrame AckTracker::build_ack(Instant now) const {
 }
 
 void AckTracker::on_ack_sent(Instant /*now*/) {
+    if (has_received_) {
+        ack_sent_ = true;
+        largest_acked_sent_ = largest_;
+    }
     pending_ = false;
     eliciting_since_ack_ = 0;
     deadline_ = kNever;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
@@ -26,6 +27,24 @@ public:
     };
 
     explicit AckTracker(Config cfg);
+
+    // What the peer asked for in an ACK_FREQUENCY frame
+    // (draft-ietf-quic-ack-frequency-14 §4, §6).
+    struct Frequency {
+        std::uint64_t ack_eliciting_threshold = 1;  // packets left unacknowledged: ACK after more than this
+        Duration max_ack_delay = std::chrono::milliseconds{25};
+        std::uint64_t reordering_threshold = 1;     // 0: none elicits an immediate ACK; 1: RFC 9000 §13.2.1
+    };
+    // Applies a request unless its sequence number is not above every one
+    // applied before (§4: obsolete, reordered). Thresholds above
+    // kMaxFrequencyThreshold are taken as it (a receiver may acknowledge
+    // more often than asked). Returns whether it was applied.
+    bool set_frequency(std::uint64_t sequence, const Frequency& f);
+    static constexpr std::uint64_t kMaxFrequencyThreshold = 1024;
+    // IMMEDIATE_ACK (§5) in a packet just recorded: acknowledge now.
+    void request_immediate_ack(Instant now) {
+        if (pending_) deadline_ = now;
+    }
 
     // Records a packet that decrypted successfully. Returns false for a
     // duplicate (already received, or below the duplicate floor): the caller
@@ -62,6 +81,13 @@ public:
 
 private:
     [[nodiscard]] bool missing_between(std::uint64_t a, std::uint64_t b) const;
+    // Whether an ack-eliciting packet pn calls for an immediate ACK for
+    // reordering: RFC 9000 §13.2.1's rule (out_of_order), or the requested
+    // reordering threshold's (ack-frequency-14 §6.2) once one was received.
+    [[nodiscard]] bool reordering_elicits_ack(std::uint64_t pn, bool out_of_order) const;
+    // ack-frequency-14 §6.3: with a threshold above 1, only the first CE
+    // after non-CE packets is acknowledged at once.
+    [[nodiscard]] bool ce_elicits_ack(Ecn ecn) const;
 
     Config cfg_;
     std::size_t max_intervals_;
@@ -77,6 +103,13 @@ private:
     unsigned eliciting_since_ack_ = 0;
     Instant deadline_ = kNever;
     wire::EcnCounts ecn_;
+    // ACK frequency (set_frequency): the request in force, if any, and what
+    // its reordering rule needs.
+    std::optional<Frequency> frequency_;
+    std::uint64_t frequency_sequence_ = 0;
+    bool ack_sent_ = false;
+    std::uint64_t largest_acked_sent_ = 0;  // Largest Acknowledged of the last ACK sent
+    bool last_ce_ = false;                  // the previous packet arrived CE-marked
 };
 
 }  // namespace ndm::transport

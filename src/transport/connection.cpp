@@ -67,6 +67,9 @@ const ConnectionConfig& checked(const ConnectionConfig& c) {
 // ndm's own ACK Delay resolution: microseconds, as before QUIC's exponent
 // (RFC 9000 §18.2 allows 0..20; 0 keeps every RTT sample exact).
 constexpr unsigned kAckDelayExponent = 0;
+// The min_ack_delay we advertise (draft-ietf-quic-ack-frequency-14 §3): the
+// timer granularity of RFC 9002 §6.1.2.
+constexpr std::uint64_t kMinAckDelayUs = 1000;
 
 // RFC 9000 §12.4 Table 3.
 bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
@@ -150,6 +153,12 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     local_params.initial_max_streams_uni = cfg.initial_max_streams_uni;
     if (cfg.initial_max_streams_uni > 0) local_params.initial_max_stream_data_uni = cfg.initial_max_stream_data;
     local_params.ack_delay_exponent = kAckDelayExponent;
+    // draft-ietf-quic-ack-frequency-14 §3: ACK timers run to RFC 9002's
+    // granularity (1 ms); never above max_ack_delay.
+    if (cfg.ack_frequency)
+        local_params.min_ack_delay_us = std::min<std::uint64_t>(
+            kMinAckDelayUs, static_cast<std::uint64_t>(
+                                std::chrono::duration_cast<std::chrono::microseconds>(cfg.max_ack_delay).count()));
     local_params.active_connection_id_limit = cfg.limits.active_connection_ids;
     local_params.max_ack_delay_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_ack_delay).count());
@@ -566,6 +575,9 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
                     loss.set_peer_completed_address_validation(true);
                     discard_space(PacketSpace::handshake);
                 }
+            } else if constexpr (std::is_same_v<T, wire::AckFrequencyFrame> ||
+                                 std::is_same_v<T, wire::ImmediateAckFrame>) {
+                if (!on_ack_frequency_frame(frame, now)) return false;
             } else {
                 on_v1_frame(f, now);
             }
@@ -942,6 +954,8 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
                 handshake_done_pending = true;
             } else if (auto* r = std::get_if<sent::RetireConnectionId>(&sf)) {
                 peer_cids.on_lost(r->sequence);
+            } else if (auto* af = std::get_if<sent::AckFrequency>(&sf)) {
+                ack_frequency.on_lost(af->sequence);
             }
         }
     }
@@ -1065,7 +1079,8 @@ bool Connection::Impl::has_eliciting_data() const {
 
 // 1-RTT frames other than ACK waiting to be sent.
 bool Connection::Impl::application_frames_pending() const {
-    return handshake_done_pending || path_response || peer_cids.has_pending() || streams.has_control_frames() ||
+    return handshake_done_pending || immediate_ack_pending || path_response || peer_cids.has_pending() ||
+           streams.has_control_frames() ||
            streams.has_pending_data();
 }
 
@@ -1250,10 +1265,69 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space
         if (path_response && sink.put(wire::PathResponseFrame{*path_response})) path_response.reset();
         peer_cids.write_frames(sink);
         streams.write_control_frames(sink, now, loss.rtt().smoothed());
+        const bool ack_frequency_used = requests_ack_frequency();
+        if (ack_frequency_used) write_ack_frequency(sink, now);
+        const std::size_t before = sink.remaining();
         retransmission = streams.write_stream_frames(sink);
+        if (ack_frequency_used) write_immediate_ack(sink, sink.remaining() < before, probe);
     }
     if (probe && !sink.eliciting()) sink.put(wire::PingFrame{}, sent::Ping{});
     return retransmission;
+}
+
+// ---- ACK frequency (draft-ietf-quic-ack-frequency-14) ----------------------
+
+bool Connection::Impl::requests_ack_frequency() const {
+    return cfg.ack_frequency && have_peer_params && peer_params.min_ack_delay_us.has_value();
+}
+
+// The ACK_FREQUENCY frame when one is due (ahead of the stream data, which
+// fills the packet), and an IMMEDIATE_ACK left over from the packet before.
+void Connection::Impl::write_ack_frequency(FrameSink& sink, Instant now) {
+    if (auto f = ack_frequency.due(cc->cwnd(), mds, std::chrono::milliseconds(peer_params.max_ack_delay_ms),
+                                   transport::kPacketThreshold, loss.rtt().smoothed(), now)) {
+        if (sink.put(*f, sent::AckFrequency{f->sequence})) ack_frequency.on_sent(*f, now);
+    }
+    if (immediate_ack_pending && sink.put(wire::ImmediateAckFrame{})) immediate_ack_pending = false;
+}
+
+// An IMMEDIATE_ACK where waiting for more packets would hold the peer's ACK
+// back for its max_ack_delay: in a probe (§7), and with the last data the
+// application gave (§8.1.1: the flight ends here, no packet follows to
+// complete a threshold). Never retransmitted (§5); when the stream data
+// left no room, the next packet carries it.
+void Connection::Impl::write_immediate_ack(FrameSink& sink, bool stream_data_written, bool probe) {
+    if (ack_frequency.threshold() <= 1 || !(probe || (stream_data_written && !streams.has_unsent_data()))) return;
+    if (!sink.put(wire::ImmediateAckFrame{})) immediate_ack_pending = true;
+}
+
+// ACK_FREQUENCY and IMMEDIATE_ACK frames are for a side that advertised
+// min_ack_delay; to one that did not they are unknown frame types (RFC 9000
+// §12.4). A requested delay below our min_ack_delay is a PROTOCOL_VIOLATION
+// (§4). Returns false when the connection closed.
+bool Connection::Impl::on_ack_frequency_frame(const wire::Frame& frame, Instant now) {
+    if (!local_params.min_ack_delay_us) {
+        close_with_error(CloseCode::frame_encoding_error,
+                         fmt::format("{} frame, but min_ack_delay was not advertised", wire::frame_name(frame)), now);
+        return false;
+    }
+    AckTracker& acks = acks_of(PacketSpace::application);
+    if (const auto* f = std::get_if<wire::AckFrequencyFrame>(&frame)) {
+        if (f->requested_max_ack_delay_us < *local_params.min_ack_delay_us) {
+            close_with_error(CloseCode::protocol_violation,
+                             fmt::format("ACK_FREQUENCY frame: requested max ack delay {} us is below our "
+                                         "min_ack_delay of {} us",
+                                         f->requested_max_ack_delay_us, *local_params.min_ack_delay_us),
+                             now);
+            return false;
+        }
+        acks.set_frequency(f->sequence, {f->ack_eliciting_threshold,
+                                         std::chrono::microseconds(f->requested_max_ack_delay_us),
+                                         f->reordering_threshold});
+    } else {
+        acks.request_immediate_ack(now);
+    }
+    return true;
 }
 
 // Hands the sealed packet to loss recovery, the controller and the pacer.

@@ -15,6 +15,7 @@
 
 #include "ndm/cc.hpp"
 #include "ndm/connection.hpp"
+#include "transport/ack_frequency.hpp"
 #include "transport/ack_tracker.hpp"
 #include "crypto/key_phase.hpp"
 #include "crypto/packet_protection.hpp"
@@ -112,6 +113,8 @@ struct Connection::Impl {
     bool handshake_complete = false;  // TLS finished: 1-RTT packets go both ways
     bool handshake_confirmed = false;
     bool handshake_done_pending = false;
+    transport::AckFrequencyRequester ack_frequency;  // used when both sides run the extension
+    bool immediate_ack_pending = false;              // one found no room in its packet
     bool handshake_discard_due = false;  // server: confirmed while reading a packet (RFC 9001 §4.9.2)
     // RFC 9000 §8.1: until a server has validated the client's address it
     // sends at most three times the bytes it received from it, so a spoofed
@@ -251,6 +254,12 @@ struct Connection::Impl {
     std::size_t seal(wire::quic::PacketBuilder& b, transport::PacketSpace space, std::size_t payload_len,
                      std::size_t pad_to);
     bool ack_due(transport::PacketSpace space, Instant now) const;
+    // The ACK frequency extension: whether to ask the peer for it, the
+    // frames that do, and the two frames' receipt (ack-frequency-14 §4, §5).
+    [[nodiscard]] bool requests_ack_frequency() const;
+    void write_ack_frequency(transport::FrameSink& sink, Instant now);
+    void write_immediate_ack(transport::FrameSink& sink, bool stream_data_written, bool probe);
+    bool on_ack_frequency_frame(const wire::Frame& frame, Instant now);
     void write_close_frame(transport::FrameSink& sink, wire::PacketType type);
     void write_ack_frame(transport::FrameSink& sink, transport::PacketSpace space, Instant now);
     bool write_eliciting_frames(transport::FrameSink& sink, transport::PacketSpace space, bool probe, Instant now);

@@ -73,12 +73,17 @@ trace::Frame transport::trace_frame(const wire::Frame& frame) {
             } else if constexpr (std::is_same_v<F, wire::ConnectionCloseFrame>) {
                 t.value = f.error_code;
                 t.application = f.application;
+            } else if constexpr (std::is_same_v<F, wire::AckFrequencyFrame>) {
+                t.value = f.sequence;
+                t.ack_eliciting_threshold = f.ack_eliciting_threshold;
+                t.requested_max_ack_delay = std::chrono::microseconds(f.requested_max_ack_delay_us);
+                t.reordering_threshold = f.reordering_threshold;
             }
         },
         frame);
     return t;
 }
-static_assert(static_cast<std::size_t>(trace::Frame::Type::path_response) + 1 == std::variant_size_v<wire::Frame>);
+static_assert(static_cast<std::size_t>(trace::Frame::Type::immediate_ack) + 1 == std::variant_size_v<wire::Frame>);
 
 // ============================================================================
 // Tracing

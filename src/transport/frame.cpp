@@ -198,6 +198,26 @@ bool decode_new_connection_id(Reader& r, NewConnectionIdFrame& out, Error& err) 
            f.bytes(out.reset_token, kStatelessResetTokenSize, "stateless reset token");
 }
 
+// draft-ietf-quic-ack-frequency-14 §4: four varints. A requested delay of
+// 2^14 ms or more is invalid as a max_ack_delay (RFC 9000 §18.2): a
+// PROTOCOL_VIOLATION. Whether it is below the min_ack_delay we advertised
+// is the connection's to check.
+bool decode_ack_frequency(Reader& r, Frame& out, Error& err) {
+    FieldReader f{r, err, "ACK_FREQUENCY frame"};
+    AckFrequencyFrame x;
+    if (!f.varint(x.sequence, "sequence number") || !f.varint(x.ack_eliciting_threshold, "ack-eliciting threshold") ||
+        !f.varint(x.requested_max_ack_delay_us, "requested max ack delay") ||
+        !f.varint(x.reordering_threshold, "reordering threshold"))
+        return false;
+    if (x.requested_max_ack_delay_us >= kAckDelayLimitUs)
+        return fail(err, ErrorKind::bad_value,
+                    "ACK_FREQUENCY frame: requested max ack delay " + dec(x.requested_max_ack_delay_us) +
+                        " us is not below 2^14 ms",
+                    CloseCode::protocol_violation);
+    out = x;
+    return true;
+}
+
 // Frames of two varints or one: stream-scoped and connection-scoped limits.
 bool decode_simple(Reader& r, std::uint64_t type, Frame& out, Error& err) {
     const std::string_view name = frame_name(type);
@@ -461,6 +481,14 @@ void emit(Sink& s, const Frame& frame, unsigned exponent) {
             },
             [&](const ConnectionCloseFrame& f) { emit_close(s, f); },
             [&](const HandshakeDoneFrame&) { fields(frame_type::handshake_done, {}); },
+            [&](const AckFrequencyFrame& f) {
+                if (f.requested_max_ack_delay_us >= kAckDelayLimitUs) return s.invalid();
+                s.varint(frame_type::ack_frequency);
+                for (auto v : {f.sequence, f.ack_eliciting_threshold, f.requested_max_ack_delay_us,
+                               f.reordering_threshold})
+                    s.varint(v);
+            },
+            [&](const ImmediateAckFrame&) { fields(frame_type::immediate_ack, {}); },
         },
         frame);
 }
@@ -504,8 +532,10 @@ constexpr FrameTypeInfo kFrameTypes[] = {
     {"CONNECTION_CLOSE", kI | k0 | kH | k1},     // 0x1c
     {"CONNECTION_CLOSE", k0 | k1},               // 0x1d: application errors only in 0-RTT/1-RTT
     {"HANDSHAKE_DONE", k1},                      // 0x1e
+    {"IMMEDIATE_ACK", k1},                       // 0x1f: not in 0-RTT (ack-frequency-14 §3)
 };
-static_assert(std::size(kFrameTypes) == frame_type::handshake_done + 1);
+static_assert(std::size(kFrameTypes) == frame_type::immediate_ack + 1);
+constexpr FrameTypeInfo kAckFrequencyType = {"ACK_FREQUENCY", k1};  // 0xaf, as IMMEDIATE_ACK
 
 }  // namespace
 
@@ -555,17 +585,27 @@ std::uint64_t type_of(const Frame& frame) {
                 return f.application ? frame_type::connection_close_app : frame_type::connection_close;
             },
             [](const HandshakeDoneFrame&) { return frame_type::handshake_done; },
+            [](const AckFrequencyFrame&) { return frame_type::ack_frequency; },
+            [](const ImmediateAckFrame&) { return frame_type::immediate_ack; },
         },
         frame);
 }
 
+namespace {
+const FrameTypeInfo* type_info(std::uint64_t type) {
+    if (type < std::size(kFrameTypes)) return &kFrameTypes[type];
+    return type == frame_type::ack_frequency ? &kAckFrequencyType : nullptr;
+}
+}  // namespace
+
 std::string_view frame_name(std::uint64_t type) {
-    return type < std::size(kFrameTypes) ? kFrameTypes[type].name : "unknown";
+    const FrameTypeInfo* info = type_info(type);
+    return info ? info->name : "unknown";
 }
 
 bool frame_allowed(std::uint64_t type, PacketKind kind) {
-    if (type >= std::size(kFrameTypes)) return false;
-    return (kFrameTypes[type].packets & (1u << static_cast<unsigned>(kind))) != 0;
+    const FrameTypeInfo* info = type_info(type);
+    return info && (info->packets & (1u << static_cast<unsigned>(kind))) != 0;
 }
 
 bool decode_frame(Reader& r, Frame& out, Error& err, unsigned ack_delay_exponent) {
@@ -591,6 +631,8 @@ bool decode_frame(Reader& r, Frame& out, Error& err, unsigned ack_delay_exponent
         }
         case frame_type::ping: out = PingFrame{}; return true;
         case frame_type::handshake_done: out = HandshakeDoneFrame{}; return true;
+        case frame_type::immediate_ack: out = ImmediateAckFrame{}; return true;
+        case frame_type::ack_frequency: return decode_ack_frequency(r, out, err);
         case frame_type::reset_stream:
         case frame_type::stop_sending:
         case frame_type::max_data:

@@ -41,6 +41,10 @@ inline constexpr std::uint64_t path_response = 0x1b;
 inline constexpr std::uint64_t connection_close = 0x1c;      // transport error
 inline constexpr std::uint64_t connection_close_app = 0x1d;  // application close
 inline constexpr std::uint64_t handshake_done = 0x1e;
+// draft-ietf-quic-ack-frequency-14 §4, §5 (provisional codepoints), sent and
+// accepted only when the receiver advertised min_ack_delay.
+inline constexpr std::uint64_t immediate_ack = 0x1f;
+inline constexpr std::uint64_t ack_frequency = 0xaf;
 }  // namespace frame_type
 
 // Most ranges one ACK frame carries; older ranges are dropped (RFC 9000 §13.2.4).
@@ -52,6 +56,9 @@ inline constexpr std::size_t kMaxReasonLength = 1024;
 // not have the sender's transport parameters yet; RFC 9000 §19.3).
 inline constexpr unsigned kDefaultAckDelayExponent = 3;
 inline constexpr unsigned kMaxAckDelayExponent = 20;
+// RFC 9000 §18.2: max_ack_delay is below 2^14 ms; so is an ACK_FREQUENCY
+// frame's Requested Max Ack Delay (draft-ietf-quic-ack-frequency-14 §4), in µs.
+inline constexpr std::uint64_t kAckDelayLimitUs = (std::uint64_t{1} << 14) * 1000;
 // RFC 9000 §19.11, §19.14: a stream count cannot exceed 2^60.
 inline constexpr std::uint64_t kMaxStreamCount = std::uint64_t{1} << 60;
 // RFC 9000 §19.15: NEW_CONNECTION_ID carries 1..20 bytes and a 16-byte token.
@@ -129,6 +136,14 @@ struct ConnectionCloseFrame {
     bool application = false;
 };
 struct HandshakeDoneFrame {};
+// draft-ietf-quic-ack-frequency-14 §4: how often the data sender wants ACKs.
+struct AckFrequencyFrame {
+    std::uint64_t sequence = 0;
+    std::uint64_t ack_eliciting_threshold = 1;  // ack-eliciting packets the receiver may leave unacknowledged
+    std::uint64_t requested_max_ack_delay_us = 25'000;  // < 2^14 ms (RFC 9000 §18.2)
+    std::uint64_t reordering_threshold = 1;  // 0: reordering elicits no immediate ACK; 1: RFC 9000's rule
+};
+struct ImmediateAckFrame {};  // §5: please acknowledge now
 
 // The first twelve alternatives keep their historical order (trace::Frame::Type
 // mirrors the order of all of them).
@@ -136,7 +151,7 @@ using Frame = std::variant<PaddingFrame, PingFrame, AckFrame, CryptoFrame, Strea
                            MaxStreamDataFrame, MaxStreamsFrame, DataBlockedFrame, StreamDataBlockedFrame,
                            ConnectionCloseFrame, HandshakeDoneFrame, ResetStreamFrame, StopSendingFrame,
                            NewTokenFrame, StreamsBlockedFrame, NewConnectionIdFrame, RetireConnectionIdFrame,
-                           PathChallengeFrame, PathResponseFrame>;
+                           PathChallengeFrame, PathResponseFrame, AckFrequencyFrame, ImmediateAckFrame>;
 
 // Whether a frame makes its packet ack-eliciting (RFC 9002 §2: all but ACK,
 // PADDING and CONNECTION_CLOSE).

@@ -23,12 +23,13 @@ struct StreamDataBlocked { std::uint64_t id; std::uint64_t limit; };
 struct HandshakeDone {};
 struct RetireConnectionId { std::uint64_t sequence; };
 struct Ping {};
+struct AckFrequency { std::uint64_t sequence; };  // draft-ietf-quic-ack-frequency-14 §4
 }  // namespace sent
 
 using SentFrame = std::variant<sent::Stream, sent::Crypto, sent::Ack, sent::MaxData,
                                sent::MaxStreamData, sent::MaxStreams, sent::DataBlocked,
                                sent::StreamDataBlocked, sent::HandshakeDone, sent::RetireConnectionId,
-                               sent::Ping>;
+                               sent::Ping, sent::AckFrequency>;
 // The largest alternative sets SentFrames' inline size (see below).
 static_assert(sizeof(sent::Crypto) <= sizeof(sent::Stream));
 

@@ -97,6 +97,7 @@ const char* param_name(std::uint64_t id) {
         case param_id::disable_active_migration: return "disable_active_migration";
         case param_id::preferred_address: return "preferred_address";
         case param_id::ndm_application_params: return "ndm_application_params";
+        case param_id::min_ack_delay: return "min_ack_delay";
         default: return nullptr;
     }
 }
@@ -157,6 +158,11 @@ void for_each_entry(const TransportParams& p, std::optional<std::uint32_t> greas
     integer(kIntParams[10]);  // active_connection_id_limit (0x0e)
     cid(kCidParams[1]);
     cid(kCidParams[2]);
+    if (p.min_ack_delay_us) {
+        Writer w(buf);
+        w.varint(*p.min_ack_delay_us);
+        put(param_id::min_ack_delay, w.written());
+    }
     if (grease_seed) {
         const std::uint8_t v[4] = {static_cast<std::uint8_t>(*grease_seed >> 24),
                                    static_cast<std::uint8_t>(*grease_seed >> 16),
@@ -178,6 +184,7 @@ bool encodable(const TransportParams& p, Role sender) {
     for (const auto& cp : kCidParams)
         if (const auto& c = p.*cp.field; c && c->length > kMaxCidLength) return false;
     if (p.preferred_address && p.preferred_address->cid.length > kMaxCidLength) return false;
+    if (p.min_ack_delay_us && *p.min_ack_delay_us > p.max_ack_delay_ms * 1000) return false;
     if (sender == Role::client &&
         (p.original_destination_connection_id || p.stateless_reset_token || p.preferred_address ||
          p.retry_source_connection_id))
@@ -265,6 +272,16 @@ bool decode_other(std::uint64_t id, std::span<const std::uint8_t> value, Transpo
             p.preferred_address = a;
             return true;
         }
+        case param_id::min_ack_delay: {
+            Reader vr(value);
+            const auto v = vr.varint();
+            if (!v || !vr.empty())
+                return fail(err, ErrorKind::bad_varint,
+                            label(id) + ": value of length " + std::to_string(value.size()) +
+                                " is not exactly one varint");
+            p.min_ack_delay_us = *v;  // checked against max_ack_delay once both are known
+            return true;
+        }
         case param_id::ndm_application_params:
             if (value.size() > kMaxApplicationParams)
                 return fail(err, ErrorKind::bad_value,
@@ -319,6 +336,12 @@ bool decode_transport_params(std::span<const std::uint8_t> in, Role sender, Tran
     std::sort(seen.begin(), seen.end());
     if (const auto d = std::adjacent_find(seen.begin(), seen.end()); d != seen.end())
         return fail(err, ErrorKind::bad_value, label(*d) + ": duplicate id");
+    // draft-ietf-quic-ack-frequency-14 §3: a min_ack_delay above max_ack_delay
+    // is a TRANSPORT_PARAMETER_ERROR.
+    if (p.min_ack_delay_us && *p.min_ack_delay_us > p.max_ack_delay_ms * 1000)
+        return fail(err, ErrorKind::bad_value,
+                    "transport parameter min_ack_delay: " + std::to_string(*p.min_ack_delay_us) +
+                        " us exceeds max_ack_delay (" + std::to_string(p.max_ack_delay_ms) + " ms)");
     out = std::move(p);
     return true;
 }
@@ -345,6 +368,7 @@ ndm::TransportParameters to_public(const TransportParams& p) {
     out.disable_active_migration = p.disable_active_migration;
     out.stateless_reset_token = p.stateless_reset_token.has_value();
     out.preferred_address = p.preferred_address.has_value();
+    out.min_ack_delay_us = p.min_ack_delay_us.value_or(0);
     out.application_params = p.application_params;
     return out;
 }

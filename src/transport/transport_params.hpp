@@ -35,6 +35,10 @@ inline constexpr std::uint64_t preferred_address = 0x0d;         // server only
 inline constexpr std::uint64_t active_connection_id_limit = 0x0e;  // >= 2
 inline constexpr std::uint64_t initial_source_connection_id = 0x0f;
 inline constexpr std::uint64_t retry_source_connection_id = 0x10;  // server only
+// draft-ietf-quic-ack-frequency-14 §3 (provisional): microseconds, at most
+// max_ack_delay; its presence says the sender takes ACK_FREQUENCY and
+// IMMEDIATE_ACK frames.
+inline constexpr std::uint64_t min_ack_delay = 0xff04de1b;
 // ndm's opaque application blob (the ndm-send test parameters): "ndm-ap" in
 // ASCII, a randomly chosen 8-byte codepoint outside the IANA registry's
 // assigned values and not of greasing form (docs/wire-format.md §8).
@@ -87,6 +91,7 @@ struct TransportParams {
     std::uint64_t active_connection_id_limit = kMinActiveConnectionIdLimit;
     std::optional<ConnectionId> initial_source_connection_id;
     std::optional<ConnectionId> retry_source_connection_id;
+    std::optional<std::uint64_t> min_ack_delay_us;  // absent: no ACK frequency extension
     std::vector<std::uint8_t> application_params;  // ndm_application_params, <= 512 bytes
     bool operator==(const TransportParams&) const = default;
 };
