@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/ack_frequency_flag.hpp"
 #include "common/endpoint_summary.hpp"
 #include "common/cc_plugins.hpp"
 #include "common/cli.hpp"
@@ -661,6 +662,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_loss_detection_option(app, loss_detection);
     std::size_t ack_ranges = 32;
     ndm::tools::add_ack_ranges_option(app, ack_ranges);
+    bool no_ack_frequency = false;
+    ndm::tools::add_no_ack_frequency_flag(app, no_ack_frequency);
     std::vector<std::string> plugins;  // a client may name their controllers (in -R this side runs them)
     ndm::tools::add_cc_plugin_option(app, plugins);
     ndm::tools::add_retry_option(app, retry);
@@ -699,6 +702,7 @@ int main(int argc, char** argv) {
         cfg.connection.ecn = !no_ecn;
         cfg.connection.loss_detection = loss_detection;
         cfg.connection.max_ack_ranges = ack_ranges;
+        cfg.connection.ack_frequency = !no_ack_frequency;
         cfg.retry = parse_retry_policy(retry);
     } catch (const std::exception& e) {
         std::cerr << "ndm-recv: " << e.what() << '\n';

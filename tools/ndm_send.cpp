@@ -32,6 +32,7 @@
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/ack_frequency_flag.hpp"
 #include "common/ack_ranges_flag.hpp"
 #include "common/loss_detection_flag.hpp"
 #include "common/tls_flags.hpp"
@@ -74,6 +75,7 @@ struct Options {
     bool no_ecn = false;
     LossDetection loss_detection = LossDetection::adaptive;
     std::size_t ack_ranges = 32;  // --ack-ranges: of the ACKs this side sends (-R, --bidir)
+    bool ack_frequency = false;   // --ack-frequency
     std::vector<std::string> plugins;  // --cc-plugin
     std::string bitrate;  // -b RATE[/BURST]
     bool udp = false;     // -u: refused
@@ -218,6 +220,7 @@ private:
         cfg.connection.ecn = !o.no_ecn;
         cfg.connection.loss_detection = o.loss_detection;
         cfg.connection.max_ack_ranges = o.ack_ranges;
+        cfg.connection.ack_frequency = o.ack_frequency;
         cfg.qlog_dir = o.qlog;
         // The -P connections share one emulated path per direction, as they would share a bottleneck.
         if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
@@ -880,6 +883,7 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     tools::add_no_ecn_flag(app, o.no_ecn);
     tools::add_loss_detection_option(app, o.loss_detection);
     tools::add_ack_ranges_option(app, o.ack_ranges);
+    tools::add_ack_frequency_flag(app, o.ack_frequency);
     tools::add_cc_plugin_option(app, o.plugins);  // ndm-recv needs it too: it checks the name, and in -R runs it
 }
 
