@@ -758,8 +758,8 @@ int main(int argc, char** argv) {
                                      st.retries_sent, st.invalid_tokens, st.half_open_evicted, st.per_address_refused);
         if (verbose) (json_out ? std::cerr : std::cout) << tools::endpoint_summary_text(st) << std::flush;
         if (st.receive_drops > 0)
-            std::cerr << fmt::format("ndm-recv: the kernel dropped {} datagrams for a full socket receive buffer "
-                                     "(they arrived faster than the server read)\n",
+            std::cerr << fmt::format("ndm-recv: the kernel dropped {} receives (datagrams, or whole GSO batches) "
+                                     "for a full socket receive buffer (they arrived faster than the server read)\n",
                                      st.receive_drops);
         return 0;
     } catch (const std::exception& e) {  // cannot bind, I/O

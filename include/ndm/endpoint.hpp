@@ -172,9 +172,11 @@ struct EndpointStats {
     std::uint64_t send_calls = 0;          // sendmsg SQEs / sendmmsg entries
     std::uint64_t unroutable = 0;          // no connection for the CID (and not an Initial we accept)
     std::uint64_t send_errors = 0;
-    // Datagrams the kernel dropped because the socket's receive buffer was
+    // Receives the kernel dropped because the socket's receive buffer was
     // full (SO_RXQ_OVFL), as of the last datagram read: what arrives faster
-    // than the endpoint reads (a flood; socket_buffer_bytes too small).
+    // than the endpoint reads (a flood; socket_buffer_bytes too small). The
+    // kernel counts buffers, not datagrams: a GSO batch from a local sender
+    // (loopback) arrives and is dropped whole, up to 64 datagrams at once.
     std::uint64_t receive_drops = 0;
     std::uint64_t icmp_errors = 0;
     std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open or max_connections_per_address

@@ -163,8 +163,9 @@ public:
     // and IPV6_RECVTCLASS on an IPv6 socket), whose two low bits are its ECN
     // codepoint (UdpReceiveBatch::ecn); 0 or the errno.
     int enable_ecn_reporting();
-    // Reports the socket's count of datagrams the kernel dropped with each
-    // received one (SO_RXQ_OVFL; UdpReceiveInfo::kernel_drops); 0 or the errno.
+    // Reports the socket's count of receives the kernel dropped (datagrams,
+    // or whole GSO batches from a local sender) with each received one
+    // (SO_RXQ_OVFL; UdpReceiveInfo::kernel_drops); 0 or the errno.
     int enable_drop_counting();
 
     [[nodiscard]] int fd() const { return fd_; }

@@ -8,7 +8,8 @@ std::string endpoint_summary_text(const EndpointStats& s) {
     std::string out = fmt::format("Endpoint: {} datagrams sent in {} send calls, {} received; {} passes, {} connection turns\n",
                                   s.datagrams_sent, s.send_calls, s.datagrams_received, s.turns, s.connection_turns);
     if (s.receive_drops + s.send_errors > 0)
-        out += fmt::format("Endpoint: the kernel dropped {} received datagrams for a full buffer and refused {} sends\n",
+        out += fmt::format("Endpoint: the kernel dropped {} receives for a full buffer (a GSO batch counts once) and refused "
+                           "{} sends\n",
                            s.receive_drops, s.send_errors);
     return out;
 }
