@@ -103,6 +103,9 @@ public:
         pair_.server_cfg = pair_.client_cfg;
         pair_.server_cfg.seed = 2;
         pair_.server_cfg.initial_max_streams_uni = 3;
+        // Both sides run the ACK frequency extension: forged ACK_FREQUENCY and
+        // IMMEDIATE_ACK frames reach the receiver's rules, not the unknown-frame close.
+        pair_.client_cfg.ack_frequency = pair_.server_cfg.ack_frequency = (mode & 4) != 0;
         if (mode & 2) pair_.start();  // fuzz the handshake itself
         else if (!pair_.handshake()) return summary_;
         else summary_.established = true;

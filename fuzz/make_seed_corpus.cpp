@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
     TransportParams tp;
     tp.initial_max_data = 1 << 20;
     tp.application_params = {'n', 'd', 'm'};
+    tp.min_ack_delay_us = 1000;
     Bytes tp_bytes(256);
     Writer tw(tp_bytes);
     encode_transport_params(tw, tp, Role::client);
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
     seeds.push_back(payload({ack, StreamFrame{4, 1000, data, true}, StreamFrame{0, 0, data, false},
                              MaxDataFrame{1 << 24}, MaxStreamDataFrame{4, 1 << 20}, MaxStreamsFrame{100},
                              DataBlockedFrame{77}, StreamDataBlockedFrame{8, 99}, HandshakeDoneFrame{}}));
+    seeds.push_back(payload({AckFrequencyFrame{1, 8, 25000, 3}, ImmediateAckFrame{}, PingFrame{}}));
     seeds.push_back(payload({ConnectionCloseFrame{0x0a, 0x08, "protocol violation", false}}));
     seeds.push_back(payload({ConnectionCloseFrame{3, 0, "bye", true}}));
     {
