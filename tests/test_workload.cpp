@@ -65,3 +65,18 @@ TEST_CASE("workload: no two payload words in the first 8 MiB are equal, so mispl
     shifted.update(std::span(bytes).subspan(ndm::workload::Payload::kTableWords * 8, 4096));
     CHECK(whole.digest() != shifted.digest());
 }
+
+TEST_CASE("workload: the stream hash of 4 MiB in uneven chunks is XXH3-64 whatever code path the CPU takes") {
+    // StreamHash runs XXH3's AVX2 path where the CPU has AVX2, the library's
+    // one-shot XXH3 here its SSE2 one: the digests must agree.
+    const ndm::workload::Payload p(7);
+    std::vector<std::uint8_t> bytes(4u << 20);
+    p.fill(0, bytes);
+    ndm::workload::StreamHash h;
+    for (std::size_t at = 0, n = 1; at < bytes.size(); n = n * 3 % 100003 + 1) {
+        const std::size_t len = std::min(n, bytes.size() - at);
+        h.update({bytes.data() + at, len});
+        at += len;
+    }
+    CHECK(h.digest() == XXH3_64bits(bytes.data(), bytes.size()));
+}

@@ -12,6 +12,10 @@
 
 namespace ndm::workload {
 
+namespace detail {
+void xxh3_update_avx2(void* state, const void* data, std::size_t size);  // stream_hash_avx2.cpp
+}  // namespace detail
+
 namespace {
 
 constexpr std::uint64_t kIndexStep = 0x9e3779b97f4a7c15ull;  // odd: w * K is a bijection of w
@@ -20,6 +24,12 @@ static_assert(sizeof(XXH3_state_t) == StreamHash::kStateBytes && alignof(XXH3_st
               "StreamHash reserves room for xxHash's XXH3 state");
 
 XXH3_state_t* as_state(std::uint8_t* p) { return std::launder(reinterpret_cast<XXH3_state_t*>(p)); }
+
+#if defined(__x86_64__)
+// XXH3's AVX2 path (stream_hash_avx2.cpp) where the CPU has it: the hash is a
+// tenth of the tools' CPU per GB on each side with SSE2 alone.
+const bool kHashAvx2 = __builtin_cpu_supports("avx2") != 0;
+#endif
 const XXH3_state_t* as_state(const std::uint8_t* p) { return std::launder(reinterpret_cast<const XXH3_state_t*>(p)); }
 
 }  // namespace
@@ -57,6 +67,9 @@ StreamHash::StreamHash() {
 }
 
 void StreamHash::update(std::span<const std::uint8_t> bytes) {
+#if defined(__x86_64__)
+    if (kHashAvx2) return detail::xxh3_update_avx2(as_state(state_.data()), bytes.data(), bytes.size());
+#endif
     XXH3_64bits_update(as_state(state_.data()), bytes.data(), bytes.size());
 }
 
