@@ -80,3 +80,17 @@ TEST_CASE("workload: the stream hash of 4 MiB in uneven chunks is XXH3-64 whatev
     }
     CHECK(h.digest() == XXH3_64bits(bytes.data(), bytes.size()));
 }
+
+TEST_CASE("workload: the payload's vector path writes the bytes of the byte-wise one, across the table's wrap") {
+    // Payload writes whole words four at a time where the CPU has AVX2; one
+    // byte at a time takes the scalar path. Starts around word 252..256 cross
+    // the 256-word table's end inside a group of four.
+    const ndm::workload::Payload p(99);
+    for (std::uint64_t offset : {0ull, 5ull, 8 * 250ull + 3, 8 * 253ull, 8 * 255ull + 7, (1ull << 40) + 1}) {
+        CAPTURE(offset);
+        std::vector<std::uint8_t> whole(5000), bytewise(5000);
+        p.fill(offset, whole);
+        for (std::size_t i = 0; i < bytewise.size(); ++i) p.fill(offset + i, {bytewise.data() + i, 1});
+        CHECK(whole == bytewise);
+    }
+}
