@@ -10,11 +10,11 @@
 #include "connection_pair.hpp"
 #include "ndm/sim.hpp"
 #include "quic_test_util.hpp"
+#include "sim_spec.hpp"
 #include "transport/frame.hpp"
 
 using namespace std::chrono_literals;
 using namespace ndm;
-using ndm::sim::SimpleLinkConfig;
 using ndm::sim::TransferResult;
 using ndm::sim::TransferSpec;
 
@@ -25,24 +25,9 @@ constexpr std::uint64_t k16MB = 16u << 20;
 // 100 Mbit/s, 10 ms one way, a queue of about one bandwidth-delay product;
 // `loss` each way.
 TransferSpec spec(bool client_af, bool server_af, double loss = 0) {
-    TransferSpec s;
-    s.client.cc = s.server.cc = "cubic";
-    s.client.seed = 11;
-    s.server.seed = 12;
+    TransferSpec s = test::hundred_mbit_spec(k16MB, "cubic", loss);
     s.client.ack_frequency = client_af;
     s.server.ack_frequency = server_af;
-    SimpleLinkConfig link;
-    link.delay = 10ms;
-    link.rate_bps = 100e6;
-    link.queue_packets = 200;
-    link.loss = loss;
-    s.client_to_server = link;
-    s.client_to_server.seed = 21;
-    s.server_to_client = link;
-    s.server_to_client.seed = 22;
-    s.bytes = k16MB;
-    s.deadline = 600s;
-    s.seed = 31;
     return s;
 }
 

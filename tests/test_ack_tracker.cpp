@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "transport/ack_tracker.hpp"
@@ -157,9 +159,25 @@ bool acks_at_once(AckTracker& at, std::uint64_t pn, ndm::Ecn ecn = ndm::Ecn::not
     at.on_ack_sent(t0);
     return true;
 }
+
+// A tracker under ACK_FREQUENCY's reordering threshold r (and a threshold of
+// 100 packets, so that only reordering sends an ACK at once).
+AckTracker with_reordering(std::uint64_t r) {
+    AckTracker at({.max_ack_delay = 25ms});
+    REQUIRE(at.set_frequency(0, {.ack_eliciting_threshold = 100, .max_ack_delay = 25ms, .reordering_threshold = r}));
+    return at;
+}
+
+// Receives each row's packet number and checks whether it is acknowledged at once.
+void check_rows(AckTracker& at, std::initializer_list<std::pair<std::uint64_t, bool>> rows) {
+    for (const auto& [pn, ack] : rows) {
+        CAPTURE(pn);
+        CHECK(acks_at_once(at, pn) == ack);
+    }
+}
 }  // namespace
 
-TEST_CASE("AckTracker: an ACK_FREQUENCY request sets the threshold and the delay; obsolete ones are ignored") {
+TEST_CASE("AckTracker: an ACK_FREQUENCY request sets the threshold and the delay, and obsolete ones are ignored") {
     AckTracker at({.max_ack_delay = 25ms});
     CHECK(at.set_frequency(0, {.ack_eliciting_threshold = 4, .max_ack_delay = 10ms, .reordering_threshold = 1}));
     // "More than 4": the fifth ack-eliciting packet is acknowledged at once.
@@ -186,31 +204,18 @@ TEST_CASE("AckTracker: an ACK_FREQUENCY request sets the threshold and the delay
 }
 
 TEST_CASE("AckTracker: reordering threshold 3 acknowledges gaps as the draft's Table 1 does") {
-    AckTracker at({.max_ack_delay = 25ms});
-    REQUIRE(at.set_frequency(0, {.ack_eliciting_threshold = 100, .max_ack_delay = 25ms, .reordering_threshold = 3}));
+    AckTracker at = with_reordering(3);
     // Received: 0 1 3 4 5 8 9 10; ACKs at 5, 9 and 10 (ack-frequency-14 §6.2.1).
-    const std::pair<std::uint64_t, bool> rows[] = {{0, false}, {1, false}, {3, false}, {4, false},
-                                                   {5, true},  {8, false}, {9, true},  {10, true}};
-    for (const auto& [pn, ack] : rows) {
-        CAPTURE(pn);
-        CHECK(acks_at_once(at, pn) == ack);
-    }
+    check_rows(at, {{0, false}, {1, false}, {3, false}, {4, false}, {5, true}, {8, false}, {9, true}, {10, true}});
     // A packet at or below Largest Acked - 3 (the sender may have declared it lost): at once.
     CHECK(acks_at_once(at, 2));
 }
 
-TEST_CASE("AckTracker: reordering threshold 5 as the draft's Table 2; 0 never acknowledges a gap at once") {
-    AckTracker at({.max_ack_delay = 25ms});
-    REQUIRE(at.set_frequency(0, {.ack_eliciting_threshold = 100, .max_ack_delay = 25ms, .reordering_threshold = 5}));
-    const std::pair<std::uint64_t, bool> rows[] = {{0, false}, {1, false}, {3, false}, {5, false},
-                                                   {6, false}, {7, true},  {8, false}, {9, true}};
-    for (const auto& [pn, ack] : rows) {
-        CAPTURE(pn);
-        CHECK(acks_at_once(at, pn) == ack);
-    }
-    AckTracker none({.max_ack_delay = 25ms});
-    REQUIRE(none.set_frequency(0, {.ack_eliciting_threshold = 100, .max_ack_delay = 25ms, .reordering_threshold = 0}));
-    for (std::uint64_t pn : {0, 10, 5, 20, 1}) CHECK_FALSE(acks_at_once(none, pn));
+TEST_CASE("AckTracker: reordering threshold 5 as the draft's Table 2, and 0 never acknowledges a gap at once") {
+    AckTracker at = with_reordering(5);
+    check_rows(at, {{0, false}, {1, false}, {3, false}, {5, false}, {6, false}, {7, true}, {8, false}, {9, true}});
+    AckTracker none = with_reordering(0);
+    check_rows(none, {{0, false}, {10, false}, {5, false}, {20, false}, {1, false}});
 }
 
 TEST_CASE("AckTracker: with a threshold above 1, only the first CE after unmarked packets is acknowledged at once") {

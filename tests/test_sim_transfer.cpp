@@ -14,6 +14,7 @@
 #include "ndm/connection.hpp"
 #include "ndm/sim.hpp"
 #include "ndm/workload.hpp"
+#include "sim_spec.hpp"
 
 using namespace std::chrono_literals;
 using ndm::sim::SimpleLinkConfig;
@@ -27,25 +28,7 @@ constexpr std::uint64_t k32MB = 32u << 20;
 using ndm::test::at;
 
 // 100 Mbit/s, 10 ms one way, a queue of about one bandwidth-delay product.
-TransferSpec base_spec(std::uint64_t bytes = k32MB) {
-    TransferSpec spec;
-    spec.client.cc = "reno";
-    spec.client.seed = 11;
-    spec.server.cc = "reno";
-    spec.server.seed = 12;
-    SimpleLinkConfig link;
-    link.delay = 10ms;
-    link.rate_bps = 100e6;
-    link.queue_packets = 200;
-    spec.client_to_server = link;
-    spec.client_to_server.seed = 21;
-    spec.server_to_client = link;
-    spec.server_to_client.seed = 22;
-    spec.bytes = bytes;
-    spec.deadline = 3600s;
-    spec.seed = 31;
-    return spec;
-}
+TransferSpec base_spec(std::uint64_t bytes = k32MB) { return ndm::test::hundred_mbit_spec(bytes); }
 
 void both(TransferSpec& spec, void (*set)(SimpleLinkConfig&)) {
     set(spec.client_to_server);
