@@ -71,6 +71,9 @@ struct SocketOptions {
     // IP_RECVERR: ICMP errors for our sends reach the endpoint (a dead peer is
     // reported at once). Off for a listening endpoint: see Endpoint::Impl.
     bool report_errors = true;
+    // io_uring provided buffers with GRO, one per received message however
+    // small (UringBackend::init_buffers). A client endpoint takes more: see Endpoint::Impl.
+    unsigned gro_receive_buffers = 16;
 };
 
 // Largest payload a UDP/IPv4 datagram (or GSO super-datagram) may carry.

@@ -25,6 +25,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -69,7 +71,7 @@ __kernel_timespec to_kernel_ts(Instant t) {
 
 class UringBackend final : public Backend {
 public:
-    explicit UringBackend(const SocketOptions& opt) : tx_(kTxSlots) {
+    explicit UringBackend(const SocketOptions& opt) : gro_receive_buffers_(opt.gro_receive_buffers), tx_(kTxSlots) {
         fd_ = adopt(open_udp_socket(opt));
         try {
             init_ring();
@@ -230,16 +232,12 @@ private:
         // The kernel takes buffers in ring order, so all of them cycle through
         // the cache. With GRO a data receiver's receives mostly fill a buffer,
         // and fewer buffers stay warmer (16 ran ~15 % cheaper than 128 on the
-        // receiver). But every datagram GRO does not merge, however small,
-        // takes a whole buffer: a data sender reads ACKs, and with -P 128 they
-        // come from 128 connections; 16 buffers capped each wait at 16 of
-        // them, the rest queued in the socket (150 ms of queue at 3.5 Gbit/s)
-        // and 128 connections cost 2.3x one's CPU per GB. 64 (4 MiB): 1.9x,
-        // one connection's cost unchanged within noise (bench/connections.py,
-        // bench/RESULTS.md "Connections on one endpoint"). Without GRO every
-        // datagram takes a buffer: 128. Running out only parks data in the
-        // socket buffer until the re-arm.
-        nbufs_ = gro_ ? 64 : 128;
+        // receiver); every datagram GRO does not merge takes a whole one
+        // (SocketOptions::gro_receive_buffers: more for a client endpoint,
+        // whose data sender reads small ACKs). Without GRO every datagram
+        // takes a buffer: 128. Running out only parks data in the socket
+        // buffer until the re-arm.
+        nbufs_ = gro_ ? std::bit_ceil(std::max(gro_receive_buffers_, 1u)) : 128;  // a buffer ring is a power of two
         const long page = sysconf(_SC_PAGESIZE);
         ring_bytes_ = (nbufs_ * sizeof(io_uring_buf) + static_cast<std::size_t>(page) - 1) &
                       ~(static_cast<std::size_t>(page) - 1);
@@ -451,6 +449,7 @@ private:
     std::size_t ring_bytes_ = 0;
     bool buf_registered_ = false;
     unsigned nbufs_ = 0;
+    unsigned gro_receive_buffers_;  // SocketOptions::gro_receive_buffers
     std::size_t buf_size_ = 0;
     unsigned recycled_pending_ = 0;  // offset for io_uring_buf_ring_add within a batch
     PageBuffer rx_mem_;

@@ -1080,8 +1080,7 @@ bool Connection::Impl::has_eliciting_data() const {
 // 1-RTT frames other than ACK waiting to be sent.
 bool Connection::Impl::application_frames_pending() const {
     return handshake_done_pending || immediate_ack_pending || path_response || peer_cids.has_pending() ||
-           streams.has_control_frames() ||
-           streams.has_pending_data();
+           streams.has_control_frames() || streams.has_pending_data();
 }
 
 bool Connection::Impl::can_send_eliciting(Instant now) const {
