@@ -91,9 +91,10 @@ void for_each_gro_segment(std::span<const std::uint8_t> payload, int segment, F&
 struct UdpReceiveInfo {
     int gro_segment = 0;     // the UDP_GRO segment size, 0 when the message is one datagram
     Ecn ecn = Ecn::not_ect;  // of its IP header (needs enable_ecn_reporting())
-    // How many datagrams the kernel had dropped on the socket (a full receive
-    // buffer) when it arrived, since the socket was opened; 0 until the first
-    // drop (needs enable_drop_counting(): SO_RXQ_OVFL).
+    // How many receives (datagrams, or a local sender's whole GSO batches)
+    // the kernel had dropped on the socket for a full receive buffer when it
+    // arrived, since the socket was opened; 0 until the first drop (needs
+    // enable_drop_counting(): SO_RXQ_OVFL).
     std::uint32_t kernel_drops = 0;
 };
 

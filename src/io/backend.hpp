@@ -117,8 +117,8 @@ public:
     [[nodiscard]] std::uint64_t send_calls() const { return send_calls_; }
     // Sends the kernel refused for good (EndpointStats::send_errors).
     [[nodiscard]] virtual std::uint64_t send_errors() const = 0;
-    // Datagrams the kernel dropped for a full receive buffer, as of the last
-    // one read (EndpointStats::receive_drops).
+    // Receives the kernel dropped for a full receive buffer, as of the last
+    // datagram read (EndpointStats::receive_drops).
     [[nodiscard]] std::uint64_t receive_drops() const { return receive_drops_; }
 
 protected:
@@ -176,8 +176,8 @@ OpenedSocket open_udp_socket(const SocketOptions& opt);
 // Drains the socket error queue (MSG_ERRQUEUE) into h.on_peer_error.
 void drain_error_queue(int fd, RxHandler& h);
 // The control data of a received message: the UDP_GRO segment size (0 if
-// absent) and the ECN codepoint of the IP_TOS / IPV6_TCLASS cmsg (not-ECT if
-// absent).
+// absent), the ECN codepoint of the IP_TOS / IPV6_TCLASS cmsg (not-ECT if
+// absent) and the SO_RXQ_OVFL drop count (0 if absent).
 RxControl parse_rx_control(const msghdr& msg);
 // Delivers a received (possibly GRO-coalesced) payload split into datagrams
 // (ndm::for_each_gro_segment), each with the payload's codepoint.

@@ -71,11 +71,11 @@ __kernel_timespec to_kernel_ts(Instant t) {
 
 class UringBackend final : public Backend {
 public:
-    explicit UringBackend(const SocketOptions& opt) : gro_receive_buffers_(opt.gro_receive_buffers), tx_(kTxSlots) {
+    explicit UringBackend(const SocketOptions& opt) : tx_(kTxSlots) {
         fd_ = adopt(open_udp_socket(opt));
         try {
             init_ring();
-            init_buffers();
+            init_buffers(opt.gro_receive_buffers);
         } catch (...) {
             cleanup();
             throw;
@@ -225,7 +225,7 @@ private:
         }
     }
 
-    void init_buffers() {
+    void init_buffers(unsigned gro_receive_buffers) {
         // Each buffer takes a whole GRO super-datagram (≤ 64 KiB) or one 64 KB
         // datagram, after the recvmsg header, the name and the control data.
         buf_size_ = 65536 + 256;
@@ -237,7 +237,7 @@ private:
         // whose data sender reads small ACKs). Without GRO every datagram
         // takes a buffer: 128. Running out only parks data in the socket
         // buffer until the re-arm.
-        nbufs_ = gro_ ? std::bit_ceil(std::max(gro_receive_buffers_, 1u)) : 128;  // a buffer ring is a power of two
+        nbufs_ = gro_ ? std::bit_ceil(std::max(gro_receive_buffers, 1u)) : 128;  // a buffer ring is a power of two
         const long page = sysconf(_SC_PAGESIZE);
         ring_bytes_ = (nbufs_ * sizeof(io_uring_buf) + static_cast<std::size_t>(page) - 1) &
                       ~(static_cast<std::size_t>(page) - 1);
@@ -449,7 +449,6 @@ private:
     std::size_t ring_bytes_ = 0;
     bool buf_registered_ = false;
     unsigned nbufs_ = 0;
-    unsigned gro_receive_buffers_;  // SocketOptions::gro_receive_buffers
     std::size_t buf_size_ = 0;
     unsigned recycled_pending_ = 0;  // offset for io_uring_buf_ring_add within a batch
     PageBuffer rx_mem_;

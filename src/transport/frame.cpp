@@ -423,7 +423,7 @@ void emit_close(Sink& s, const ConnectionCloseFrame& f) {
 
 template <class Sink>
 void emit(Sink& s, const Frame& frame, unsigned exponent) {
-    // Up to three varint fields after the type; counts over 2^60 are invalid.
+    // The type and the frame's varint fields; counts over 2^60 are invalid.
     auto fields = [&](std::uint64_t type, std::initializer_list<std::uint64_t> values) {
         s.varint(type);
         for (auto v : values) s.varint(v);
@@ -483,10 +483,8 @@ void emit(Sink& s, const Frame& frame, unsigned exponent) {
             [&](const HandshakeDoneFrame&) { fields(frame_type::handshake_done, {}); },
             [&](const AckFrequencyFrame& f) {
                 if (f.requested_max_ack_delay_us >= kAckDelayLimitUs) return s.invalid();
-                s.varint(frame_type::ack_frequency);
-                for (auto v : {f.sequence, f.ack_eliciting_threshold, f.requested_max_ack_delay_us,
-                               f.reordering_threshold})
-                    s.varint(v);
+                fields(frame_type::ack_frequency, {f.sequence, f.ack_eliciting_threshold,
+                                                   f.requested_max_ack_delay_us, f.reordering_threshold});
             },
             [&](const ImmediateAckFrame&) { fields(frame_type::immediate_ack, {}); },
         },

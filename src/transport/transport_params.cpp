@@ -173,6 +173,12 @@ void for_each_entry(const TransportParams& p, std::optional<std::uint32_t> greas
     if (!p.application_params.empty()) put(param_id::ndm_application_params, p.application_params);
 }
 
+// draft-ietf-quic-ack-frequency-14 §3: min_ack_delay (µs) may not exceed
+// max_ack_delay (ms, below 2^14: the product cannot overflow).
+bool min_ack_delay_above_max(const TransportParams& p) {
+    return p.min_ack_delay_us && *p.min_ack_delay_us > p.max_ack_delay_ms * 1000;
+}
+
 // What the peer would reject (RFC 9000 §18.2) is not sent.
 bool encodable(const TransportParams& p, Role sender) {
     for (const auto& ip : kIntParams) {
@@ -184,7 +190,7 @@ bool encodable(const TransportParams& p, Role sender) {
     for (const auto& cp : kCidParams)
         if (const auto& c = p.*cp.field; c && c->length > kMaxCidLength) return false;
     if (p.preferred_address && p.preferred_address->cid.length > kMaxCidLength) return false;
-    if (p.min_ack_delay_us && *p.min_ack_delay_us > p.max_ack_delay_ms * 1000) return false;
+    if (min_ack_delay_above_max(p)) return false;
     if (sender == Role::client &&
         (p.original_destination_connection_id || p.stateless_reset_token || p.preferred_address ||
          p.retry_source_connection_id))
@@ -192,13 +198,21 @@ bool encodable(const TransportParams& p, Role sender) {
     return true;
 }
 
-bool decode_int(const IntParam& ip, std::span<const std::uint8_t> value, TransportParams& p, Error& err) {
+// An integer parameter's value: exactly one varint (RFC 9000 §18.2).
+std::optional<std::uint64_t> one_varint(std::uint64_t id, std::span<const std::uint8_t> value, Error& err) {
     Reader vr(value);
     const auto v = vr.varint();
-    if (!v || !vr.empty())
-        return fail(err, ErrorKind::bad_varint,
-                    std::string("transport parameter ") + ip.name + ": value of length " +
-                        std::to_string(value.size()) + " is not exactly one varint");
+    if (!v || !vr.empty()) {
+        fail(err, ErrorKind::bad_varint,
+             label(id) + ": value of length " + std::to_string(value.size()) + " is not exactly one varint");
+        return std::nullopt;
+    }
+    return v;
+}
+
+bool decode_int(const IntParam& ip, std::span<const std::uint8_t> value, TransportParams& p, Error& err) {
+    const auto v = one_varint(ip.id, value, err);
+    if (!v) return false;
     if (*v < ip.min || *v > ip.max)
         return fail(err, ErrorKind::bad_value,
                     std::string("transport parameter ") + ip.name + ": value " + std::to_string(*v) + " outside " +
@@ -272,16 +286,9 @@ bool decode_other(std::uint64_t id, std::span<const std::uint8_t> value, Transpo
             p.preferred_address = a;
             return true;
         }
-        case param_id::min_ack_delay: {
-            Reader vr(value);
-            const auto v = vr.varint();
-            if (!v || !vr.empty())
-                return fail(err, ErrorKind::bad_varint,
-                            label(id) + ": value of length " + std::to_string(value.size()) +
-                                " is not exactly one varint");
-            p.min_ack_delay_us = *v;  // checked against max_ack_delay once both are known
-            return true;
-        }
+        case param_id::min_ack_delay:
+            p.min_ack_delay_us = one_varint(id, value, err);  // checked against max_ack_delay once both are known
+            return p.min_ack_delay_us.has_value();
         case param_id::ndm_application_params:
             if (value.size() > kMaxApplicationParams)
                 return fail(err, ErrorKind::bad_value,
@@ -338,7 +345,7 @@ bool decode_transport_params(std::span<const std::uint8_t> in, Role sender, Tran
         return fail(err, ErrorKind::bad_value, label(*d) + ": duplicate id");
     // draft-ietf-quic-ack-frequency-14 §3: a min_ack_delay above max_ack_delay
     // is a TRANSPORT_PARAMETER_ERROR.
-    if (p.min_ack_delay_us && *p.min_ack_delay_us > p.max_ack_delay_ms * 1000)
+    if (min_ack_delay_above_max(p))
         return fail(err, ErrorKind::bad_value,
                     "transport parameter min_ack_delay: " + std::to_string(*p.min_ack_delay_us) +
                         " us exceeds max_ack_delay (" + std::to_string(p.max_ack_delay_ms) + " ms)");

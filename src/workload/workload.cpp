@@ -16,7 +16,7 @@ namespace detail {
 // workload_avx2.cpp
 void xxh3_update_avx2(void* state, const void* data, std::size_t size);
 void payload_words_avx2(const std::uint64_t* table, std::uint64_t w, std::uint64_t step, std::uint64_t k,
-                        std::uint8_t* out, std::size_t n);
+                        std::uint8_t* out, std::size_t n);  // n a multiple of 4
 }  // namespace detail
 
 namespace {
@@ -27,6 +27,7 @@ static_assert(sizeof(XXH3_state_t) == StreamHash::kStateBytes && alignof(XXH3_st
               "StreamHash reserves room for xxHash's XXH3 state");
 
 XXH3_state_t* as_state(std::uint8_t* p) { return std::launder(reinterpret_cast<XXH3_state_t*>(p)); }
+const XXH3_state_t* as_state(const std::uint8_t* p) { return std::launder(reinterpret_cast<const XXH3_state_t*>(p)); }
 
 #if defined(__x86_64__)
 // The AVX2 paths (workload_avx2.cpp) where the CPU has them: with SSE2
@@ -34,7 +35,6 @@ XXH3_state_t* as_state(std::uint8_t* p) { return std::launder(reinterpret_cast<X
 // generator another tenth of the sender's.
 const bool kAvx2 = __builtin_cpu_supports("avx2") != 0;
 #endif
-const XXH3_state_t* as_state(const std::uint8_t* p) { return std::launder(reinterpret_cast<const XXH3_state_t*>(p)); }
 
 }  // namespace
 
@@ -56,8 +56,8 @@ void Payload::fill(std::uint64_t offset, std::span<std::uint8_t> out) const {
     std::uint64_t step = w * kIndexStep;
 #if defined(__x86_64__)
     static_assert(kTableWords == 256, "payload_words_avx2 indexes a table of 256 words");
-    if (kAvx2) {
-        const std::size_t words = (out.size() - i) / 8;
+    if (kAvx2) {  // whole groups of four words; the loop below writes the rest
+        const std::size_t words = (out.size() - i) / 32 * 4;
         detail::payload_words_avx2(table_.data(), w, step, kIndexStep, out.data() + i, words);
         i += 8 * words;
         w += words;

@@ -13,7 +13,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -24,15 +23,15 @@ void xxh3_update_avx2(void* state, const void* data, std::size_t size) {
     XXH3_64bits_update(static_cast<XXH3_state_t*>(state), data, size);
 }
 
-// Payload's words w, w+1, ... (n of them) into out: table[w mod 256] ^ w*k,
-// little-endian, with step = w*k.
+// Payload's words w, w+1, ... (n of them, a multiple of 4: Payload::fill
+// writes the rest) into out: table[w mod 256] ^ w*k, little-endian, with
+// step = w*k.
 void payload_words_avx2(const std::uint64_t* table, std::uint64_t w, std::uint64_t step, std::uint64_t k,
                         std::uint8_t* out, std::size_t n) {
     __m256i steps = _mm256_set_epi64x(static_cast<long long>(step + 3 * k), static_cast<long long>(step + 2 * k),
                                       static_cast<long long>(step + k), static_cast<long long>(step));
     const __m256i k4 = _mm256_set1_epi64x(static_cast<long long>(4 * k));
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4, w += 4) {
+    for (std::size_t i = 0; i + 4 <= n; i += 4, w += 4) {
         const std::size_t j = w % 256;
         const __m256i t = j <= 252 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + j))
                                    : _mm256_set_epi64x(static_cast<long long>(table[(w + 3) % 256]),
@@ -41,10 +40,6 @@ void payload_words_avx2(const std::uint64_t* table, std::uint64_t w, std::uint64
                                                        static_cast<long long>(table[j]));
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * i), _mm256_xor_si256(t, steps));
         steps = _mm256_add_epi64(steps, k4);
-    }
-    for (step += i * k; i < n; ++i, ++w, step += k) {
-        const std::uint64_t v = table[w % 256] ^ step;
-        std::memcpy(out + 8 * i, &v, 8);
     }
 }
 
