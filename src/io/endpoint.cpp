@@ -118,7 +118,6 @@ struct Endpoint::Impl final : io::RxHandler {
         ConnectionHandle handle = 0;
         std::unique_ptr<Connection> conn;
         io::Address peer;  // in the socket's address family
-        std::size_t mds = kMaxDatagramSize;  // config limit: poll buffers this large
         std::vector<std::uint64_t> keys;    // routing keys registered for it
         std::unique_ptr<Link> egress, ingress;
         std::optional<StreamId> peer_stream;
@@ -268,12 +267,11 @@ struct Endpoint::Impl final : io::RxHandler {
         r.keys.push_back(k);
     }
 
-    Record& add(std::unique_ptr<Connection> conn, const io::Address& peer, std::size_t mds) {
+    Record& add(std::unique_ptr<Connection> conn, const io::Address& peer) {
         auto rec = std::make_unique<Record>();
         rec->handle = next_handle++;
         rec->conn = std::move(conn);
         rec->peer = peer;
-        rec->mds = mds;
         if (cfg.egress_link) rec->egress = cfg.egress_link();
         if (cfg.ingress_link) rec->ingress = cfg.ingress_link();
         add_route(*rec, rec->conn->local_cid());
@@ -431,7 +429,7 @@ struct Endpoint::Impl final : io::RxHandler {
             return;
         }
         make_half_open_room(now);
-        Record& r = add(std::move(conn), from, cfg.connection.max_datagram_size);
+        Record& r = add(std::move(conn), from);
         r.accepted = true;
         ++from_host;
         if (r.conn->state() == ConnectionState::handshaking) {
@@ -531,13 +529,18 @@ struct Endpoint::Impl final : io::RxHandler {
     void end_batch() { batch->flush(); }
 
     // Polls a connection's datagrams straight into send slots (no copy in the
-    // common case). Returns false when it ran out of slots.
+    // common case). Returns false when it ran out of slots. The room asked
+    // for is the connection's datagram size now (1200 bytes before the
+    // handshake, then the negotiated one), not its configured limit: a
+    // server allows 65507 and would otherwise end every batch at one
+    // datagram.
     bool poll_into_slots(Record& r, Instant now) {
+        const std::size_t room = r.conn->max_datagram_size();
         for (;;) {
-            std::uint8_t* at = batch->reserve(r.peer, r.mds);
+            std::uint8_t* at = batch->reserve(r.peer, room);
             if (!at) return false;
             Ecn ecn = Ecn::not_ect;
-            const std::size_t n = r.conn->poll_datagram({at, r.mds}, now, ecn);
+            const std::size_t n = r.conn->poll_datagram({at, room}, now, ecn);
             if (n == 0) return true;
             if (!batch->commit(n, ecn)) return false;
         }
@@ -549,7 +552,7 @@ struct Endpoint::Impl final : io::RxHandler {
         if (!r.abandoned) {
             if (r.egress) {
                 Ecn ecn = Ecn::not_ect;
-                while (std::size_t n = r.conn->poll_datagram({scratch.data(), r.mds}, now, ecn)) {
+                while (std::size_t n = r.conn->poll_datagram(scratch, now, ecn)) {
                     r.egress->send({scratch.data(), n}, now, ecn);
                 }
             } else if (!tx_blocked) {
@@ -712,7 +715,7 @@ ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port, 
     // The name the certificate must carry is the one connected to, unless told otherwise.
     if (c.tls.server_name.empty()) c.tls.server_name = host;
     auto conn = Connection::connect(c, steady_now());
-    auto& r = d.add(std::move(conn), peer, config.max_datagram_size);
+    auto& r = d.add(std::move(conn), peer);
     spdlog::debug("ndm: connecting to {} (connection {})", peer.to_string(), r.handle);
     return r.handle;
 }
