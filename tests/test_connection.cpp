@@ -166,6 +166,34 @@ TEST_CASE("flow control: a receiver that does not read stalls the sender, readin
     CHECK(got == data);
 }
 
+TEST_CASE("flow control: a capped receive window lets the peer send the cap past what was read, credit given stays") {
+    ConnectionPair p;
+    p.server_cfg.initial_max_data = 1'000'000;  // advertised in the handshake: stays
+    p.server_cfg.autotune_receive_windows = false;
+    REQUIRE(p.handshake());
+    p.server->cap_receive_window(100'000);
+    auto id = *p.client->open_stream();
+    auto data = bytes(3'000'000, 5);
+    CHECK(p.client->write(id, data) == data.size());
+    p.run_until([] { return false; }, std::chrono::seconds(2));
+    CHECK(p.client->stats(p.now).stream_bytes_sent == 1'000'000);
+    // Reading it all slides the window: the cap ahead of what was read, not
+    // the 1 MB window the configuration asked for.
+    std::vector<std::uint8_t> got, buf(1 << 16);
+    while (std::size_t n = p.server->read(id, buf)) got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+    CHECK(got.size() == 1'000'000);
+    p.run_until([] { return false; }, std::chrono::seconds(2));
+    CHECK(p.client->stats(p.now).stream_bytes_sent == 1'100'000);
+    // A larger cap takes effect at the next slide.
+    p.server->cap_receive_window(400'000);
+    p.run_until([&] {
+        while (std::size_t n = p.server->read(id, buf)) got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+        return got.size() == data.size();
+    });
+    CHECK(got == data);
+    CHECK_THROWS_AS(p.server->cap_receive_window(0), std::invalid_argument);
+}
+
 TEST_CASE("zero-copy prepare/commit and peek/consume transfer byte-exact under flow control") {
     // A small send buffer and receive window: the ring wraps many times on
     // both sides, prepare() runs short (asking for StreamWritable) and the

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -698,6 +699,70 @@ TEST_CASE("endpoint: 256 MB byte-exact with GSO/GRO on each backend" * doctest::
     check_byte_exact(run, server, bytes);
     MESSAGE(std::string(to_string(backend_under_test)) << " 256 MB in " << run.seconds << " s (" << gbits(bytes, run.seconds)
                                           << " Gbit/s)");
+}
+
+// EndpointConfig::receive_budget: each connection starts with its share of
+// the budget as its window (the initial_max_data it advertises), and its
+// window follows the share as connections come: a server that reads only
+// what it is told to is sent exactly that plus the share. Both endpoints run
+// in this thread.
+TEST_CASE("endpoint: a receive budget is shared among the connections, down to kMinReceiveShare each") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    EndpointConfig scfg = cfg;
+    scfg.accept_connections = true;
+    scfg.receive_budget = 150'000;
+    scfg.connection.autotune_receive_windows = false;
+    Endpoint server(scfg);
+    std::vector<std::pair<ConnectionHandle, StreamId>> streams;  // in the order their data came
+    server.on_event([&](ConnectionHandle h, const Event& ev) {
+        if (const auto* r = std::get_if<event::StreamReadable>(&ev)) {
+            if (std::ranges::find(streams, std::pair{h, r->id}) == streams.end()) streams.emplace_back(h, r->id);
+        }
+    });
+    Endpoint client(cfg);
+    // Until nothing more has left for 300 ms.
+    auto run_until_still = [&](const std::function<std::uint64_t()>& sent) {
+        std::uint64_t last = 0;
+        Instant still_since = steady_now();
+        for (const Instant end = steady_now() + 10s; steady_now() < end;) {
+            server.run_once(steady_now() + 1ms);
+            client.run_once(steady_now() + 1ms);
+            if (sent() != last) {
+                last = sent();
+                still_since = steady_now();
+            }
+            if (last > 0 && steady_now() - still_since > 300ms) break;
+        }
+        return sent();
+    };
+    const std::vector<std::uint8_t> data(1'000'000, 7);
+    auto start_sending = [&] {
+        const ConnectionHandle h = client.connect("127.0.0.1", server.local_port());
+        for (const Instant end = steady_now() + 10s; steady_now() < end && !client.find(h)->is_established();) {
+            server.run_once(steady_now() + 1ms);
+            client.run_once(steady_now() + 1ms);
+        }
+        Connection* c = client.connection(h);
+        REQUIRE(c->is_established());
+        const auto id = c->open_stream();
+        REQUIRE(id);
+        CHECK(c->write(*id, data) == data.size());
+        return [&client, h] { return client.find(h)->stats(steady_now()).stream_bytes_sent; };
+    };
+    const auto first = start_sending();
+    CHECK(run_until_still(first) == 150'000);  // alone: the whole budget
+    const auto second = start_sending();
+    CHECK(run_until_still(second) == 75'000);  // one of two
+    // The first connection's window is now its share too: reading what it
+    // sent lets it send the share more, not the 150 000 it started with.
+    REQUIRE(streams.size() == 2);
+    std::vector<std::uint8_t> buf(200'000);
+    CHECK(server.connection(streams[0].first)->read(streams[0].second, buf) == 150'000);
+    CHECK(run_until_still(first) == 150'000 + 75'000);
+    const auto third = start_sending();
+    CHECK(run_until_still(third) == kMinReceiveShare);  // 50 000 would be below the floor
 }
 
 TEST_CASE("endpoint: dual-stack and IPv6 loopback") {

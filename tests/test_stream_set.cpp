@@ -296,6 +296,28 @@ TEST_CASE("stream set: a receive window that slides again within two RTTs double
     CHECK(w.window() == 4000);
 }
 
+TEST_CASE("stream set: a cap bounds the receive window and keeps its auto-tuned size for when it is lifted") {
+    using namespace std::chrono_literals;
+    ReceiveWindow w(1000);
+    const Duration rtt = 100ms;
+    Instant t{};
+    w.set_cap(400);
+    CHECK(w.window() == 400);
+    CHECK(w.limit() == 1000);  // advertised before the cap: never withdrawn
+    w.on_consumed(700);
+    CHECK_FALSE(w.should_update());  // 700 + 400 < 1000 + 200
+    w.on_consumed(100);
+    REQUIRE(w.should_update());
+    CHECK(w.update(t, rtt) == 1200);  // 800 consumed + the 400 cap
+    w.on_consumed(400);
+    t += 50ms;  // slid again within two RTTs: the window behind the cap grows
+    CHECK(w.update(t, rtt) == 1600);
+    w.set_cap(UINT64_MAX);
+    CHECK(w.window() == 2000);
+    t += 1s;
+    CHECK(w.update(t, rtt) == 3200);  // 1200 consumed + the grown 2000
+}
+
 TEST_CASE("stream set: a stream finished both ways is reaped and the peer may open another") {
     StreamSet::Config cfg;
     cfg.max_streams = 1;

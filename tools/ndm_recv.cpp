@@ -33,6 +33,7 @@
 #include "common/perf_session.hpp"
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
+#include "common/receive_budget_flag.hpp"
 #include "common/ack_ranges_flag.hpp"
 #include "common/loss_detection_flag.hpp"
 #include "common/tls_flags.hpp"
@@ -664,6 +665,8 @@ int main(int argc, char** argv) {
     ndm::tools::add_ack_ranges_option(app, ack_ranges);
     bool no_ack_frequency = false;
     ndm::tools::add_no_ack_frequency_flag(app, no_ack_frequency);
+    std::string receive_budget;
+    ndm::tools::add_receive_budget_option(app, receive_budget);
     std::vector<std::string> plugins;  // a client may name their controllers (in -R this side runs them)
     ndm::tools::add_cc_plugin_option(app, plugins);
     ndm::tools::add_retry_option(app, retry);
@@ -703,6 +706,7 @@ int main(int argc, char** argv) {
         cfg.connection.loss_detection = loss_detection;
         cfg.connection.max_ack_ranges = ack_ranges;
         cfg.connection.ack_frequency = !no_ack_frequency;
+        ndm::tools::apply_receive_budget(receive_budget, cfg);
         cfg.retry = parse_retry_policy(retry);
     } catch (const std::exception& e) {
         std::cerr << "ndm-recv: " << e.what() << '\n';

@@ -35,6 +35,7 @@
 #include "common/ack_frequency_flag.hpp"
 #include "common/ack_ranges_flag.hpp"
 #include "common/loss_detection_flag.hpp"
+#include "common/receive_budget_flag.hpp"
 #include "common/tls_flags.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
@@ -76,6 +77,7 @@ struct Options {
     LossDetection loss_detection = LossDetection::adaptive;
     std::size_t ack_ranges = 32;  // --ack-ranges: of the ACKs this side sends (-R, --bidir)
     bool ack_frequency = false;   // --ack-frequency
+    std::string receive_budget;   // --receive-budget
     std::vector<std::string> plugins;  // --cc-plugin
     std::string bitrate;  // -b RATE[/BURST]
     bool udp = false;     // -u: refused
@@ -221,6 +223,7 @@ private:
         cfg.connection.loss_detection = o.loss_detection;
         cfg.connection.max_ack_ranges = o.ack_ranges;
         cfg.connection.ack_frequency = o.ack_frequency;
+        tools::apply_receive_budget(o.receive_budget, cfg);
         cfg.qlog_dir = o.qlog;
         // The -P connections share one emulated path per direction, as they would share a bottleneck.
         if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
@@ -884,6 +887,7 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     tools::add_loss_detection_option(app, o.loss_detection);
     tools::add_ack_ranges_option(app, o.ack_ranges);
     tools::add_ack_frequency_flag(app, o.ack_frequency);
+    tools::add_receive_budget_option(app, o.receive_budget);
     tools::add_cc_plugin_option(app, o.plugins);  // ndm-recv needs it too: it checks the name, and in -R runs it
 }
 

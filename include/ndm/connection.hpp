@@ -457,6 +457,11 @@ public:
     // in MAX_DATA / MAX_STREAM_DATA, a smaller one binds once the peer has
     // used the credit it has. Throws std::invalid_argument on a zero window.
     void set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune);
+    // Caps the connection-level receive window at `bytes` (> 0) from now on,
+    // below what set_receive_windows and auto-tuning allow; credit already
+    // advertised stays. An Endpoint sets it to the connection's share of
+    // EndpointConfig::receive_budget.
+    void cap_receive_window(std::uint64_t bytes);
 
     // Starts a graceful close with a code and reason; the peer is told.
     void close(std::uint64_t code, std::string reason, Instant now, bool application = true);

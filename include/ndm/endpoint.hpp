@@ -138,6 +138,20 @@ struct EndpointConfig {
     LinkFactory ingress_link;
     // SO_RCVBUF / SO_SNDBUF request (SO_*BUFFORCE when privileged).
     int socket_buffer_bytes = 8 << 20;
+    // Flow-control credit the endpoint's connections give their peers in
+    // all: each connection's receive window (MAX_DATA's lead over what its
+    // application consumed) is capped at an equal share, receive_budget /
+    // connections, and never below kMinReceiveShare; 0 = no budget. It
+    // bounds what peers can make the endpoint buffer (credit is what a peer
+    // may send before anything is read), and it keeps many connections from
+    // together outrunning one socket's receive buffer when the application
+    // is the bottleneck: 128 connections with 32 MiB windows each overflowed
+    // it on loopback and lost whole GSO batches (bench/RESULTS.md,
+    // "Connections on one endpoint"). A connection's initial window (the
+    // initial_max_data it advertises) is its share when it starts, and a
+    // share that shrinks as connections arrive binds once a peer has used
+    // the credit it already had (RFC 9000 §4.1: credit is never withdrawn).
+    std::uint64_t receive_budget = 64u << 20;
     // SO_REUSEPORT, so that several endpoints, each driven by its own thread,
     // serve one address and port (every one of them must set it). The kernel
     // picks the endpoint by a hash of the 4-tuple, so all of a connection's
@@ -152,6 +166,10 @@ struct EndpointConfig {
     // missing, the constructor throws EndpointError when it cannot be).
     std::string qlog_dir;
 };
+
+// The smallest share of EndpointConfig::receive_budget a connection gets,
+// however many share it: 45 datagrams of 1452 bytes.
+inline constexpr std::uint64_t kMinReceiveShare = 64u << 10;
 
 class EndpointError : public std::runtime_error {
 public:

@@ -126,6 +126,7 @@ struct Endpoint::Impl final : io::RxHandler {
         bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
         bool accepted = false;   // counted in accepted_per_host
         std::size_t timer_slot = util::kNoTimerSlot;  // in `timers`
+        std::uint64_t receive_share = 0;  // the receive window cap last given to conn
     };
 
     EndpointConfig cfg;
@@ -361,8 +362,27 @@ struct Endpoint::Impl final : io::RxHandler {
         }
     }
 
-    ConnectionConfig with_seed(ConnectionConfig c) {
+    // A connection's share of the receive budget, with `n` connections.
+    [[nodiscard]] std::uint64_t receive_share(std::size_t n) const {
+        if (cfg.receive_budget == 0) return UINT64_MAX;
+        return std::max(cfg.receive_budget / std::max<std::size_t>(n, 1), kMinReceiveShare);
+    }
+
+    // Caps r's receive window at its share of the budget now (at each turn:
+    // the window moves only when the connection writes MAX_DATA).
+    void apply_receive_share(Record& r) {
+        const std::uint64_t share = receive_share(conns.size());
+        if (r.receive_share == share) return;
+        r.conn->cap_receive_window(share);
+        r.receive_share = share;
+    }
+
+    // The configuration a new connection starts with: its own seed, the
+    // socket's random connection IDs and clocks, and its share of the
+    // receive budget as its initial window.
+    ConnectionConfig for_new_connection(ConnectionConfig c) {
         c.seed = util::splitmix64_next(seed_state);
+        c.initial_max_data = std::min(c.initial_max_data, receive_share(conns.size() + 1));
         // On a socket connection IDs are unpredictable (RFC 9000 §21.9): a seeded
         // generator would give the next connection's away from one observed ID.
         if (!c.random_bytes) c.random_bytes = [](std::span<std::uint8_t> out) { crypto::CryptoRandom{}.fill(out); };
@@ -460,7 +480,7 @@ struct Endpoint::Impl final : io::RxHandler {
             return nullptr;
         }
         if (token.kind == Token::valid) {
-            conn = Connection::accept(with_seed(cfg.connection), data, now, token.retry, ecn);
+            conn = Connection::accept(for_new_connection(cfg.connection), data, now, token.retry, ecn);
         } else if (initial && (need_token || retry_gate->wants_retry(half_open_count, now))) {
             std::vector<std::uint8_t> retry(io::RetryGate::kMaxRetrySize);
             retry.resize(retry_gate->write_retry(retry, first, from, now));
@@ -472,7 +492,7 @@ struct Endpoint::Impl final : io::RxHandler {
             return nullptr;
         } else {
             if (need_token) return nullptr;  // another version's Initial over the cap
-            conn = Connection::accept(with_seed(cfg.connection), data, now, ecn);  // also other versions (VN)
+            conn = Connection::accept(for_new_connection(cfg.connection), data, now, ecn);  // also other versions (VN)
         }
         if (!conn) ++st.unroutable;
         else if (initial) retry_gate->on_handshake_started(now);
@@ -549,6 +569,7 @@ struct Endpoint::Impl final : io::RxHandler {
     // One connection's turn: links, datagrams out, events to the application.
     void pump(Record& r, Instant now) {
         r.dirty = false;
+        apply_receive_share(r);
         if (!r.abandoned) {
             if (r.egress) {
                 Ecn ecn = Ecn::not_ect;
@@ -711,7 +732,7 @@ ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port, 
         throw EndpointError(fmt::format("ndm: cannot reach {} from a socket bound to {}", target.to_string(),
                                         d.backend->local_address().to_string()));
     }
-    ConnectionConfig c = d.with_seed(config);
+    ConnectionConfig c = d.for_new_connection(config);
     // The name the certificate must carry is the one connected to, unless told otherwise.
     if (c.tls.server_name.empty()) c.tls.server_name = host;
     auto conn = Connection::connect(c, steady_now());

@@ -1626,6 +1626,11 @@ void Connection::set_receive_windows(std::uint64_t max_data, std::uint64_t max_s
     impl_->streams.set_receive_windows(max_data, max_stream_data, autotune);
 }
 
+void Connection::cap_receive_window(std::uint64_t bytes) {
+    if (bytes == 0) throw std::invalid_argument("a receive window cap must be positive");
+    impl_->streams.cap_receive_window(bytes);
+}
+
 void Connection::set_congestion_control(const std::string& name, const std::string& options) {
     auto& d = *impl_;
     cc::Params p;

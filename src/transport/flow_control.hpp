@@ -43,6 +43,10 @@ private:
 // high-BDP path needs several RTTs of data buffered behind each hole
 // (bench/RESULTS.md, "Fidelity against the kernel"). Only data the
 // application consumed makes it grow, so a peer cannot inflate it alone.
+//
+// A cap (set_cap) bounds the window from outside: an Endpoint shares one
+// receive budget among its connections this way. The auto-tuned size is
+// kept under it, so a cap that is lifted gives the grown window back.
 class ReceiveWindow {
 public:
     static constexpr std::uint64_t kAutoTuneFactor = 4;
@@ -59,7 +63,11 @@ public:
     }
     [[nodiscard]] std::uint64_t limit() const { return limit_; }
     [[nodiscard]] std::uint64_t received() const { return received_; }
-    [[nodiscard]] std::uint64_t window() const { return window_; }
+    // The window in use: the auto-tuned size, under the cap.
+    [[nodiscard]] std::uint64_t window() const { return std::min(window_, cap_); }
+    // At most `bytes` ahead of what the application consumed from now on
+    // (credit already advertised stays, as with resize()).
+    void set_cap(std::uint64_t bytes) { cap_ = bytes; }
     // Records data up to end_offset; false means the peer exceeded our limit.
     bool on_received(std::uint64_t end_offset) {
         if (end_offset > limit_) return false;
@@ -68,8 +76,8 @@ public:
     }
     void on_consumed(std::uint64_t n) { consumed_ += n; }
     // Written without a subtraction: after resize() the limit may lie
-    // beyond consumed_ + window_.
-    [[nodiscard]] bool should_update() const { return consumed_ + window_ >= limit_ + window_ / 2; }
+    // beyond consumed_ + window().
+    [[nodiscard]] bool should_update() const { return consumed_ + window() >= limit_ + window() / 2; }
     // Slides the window and returns the limit to advertise. A slide that
     // consumption made due (not the resend of a lost update) grows the
     // window first when the previous one was under two RTTs ago.
@@ -81,7 +89,7 @@ public:
             has_slid_ = true;
             last_slide_ = now;
         }
-        limit_ = std::max(limit_, consumed_ + window_);
+        limit_ = std::max(limit_, consumed_ + window());
         return limit_;
     }
 
@@ -89,6 +97,7 @@ private:
     std::uint64_t window_;
     std::uint64_t max_window_;
     std::uint64_t limit_;
+    std::uint64_t cap_ = UINT64_MAX;
     std::uint64_t received_ = 0;
     std::uint64_t consumed_ = 0;
     bool has_slid_ = false;

@@ -28,6 +28,11 @@ void StreamSet::set_receive_windows(std::uint64_t max_data, std::uint64_t max_st
     }
 }
 
+void StreamSet::cap_receive_window(std::uint64_t bytes) {
+    conn_window_.set_cap(bytes);
+    if (conn_window_.should_update()) max_data_pending_ = true;
+}
+
 void StreamSet::on_peer_params(const PeerLimits& limits) {
     conn_credit_.raise(limits.max_data);
     peer_limits_ = limits;

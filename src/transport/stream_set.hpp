@@ -123,6 +123,10 @@ public:
     // Our receive windows from now on, for the connection and each stream
     // (existing and future); credit already advertised stays.
     void set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune);
+    // Caps the connection's receive window (MAX_DATA's lead over what the
+    // application consumed) at `bytes`, whatever set_receive_windows and
+    // auto-tuning allow; the streams' windows stay (the connection's binds).
+    void cap_receive_window(std::uint64_t bytes);
     void on_max_streams(std::uint64_t maximum, bool bidi) {
         auto& m = peer_max_streams_[dir(bidi)];
         m = std::max(m, maximum);
