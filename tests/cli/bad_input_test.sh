@@ -27,6 +27,8 @@ rows=(
   "$S --connect-timeout 0|--connect-timeout"
   "$S --ack-ranges 0|--ack-ranges"
   "ndm-recv --ack-ranges 33|--ack-ranges"
+  "ndm-recv --receive-budget 1X|--receive-budget"
+  "$S --receive-budget -1M|--receive-budget"
   "$S --connect-timeout 600001|--connect-timeout"
   "$S --connect-timeout 1.5|--connect-timeout"
   "$S -n 2000T|--bytes"
