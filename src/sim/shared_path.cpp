@@ -10,7 +10,11 @@
 // events: its queue's head, its return link, its two timers. `own` changes
 // only when the flow itself runs or a datagram lands in its empty queue, so
 // the flows' `own` times (and unstarted flows' start times) sit in a FlowHeap
-// and L is asked once per event.
+// and L is asked once per event. When L comes first, the loop moves what the
+// link delivers then into the queues of the flows it is for, which puts
+// those flows in the heap at L; stepping some flow to pull it instead would
+// cost a step of a flow with nothing to do for most deliveries (2.65
+// against 1.57 events per packet at 100 flows).
 #include <algorithm>
 #include <deque>
 #include <memory>
@@ -69,14 +73,18 @@ public:
         pull(now);
         auto& q = queues_[f];
         if (q.empty() || q.front().due > now) return false;
-        out = std::move(q.front().data);
+        // The caller's old buffer goes to the spares: no allocation per datagram.
+        out.swap(q.front().data);
         ecn = q.front().ecn;
+        if (spares_.size() < kMaxSpares) spares_.push_back(std::move(q.front().data));
         q.pop_front();
         return true;
     }
 
     [[nodiscard]] LinkStats stats() const { return link_->stats(); }
     [[nodiscard]] std::uint64_t misrouted() const { return misrouted_; }
+    // Queues what the link delivers by `now` for the flows it is for.
+    void route(Instant now) { pull(now); }
 
 private:
     struct Queued {
@@ -96,7 +104,13 @@ private:
             }
             auto& q = queues_[rx_[0]];
             if (q.empty()) woken_.push_back(rx_[0]);
-            q.push_back({due, std::vector<std::uint8_t>(rx_.begin() + 1, rx_.end()), ecn});
+            std::vector<std::uint8_t> d;
+            if (!spares_.empty()) {
+                d = std::move(spares_.back());
+                spares_.pop_back();
+            }
+            d.assign(rx_.begin() + 1, rx_.end());
+            q.push_back({due, std::move(d), ecn});
         }
     }
 
@@ -107,6 +121,9 @@ private:
     std::uint64_t misrouted_ = 0;
     std::vector<std::size_t> woken_;
     bool own_only_ = false;
+    // Buffers of delivered datagrams, reused for the next ones queued.
+    static constexpr std::size_t kMaxSpares = 1024;
+    std::vector<std::vector<std::uint8_t>> spares_;
 };
 
 class Port final : public Link {
@@ -189,6 +206,11 @@ public:
                 continue;
             }
             if (t > deadline_) break;
+            if (!active_.empty() && demux_.link_next() == t) {
+                demux_.route(t);
+                requeue_woken();
+                continue;
+            }
             if (!flows_[who].sim) {
                 start_flow(who);
             } else {
