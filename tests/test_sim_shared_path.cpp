@@ -131,4 +131,10 @@ TEST_CASE("shared path: 100 flows at once each get a share of the bottleneck, by
     CHECK(least > 0.25 * 1e6);  // a quarter of the fair share
     CHECK(ndm::experiment::jain_index(rates) > 0.8);
     CHECK(r.misrouted == 0);
+    // Each delivery steps the flow it is for, no other: one flow needs about
+    // 1.5 steps per datagram through the bottleneck, and stepping some flow
+    // to pull another's datagram cost one more each.
+    const double steps_per_datagram = static_cast<double>(r.steps) / static_cast<double>(r.bottleneck.delivered);
+    MESSAGE("steps per datagram: ", steps_per_datagram);
+    CHECK(steps_per_datagram < 2.0);
 }
