@@ -1361,6 +1361,42 @@ TEST_CASE("endpoint: datagrams the kernel drops for a full receive buffer are co
     CHECK(st.receive_drops + st.datagrams_received == kBurst + 1);
 }
 
+TEST_CASE("endpoint: the kernel's receive drops halve the receive budget in use, and it grows back by eighths") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    cfg.accept_connections = true;
+    cfg.socket_buffer_bytes = 64 << 10;
+    cfg.receive_budget = 64u << 20;
+    Endpoint server(cfg);
+    CHECK(server.stats().receive_budget == 64u << 20);
+    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(server.local_port());
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+    // Far more than the buffer holds while the server reads nothing, then one
+    // more datagram, which brings the kernel's drop count with it.
+    const std::vector<std::uint8_t> junk(1200, 0);
+    for (int i = 0; i < 2000; ++i) REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
+    for (int turn = 0; turn < 20; ++turn) server.run_once(steady_now() + 5ms);
+    REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
+    close(fd);
+    REQUIRE(server.run_until([&] { return server.stats().receive_drops > 0; }, 2s));
+    std::vector<std::uint64_t> budgets;  // each value the budget in use takes
+    for (const Instant end = steady_now() + 3s; steady_now() < end;) {
+        server.run_once(steady_now() + 5ms);
+        const std::uint64_t b = server.stats().receive_budget;
+        if (budgets.empty() || budgets.back() != b) budgets.push_back(b);
+        if (b == cfg.receive_budget) break;
+    }
+    CHECK(server.stats().receive_budget_cuts == 1);  // one burst of drops, one cut
+    const std::uint64_t m = 1u << 20;
+    CHECK(budgets == std::vector<std::uint64_t>{32 * m, 40 * m, 48 * m, 56 * m, 64 * m});
+}
+
 TEST_CASE("endpoint: a listening endpoint takes no ICMP errors: Retries to closed ports leave it sending to real clients") {
     // A spoofed Initial's port is usually closed, so each answer to it comes
     // back as ICMP port unreachable. With IP_RECVERR the kernel would hold it

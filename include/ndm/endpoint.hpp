@@ -147,7 +147,10 @@ struct EndpointConfig {
     // together outrunning one socket's receive buffer when the application
     // is the bottleneck: 128 connections with 32 MiB windows each overflowed
     // it on loopback and lost whole GSO batches (bench/RESULTS.md,
-    // "Connections on one endpoint"). A connection's initial window (the
+    // "Connections on one endpoint"). When the kernel still drops receives
+    // for a full buffer, the budget in use is halved (at most every 20 ms,
+    // down to 4 MiB) and then grows back by an eighth every 50 ms without
+    // drops (EndpointStats::receive_budget_cuts). A connection's initial window (the
     // initial_max_data it advertises) is its share when it starts, and a
     // share that shrinks as connections arrive binds once a peer has used
     // the credit it already had (RFC 9000 §4.1: credit is never withdrawn).
@@ -196,6 +199,10 @@ struct EndpointStats {
     // kernel counts buffers, not datagrams: a GSO batch from a local sender
     // (loopback) arrives and is dropped whole, up to 64 datagrams at once.
     std::uint64_t receive_drops = 0;
+    // Times the receive budget in use was halved for such drops, and the
+    // budget in use now (EndpointConfig::receive_budget; 0: none).
+    std::uint64_t receive_budget_cuts = 0;
+    std::uint64_t receive_budget = 0;
     std::uint64_t icmp_errors = 0;
     std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open or max_connections_per_address
     std::uint64_t stateless_resets_sent = 0;  // RFC 9000 §10.3: answers to datagrams for unknown IDs

@@ -73,6 +73,12 @@ namespace {
 constexpr std::size_t kClosedInfoKept = 4096;
 constexpr std::size_t kAcceptQueueMax = 4096;
 constexpr unsigned kMaxTurnBursts = 8;  // pacer quanta one connection may send per turn
+// The receive budget's AIMD (adapt_receive_budget): credit given before a
+// cut still arrives for about a window's time, so cuts are spaced; the
+// floor keeps every share of a few connections above kMinReceiveShare.
+constexpr Duration kBudgetCutInterval = std::chrono::milliseconds(20);
+constexpr Duration kBudgetRaiseInterval = std::chrono::milliseconds(50);
+constexpr std::uint64_t kMinReceiveBudget = 4u << 20;
 
 // Routing key of a connection ID: the 8 bytes ndm issues as an integer, other
 // lengths hashed (the Connection checks the full CID anyway).
@@ -167,6 +173,9 @@ struct Endpoint::Impl final : io::RxHandler {
     std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
     EndpointStats st;
+    std::uint64_t budget_now = cfg.receive_budget;  // the receive budget in use (adapt_receive_budget)
+    std::uint64_t drops_seen = 0;                   // the kernel's receive drops when last looked at
+    Instant budget_changed{};
     // RFC 9000 §10.3: the tokens of the IDs accepted connections issue, and the
     // resets for datagrams to IDs no connection has (a server endpoint's).
     std::shared_ptr<io::StatelessResetResponder> resets;
@@ -365,7 +374,29 @@ struct Endpoint::Impl final : io::RxHandler {
     // A connection's share of the receive budget, with `n` connections.
     [[nodiscard]] std::uint64_t receive_share(std::size_t n) const {
         if (cfg.receive_budget == 0) return UINT64_MAX;
-        return std::max(cfg.receive_budget / std::max<std::size_t>(n, 1), kMinReceiveShare);
+        return std::max(budget_now / std::max<std::size_t>(n, 1), kMinReceiveShare);
+    }
+
+    // The budget in use follows the socket: halved when the kernel dropped
+    // receives for a full buffer (the connections' credit let their peers
+    // send more than this endpoint reads before the buffer fills; credit
+    // given stays, so at most one cut per kBudgetCutInterval), and raised
+    // by an eighth of the configured budget per kBudgetRaiseInterval without
+    // drops, back to it (AIMD, as a congestion window; only flow control can
+    // slow the peers down for a queue that is ours, not the network's).
+    void adapt_receive_budget(Instant now) {
+        if (cfg.receive_budget == 0) return;
+        if (const std::uint64_t drops = backend->receive_drops(); drops != drops_seen) {
+            drops_seen = drops;
+            if (now - budget_changed >= kBudgetCutInterval) {
+                budget_now = std::max(budget_now / 2, std::min(cfg.receive_budget, kMinReceiveBudget));
+                budget_changed = now;
+                ++st.receive_budget_cuts;
+            }
+        } else if (budget_now < cfg.receive_budget && now - budget_changed >= kBudgetRaiseInterval) {
+            budget_now = std::min(cfg.receive_budget, budget_now + cfg.receive_budget / 8);
+            budget_changed = now;
+        }
     }
 
     // Caps r's receive window at its share of the budget now (at each turn:
@@ -688,6 +719,7 @@ struct Endpoint::Impl final : io::RxHandler {
     void service(Instant now) {
         service_needed = false;
         ++st.turns;
+        adapt_receive_budget(now);
         tx_blocked = !batch->flush_stash();
         for (const auto& [to, d] : stateless_to_send)
             if (!batch->send_or_stash(to, d)) tx_blocked = true;
@@ -800,6 +832,7 @@ EndpointStats Endpoint::stats() const {
     s.send_calls = impl_->backend->send_calls();
     s.send_errors = impl_->backend->send_errors();
     s.receive_drops = impl_->backend->receive_drops();
+    s.receive_budget = impl_->budget_now;
     return s;
 }
 

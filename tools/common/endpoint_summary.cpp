@@ -8,15 +8,16 @@ std::string endpoint_summary_text(const EndpointStats& s) {
     std::string out = fmt::format("Endpoint: {} datagrams sent in {} send calls, {} received; {} passes, {} connection turns\n",
                                   s.datagrams_sent, s.send_calls, s.datagrams_received, s.turns, s.connection_turns);
     if (s.receive_drops + s.send_errors > 0)
-        out += fmt::format("Endpoint: the kernel dropped {} receives for a full buffer (a GSO batch counts once) and refused "
-                           "{} sends\n",
-                           s.receive_drops, s.send_errors);
+        out += fmt::format("Endpoint: the kernel dropped {} receives for a full buffer (a GSO batch counts once; the "
+                           "receive budget was halved {} times for them) and refused {} sends\n",
+                           s.receive_drops, s.receive_budget_cuts, s.send_errors);
     return out;
 }
 
 nlohmann::json endpoint_summary_json(const EndpointStats& s) {
     return {{"datagrams_sent", s.datagrams_sent}, {"send_calls", s.send_calls},
             {"datagrams_received", s.datagrams_received}, {"receive_drops", s.receive_drops},
+            {"receive_budget_cuts", s.receive_budget_cuts},
             {"send_errors", s.send_errors}, {"turns", s.turns}, {"connection_turns", s.connection_turns}};
 }
 
