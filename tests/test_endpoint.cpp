@@ -907,13 +907,13 @@ TEST_CASE("endpoint: failures are clear errors, never hangs") {
     }
 }
 
-TEST_CASE("endpoint: blocking facade echoes a message") {
-    EndpointConfig cfg = tls_endpoint_config();
-    cfg.bind_address = "127.0.0.1";
-    FOR_EACH_BACKEND(cfg);
-    EndpointConfig scfg = cfg;
-    scfg.accept_connections = true;
-    Endpoint server_ep(scfg);
+// A BlockingStream exchange: the client sends `request` and its FIN; the
+// server, on server_ep in a thread, reads all of it, sends answer(request)
+// and its FIN, and keeps answering until the client has read everything.
+// Returns what the client read; errors on either side fail the test.
+std::vector<std::uint8_t> blocking_exchange(
+    Endpoint& server_ep, Endpoint& client_ep, const std::vector<std::uint8_t>& request,
+    const std::function<std::vector<std::uint8_t>(const std::vector<std::uint8_t>&)>& answer) {
     const auto port = server_ep.local_port();
     std::string server_error;
     std::thread server([&] {
@@ -921,32 +921,41 @@ TEST_CASE("endpoint: blocking facade echoes a message") {
             auto s = BlockingStream::accept(server_ep, 10s);
             std::vector<std::uint8_t> buf(4096), all;
             while (std::size_t n = s.read(buf, 10s)) all.insert(all.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
-            s.write(all);
+            s.write(answer(all));
             s.finish();
             s.close();
-            // Keep answering until the client has read everything.
             server_ep.run_until([] { return false; }, 300ms);
         } catch (const std::exception& e) {
             server_error = e.what();
         }
     });
-    Endpoint client_ep(cfg);
-    std::vector<std::uint8_t> msg(300'000);
-    Pattern(3).fill(msg);
-    std::vector<std::uint8_t> echoed;
+    std::vector<std::uint8_t> received;
     try {
         auto c = BlockingStream::connect(client_ep, "127.0.0.1", port);
-        c.write(msg);
+        c.write(request);
         c.finish();
-        std::vector<std::uint8_t> buf(8192);
-        while (std::size_t n = c.read(buf, 10s)) echoed.insert(echoed.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+        std::vector<std::uint8_t> buf(65536);
+        while (std::size_t n = c.read(buf, 10s)) received.insert(received.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
         c.close();
     } catch (const std::exception& e) {
         FAIL_CHECK(std::string(e.what()));
     }
     server.join();
     CHECK(server_error == "");
-    CHECK(echoed == msg);
+    return received;
+}
+
+TEST_CASE("endpoint: blocking facade echoes a message") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    EndpointConfig scfg = cfg;
+    scfg.accept_connections = true;
+    Endpoint server_ep(scfg);
+    Endpoint client_ep(cfg);
+    std::vector<std::uint8_t> msg(300'000);
+    Pattern(3).fill(msg);
+    CHECK(blocking_exchange(server_ep, client_ep, msg, [](const auto& request) { return request; }) == msg);
 }
 
 // A server allows datagrams up to 65507 bytes (as ndm-recv does) and sends
@@ -961,41 +970,11 @@ TEST_CASE("endpoint: a server allowing 64 KB datagrams batches its 1452-byte one
     scfg.accept_connections = true;
     scfg.connection.max_datagram_size = 65507;
     Endpoint server_ep(scfg);
-    const auto port = server_ep.local_port();
-    const std::size_t size = 8u << 20;
-    std::string server_error;
-    std::thread server([&] {
-        try {
-            auto s = BlockingStream::accept(server_ep, 10s);
-            std::vector<std::uint8_t> request(1);
-            if (s.read(request, 10s) != 1) throw std::runtime_error("no request");
-            std::vector<std::uint8_t> data(size);
-            Pattern(4).fill(data);
-            s.write(data);
-            s.finish();
-            s.close();
-            server_ep.run_until([] { return false; }, 300ms);
-        } catch (const std::exception& e) {
-            server_error = e.what();
-        }
-    });
     Endpoint client_ep(cfg);
-    std::vector<std::uint8_t> received;
-    try {
-        auto c = BlockingStream::connect(client_ep, "127.0.0.1", port);
-        const std::uint8_t request = 1;
-        c.write({&request, 1});
-        std::vector<std::uint8_t> buf(65536);
-        while (std::size_t n = c.read(buf, 10s)) received.insert(received.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
-        c.close();
-    } catch (const std::exception& e) {
-        FAIL_CHECK(std::string(e.what()));
-    }
-    server.join();
-    CHECK(server_error == "");
+    const std::size_t size = 8u << 20;
     std::vector<std::uint8_t> expected(size);
     Pattern(4).fill(expected);
-    CHECK(received == expected);
+    CHECK(blocking_exchange(server_ep, client_ep, {1}, [&](const auto&) { return expected; }) == expected);
     const auto st = server_ep.stats();
     CAPTURE(st.datagrams_sent);
     CAPTURE(st.send_calls);
@@ -1326,6 +1305,30 @@ TEST_CASE("endpoint: under load a spoofed Initial gets a small Retry and no stat
     CHECK(server.stats().invalid_tokens == 0);
 }
 
+// A UDP socket connected to 127.0.0.1:port that sends 1200-byte datagrams of
+// zeros (not QUIC: an endpoint drops them unanswered).
+class JunkSender {
+public:
+    explicit JunkSender(std::uint16_t port) : fd_(socket(AF_INET, SOCK_DGRAM, 0)) {
+        REQUIRE(fd_ >= 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(port);
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+    }
+    ~JunkSender() { close(fd_); }
+    JunkSender(const JunkSender&) = delete;
+    JunkSender& operator=(const JunkSender&) = delete;
+    void send(std::uint64_t n) {
+        for (std::uint64_t i = 0; i < n; ++i) REQUIRE(::send(fd_, junk_.data(), junk_.size(), 0) == 1200);
+    }
+
+private:
+    int fd_;
+    std::vector<std::uint8_t> junk_ = std::vector<std::uint8_t>(1200, 0);
+};
+
 TEST_CASE("endpoint: datagrams the kernel drops for a full receive buffer are counted (SO_RXQ_OVFL)") {
     EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
@@ -1333,18 +1336,11 @@ TEST_CASE("endpoint: datagrams the kernel drops for a full receive buffer are co
     cfg.accept_connections = true;
     cfg.socket_buffer_bytes = 64 << 10;
     Endpoint server(cfg);
-    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(server.local_port());
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
-    // 2000 datagrams of 1200 bytes (not QUIC: dropped unanswered) while the
-    // server reads nothing: far more than its buffer and its ring hold.
-    const std::vector<std::uint8_t> junk(1200, 0);
+    // 2000 datagrams while the server reads nothing: far more than its
+    // buffer and its ring hold.
+    JunkSender junk(server.local_port());
     constexpr std::uint64_t kBurst = 2000;
-    for (std::uint64_t i = 0; i < kBurst; ++i) REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
+    junk.send(kBurst);
     std::uint64_t seen = 0;
     for (int turn = 0; turn < 200; ++turn) {  // until a 20 ms turn reads nothing more
         server.run_once(steady_now() + 20ms);
@@ -1353,9 +1349,8 @@ TEST_CASE("endpoint: datagrams the kernel drops for a full receive buffer are co
         seen = now_seen;
     }
     CHECK(server.stats().receive_drops == 0);  // reported with the next datagram the socket takes
-    REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
+    junk.send(1);
     server.run_until([&] { return server.stats().datagrams_received > seen; }, 2s);
-    close(fd);
     const EndpointStats st = server.stats();
     CHECK(st.receive_drops > 0);
     CHECK(st.receive_drops + st.datagrams_received == kBurst + 1);
@@ -1370,20 +1365,12 @@ TEST_CASE("endpoint: the kernel's receive drops halve the receive budget in use,
     cfg.receive_budget = 64u << 20;
     Endpoint server(cfg);
     CHECK(server.stats().receive_budget == 64u << 20);
-    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(server.local_port());
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
     // Far more than the buffer holds while the server reads nothing, then one
     // more datagram, which brings the kernel's drop count with it.
-    const std::vector<std::uint8_t> junk(1200, 0);
-    for (int i = 0; i < 2000; ++i) REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
+    JunkSender junk(server.local_port());
+    junk.send(2000);
     for (int turn = 0; turn < 20; ++turn) server.run_once(steady_now() + 5ms);
-    REQUIRE(send(fd, junk.data(), junk.size(), 0) == 1200);
-    close(fd);
+    junk.send(1);
     REQUIRE(server.run_until([&] { return server.stats().receive_drops > 0; }, 2s));
     std::vector<std::uint64_t> budgets;  // each value the budget in use takes
     for (const Instant end = steady_now() + 3s; steady_now() < end;) {
