@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -199,18 +198,19 @@ public:
 
     SharedPathResult run() {
         while (true) {
-            const auto [t, who] = earliest();
+            const Instant t = next_time();
             if (t == kNever) break;  // every flow done (or stalled)
             if (t > next_sample_ && next_sample_ <= deadline_) {
                 sample();  // nothing happens before the sample time in any flow
                 continue;
             }
             if (t > deadline_) break;
-            if (!active_.empty() && demux_.link_next() == t) {
-                demux_.route(t);
+            if (active_ > 0 && demux_.link_next() == t) {
+                demux_.route(t);  // its flows join the heap at t
                 requeue_woken();
                 continue;
             }
+            const std::size_t who = heap_.top();  // ties: the lowest flow index
             if (!flows_[who].sim) {
                 start_flow(who);
             } else {
@@ -221,24 +221,12 @@ public:
     }
 
 private:
-    // What the scan over every flow found: the earliest of the flows' next
-    // events and start times, ties to the lowest flow index. A started flow's
-    // next event is min(L, own); when L is earliest it is every started
-    // flow's, so the lowest started index (or an unstarted one due then).
-    std::pair<Instant, std::size_t> earliest() const {
+    // The earliest of the flows' own next events and start times (the heap)
+    // and, while any flow runs, the shared link's next delivery.
+    [[nodiscard]] Instant next_time() const {
         Instant t = heap_.empty() ? kNever : heap_.top_time();
-        std::size_t who = heap_.empty() ? 0 : heap_.top();
-        if (!active_.empty()) {
-            const Instant l = demux_.link_next();
-            const std::size_t lowest = *active_.begin();
-            if (l < t) {
-                t = l;
-                who = lowest;
-            } else if (l == t) {
-                who = std::min(who, lowest);
-            }
-        }
-        return {t, who};
+        if (active_ > 0) t = std::min(t, demux_.link_next());
+        return t;
     }
 
     [[nodiscard]] bool active(std::size_t i) const { return flows_[i].sim && !flows_[i].done; }
@@ -253,7 +241,7 @@ private:
         f.bulk = std::make_unique<BulkFlow>(*f.sim, spec_.start, UINT64_MAX, spec_.start + spec_.send_until, fs.seed);
         f.bulk->pump();
         f.sim->flush();
-        active_.insert(i);
+        ++active_;
         heap_.set(i, demux_.own_next(*f.sim));
     }
 
@@ -269,7 +257,7 @@ private:
             f.failure = std::move(why);
         }
         if (f.done) {
-            active_.erase(i);
+            --active_;
             heap_.erase(i);
         } else {
             heap_.set(i, demux_.own_next(*f.sim));
@@ -305,7 +293,7 @@ private:
     Demux demux_;
     std::vector<Flow> flows_;
     FlowHeap heap_;
-    std::set<std::size_t> active_;  // started and not done, by index
+    std::size_t active_ = 0;  // flows started and not done
     const Instant deadline_;
     Instant next_sample_;
     std::uint64_t steps_ = 0;
