@@ -30,6 +30,7 @@
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/sim.hpp"
+#include "ndm/udp_socket.hpp"
 #include "endpoint_test_util.hpp"
 #include "loopback_udp.hpp"
 #include "skip.hpp"
@@ -1356,6 +1357,28 @@ TEST_CASE("endpoint: datagrams the kernel drops for a full receive buffer are co
     CHECK(st.receive_drops + st.datagrams_received == kBurst + 1);
 }
 
+// EndpointConfig::receive_budget is capped at what the socket's receive
+// buffer holds (SO_RCVBUF, twice what was asked for where the kernel allows
+// it), never below 4 MiB.
+TEST_CASE("endpoint: the receive budget is at most the socket's receive buffer, and at least 4 MiB") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    cfg.accept_connections = true;
+    cfg.receive_budget = 64u << 20;
+    cfg.socket_buffer_bytes = 6 << 20;
+    const std::size_t socket = UdpSocket(AF_INET, {.buffer_bytes = cfg.socket_buffer_bytes}).receive_buffer_bytes();
+    REQUIRE(socket > 0);
+    CHECK(Endpoint(cfg).stats().receive_budget == std::max<std::uint64_t>(socket, 4u << 20));
+    if (socket == std::size_t{12} << 20) MESSAGE("the kernel doubled the 6 MiB asked for (privileged, or a large rmem_max)");
+    cfg.socket_buffer_bytes = 64 << 10;  // 128 KiB: the 4 MiB floor
+    CHECK(Endpoint(cfg).stats().receive_budget == 4u << 20);
+    cfg.receive_budget = 1u << 20;  // a budget below the socket's stays
+    CHECK(Endpoint(cfg).stats().receive_budget == 1u << 20);
+    cfg.receive_budget = 0;  // none
+    CHECK(Endpoint(cfg).stats().receive_budget == 0);
+}
+
 TEST_CASE("endpoint: the kernel's receive drops halve the receive budget in use, and it grows back by eighths") {
     EndpointConfig cfg = tls_endpoint_config();
     cfg.bind_address = "127.0.0.1";
@@ -1364,7 +1387,8 @@ TEST_CASE("endpoint: the kernel's receive drops halve the receive budget in use,
     cfg.socket_buffer_bytes = 64 << 10;
     cfg.receive_budget = 64u << 20;
     Endpoint server(cfg);
-    CHECK(server.stats().receive_budget == 64u << 20);
+    const std::uint64_t m = 1u << 20;
+    CHECK(server.stats().receive_budget == 4 * m);  // the small socket's ceiling, raised to the floor
     // Far more than the buffer holds while the server reads nothing, then one
     // more datagram, which brings the kernel's drop count with it.
     JunkSender junk(server.local_port());
@@ -1377,11 +1401,11 @@ TEST_CASE("endpoint: the kernel's receive drops halve the receive budget in use,
         server.run_once(steady_now() + 5ms);
         const std::uint64_t b = server.stats().receive_budget;
         if (budgets.empty() || budgets.back() != b) budgets.push_back(b);
-        if (b == cfg.receive_budget) break;
+        if (b == 4 * m) break;
     }
     CHECK(server.stats().receive_budget_cuts == 1);  // one burst of drops, one cut
-    const std::uint64_t m = 1u << 20;
-    CHECK(budgets == std::vector<std::uint64_t>{32 * m, 40 * m, 48 * m, 56 * m, 64 * m});
+    const std::uint64_t k = 1u << 10;
+    CHECK(budgets == std::vector<std::uint64_t>{2048 * k, 2560 * k, 3072 * k, 3584 * k, 4096 * k});
 }
 
 TEST_CASE("endpoint: a listening endpoint takes no ICMP errors: Retries to closed ports leave it sending to real clients") {

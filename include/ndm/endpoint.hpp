@@ -147,10 +147,13 @@ struct EndpointConfig {
     // together outrunning one socket's receive buffer when the application
     // is the bottleneck: 128 connections with 32 MiB windows each overflowed
     // it on loopback and lost whole GSO batches (bench/RESULTS.md,
-    // "Connections on one endpoint"). When the kernel still drops receives
-    // for a full buffer, the budget in use is halved (at most every 20 ms,
-    // down to 4 MiB) and then grows back by an eighth every 50 ms without
-    // drops (EndpointStats::receive_budget_cuts). A connection's initial window (the
+    // "Connections on one endpoint"). So the budget is never more than the
+    // socket's receive buffer as the kernel reports it (SO_RCVBUF: twice
+    // socket_buffer_bytes where the kernel allows that much; raise both for
+    // more credit), or 4 MiB if that is less. When the kernel still drops receives for a full buffer,
+    // the budget in use is halved (at most every 20 ms, down to 4 MiB or
+    // half its ceiling) and then grows back by an eighth of it every 50 ms
+    // without drops (EndpointStats::receive_budget_cuts). A connection's initial window (the
     // initial_max_data it advertises) is its share when it starts, and a
     // share that shrinks as connections arrive binds once a peer has used
     // the credit it already had (RFC 9000 §4.1: credit is never withdrawn).
@@ -200,7 +203,8 @@ struct EndpointStats {
     // (loopback) arrives and is dropped whole, up to 64 datagrams at once.
     std::uint64_t receive_drops = 0;
     // Times the receive budget in use was halved for such drops, and the
-    // budget in use now (EndpointConfig::receive_budget; 0: none).
+    // budget in use now (EndpointConfig::receive_budget, at most the
+    // socket's receive buffer; 0: none).
     std::uint64_t receive_budget_cuts = 0;
     std::uint64_t receive_budget = 0;
     std::uint64_t icmp_errors = 0;

@@ -174,6 +174,10 @@ public:
     [[nodiscard]] bool gro() const { return gro_; }
     [[nodiscard]] sockaddr_storage local_address(socklen_t& length) const;
     [[nodiscard]] std::uint16_t local_port() const;
+    // What the kernel lets the receive queue hold (getsockopt SO_RCVBUF):
+    // twice what was asked for, the kernel's allowance for its bookkeeping
+    // (socket(7)), counted in the buffers' true sizes; 0 if it does not say.
+    [[nodiscard]] std::size_t receive_buffer_bytes() const;
     // Gives up the descriptor (the caller closes it).
     int release();
 

@@ -120,6 +120,8 @@ public:
     // Receives the kernel dropped for a full receive buffer, as of the last
     // datagram read (EndpointStats::receive_drops).
     [[nodiscard]] std::uint64_t receive_drops() const { return receive_drops_; }
+    // What the socket's receive queue may hold (UdpSocket::receive_buffer_bytes).
+    [[nodiscard]] std::size_t receive_buffer_bytes() const { return receive_buffer_; }
 
 protected:
     // Takes on a socket from open_udp_socket(): its address and offloads; returns the fd.
@@ -128,6 +130,7 @@ protected:
     Address local_;
     bool gso_ = false;
     bool gro_ = false;
+    std::size_t receive_buffer_ = 0;
     std::uint64_t send_calls_ = 0;
     // Every received message passes its control data here.
     void note_received(const RxControl& c) {
@@ -169,6 +172,7 @@ struct OpenedSocket {
     Address local;
     bool gso = false;
     bool gro = false;
+    std::size_t receive_buffer = 0;  // UdpSocket::receive_buffer_bytes
 };
 // Opens, configures (buffers, IP_RECVERR, GRO, GSO probe, received TOS) and binds; dual-stack
 // for "::" with a fallback to 0.0.0.0 when IPv6 is unavailable. Throws EndpointError.
@@ -203,6 +207,7 @@ inline int Backend::adopt(const OpenedSocket& s) {
     local_ = s.local;
     gso_ = s.gso;
     gro_ = s.gro;
+    receive_buffer_ = s.receive_buffer;
     return s.fd;
 }
 

@@ -173,7 +173,8 @@ struct Endpoint::Impl final : io::RxHandler {
     std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
     EndpointStats st;
-    std::uint64_t budget_now = cfg.receive_budget;  // the receive budget in use (adapt_receive_budget)
+    // The receive budget: at most what the socket holds, and in use now (adapt_receive_budget).
+    std::uint64_t budget_max = 0, budget_now = 0;
     std::uint64_t drops_seen = 0;                   // the kernel's receive drops when last looked at
     Instant budget_changed{};
     // RFC 9000 §10.3: the tokens of the IDs accepted connections issue, and the
@@ -231,6 +232,7 @@ struct Endpoint::Impl final : io::RxHandler {
             }
         }
         batch.emplace(*backend);
+        budget_max = budget_now = receive_budget_ceiling();
         std::random_device rd;
         seed_state = (std::uint64_t{rd()} << 32) ^ rd();
         spdlog::debug("ndm: endpoint on {} with the {} backend (gso={}, gro={})", backend->local_address().to_string(),
@@ -371,30 +373,49 @@ struct Endpoint::Impl final : io::RxHandler {
         }
     }
 
+    // The configured receive budget, but no more than the socket's receive
+    // buffer: while this endpoint reads slower than its peers send, what
+    // they were given credit for waits in that buffer, and more credit than
+    // it holds is dropped by the kernel. 128 connections sharing 64 MiB
+    // over a socket of 16 MiB lost whole GSO batches every few hundred ms
+    // (3.2-6.0 Gbit/s, up to 27 000 retransmissions in 3 s); with the
+    // budget at the socket's size, none (bench/RESULTS.md, "Connections on
+    // one endpoint"). Raising socket_buffer_bytes raises the ceiling. An
+    // unprivileged socket may get only twice net.core.rmem_max (416 KiB by
+    // the kernel's default): the ceiling is then kMinReceiveBudget, as a
+    // window that small would cap one connection at 34 Mbit/s over 100 ms,
+    // and the budget's cuts handle the drops.
+    [[nodiscard]] std::uint64_t receive_budget_ceiling() const {
+        const std::uint64_t socket = backend->receive_buffer_bytes();
+        if (cfg.receive_budget == 0 || socket == 0) return cfg.receive_budget;
+        return std::min(cfg.receive_budget, std::max(socket, kMinReceiveBudget));
+    }
+
     // A connection's share of the receive budget, with `n` connections.
     [[nodiscard]] std::uint64_t receive_share(std::size_t n) const {
-        if (cfg.receive_budget == 0) return UINT64_MAX;
+        if (budget_max == 0) return UINT64_MAX;
         return std::max(budget_now / std::max<std::size_t>(n, 1), kMinReceiveShare);
     }
 
-    // The budget in use follows the socket: halved when the kernel dropped
-    // receives for a full buffer (the connections' credit let their peers
-    // send more than this endpoint reads before the buffer fills; credit
-    // given stays, so at most one cut per kBudgetCutInterval), and raised
-    // by an eighth of the configured budget per kBudgetRaiseInterval without
-    // drops, back to it (AIMD, as a congestion window; only flow control can
-    // slow the peers down for a queue that is ours, not the network's).
+    // The budget in use follows the socket: halved when the kernel still
+    // dropped receives for a full buffer (the buffer's bookkeeping takes
+    // more than the data when datagrams arrive one by one; credit given
+    // stays, so at most one cut per kBudgetCutInterval), down to half the
+    // ceiling or kMinReceiveBudget, and raised by an eighth of the ceiling
+    // per kBudgetRaiseInterval without drops, back to it (AIMD, as a
+    // congestion window; only flow control can slow the peers down for a
+    // queue that is ours, not the network's).
     void adapt_receive_budget(Instant now) {
-        if (cfg.receive_budget == 0) return;
+        if (budget_max == 0) return;
         if (const std::uint64_t drops = backend->receive_drops(); drops != drops_seen) {
             drops_seen = drops;
             if (now - budget_changed >= kBudgetCutInterval) {
-                budget_now = std::max(budget_now / 2, std::min(cfg.receive_budget, kMinReceiveBudget));
+                budget_now = std::max(budget_now / 2, std::min(budget_max / 2, kMinReceiveBudget));
                 budget_changed = now;
                 ++st.receive_budget_cuts;
             }
-        } else if (budget_now < cfg.receive_budget && now - budget_changed >= kBudgetRaiseInterval) {
-            budget_now = std::min(cfg.receive_budget, budget_now + cfg.receive_budget / 8);
+        } else if (budget_now < budget_max && now - budget_changed >= kBudgetRaiseInterval) {
+            budget_now = std::min(budget_max, budget_now + budget_max / 8);
             budget_changed = now;
         }
     }

@@ -247,6 +247,7 @@ OpenedSocket open_udp_socket(const SocketOptions& opt) {
         spdlog::debug("ndm io: SO_RXQ_OVFL refused ({}): EndpointStats::receive_drops stays 0", std::strerror(e));
     s.gro = sock->gro();
     s.gso = sock->gso();
+    s.receive_buffer = sock->receive_buffer_bytes();
     s.fd = sock->release();
     return s;
 }

@@ -259,6 +259,13 @@ int UdpSocket::enable_drop_counting() {
     return setsockopt(fd_, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one) == 0 ? 0 : errno;
 }
 
+std::size_t UdpSocket::receive_buffer_bytes() const {
+    int bytes = 0;
+    socklen_t len = sizeof bytes;
+    if (getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, &len) != 0 || bytes < 0) return 0;
+    return static_cast<std::size_t>(bytes);
+}
+
 int UdpSocket::enable_gso() {
     // getsockopt(UDP_SEGMENT) exists exactly when the kernel supports GSO.
     int seg = 0;

@@ -20,7 +20,7 @@ inline CLI::Option* add_receive_budget_option(CLI::App& app, std::string& value)
                     "flow-control credit this side's connections share (K/M/G binary; 0 = no budget): each "
                     "connection's receive window, -w's included, is capped at an equal part, never below 64K. "
                     "Bounds what peers can make this side buffer, and keeps many connections (-P) from together "
-                    "overrunning the socket's receive buffer (default: 64M)")
+                    "overrunning the socket's receive buffer, which also caps it (default: 64M)")
         ->check(size_in(0, std::uint64_t{1} << 40));
 }
 
