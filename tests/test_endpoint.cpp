@@ -702,6 +702,48 @@ TEST_CASE("endpoint: 256 MB byte-exact with GSO/GRO on each backend" * doctest::
                                           << " Gbit/s)");
 }
 
+// Endpoint::take_turned: a driver of many connections revisits only those
+// that had a turn. Of two idle connections, the one written to (reached
+// through connection()) is listed, once however many turns it had; the
+// other is not. Both endpoints run in this thread.
+TEST_CASE("endpoint: take_turned lists each connection that had a turn since the last call, once") {
+    EndpointConfig cfg = tls_endpoint_config();
+    cfg.bind_address = "127.0.0.1";
+    FOR_EACH_BACKEND(cfg);
+    EndpointConfig scfg = cfg;
+    scfg.accept_connections = true;
+    Endpoint server(scfg);
+    Endpoint client(cfg);
+    auto run_for = [&](Duration d) {
+        for (const Instant end = steady_now() + d; steady_now() < end;) {
+            server.run_once(steady_now() + 1ms);
+            client.run_once(steady_now() + 1ms);
+        }
+    };
+    const ConnectionHandle a = client.connect("127.0.0.1", server.local_port());
+    const ConnectionHandle b = client.connect("127.0.0.1", server.local_port());
+    CHECK(client.take_turned().empty());  // the first call starts the record
+    auto established = [&](ConnectionHandle h) { return client.find(h) && client.find(h)->is_established(); };
+    for (const Instant end = steady_now() + 10s; steady_now() < end && !(established(a) && established(b));)
+        run_for(1ms);
+    REQUIRE(established(a));
+    REQUIRE(established(b));
+    run_for(300ms);  // the handshakes' last ACKs
+    const auto both = client.take_turned();
+    CHECK(std::ranges::count(both, a) == 1);
+    CHECK(std::ranges::count(both, b) == 1);
+    run_for(200ms);
+    CHECK(client.take_turned().empty());  // idle: nothing had a turn
+    Connection* c = client.connection(a);
+    const auto id = c->open_stream();
+    REQUIRE(id);
+    const std::vector<std::uint8_t> data(100'000, 1);
+    CHECK(c->write(*id, data) == data.size());
+    run_for(200ms);  // many turns of a: sending, then the server's ACKs
+    CHECK(client.find(a)->stats(steady_now()).stream_bytes_acked == data.size());
+    CHECK(client.take_turned() == std::vector<ConnectionHandle>{a});
+}
+
 // EndpointConfig::receive_budget: each connection starts with its share of
 // the budget as its window (the initial_max_data it advertises), and its
 // window follows the share as connections come: a server that reads only

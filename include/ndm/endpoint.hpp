@@ -249,6 +249,15 @@ public:
     // Read-only lookup that does not schedule the connection (for predicates).
     [[nodiscard]] const Connection* find(ConnectionHandle h) const;
     [[nodiscard]] std::size_t connection_count() const;
+    // The connections that had a turn in run_once() since the last call,
+    // each once, in turn order (closed and removed ones included). Only these
+    // can have changed meanwhile — data acknowledged, windows, timers fired,
+    // state — apart from what the application itself did: a driver of many
+    // connections revisits these instead of polling every one each run.
+    // A connection the application reaches through connection() gets a turn.
+    // The first call starts the record (it returns nothing): poll every
+    // connection once after it.
+    std::vector<ConnectionHandle> take_turned();
     // Server connections that completed the handshake, oldest first (also
     // reported as Established events). Returns nullopt when none is waiting.
     std::optional<ConnectionHandle> next_accepted();

@@ -128,6 +128,7 @@ struct Endpoint::Impl final : io::RxHandler {
         std::unique_ptr<Link> egress, ingress;
         std::optional<StreamId> peer_stream;
         bool dirty = false;
+        bool turned = false;     // listed in `turned` (Endpoint::take_turned)
         bool abandoned = false;  // peer unreachable: remove without a closing period
         bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
         bool accepted = false;   // counted in accepted_per_host
@@ -158,6 +159,8 @@ struct Endpoint::Impl final : io::RxHandler {
     std::vector<Record*> dirty;
     util::TimerHeap<Record> timers;
     std::vector<ConnectionHandle> finished;  // closed or abandoned at their last turn: removed if still so
+    std::vector<ConnectionHandle> turned;    // had a turn since the last take_turned(), each once
+    bool turns_tracked = false;              // from the first take_turned() on (else `turned` would only grow)
     std::deque<ConnectionHandle> accepted;
     std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
     std::size_t half_open_count = 0;
@@ -651,6 +654,10 @@ struct Endpoint::Impl final : io::RxHandler {
         }
         while (auto ev = r.conn->poll_event()) dispatch(r, *ev);
         ++st.connection_turns;
+        if (turns_tracked && !r.turned) {
+            r.turned = true;
+            turned.push_back(r.handle);
+        }
         // Everything that can move its timers has run (the handler may have
         // marked it again: then it has another turn, which re-keys it too).
         rekey(r);
@@ -807,6 +814,15 @@ const Connection* Endpoint::find(ConnectionHandle h) const {
 }
 
 std::size_t Endpoint::connection_count() const { return impl_->conns.size(); }
+
+std::vector<ConnectionHandle> Endpoint::take_turned() {
+    impl_->turns_tracked = true;
+    std::vector<ConnectionHandle> out;
+    out.swap(impl_->turned);
+    for (const ConnectionHandle h : out)
+        if (auto* r = impl_->find(h)) r->turned = false;
+    return out;
+}
 
 std::optional<ConnectionHandle> Endpoint::next_accepted() {
     auto& q = impl_->accepted;
