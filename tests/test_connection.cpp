@@ -261,6 +261,25 @@ TEST_CASE("zero-copy misuse is a clear error, nothing is sent or taken") {
     CHECK_THROWS_AS(p.server->consume(id, 1), std::logic_error);  // a reaped stream has nothing to take
 }
 
+TEST_CASE("stream_readable counts what read() would return, and 0 for unknown and finished streams") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    const auto id = *p.client->open_stream();
+    CHECK(p.server->stream_readable(id) == 0);  // not opened by the peer yet
+    const std::vector<std::uint8_t> data(3000, 9);
+    CHECK(p.client->write(id, data, true) == data.size());
+    p.run_until([&] { return p.server->stream_readable(id) == data.size(); });
+    CHECK(p.server->stream_readable(id) == data.size());
+    std::vector<std::uint8_t> buf(1000);
+    CHECK(p.server->read(id, buf) == 1000);
+    CHECK(p.server->stream_readable(id) == 2000);
+    buf.resize(2000);
+    CHECK(p.server->read(id, buf) == 2000);
+    CHECK(p.server->stream_readable(id) == 0);
+    CHECK(p.server->stream_finished(id));
+    CHECK(p.server->stream_readable(id + 4) == 0);
+}
+
 TEST_CASE("graceful close reaches the peer with code and reason") {
     ConnectionPair p;
     REQUIRE(p.handshake());

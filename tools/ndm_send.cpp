@@ -276,7 +276,17 @@ private:
                 if (o_.send_file) f.pump->send_file(o_.send_file);
             }
         }
+        for (unsigned i = 0; i < n; ++i) index_of_.emplace(flows_[i].h, i);
+        send_look_.assign(n, 1);
+        recv_look_.assign(n, 1);
+        (void)ep_.take_turned();  // starts the record
         if (!o_.json) print_header();
+    }
+
+    // Flags the connections that had a turn since the last call for both loops.
+    void note_turns() {
+        for (const ConnectionHandle h : ep_.take_turned())
+            if (const auto it = index_of_.find(h); it != index_of_.end()) send_look_[it->second] = recv_look_[it->second] = 1;
     }
 
     void print_header() const {
@@ -430,30 +440,25 @@ private:
         tools::drain(c, id, [&](std::span<const std::uint8_t> d) { into.insert(into.end(), d.begin(), d.end()); });
     }
 
-    // Forward: -t sends for a time; -n, -k and -F until the receiver
-    // acknowledged every byte (-F: of the file, if it ends first). Then FIN.
     // Forward: keeps each data stream topped up until -t ends, or (-n, -k,
-    // -F) until all of it is acknowledged. A flow's pump can want more only
-    // once its connection has had a turn (ACKs move its allowance, timers its
-    // window), so each pass looks again at those connections alone: with
-    // -P 128, polling all of them every pass cost a tenth of the CPU. -b's
-    // allowance grows with time instead: then every flow is looked at.
+    // -F) until the receiver acknowledged every byte (-F: of the file, if it
+    // ends first); then FIN. A flow's pump can want more only once its
+    // connection has had a turn (ACKs move its allowance, timers its window),
+    // so each pass looks again at those connections alone: with -P 128,
+    // polling all of them every pass cost a tenth of the CPU. -b's allowance
+    // grows with time instead: then every flow is looked at.
     void send_phase() {
         const Instant end = base_.bytes ? kNever : start_ + from_seconds(base_.omit + base_.seconds);
         const unsigned n = o_.parallel;  // the forward flows are flows_[0, n)
-        std::unordered_map<ConnectionHandle, unsigned> by_handle;
-        for (unsigned i = 0; i < n; ++i) by_handle.emplace(flows_[i].h, i);
-        std::vector<char> look(n, 1), acked(n, 0);  // acked: all of a limited stream is
+        std::vector<char> acked(n, 0);   // all of a limited stream is
         unsigned acked_count = 0;
-        (void)ep_.take_turned();  // starts the record
         for (Instant now = steady_now(); now < end; now = steady_now()) {
             tools::throw_if_interrupted();
             if (o_.bidir) (void)receive_progress(now);  // the server's direction meanwhile
-            for (const ConnectionHandle h : ep_.take_turned())
-                if (const auto it = by_handle.find(h); it != by_handle.end()) look[it->second] = 1;
+            note_turns();
             for (unsigned i = 0; i < n; ++i) {
-                if (!look[i] && !base_.bitrate) continue;
-                look[i] = 0;
+                if (!send_look_[i] && !base_.bitrate) continue;
+                send_look_[i] = 0;
                 Flow& f = flows_[i];
                 const Connection& c = check_open(f, "during the test");
                 const ConnectionStats st = c.stats(now);
@@ -521,25 +526,41 @@ private:
         if (o_.bidir) finish_reverse();
     }
 
-    // Reverse: reads and hashes what arrived, and each server's report; true
-    // once every data stream and report is complete.
+    // Reverse: reads and hashes what arrived, and each server's report, on
+    // the connections that had a turn since the last look (only they can
+    // have more); true once every data stream and report is complete.
     bool receive_progress(Instant now) {
         bool all = true;
+        note_turns();
         for (Flow& f : flows_) {
             if (!f.rev) continue;
-            Connection& c = require_open(f, "during the test");
-            if (const std::size_t k = tools::drain(c, kReverseData, [&](std::span<const std::uint8_t> d) {
-                    f.hash.update(d);
-                    if (o_.recv_file) o_.recv_file->write(d);
-                })) {
-                f.received += k;
-                f.last_byte = now;
+            if (recv_look_[f.index]) {
+                recv_look_[f.index] = 0;
+                read_reverse(f, now);
             }
-            read_all(c, kReverseReport, f.report);
-            f.report_done = c.stream_finished(kReverseData) && c.stream_finished(kReverseReport);
             all = all && f.report_done;
         }
         return all;
+    }
+
+    void read_reverse(Flow& f, Instant now) {
+        const Connection& look = check_open(f, "during the test");
+        if (look.stream_readable(kReverseData) == 0 && look.stream_readable(kReverseReport) == 0) {
+            // Nothing to read: not reached through connection(), which would
+            // give it another turn (and so another look) for nothing.
+            f.report_done = look.stream_finished(kReverseData) && look.stream_finished(kReverseReport);
+            return;
+        }
+        Connection& c = *ep_.connection(f.h);
+        if (const std::size_t k = tools::drain(c, kReverseData, [&](std::span<const std::uint8_t> d) {
+                f.hash.update(d);
+                if (o_.recv_file) o_.recv_file->write(d);
+            })) {
+            f.received += k;
+            f.last_byte = now;
+        }
+        read_all(c, kReverseReport, f.report);
+        f.report_done = c.stream_finished(kReverseData) && c.stream_finished(kReverseReport);
     }
 
     // Reverse: until every server stream and report has arrived.
@@ -804,6 +825,11 @@ private:
     const EndpointConfig cfg_;
     Endpoint ep_;
     std::vector<Flow> flows_;
+    // Which connections had a turn since they were last looked at (note_turns):
+    // only those can have new data, acknowledgments or another state. By
+    // connection index, one flag for each direction's loop.
+    std::unordered_map<ConnectionHandle, unsigned> index_of_;
+    std::vector<char> send_look_, recv_look_;
     std::size_t mds_ = 0;  // the negotiated max datagram size
     HandshakeSummary handshake_;
     std::string server_output_;  // --get-server-output, escaped

@@ -434,6 +434,10 @@ public:
     // std::logic_error) and returns flow-control credit as read() does.
     std::span<const std::uint8_t> peek(StreamId id);
     void consume(StreamId id, std::size_t n);
+    // The in-order bytes read() would return now (0 for a stream not opened
+    // or already finished): a read-only look, so that a driver of many
+    // connections reaches only those with data through Endpoint::connection().
+    [[nodiscard]] std::size_t stream_readable(StreamId id) const;
     [[nodiscard]] bool stream_finished(StreamId id) const;
     // True once the peer has acknowledged every byte written to the stream
     // and its FIN: what was sent is delivered to the peer's transport (not

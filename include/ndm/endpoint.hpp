@@ -249,12 +249,13 @@ public:
     // Read-only lookup that does not schedule the connection (for predicates).
     [[nodiscard]] const Connection* find(ConnectionHandle h) const;
     [[nodiscard]] std::size_t connection_count() const;
-    // The connections that had a turn in run_once() since the last call,
-    // each once, in turn order (closed and removed ones included). Only these
-    // can have changed meanwhile — data acknowledged, windows, timers fired,
-    // state — apart from what the application itself did: a driver of many
-    // connections revisits these instead of polling every one each run.
-    // A connection the application reaches through connection() gets a turn.
+    // The connections given a turn since the last call, each once, in the
+    // order they got work (closed and removed ones included): a datagram
+    // reached them, a timer fired, or the application reached them through
+    // connection(). Only these can have changed meanwhile — data arrived or
+    // acknowledged, windows, state — so a driver of many connections
+    // revisits these instead of polling every one each run. A datagram is
+    // processed when it arrives, so its data is readable before the turn.
     // The first call starts the record (it returns nothing): poll every
     // connection once after it.
     std::vector<ConnectionHandle> take_turned();

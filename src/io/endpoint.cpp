@@ -159,7 +159,7 @@ struct Endpoint::Impl final : io::RxHandler {
     std::vector<Record*> dirty;
     util::TimerHeap<Record> timers;
     std::vector<ConnectionHandle> finished;  // closed or abandoned at their last turn: removed if still so
-    std::vector<ConnectionHandle> turned;    // had a turn since the last take_turned(), each once
+    std::vector<ConnectionHandle> turned;    // marked since the last take_turned(), each once
     bool turns_tracked = false;              // from the first take_turned() on (else `turned` would only grow)
     std::deque<ConnectionHandle> accepted;
     std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
@@ -266,6 +266,10 @@ struct Endpoint::Impl final : io::RxHandler {
         if (!r.dirty) {
             r.dirty = true;
             dirty.push_back(&r);
+        }
+        if (turns_tracked && !r.turned) {
+            r.turned = true;
+            turned.push_back(r.handle);
         }
         service_needed = true;
         next_deadline = Instant::min();
@@ -654,10 +658,6 @@ struct Endpoint::Impl final : io::RxHandler {
         }
         while (auto ev = r.conn->poll_event()) dispatch(r, *ev);
         ++st.connection_turns;
-        if (turns_tracked && !r.turned) {
-            r.turned = true;
-            turned.push_back(r.handle);
-        }
         // Everything that can move its timers has run (the handler may have
         // marked it again: then it has another turn, which re-keys it too).
         rekey(r);

@@ -1613,6 +1613,11 @@ void Connection::consume(StreamId id, std::size_t n) {
 }
 
 bool Connection::stream_finished(StreamId id) const { return impl_->streams.finished(id); }
+
+std::size_t Connection::stream_readable(StreamId id) const {
+    const StreamState* s = impl_->streams.find(id);
+    return s ? s->recv.readable() : 0;
+}
 bool Connection::stream_send_acked(StreamId id) const { return impl_->streams.send_acked(id); }
 
 std::size_t Connection::stream_send_capacity(StreamId id) const {
