@@ -723,11 +723,8 @@ TEST_CASE("endpoint: take_turned lists each connection that had a turn since the
     const ConnectionHandle a = client.connect("127.0.0.1", server.local_port());
     const ConnectionHandle b = client.connect("127.0.0.1", server.local_port());
     CHECK(client.take_turned().empty());  // the first call starts the record
-    auto established = [&](ConnectionHandle h) { return client.find(h) && client.find(h)->is_established(); };
-    for (const Instant end = steady_now() + 10s; steady_now() < end && !(established(a) && established(b));)
-        run_for(1ms);
-    REQUIRE(established(a));
-    REQUIRE(established(b));
+    REQUIRE(establish_in_turns(client, server, a, 10s));
+    REQUIRE(establish_in_turns(client, server, b, 10s));
     run_for(300ms);  // the handshakes' last ACKs
     const auto both = client.take_turned();
     CHECK(std::ranges::count(both, a) == 1);
