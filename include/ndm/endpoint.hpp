@@ -150,10 +150,11 @@ struct EndpointConfig {
     // "Connections on one endpoint"). So the budget is never more than the
     // socket's receive buffer as the kernel reports it (SO_RCVBUF: twice
     // socket_buffer_bytes where the kernel allows that much; raise both for
-    // more credit), or 4 MiB if that is less. When the kernel still drops receives for a full buffer,
-    // the budget in use is halved (at most every 20 ms, down to 4 MiB or
-    // half its ceiling) and then grows back by an eighth of it every 50 ms
-    // without drops (EndpointStats::receive_budget_cuts). A connection's initial window (the
+    // more credit), or 4 MiB if that is less. When the kernel still drops
+    // receives for a full buffer, the budget in use is halved (at most every
+    // 20 ms, down to 4 MiB or half its ceiling) and then grows back by an
+    // eighth of it every 50 ms without drops
+    // (EndpointStats::receive_budget_cuts). A connection's initial window (the
     // initial_max_data it advertises) is its share when it starts, and a
     // share that shrinks as connections arrive binds once a peer has used
     // the credit it already had (RFC 9000 §4.1: credit is never withdrawn).
