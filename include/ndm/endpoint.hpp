@@ -203,11 +203,12 @@ struct EndpointStats {
     // kernel counts buffers, not datagrams: a GSO batch from a local sender
     // (loopback) arrives and is dropped whole, up to 64 datagrams at once.
     std::uint64_t receive_drops = 0;
-    // Times the receive budget in use was halved for such drops, and the
-    // budget in use now (EndpointConfig::receive_budget, at most the
-    // socket's receive buffer; 0: none).
+    // Times the receive budget in use was halved for such drops, the budget
+    // in use now, and the most it may be: EndpointConfig::receive_budget
+    // capped by the socket's receive buffer (0: none).
     std::uint64_t receive_budget_cuts = 0;
     std::uint64_t receive_budget = 0;
+    std::uint64_t receive_budget_max = 0;
     std::uint64_t icmp_errors = 0;
     std::uint64_t half_open_evicted = 0;  // handshakes dropped for max_half_open or max_connections_per_address
     std::uint64_t stateless_resets_sent = 0;  // RFC 9000 §10.3: answers to datagrams for unknown IDs

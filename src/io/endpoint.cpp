@@ -870,6 +870,7 @@ EndpointStats Endpoint::stats() const {
     s.send_errors = impl_->backend->send_errors();
     s.receive_drops = impl_->backend->receive_drops();
     s.receive_budget = impl_->budget_now;
+    s.receive_budget_max = impl_->budget_max;
     return s;
 }
 
