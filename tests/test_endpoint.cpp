@@ -1408,7 +1408,9 @@ TEST_CASE("endpoint: the receive budget is at most the socket's receive buffer, 
     cfg.socket_buffer_bytes = 6 << 20;
     const std::size_t socket = UdpSocket(AF_INET, {.buffer_bytes = cfg.socket_buffer_bytes}).receive_buffer_bytes();
     REQUIRE(socket > 0);
-    CHECK(Endpoint(cfg).stats().receive_budget == std::max<std::uint64_t>(socket, 4u << 20));
+    const EndpointStats st = Endpoint(cfg).stats();
+    CHECK(st.receive_budget == std::max<std::uint64_t>(socket, 4u << 20));
+    CHECK(st.receive_budget_max == st.receive_budget);
     if (socket == std::size_t{12} << 20) MESSAGE("the kernel doubled the 6 MiB asked for (privileged, or a large rmem_max)");
     cfg.socket_buffer_bytes = 64 << 10;  // 128 KiB: the 4 MiB floor
     CHECK(Endpoint(cfg).stats().receive_budget == 4u << 20);
