@@ -18,15 +18,17 @@ for f in "$dir"/ndm-*; do
   source "$f"
 done
 complete -p ndm-send > /dev/null || fail "no completion registered for ndm-send"
-complete_words _ndm_send ndm-send --lo | grep -qx -- --logfile || fail "ndm-send --lo does not offer --logfile"
+# Matches read from here-strings: `producer | grep -q` under pipefail fails at
+# random when grep exits before the producer has written everything (SIGPIPE).
+grep -qx -- --logfile <<< "$(complete_words _ndm_send ndm-send --lo)" || fail "ndm-send --lo does not offer --logfile"
 [ "$(complete_words _ndm_send ndm-send --logf)" = "--logfile" ] || fail "ndm-send --logf offers more than --logfile"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 touch "$tmp/out.log"
-complete_words _ndm_send ndm-send --logfile "$tmp/ou" | grep -qx "$tmp/out.log" || fail "no file name after --logfile"
+grep -qx "$tmp/out.log" <<< "$(complete_words _ndm_send ndm-send --logfile "$tmp/ou")" || fail "no file name after --logfile"
 relay=$(complete_words _ndm_emu ndm-emu relay --)
 shell=$(complete_words _ndm_emu ndm-emu shell --)
 [ -n "$relay" ] && [ "$relay" != "$shell" ] || fail "ndm-emu relay and shell offer the same options"
-complete_words _ndm_emu ndm-emu "" | grep -qx relay || fail "ndm-emu does not offer its subcommand relay"
+grep -qx relay <<< "$(complete_words _ndm_emu ndm-emu "")" || fail "ndm-emu does not offer its subcommand relay"
 n=0
 for tool in "${@:2}"; do
   name=$(basename "$tool"); fn="_${name//-/_}"
