@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-from peers import Build, cpu_model, die, ndm_cli
+from peers import Build, cpu_model, die, load_average, ndm_cli, rotations
 
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SECONDS = os.environ.get("SECONDS", "3")
@@ -48,15 +48,14 @@ def main():
     variants = [Variant(b, args) for b in builds for args in SEND_ARGS]
     configs = [(v, p) for v in variants for p in PARALLEL]
     runs = {(id(v), p): [] for v, p in configs}
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = load_average()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    for n in range(ROUNDS):
-        shift = n % len(configs)
-        for v, p in configs[shift:] + configs[:shift]:
+    for n, order in rotations(configs, ROUNDS):
+        for v, p in order:
             res = ndm_cli(v.build, CIPHER, ["-P", str(p), "-t", SECONDS, *v.args])
             runs[(id(v), p)].append(res)
             print(f"connections: round {n + 1}/{ROUNDS} {v.name()} -P {p}: {res}", file=sys.stderr)
-    load_after = open("/proc/loadavg").read().split()[:3]
+    load_after = load_average()
     print(f"{started}, kernel {os.uname().release}, {os.cpu_count()} CPUs ({cpu_model()}), "
           f"load average before {' '.join(load_before)}, after {' '.join(load_after)}; "
           f"ndm-send -P N -t {SECONDS} --cipher {CIPHER}, {ROUNDS} interleaved rounds\n")

@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-from peers import Build, cpu_model, die, run_child
+from peers import Build, cpu_model, die, load_average, rotations, run_child
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 BYTES = int(os.environ.get("BYTES", str(1 << 30)))
@@ -50,16 +50,15 @@ def main():
          ["--pairs", "2", "--cpus", ",".join(CPUS), "--reuse-port"]),
     ]
     runs = {name: [] for name, _ in configs}
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = load_average()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    for n in range(ROUNDS):
-        shift = n % len(configs)
-        for name, args in configs[shift:] + configs[:shift]:
+    for n, order in rotations(configs, ROUNDS):
+        for name, args in order:
             res = run(build, args)
             runs[name].append(res)
             brief = f"{res['goodput_gbps']:.2f} Gbit/s, receivers {res['receiver_connections']}" if res else "failed"
             print(f"cores: round {n + 1}/{ROUNDS} {name}: {brief}", file=sys.stderr)
-    load_after = open("/proc/loadavg").read().split()[:3]
+    load_after = load_average()
     print(f"{started}, {build.name()}, kernel {os.uname().release}, {os.cpu_count()} CPUs ({cpu_model()}), "
           f"load average before {' '.join(load_before)}, after {' '.join(load_after)}; ndm_loopback_bench "
           f"--bytes {BYTES} per connection --cipher {CIPHER}, {ROUNDS} interleaved rounds\n")

@@ -87,6 +87,19 @@ def run_child(cmd):
     return out, time.monotonic() - t0, ru.ru_utime + ru.ru_stime, p.returncode
 
 
+def load_average():
+    """The 1, 5 and 15 minute load averages, printed with each run's table."""
+    return open("/proc/loadavg").read().split()[:3]
+
+
+def rotations(configs, rounds):
+    """(round, order) for interleaved runs: every configuration once a round, each round starting
+    one configuration later, so that drift in the machine's load spreads over all of them."""
+    for n in range(rounds):
+        shift = n % len(configs)
+        yield n, configs[shift:] + configs[:shift]
+
+
 def help_text(cmd):
     """What cmd prints for --help (stdout and stderr), to see which flags a build has."""
     p = subprocess.run(cmd + ["--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -346,20 +359,19 @@ def main():
         iperf, iperf_port, ng, ng_port = start_servers(tmp)
         rows = rows_for(builds, iperf_port, (ng, ng_port))
         runs = {id(r): [] for r in rows}
-        load_before = open("/proc/loadavg").read().split()[:3]
+        load_before = load_average()
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         try:
-            for n in range(ROUNDS):
+            for n, order in rotations(rows, ROUNDS):
                 print(f"peers: round {n + 1}/{ROUNDS}", file=sys.stderr)
-                shift = n % len(rows)  # each round starts one configuration later
-                for r in rows[shift:] + rows[:shift]:
+                for r in order:
                     res = r.run()
                     runs[id(r)].append(res)
                     print(f"peers:   {r.label}: {res}", file=sys.stderr)
         finally:
             iperf.kill()
             ng.kill()
-        load_after = open("/proc/loadavg").read().split()[:3]
+        load_after = load_average()
     cli_io = sorted({x["io"] for r in rows if r.kind == "cli" for x in runs[id(r)] if x})
     print(f"{started}, kernel {os.uname().release}, {os.cpu_count()} CPUs ({cpu_model()}), "
           f"load average before {' '.join(load_before)}, after {' '.join(load_after)}; "
