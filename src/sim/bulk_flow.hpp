@@ -49,7 +49,6 @@ private:
     Instant send_until_;
     bool by_time_;
     workload::Payload payload_;
-    std::vector<std::uint8_t> chunk_;
     // Sender.
     std::optional<StreamId> tx_;
     bool tx_finished_ = false;
