@@ -8,6 +8,7 @@
 // connections at once (one test on the server) with [SUM] rows. --emu and
 // --profile impair this socket's path (egress = up, ingress = down), like
 // netem on the client's interface: one path, shared by the -P connections.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -123,7 +124,8 @@ struct Flow {
     std::uint64_t received = 0;
     Instant last_byte{};
     std::vector<std::uint8_t> report;
-    bool report_done = false;
+    bool data_done = false;    // reverse: the server's data stream, FIN included, is read
+    bool report_done = false;  // reverse: its data and its report are read
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
     std::uint64_t omit_sent = 0, omit_retx = 0, omit_received = 0;  // at the end of the -O period
     // Forward: the smoothed RTT (µs) and cwnd at the interval ends, for
@@ -558,30 +560,33 @@ private:
             }
             read_all(c, kReverseReport, f.report);
         }
-        f.report_done = look.stream_finished(kReverseData) && look.stream_finished(kReverseReport);
+        f.data_done = look.stream_finished(kReverseData);
+        f.report_done = f.data_done && look.stream_finished(kReverseReport);
     }
 
     // Reverse: until every server stream and report has arrived.
     void receive_phase() {
         const Instant limit = start_ + from_seconds((base_.bytes ? 3600 : base_.omit + base_.seconds) + 30);
         bool data_done = false;
-        for (Instant now = steady_now(); !receive_progress(now); now = steady_now()) {
+        for (;;) {
+            const Instant now = steady_now();
+            const bool complete = receive_progress(now);
+            // Once every data stream is read, the last interval ends at the
+            // last byte (the reports may take a while longer).
+            if (!data_done) {
+                if (std::all_of(flows_.begin(), flows_.end(), [](const Flow& f) { return f.data_done; })) {
+                    data_done = true;
+                    Instant last = start_;
+                    for (const Flow& f : flows_) last = std::max(last, f.last_byte);
+                    if (secs(sample_begin_, last) > base_.interval / 10) sample(last);
+                } else {
+                    tick(now);
+                }
+            }
+            if (complete) break;
             tools::throw_if_interrupted();
             if (now >= limit) throw std::runtime_error("the server did not finish within 30 s after the test time");
             ep_.run_once(std::min(next_sample_, now + std::chrono::milliseconds(50)));
-            bool all_fin = true;
-            for (Flow& f : flows_)
-                if (const Connection* c = ep_.find(f.h); c && !c->stream_finished(kReverseData)) all_fin = false;
-            if (!data_done) {
-                if (all_fin) {
-                    data_done = true;
-                    Instant last = start_;
-                    for (Flow& f : flows_) last = std::max(last, f.last_byte);
-                    if (secs(sample_begin_, last) > base_.interval / 10) sample(last);
-                } else {
-                    tick(steady_now());
-                }
-            }
         }
         finish_reverse();
     }
