@@ -459,14 +459,16 @@ private:
             if (o_.bidir) (void)receive_progress(now);  // the server's direction meanwhile
             note_turns();
             for (unsigned i = 0; i < n; ++i) {
-                if (!send_look_[i] && !base_.bitrate) continue;
+                if (acked[i] || (!send_look_[i] && !base_.bitrate)) continue;
                 send_look_[i] = 0;
                 Flow& f = flows_[i];
                 const Connection& c = check_open(f, "during the test");
                 const ConnectionStats st = c.stats(now);
-                if (!acked[i] && f.pump->limited() && f.pump->done() && st.stream_bytes_acked >= f.pump->written()) {
+                if (f.pump->limited() && f.pump->done() &&
+                    (st.stream_bytes_acked >= f.pump->written() || report_in(f, c))) {
                     acked[i] = 1;
                     ++acked_count;
+                    continue;
                 }
                 // Only a connection that takes more payload is reached through
                 // connection(), which gives it a turn in the endpoint's next pass.
@@ -481,10 +483,21 @@ private:
         const double sender_seconds = secs(start_, steady_now());
         for (Flow& f : flows_) {
             if (f.rev) continue;
+            f.sent_seconds = sender_seconds;
+            if (f.report_done) continue;  // our FIN is in, the stream is over
             // A no-op where the last byte carried the FIN already; an empty -F file gets it here.
             require_open(f, "during the test").finish(f.data);
-            f.sent_seconds = sender_seconds;
         }
+    }
+
+    // Forward: whether the receiver's report, its answer to our FIN once it
+    // has every byte, is in (read into f.report). It ends a limited send
+    // phase as the ACK of our last byte does: that ACK may be lost, and the
+    // receiver, holding our ACK of its report, is done (ndm-recv -1 exits).
+    bool report_in(Flow& f, const Connection& look) {
+        if (look.stream_readable(f.data) > 0) read_all(*ep_.connection(f.h), f.data, f.report);
+        f.report_done = look.stream_finished(f.data);
+        return f.report_done;
     }
 
     // Forward: each receiver answers our FIN with its report on the same
@@ -494,12 +507,10 @@ private:
             [&] {
                 bool all = true;
                 for (Flow& f : flows_) {
-                    if (f.rev) continue;
-                    Connection* c = ep_.connection(f.h);
+                    if (f.rev || f.report_done) continue;
+                    const Connection* c = ep_.find(f.h);
                     if (!c || c->is_closed()) return true;
-                    read_all(*c, f.data, f.report);
-                    f.report_done = c->stream_finished(f.data);
-                    all = all && f.report_done;
+                    all = report_in(f, *c) && all;
                 }
                 return (!o_.bidir || receive_progress(steady_now())) && all;
             },
