@@ -304,6 +304,25 @@ TEST_CASE("idle timeout closes a silent connection") {
     CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
 }
 
+TEST_CASE("ptos_in_a_row counts probe timeouts since the last ACK; pto_count counts them all") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    const StreamId id = *p.client->open_stream();
+    static const std::uint8_t data[100] = {};
+    bool silent = true;
+    p.to_client = [&](std::vector<std::uint8_t>&) { return !silent; };  // the server's ACKs are lost
+    REQUIRE(p.client->write(id, data) == sizeof data);
+    p.run_until([&] { return p.client->stats(p.now).ptos_in_a_row >= 3; }, std::chrono::seconds(30));
+    const ConnectionStats lost = p.client->stats(p.now);
+    CHECK(lost.ptos_in_a_row == 3);
+    CHECK(lost.pto_count >= 3);
+    silent = false;  // the next probe's ACK gets through
+    p.run_until([&] { return p.client->stats(p.now).stream_bytes_acked == sizeof data; }, std::chrono::seconds(30));
+    const ConnectionStats heard = p.client->stats(p.now);
+    CHECK(heard.ptos_in_a_row == 0);
+    CHECK(heard.pto_count >= lost.pto_count);
+}
+
 TEST_CASE("handshake timeout when nobody answers") {
     ConnectionPair p;
     p.to_server = [](std::vector<std::uint8_t>&) { return false; };

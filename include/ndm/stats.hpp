@@ -31,7 +31,11 @@ struct ConnectionStats {
     std::uint64_t spurious_losses = 0;        // declared lost, acknowledged later
     std::uint64_t congestion_events = 0;
     std::uint64_t persistent_congestions = 0;
-    std::uint64_t pto_count = 0;
+    std::uint64_t pto_count = 0;  // probe timeouts over the connection's life
+    // Probe timeouts since the last ACK that acknowledged something (RFC
+    // 9002's pto_count, which doubles the probe period; 0 after such an ACK):
+    // a peer silent for this many has heard nothing for ~2^n PTOs.
+    std::uint64_t ptos_in_a_row = 0;
     // ECN (RFC 9000 §13.4). Sent: packets this side marked ECT(0). Received:
     // the codepoints of the packets this side received and reports in its
     // ACK_ECN frames. Reported CE: the peer's CE count over our packets,

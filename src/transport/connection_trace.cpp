@@ -171,6 +171,7 @@ ConnectionStats Connection::Impl::stats(Instant now) const {
     s.cwnd = cc->cwnd();
     s.ssthresh = cc->ssthresh();
     s.bytes_in_flight = loss.bytes_in_flight();
+    s.ptos_in_a_row = loss.pto_count();
     s.pacing_rate = pacing_rate;
     const auto& rtt = loss.rtt();
     s.smoothed_rtt = rtt.smoothed();
