@@ -61,6 +61,12 @@ std::optional<double> drain_reference(const tools::TestParams& p) {
 }
 
 // One direction of one connection of a test: --bidir connections have two.
+// Probe timeouts in a row without an ACK (RFC 9002 §6.2.1: each twice as
+// long as the one before, ~63 PTOs in all) after which a client that has
+// our report is taken to have left: about 2 s on loopback, where the
+// idle timeout (120 s by default) would otherwise hold the server.
+constexpr std::uint64_t kGonePtos = 6;
+
 struct Flow {
     ConnectionHandle h = 0;
     tools::TestParams params;
@@ -484,12 +490,15 @@ struct Server {
     // one datagram is lost the client, gone, never repeats it (RFC 9000
     // §10.2.1 repeats it only in answer to our packets), and the server would
     // refuse new tests until the idle timeout. Connections still open then
-    // close on their own; closed() ignores them.
+    // close on their own; closed() ignores them. Its ACK of a report can be
+    // lost as well (with its close and the answers of its closing period):
+    // a report still unacknowledged after kGonePtos probe timeouts in a row
+    // counts as delivered to a client that has left.
     void finish_if_delivered() {
         if (!test || test->connections() < test->params.streams) return;
         auto acked = [&](ConnectionHandle h, StreamId id) {
             const Connection* c = ep.find(h);
-            return c && c->stream_send_acked(id);
+            return c && (c->stream_send_acked(id) || c->stats(steady_now()).ptos_in_a_row >= kGonePtos);
         };
         for (const Flow& f : test->flows)
             if (!f.closed && !(f.reported && acked(f.h, f.report))) return;
@@ -624,9 +633,10 @@ int main(int argc, char** argv) {
     CLI::App app{
         "ndm-recv: the server of an iperf3-style throughput test over ndm (the client is ndm-send).\n"
         "Serves one test (of one or more parallel connections) at a time; the client's parameters arrive in the\n"
-        "handshake and this side's totals go back to the client at the end of each test. Receives, or sends\n"
-        "when the client asks for reverse mode (-R). The closing receiver line of a -t test shows how long\n"
-        "after the client's send phase the last byte arrived (the drain; drain_seconds in -J).\n"
+        "handshake and this side's totals go back to the client at the end of each test, which is over once the\n"
+        "client holds them (or has stayed silent through 6 probe timeouts in a row: it left, its close lost).\n"
+        "Receives, or sends when the client asks for reverse mode (-R). The closing receiver line of a -t test\n"
+        "shows how long after the client's send phase the last byte arrived (the drain; drain_seconds in -J).\n"
         "A client's -w sets this side's flow-control windows too: the handshake that carries it advertises\n"
         "16 KiB, raised (MAX_DATA, MAX_STREAM_DATA) right after it to -w or the 16/32 MiB auto-tuned defaults.",
         "ndm-recv"};

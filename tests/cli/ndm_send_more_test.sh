@@ -79,6 +79,18 @@ for seed in 1 2 3 4 5 6 7 8; do
   [ "$(get acks.json end.sum_received.bytes)" = 2097152 ] || fail "-n, down.loss=40%, seed $seed: wrong byte count"
 done
 
+# 3c. The other way round: most of our datagrams lost. With this seed our ACK of the report,
+# our CONNECTION_CLOSE and the closing period's answers are all lost; ndm-recv -1 then waited
+# for the idle timeout (120 s). Now a report unacknowledged after 6 probe timeouts in a row
+# counts as delivered to a client that has left (~2 s here).
+start_server
+timeout 60 "$send" --insecure -c 127.0.0.1 -p "$port" -n 1M --emu up.loss=40% --seed 6 > "$out/gone.txt" 2> "$out/err.txt" \
+  || fail "-n, up.loss=40%: exit $?"
+for _ in $(seq 150); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$srv_pid" 2>/dev/null && fail "ndm-recv -1 still waiting 15 s after the client left"
+finish_server
+grep -q "receiver  (byte-exact)" "$out/gone.txt" || fail "-n, up.loss=40%: not byte-exact"
+
 # 4. The server disappears (SIGKILL) during a 10 s test.
 start_server
 "$send" --insecure -c 127.0.0.1 -p "$port" -t 10 > "$out/kill_send.txt" 2> "$out/kill_err.txt" &
