@@ -60,13 +60,13 @@ std::optional<double> drain_reference(const tools::TestParams& p) {
     return p.seconds;
 }
 
-// One direction of one connection of a test: --bidir connections have two.
 // Probe timeouts in a row without an ACK (RFC 9002 §6.2.1: each twice as
 // long as the one before, ~63 PTOs in all) after which a client that has
 // our report is taken to have left: about 2 s on loopback, where the
 // idle timeout (120 s by default) would otherwise hold the server.
 constexpr std::uint64_t kGonePtos = 6;
 
+// One direction of one connection of a test: --bidir connections have two.
 struct Flow {
     ConnectionHandle h = 0;
     tools::TestParams params;
