@@ -304,7 +304,7 @@ TEST_CASE("idle timeout closes a silent connection") {
     CHECK(p.client->close_info().code == static_cast<std::uint64_t>(CloseCode::idle_timeout));
 }
 
-TEST_CASE("ptos_in_a_row counts probe timeouts since the last ACK; pto_count counts them all") {
+TEST_CASE("ptos_in_a_row counts probe timeouts since the last ACK, pto_count all of them") {
     ConnectionPair p;
     REQUIRE(p.handshake());
     const StreamId id = *p.client->open_stream();
