@@ -125,7 +125,7 @@ struct Flow {
     Instant last_byte{};
     std::vector<std::uint8_t> report;
     bool data_done = false;    // reverse: the server's data stream, FIN included, is read
-    bool report_done = false;  // reverse: its data and its report are read
+    bool report_done = false;  // the other side's report is read (reverse: after all its data)
     std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
     std::uint64_t omit_sent = 0, omit_retx = 0, omit_received = 0;  // at the end of the -O period
     // Forward: the smoothed RTT (µs) and cwnd at the interval ends, for
