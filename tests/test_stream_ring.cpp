@@ -115,3 +115,29 @@ TEST_CASE("OffsetBuffer prepare/commit fills in place, stops at the wrap and gro
     (void)b.prepare(10);
     CHECK_THROWS_AS(b.commit(11), std::logic_error);
 }
+
+TEST_CASE("A receive buffer read to empty starts again at its ring's start, a send buffer does not") {
+    // Receive: 40 KB arrive and are read; the next 40 KB do not wrap at
+    // 64 KiB but lie in one run from the ring's start (where the last bytes
+    // were, still in the cache).
+    RecvStream r;
+    const auto first = bytes_from(0, 40000), second = bytes_from(40000, 40000);
+    REQUIRE(r.on_frame(0, first, false) == RecvStream::Result::ok);
+    r.consume(r.peek().size());
+    REQUIRE(r.on_frame(40000, second, false) == RecvStream::Result::ok);
+    const auto view = r.peek();
+    CHECK(view.size() == 40000);
+    CHECK(std::equal(view.begin(), view.end(), second.begin()));
+    // Not while bytes are left: 1 byte unread keeps the ring where it is.
+    r.consume(view.size() - 1);
+    REQUIRE(r.on_frame(80000, bytes_from(80000, 40000), false) == RecvStream::Result::ok);
+    CHECK(r.peek().size() == (64u << 10) - 39999);  // the unread byte sits at ring index 39999
+
+    // Send: the ring's geometry decides where STREAM frames split, so an
+    // emptied send buffer keeps its position.
+    OffsetBuffer b;
+    b.append(first);
+    b.drop_front_to(40000);
+    b.append(second);
+    CHECK(b.contiguous(40000, 1 << 20).size() == (64u << 10) - 40000);
+}

@@ -341,6 +341,7 @@ void RecvStream::consume(std::size_t n) {
     if (n > readable()) throw std::logic_error("consume: more bytes than are readable");
     read_offset_ += n;
     buffer_.drop_front_to(read_offset_);
+    buffer_.rewind_if_empty();
     received_.remove_below(read_offset_);
 }
 

@@ -47,6 +47,14 @@ public:
     void write_at(std::uint64_t off, std::span<const std::uint8_t> bytes);
     void read_at(std::uint64_t off, std::span<std::uint8_t> out) const;
     void drop_front_to(std::uint64_t off);
+    // An empty buffer's next byte goes to the ring's start, the part most
+    // recently written and so the likeliest to be in the cache; a reader that
+    // keeps up then cycles through the first few KiB of a large ring instead
+    // of all of it. (Only for receive buffers: a send ring's geometry decides
+    // where STREAM frames split, see above.)
+    void rewind_if_empty() {
+        if (size_ == 0) head_ = 0;
+    }
     // Hints the CPU to load the stored bytes of [off, off + n) into the cache.
     void prefetch(std::uint64_t off, std::size_t n) const;
 
