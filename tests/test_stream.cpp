@@ -157,6 +157,42 @@ TEST_CASE("SendStream respects flow control and its buffer limit") {
     CHECK(ss.capacity() == 1000);  // acknowledged bytes free the buffer
 }
 
+TEST_CASE("SendStream::has_pending says exactly whether next_chunk has a chunk, through random sends, ACKs and losses") {
+    // has_pending answers the loss-free case without next_chunk(); the two
+    // must never disagree (a driver told of work it cannot find would spin).
+    std::mt19937_64 rng(17);
+    for (int run = 0; run < 50; ++run) {
+        SendStream ss(1 << 16);
+        std::vector<SendStream::Chunk> in_flight;
+        std::uint64_t limit = 0;
+        for (int step = 0; step < 400; ++step) {
+            switch (rng() % 6) {
+            case 0:
+                if (!ss.finished()) ss.write(pattern(1 + rng() % 3000, static_cast<std::uint32_t>(step)));
+                break;
+            case 1: limit += rng() % 4000; break;
+            case 2:
+            case 3:
+                if (auto c = ss.next_chunk(1 + rng() % 1500, limit)) {
+                    ss.on_sent(*c);
+                    in_flight.push_back(*c);
+                }
+                break;
+            default:
+                if (in_flight.empty()) break;
+                const std::size_t i = rng() % in_flight.size();
+                const auto c = in_flight[i];
+                in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(i));
+                if (rng() % 4 == 0) ss.on_lost(c.offset, c.data.size(), c.fin);
+                else ss.on_acked(c.offset, c.data.size(), c.fin);
+            }
+            if (rng() % 100 == 0) ss.finish();  // often with everything sent: a FIN alone
+            for (const std::uint64_t l : {limit, ss.sent_end(), std::uint64_t{UINT64_MAX}})
+                REQUIRE(ss.has_pending(l) == ss.next_chunk(1, l).has_value());
+        }
+    }
+}
+
 TEST_CASE("SendStream: a lost FIN alone is resent as an empty frame") {
     SendStream ss(100);
     std::vector<std::uint8_t> d(10, 1);

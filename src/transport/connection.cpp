@@ -1463,7 +1463,9 @@ Instant Connection::Impl::next_timeout() const {
         if (a.ack_pending()) t = std::min(t, a.ack_deadline());
     }
     if (probes_pending > 0) return Instant::min();
-    if (has_eliciting_data() && loss.bytes_in_flight() < cc->cwnd()) {
+    // The window first: a bulk sender is mostly window-limited, and
+    // has_eliciting_data() asks every stream.
+    if (loss.bytes_in_flight() < cc->cwnd() && has_eliciting_data()) {
         t = std::min(t, cfg.pacing ? pacer.next_send_time(last_now) : last_now);
     }
     return t;

@@ -278,7 +278,13 @@ void SendStream::on_lost(std::uint64_t offset, std::uint64_t length, bool fin) {
 
 bool SendStream::has_pending(std::uint64_t new_data_limit) const {
     // Exact, not approximate: a driver that is told there is work and then
-    // finds none would spin.
+    // finds none would spin. Without losses next_chunk() has only new data
+    // or the FIN to offer, which this answers without building a chunk (a
+    // connection asks several times a packet, for every stream).
+    if (lost_.empty() && !fin_lost_) {
+        if (std::min(buffer_.end(), new_data_limit) > sent_end_) return true;
+        return fin_offset_ && !fin_sent_ && sent_end_ == *fin_offset_;
+    }
     return next_chunk(1, new_data_limit).has_value();
 }
 
