@@ -289,6 +289,59 @@ TEST_CASE("packet codec: Initial, Handshake and 1-RTT coalesced in one padded da
     CHECK(split.error() == HeaderError::none);
 }
 
+TEST_CASE("packet codec: coalesced packets open from the datagram as received into another buffer, which is left unchanged") {
+    auto init_tx = ndm::crypto::initial_keys(kCid, false);
+    auto init_rx = ndm::crypto::initial_keys(kCid, true);
+    OneRttPair one_rtt(CipherSuite::aes128_gcm_sha256);
+    Bytes d(1500);
+    std::size_t pos = 0;
+    {
+        PacketBuilder b(d, pos, long_header(LongType::initial, 0));
+        REQUIRE(put(b, kFrames));
+        pos += b.finish(kFrames.size(), init_tx.write);
+    }
+    {
+        PacketBuilder b(d, pos, short_header(1));
+        REQUIRE(put(b, kFrames));
+        const std::size_t n = b.finish(kFrames.size(), one_rtt.client, kMinInitialDatagramSize);
+        REQUIRE(n != 0);
+        pos += n;
+    }
+    d.resize(pos);
+    const Bytes received = d;
+    Bytes opened(d.size() + 7, 0xee);  // larger than the datagram is fine
+
+    DatagramPackets split(std::span<const std::uint8_t>(d), kCid.size());
+    PacketView v;
+    OpenedPacket p;
+    REQUIRE(split.next(v));
+    REQUIRE(open_packet(std::span<const std::uint8_t>(d), opened, v, &init_rx.read, std::nullopt, p) ==
+            OpenError::none);
+    CHECK(p.kind == PacketKind::initial);
+    // The plaintext lies in `opened`, at the packet's place, behind its
+    // unprotected header (long, Initial, 2-byte packet number: 0xc1).
+    CHECK(p.payload.data() > opened.data() + v.offset);
+    CHECK(p.payload.data() + p.payload.size() + 16 == opened.data() + v.offset + v.packet.size());
+    CHECK(opened[v.offset] == 0xc1);
+    check_frames(p);
+    REQUIRE(split.next(v));
+    REQUIRE(open_packet(std::span<const std::uint8_t>(d), opened, v, &one_rtt.server, std::nullopt, Instant{}, kPto,
+                        p) == OpenError::none);
+    CHECK(p.packet_number == 1);
+    CHECK(p.payload.data() > opened.data() + v.offset);
+    CHECK(opened[v.offset] == 0x41);  // short header, key phase 0, 2-byte packet number
+    check_frames(p);
+    CHECK(d == received);  // nothing opened in place
+    CHECK(std::all_of(opened.begin() + static_cast<std::ptrdiff_t>(d.size()), opened.end(),
+                      [](std::uint8_t b) { return b == 0xee; }));
+
+    // A buffer smaller than the datagram opens nothing.
+    Bytes small(d.size() - 1);
+    DatagramPackets again(std::span<const std::uint8_t>(d), kCid.size());
+    REQUIRE(again.next(v));
+    CHECK(open_packet(std::span<const std::uint8_t>(d), small, v, &init_rx.read, std::nullopt, p) == OpenError::header);
+}
+
 TEST_CASE("packet codec: an Initial alone is padded with PADDING to a 1200-byte datagram (RFC 9000 §14.1)") {
     auto client = ndm::crypto::initial_keys(kCid, false);
     auto server = ndm::crypto::initial_keys(kCid, true);

@@ -68,7 +68,12 @@ void Aead::seal(std::uint64_t pn, std::span<const std::uint8_t> header, std::spa
 }
 
 bool Aead::open(std::uint64_t pn, std::span<const std::uint8_t> header, std::span<std::uint8_t> payload) {
-    return open_with_nonce(nonce(pn), header, payload);
+    return open_with_nonce(nonce(pn), header, payload, payload);
+}
+
+bool Aead::open(std::uint64_t pn, std::span<const std::uint8_t> header, std::span<const std::uint8_t> in,
+                std::span<std::uint8_t> out) {
+    return open_with_nonce(nonce(pn), header, in, out);
 }
 
 void Aead::seal_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, std::span<std::uint8_t> payload) {
@@ -83,11 +88,16 @@ void Aead::seal_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, st
 }
 
 bool Aead::open_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, std::span<std::uint8_t> payload) {
-    if (payload.size() < kAeadTagSize || handle_ == nullptr) return false;
-    std::size_t out_size = payload.size();
+    return open_with_nonce(n, aad, payload, payload);
+}
+
+bool Aead::open_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, std::span<const std::uint8_t> in,
+                           std::span<std::uint8_t> out) {
+    if (in.size() < kAeadTagSize || out.size() < in.size() - kAeadTagSize || handle_ == nullptr) return false;
+    std::size_t out_size = out.size();
     const int rc = gnutls_aead_cipher_decrypt(handle_, n.data(), n.size(), aad.data(), aad.size(), kAeadTagSize,
-                                              payload.data(), payload.size(), payload.data(), &out_size);
-    return rc >= 0 && out_size == payload.size() - kAeadTagSize;
+                                              in.data(), in.size(), out.data(), &out_size);
+    return rc >= 0 && out_size == in.size() - kAeadTagSize;
 }
 
 }  // namespace ndm::crypto

@@ -43,6 +43,11 @@ public:
     // the plaintext in payload[0, size - 16), or false for any failure (short
     // input, wrong key, tampering). The payload bytes are undefined after false.
     [[nodiscard]] bool open(std::uint64_t pn, std::span<const std::uint8_t> header, std::span<std::uint8_t> payload);
+    // The same from `in` (ciphertext | tag) into `out`, at least in.size() -
+    // 16 bytes: the received bytes stay as they were (no copy of them first).
+    // in and out may be the same bytes, not otherwise overlap.
+    [[nodiscard]] bool open(std::uint64_t pn, std::span<const std::uint8_t> header, std::span<const std::uint8_t> in,
+                            std::span<std::uint8_t> out);
 
     // The same with a whole 12-byte nonce instead of iv XOR pn (address
     // tokens carry a random one).
@@ -50,6 +55,8 @@ public:
     void seal_with_nonce(const Nonce& nonce, std::span<const std::uint8_t> aad, std::span<std::uint8_t> payload);
     [[nodiscard]] bool open_with_nonce(const Nonce& nonce, std::span<const std::uint8_t> aad,
                                        std::span<std::uint8_t> payload);
+    [[nodiscard]] bool open_with_nonce(const Nonce& nonce, std::span<const std::uint8_t> aad,
+                                       std::span<const std::uint8_t> in, std::span<std::uint8_t> out);
 
 private:
     CipherSuite suite_;

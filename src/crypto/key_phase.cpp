@@ -84,15 +84,16 @@ void OneRttKeys::discard_expired(Instant now) {
     if (previous_ && now >= discard_at_) previous_.reset();
 }
 
-OneRttKeys::Opened OneRttKeys::open(std::span<std::uint8_t> packet, std::size_t header_length, bool key_phase_bit,
-                                    std::uint64_t pn, Instant now, Duration pto) {
+OneRttKeys::Opened OneRttKeys::open(std::span<const std::uint8_t> in, std::span<std::uint8_t> out,
+                                    std::size_t header_length, bool key_phase_bit, std::uint64_t pn, Instant now,
+                                    Duration pto) {
     discard_expired(now);
     const bool current = key_phase_bit == read_phase_;
     // §6.5: a packet of the other phase numbered below this phase's first
     // is a late one of the previous phase; anything else there is the next.
     const bool old = !current && previous_ && lowest_read_pn_ && pn < *lowest_read_pn_;
     Aead& aead = current ? read_ : old ? *previous_ : next_read_;
-    const auto plaintext = open_payload(packet, header_length, pn, aead);
+    const auto plaintext = open_payload(in, out, header_length, pn, aead);
     if (!plaintext) {
         usage_.on_open_failed();
         return {};

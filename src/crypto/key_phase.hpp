@@ -61,7 +61,12 @@ public:
     // endpoint sent anything with the keys answering its first (§6.2).
     // Failures count for the integrity limit (integrity_limit_reached()).
     Opened open(std::span<std::uint8_t> packet, std::size_t header_length, bool key_phase_bit, std::uint64_t pn,
-                Instant now, Duration pto);
+                Instant now, Duration pto) {
+        return open(packet, packet, header_length, key_phase_bit, pn, now, pto);
+    }
+    // The same from the packet as received into `out` (open_payload's in and out).
+    Opened open(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std::size_t header_length,
+                bool key_phase_bit, std::uint64_t pn, Instant now, Duration pto);
     // When the previous read keys go (kNever if there are none).
     [[nodiscard]] Instant previous_keys_discard_at() const { return previous_ ? discard_at_ : kNever; }
     void discard_expired(Instant now);

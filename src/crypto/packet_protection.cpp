@@ -58,10 +58,16 @@ std::optional<UnprotectedHeader> remove_header_protection(std::span<std::uint8_t
 
 std::optional<std::span<std::uint8_t>> open_payload(std::span<std::uint8_t> packet, std::size_t header_length,
                                                     std::uint64_t pn, Aead& aead) {
-    if (header_length > packet.size() || packet.size() - header_length < kAeadTagSize) return std::nullopt;
-    const auto payload = packet.subspan(header_length);
-    if (!aead.open(pn, packet.first(header_length), payload)) return std::nullopt;
-    return payload.first(payload.size() - kAeadTagSize);
+    return open_payload(packet, packet, header_length, pn, aead);
+}
+
+std::optional<std::span<std::uint8_t>> open_payload(std::span<const std::uint8_t> in, std::span<std::uint8_t> out,
+                                                    std::size_t header_length, std::uint64_t pn, Aead& aead) {
+    if (out.size() != in.size() || header_length > in.size() || in.size() - header_length < kAeadTagSize)
+        return std::nullopt;
+    const auto plaintext = out.subspan(header_length, in.size() - header_length - kAeadTagSize);
+    if (!aead.open(pn, out.first(header_length), in.subspan(header_length), plaintext)) return std::nullopt;
+    return plaintext;
 }
 
 }  // namespace ndm::crypto

@@ -76,5 +76,12 @@ struct UnprotectedHeader {
 [[nodiscard]] std::optional<std::span<std::uint8_t>> open_payload(std::span<std::uint8_t> packet,
                                                                   std::size_t header_length, std::uint64_t pn,
                                                                   Aead& aead);
+// The same from the packet as received, `in`, into `out` (as large), whose
+// first header_length bytes are its unprotected header: the plaintext, inside
+// out. in and out may be the same bytes (in place).
+[[nodiscard]] std::optional<std::span<std::uint8_t>> open_payload(std::span<const std::uint8_t> in,
+                                                                  std::span<std::uint8_t> out,
+                                                                  std::size_t header_length, std::uint64_t pn,
+                                                                  Aead& aead);
 
 }  // namespace ndm::crypto

@@ -329,15 +329,16 @@ Connection::~Connection() = default;
 void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn_codepoint) {
     if (state == ConnectionState::closed || state == ConnectionState::draining) return;
     rx_ecn = ecn_codepoint;  // every packet of the datagram carries it (RFC 9000 §13.4.1)
-    // Opened in place (RFC 9001 §5.3-5.4): a copy, so the caller's buffer stays as received.
-    rx_buffer.assign(datagram.begin(), datagram.end());
-    wire::quic::DatagramPackets packets(rx_buffer, wire::kShortCidLength);
+    // Packets open into rx_buffer (RFC 9001 §5.3-5.4), the caller's buffer
+    // stays as received. Its size only grows: no bytes to clear or copy.
+    if (rx_buffer.size() < datagram.size()) rx_buffer.resize(datagram.size());
+    wire::quic::DatagramPackets packets(datagram, wire::kShortCidLength);
     wire::quic::PacketView view;
     bool counted = false, any = false;
     rx_opened = false;
     while (packets.next(view)) {
         any = true;
-        if (!on_packet(view, datagram.size(), counted, now)) return;
+        if (!on_packet(datagram, view, counted, now)) return;
     }
     // RFC 9000 §10.3.1: a datagram none of whose packets opens may be the
     // peer's stateless reset; its last 16 bytes then are a token it issued.
@@ -358,8 +359,9 @@ PacketSpace space_of(wire::quic::PacketKind k) {
 }
 }  // namespace
 
-bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t datagram_size, bool& counted,
-                                 Instant now) {
+bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, const wire::quic::PacketView& v,
+                                 bool& counted, Instant now) {
+    const std::size_t datagram_size = datagram.size();
     using wire::quic::PacketKind;
     if (v.kind == PacketKind::version_negotiation) {
         on_version_negotiation(v);
@@ -395,8 +397,8 @@ bool Connection::Impl::on_packet(const wire::quic::PacketView& v, std::size_t da
     const auto largest = tracker.has_received() ? std::optional(tracker.largest_received()) : std::nullopt;
     wire::quic::OpenedPacket pkt;
     const auto err = space == PacketSpace::application
-                         ? wire::quic::open_packet(rx_buffer, v, &*one_rtt, largest, now, pto_period(), pkt)
-                         : wire::quic::open_packet(rx_buffer, v, read_keys_of(space), largest, pkt);
+                         ? wire::quic::open_packet(datagram, rx_buffer, v, &*one_rtt, largest, now, pto_period(), pkt)
+                         : wire::quic::open_packet(datagram, rx_buffer, v, read_keys_of(space), largest, pkt);
     if (err != wire::quic::OpenError::none) return on_open_error(err, now);
     rx_opened = true;
     // RFC 9000 §8.1: the limit counts what the client sent, once per datagram;

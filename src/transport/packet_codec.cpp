@@ -9,13 +9,19 @@ namespace ndm::wire::quic {
 
 namespace {
 
-// The packet `view` describes, as a mutable span of `datagram`: empty unless
-// the view lies inside it (it must come from parsing this very buffer).
-std::span<std::uint8_t> packet_in(std::span<std::uint8_t> datagram, const PacketView& view) {
+// The packet `view` describes in `datagram` (empty unless the view lies
+// inside it: it must come from parsing this very buffer), and where it opens
+// in `opened` (`datagram` itself, or a buffer at least as large).
+struct PacketBytes {
+    std::span<const std::uint8_t> in;
+    std::span<std::uint8_t> out;
+    [[nodiscard]] bool empty() const { return in.empty(); }
+};
+PacketBytes packet_in(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> opened, const PacketView& view) {
     if (view.offset > datagram.size() || view.packet.size() > datagram.size() - view.offset ||
-        view.packet.data() != datagram.data() + view.offset)
+        view.packet.data() != datagram.data() + view.offset || opened.size() < datagram.size())
         return {};
-    return datagram.subspan(view.offset, view.packet.size());
+    return {datagram.subspan(view.offset, view.packet.size()), opened.subspan(view.offset, view.packet.size())};
 }
 
 // The view's header fields; the packet number and payload come later.
@@ -34,11 +40,17 @@ bool is_long_protected(PacketKind k) {
 }
 
 // Header protection off, the packet number expanded: the first step of both
-// open paths. header_length is set for open_payload().
-OpenError unmask(std::span<std::uint8_t> packet, const PacketView& view, const crypto::HeaderProtection& hp,
+// open paths. The header and the sample behind it are copied to packet.out
+// first (nothing when opening in place), to be unprotected there. header_length
+// is set for open_payload().
+OpenError unmask(const PacketBytes& packet, const PacketView& view, const crypto::HeaderProtection& hp,
                  std::optional<std::uint64_t> largest_received, OpenedPacket& out, std::size_t& header_length) {
     if (packet.empty() || !view.has_packet_number()) return OpenError::header;
-    const auto header = crypto::remove_header_protection(packet, view.pn_offset, hp);
+    if (packet.out.data() != packet.in.data()) {
+        const std::size_t n = std::min(packet.in.size(), view.pn_offset + crypto::kMinBytesAfterPnOffset);
+        std::copy_n(packet.in.begin(), n, packet.out.begin());
+    }
+    const auto header = crypto::remove_header_protection(packet.out, view.pn_offset, hp);
     if (!header) return OpenError::header;
     header_length = header->header_length(view.pn_offset);
     out.packet_number = decode_packet_number(largest_received.value_or(0), largest_received.has_value(),
@@ -138,34 +150,46 @@ const char* describe(OpenError e) {
 
 OpenError open_packet(std::span<std::uint8_t> datagram, const PacketView& view, crypto::DirectionKeys* keys,
                       std::optional<std::uint64_t> largest_received, OpenedPacket& out) {
-    out = fields_of(view);
-    if (keys == nullptr || (view.has_packet_number() && !is_long_protected(view.kind))) return OpenError::no_keys;
-    const auto packet = packet_in(datagram, view);
-    std::size_t header_length = 0;
-    if (const OpenError e = unmask(packet, view, keys->hp, largest_received, out, header_length);
-        e != OpenError::none)
-        return e;
-    const auto plaintext = crypto::open_payload(packet, header_length, out.packet_number, keys->aead);
-    if (!plaintext) return OpenError::decrypt;
-    out.payload = *plaintext;
-    return check_reserved(packet[0]);
+    return open_packet(datagram, datagram, view, keys, largest_received, out);
 }
 
 OpenError open_packet(std::span<std::uint8_t> datagram, const PacketView& view, crypto::OneRttKeys* keys,
                       std::optional<std::uint64_t> largest_received, Instant now, Duration pto,
                       OpenedPacket& out) {
+    return open_packet(datagram, datagram, view, keys, largest_received, now, pto, out);
+}
+
+OpenError open_packet(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> opened, const PacketView& view,
+                      crypto::DirectionKeys* keys, std::optional<std::uint64_t> largest_received, OpenedPacket& out) {
+    out = fields_of(view);
+    if (keys == nullptr || (view.has_packet_number() && !is_long_protected(view.kind))) return OpenError::no_keys;
+    const auto packet = packet_in(datagram, opened, view);
+    std::size_t header_length = 0;
+    if (const OpenError e = unmask(packet, view, keys->hp, largest_received, out, header_length);
+        e != OpenError::none)
+        return e;
+    const auto plaintext = crypto::open_payload(packet.in, packet.out, header_length, out.packet_number, keys->aead);
+    if (!plaintext) return OpenError::decrypt;
+    out.payload = *plaintext;
+    return check_reserved(packet.out[0]);
+}
+
+OpenError open_packet(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> opened, const PacketView& view,
+                      crypto::OneRttKeys* keys, std::optional<std::uint64_t> largest_received, Instant now,
+                      Duration pto, OpenedPacket& out) {
     out = fields_of(view);
     if (keys == nullptr || (view.has_packet_number() && view.kind != PacketKind::one_rtt)) return OpenError::no_keys;
-    const auto packet = packet_in(datagram, view);
+    const auto packet = packet_in(datagram, opened, view);
     std::size_t header_length = 0;
     if (const OpenError e = unmask(packet, view, keys->read_hp(), largest_received, out, header_length);
         e != OpenError::none)
         return e;
-    const auto opened = keys->open(packet, header_length, out.key_phase, out.packet_number, now, pto);
-    if (opened.result == crypto::OneRttKeys::Open::failed) return OpenError::decrypt;
-    if (opened.result == crypto::OneRttKeys::Open::key_update_error) return OpenError::key_update_error;
-    out.payload = opened.plaintext;
-    return check_reserved(packet[0]);
+    const auto result =
+        keys->open(packet.in, packet.out, header_length, out.key_phase, out.packet_number, now, pto);
+    if (result.result == crypto::OneRttKeys::Open::failed) return OpenError::decrypt;
+    if (result.result == crypto::OneRttKeys::Open::key_update_error) return OpenError::key_update_error;
+    out.payload = result.plaintext;
+    return check_reserved(packet.out[0]);
 }
 
 }  // namespace ndm::wire::quic

@@ -114,4 +114,17 @@ struct OpenedPacket {
                                     crypto::OneRttKeys* keys, std::optional<std::uint64_t> largest_received,
                                     Instant now, Duration pto, OpenedPacket& out);
 
+// Both from the datagram as received into `opened`, a buffer at least as
+// large, where each packet's unprotected header and plaintext land at the
+// packet's own offset: the received bytes are not copied first, nor changed
+// (a stateless reset is recognised by them). out.payload views `opened`; the
+// connection IDs and token view `datagram`.
+[[nodiscard]] OpenError open_packet(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> opened,
+                                    const PacketView& view, crypto::DirectionKeys* keys,
+                                    std::optional<std::uint64_t> largest_received, OpenedPacket& out);
+[[nodiscard]] OpenError open_packet(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> opened,
+                                    const PacketView& view, crypto::OneRttKeys* keys,
+                                    std::optional<std::uint64_t> largest_received, Instant now, Duration pto,
+                                    OpenedPacket& out);
+
 }  // namespace ndm::wire::quic
