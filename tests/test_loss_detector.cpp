@@ -541,6 +541,14 @@ TEST_CASE("SentFrames keeps frames in order inline and after spilling to the hea
     auto small_copy = small;
     CHECK(small_copy.size() == 1);
     CHECK(std::holds_alternative<sent::Ping>(small_copy[0]));
+    // Copy-assigning a spilled set over an inline one, and back.
+    small_copy = moved;
+    REQUIRE(small_copy.size() == 10);
+    CHECK(std::get<sent::MaxData>(small_copy[9]).maximum == 9);
+    CHECK(moved.size() == 10);
+    small_copy = small;
+    REQUIRE(small_copy.size() == 1);
+    CHECK(std::holds_alternative<sent::Ping>(small_copy[0]));
 }
 
 TEST_CASE("LossDetector: a reused AckOutcome is reset by every ACK") {

@@ -415,7 +415,7 @@ StreamSet::Step StreamSet::write_stream_step(FrameSink& sink, StreamId id, Strea
     }
     std::uint64_t prev_end = s.send.sent_end();
     if (!sink.put(wire::StreamFrame{id, chunk->offset, chunk->data, chunk->fin},
-                  sent::Stream{id, chunk->offset, chunk->data.size(), chunk->fin}))
+                  sent::Stream{id, chunk->offset, static_cast<std::uint32_t>(chunk->data.size()), chunk->fin}))
         return Step::full;
     s.send.on_sent(*chunk);
     // The next packets' bytes were written long ago (a bulk send buffer is
