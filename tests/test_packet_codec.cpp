@@ -93,6 +93,17 @@ Bytes build(const Header& h, Keys& keys, std::size_t pad_to = 0) {
     return d;
 }
 
+// Appends a packet with frames kFrames at d[pos], padded so that the
+// datagram reaches pad_to; pos moves past it.
+template <class Header, class Keys>
+void append(Bytes& d, std::size_t& pos, const Header& h, Keys& keys, std::size_t pad_to = 0) {
+    PacketBuilder b(d, pos, h);
+    REQUIRE(put(b, kFrames));
+    const std::size_t n = b.finish(kFrames.size(), keys, pad_to);
+    REQUIRE(n != 0);
+    pos += n;
+}
+
 // The first packet of the datagram, split as the connection does it.
 std::optional<PacketView> first_packet(const Bytes& datagram) {
     DatagramPackets split(datagram, kCid.size());
@@ -247,23 +258,9 @@ TEST_CASE("packet codec: Initial, Handshake and 1-RTT coalesced in one padded da
 
     Bytes d(1500);
     std::size_t pos = 0;
-    {
-        PacketBuilder b(d, pos, long_header(LongType::initial, 0));
-        REQUIRE(put(b, kFrames));
-        pos += b.finish(kFrames.size(), init_tx.write);
-    }
-    {
-        PacketBuilder b(d, pos, long_header(LongType::handshake, 1));
-        REQUIRE(put(b, kFrames));
-        pos += b.finish(kFrames.size(), hs_tx);
-    }
-    {
-        PacketBuilder b(d, pos, short_header(2));
-        REQUIRE(put(b, kFrames));
-        const std::size_t n = b.finish(kFrames.size(), one_rtt.client, kMinInitialDatagramSize);
-        REQUIRE(n != 0);
-        pos += n;
-    }
+    append(d, pos, long_header(LongType::initial, 0), init_tx.write);
+    append(d, pos, long_header(LongType::handshake, 1), hs_tx);
+    append(d, pos, short_header(2), one_rtt.client, kMinInitialDatagramSize);
     REQUIRE(pos == kMinInitialDatagramSize);
     d.resize(pos);
 
@@ -295,18 +292,8 @@ TEST_CASE("packet codec: coalesced packets open from the datagram as received in
     OneRttPair one_rtt(CipherSuite::aes128_gcm_sha256);
     Bytes d(1500);
     std::size_t pos = 0;
-    {
-        PacketBuilder b(d, pos, long_header(LongType::initial, 0));
-        REQUIRE(put(b, kFrames));
-        pos += b.finish(kFrames.size(), init_tx.write);
-    }
-    {
-        PacketBuilder b(d, pos, short_header(1));
-        REQUIRE(put(b, kFrames));
-        const std::size_t n = b.finish(kFrames.size(), one_rtt.client, kMinInitialDatagramSize);
-        REQUIRE(n != 0);
-        pos += n;
-    }
+    append(d, pos, long_header(LongType::initial, 0), init_tx.write);
+    append(d, pos, short_header(1), one_rtt.client, kMinInitialDatagramSize);
     d.resize(pos);
     const Bytes received = d;
     Bytes opened(d.size() + 7, 0xee);  // larger than the datagram is fine
