@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 
-from peers import die, load_average, source_commit
+from peers import die, load_average, rotations, source_commit
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 FLOWS = ("1", "100")
@@ -51,8 +51,8 @@ def main():
             die(f"{b}/bench/bench_sim is missing: build first (scripts/build.sh)")
     before = load_average()
     runs = {b: [] for b in builds}
-    for n in range(ROUNDS):
-        for b in builds[n % len(builds):] + builds[:n % len(builds)]:
+    for n, order in rotations(builds, ROUNDS):
+        for b in order:
             runs[b].append(run(b))
             print(f"sim_flows: round {n + 1}/{ROUNDS} @{source_commit(b)}", file=sys.stderr)
     print(f"load average before {' '.join(before)}, after {' '.join(load_average())}; {ROUNDS} interleaved rounds")

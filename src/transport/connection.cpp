@@ -361,7 +361,6 @@ PacketSpace space_of(wire::quic::PacketKind k) {
 
 bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, const wire::quic::PacketView& v,
                                  bool& counted, Instant now) {
-    const std::size_t datagram_size = datagram.size();
     using wire::quic::PacketKind;
     if (v.kind == PacketKind::version_negotiation) {
         on_version_negotiation(v);
@@ -389,7 +388,7 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, const w
         ++st.packets_dropped;
         return true;
     }
-    if (!client && v.kind == PacketKind::initial && datagram_size < kMinDatagramSize) {
+    if (!client && v.kind == PacketKind::initial && datagram.size() < kMinDatagramSize) {
         ++st.packets_dropped;  // RFC 9000 §14.1
         return true;
     }
@@ -405,7 +404,7 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, const w
     // a Handshake packet proves the address (§8.1, only the client can have
     // its keys).
     if (!address_validated) {
-        if (!counted) unvalidated_received += datagram_size;
+        if (!counted) unvalidated_received += datagram.size();
         amplification_wait = false;
         if (space == PacketSpace::handshake) address_validated = true;
     }
