@@ -1,10 +1,12 @@
 // OffsetBuffer, the ring under the stream buffers: byte-exact through
-// wrapping and growth into the huge-page-mapped sizes, and a geometry (where
-// the ring wraps, hence where STREAM frames split) that stays as it was.
+// wrapping, growth into the huge-page-mapped sizes and shrinking, and a
+// geometry (where the ring wraps, hence where STREAM frames split) that
+// follows from the buffer's history.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -140,4 +142,61 @@ TEST_CASE("A receive buffer read to empty starts again at its ring's start, a se
     b.drop_front_to(40000);
     b.append(second);
     CHECK(b.contiguous(40000, 1 << 20).size() == (64u << 10) - 40000);
+}
+
+TEST_CASE("OffsetBuffer uses half its ring once a quarter full, and grows back over the same memory") {
+    OffsetBuffer b;
+    b.append(bytes_from(0, 4u << 20));  // a burst: a mapped 4 MiB ring
+    REQUIRE(b.ring_capacity() == (4u << 20));
+    std::uint64_t end = b.end();
+    // The burst is acknowledged; 200 KB stay in flight, sliding. The data
+    // wraps, and once it lies in the ring's lower quarter the ring halves
+    // (down to 512 KiB: 200 KB is not a quarter of that).
+    b.drop_front_to(end - 200000);
+    for (int i = 0; i < 100; ++i) {
+        b.append(bytes_from(end, 50000));
+        end += 50000;
+        b.drop_front_to(end - 200000);
+        REQUIRE(holds_pattern(b));
+    }
+    CHECK(b.ring_capacity() == (512u << 10));
+    CHECK(b.contiguous(b.begin(), 1 << 30).size() == b.size());  // sliding, not wrapped right now
+    // A larger burst grows it again, byte-exact.
+    b.append(bytes_from(end, 3u << 20));
+    end += 3u << 20;
+    CHECK(b.ring_capacity() == (4u << 20));
+    CHECK(holds_pattern(b));
+    CHECK(b.end() == end);
+}
+
+TEST_CASE("OffsetBuffer stays byte-exact through random growing and shrinking") {
+    std::mt19937_64 rng(11);
+    OffsetBuffer b;
+    std::uint64_t end = 0;
+    std::size_t shrinks = 0, grows = 0;
+    for (int step = 0; step < 3000; ++step) {
+        const std::size_t before = b.ring_capacity();
+        // Phases of large and small working sets, by prepare/commit or append.
+        const std::size_t scale = (step / 500) % 2 ? 300000 : 3000;
+        const std::size_t n = std::uniform_int_distribution<std::size_t>(1, scale)(rng);
+        if (rng() % 2) {
+            b.append(bytes_from(end, n));
+            end += n;
+        } else {
+            auto room = b.prepare(n);
+            const auto fill = bytes_from(end, room.size());
+            std::copy(fill.begin(), fill.end(), room.begin());
+            b.commit(room.size());
+            end += room.size();
+        }
+        const std::uint64_t keep = std::uniform_int_distribution<std::uint64_t>(0, 2 * scale)(rng);
+        b.drop_front_to(end - std::min(end, keep));
+        REQUIRE(b.end() == end);
+        REQUIRE(b.size() <= b.ring_capacity());
+        REQUIRE(holds_pattern(b));
+        shrinks += b.ring_capacity() < before;
+        grows += b.ring_capacity() > before;
+    }
+    CHECK(shrinks >= 3);
+    CHECK(grows >= 3);
 }

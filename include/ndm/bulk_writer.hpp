@@ -28,6 +28,11 @@ public:
     static constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
     // The largest write into the stream at once.
     static constexpr std::size_t kChunk = 64 * 1024;
+    // The most written and not yet sent. An endpoint turn sends at most 512
+    // KiB of a connection (eight pacer quanta), so this never starves one;
+    // and bytes written just before they are sealed are still in the cache,
+    // where megabytes queued ahead were written and then read from memory.
+    static constexpr std::uint64_t kLead = 16 * kChunk;
 
     // Writes Payload(seed); with a limit, that many bytes and then FIN.
     explicit BulkWriter(std::uint64_t seed, std::uint64_t limit = kUnlimited) : payload_(seed), limit_(limit) {}
@@ -35,7 +40,8 @@ public:
     void use_source(Source source, std::uint64_t size);
 
     // How much write() would write now, up to stream offset `upto`: no more
-    // than max(2 cwnd, 4 chunks) outstanding beyond what the peer acknowledged.
+    // than max(2 cwnd, 4 chunks) outstanding beyond what the peer acknowledged,
+    // and no more than kLead beyond what was sent.
     [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st, std::uint64_t upto) const;
     // Writes what allowance() allows and the stream's send buffer takes; the
     // last byte of a limit goes with FIN.

@@ -84,9 +84,10 @@ void OffsetBuffer::reserve(std::size_t n) {
     std::size_t cap = std::max<std::size_t>(cap_ ? cap_ : 1, min_ring_);
     while (cap < n) cap *= 2;
     const std::size_t old_cap = cap_;
-    if (ring_.grow_mapped(cap)) {
-        // Same data, same ring indices, in a larger mapping: re-base it so
-        // that begin_ sits at index 0, as in a fresh ring. A wrapped tail
+    if (cap <= ring_.size || ring_.grow_mapped(cap)) {
+        // Same data, same ring indices, in a larger ring over the same pages
+        // (memory a shrink left, or a grown mapping): re-base it so that
+        // begin_ sits at index 0, as in a fresh ring. A wrapped tail
         // [0, head_ + size_ - old_cap) goes after the old end first, which
         // makes the data one run [head_, head_ + size_).
         std::uint8_t* r = ring_.ptr;
@@ -172,6 +173,20 @@ void OffsetBuffer::drop_front_to(std::uint64_t off) {
     if (cap_) head_ = (head_ + n) & (cap_ - 1);
     size_ -= n;
     begin_ = off;
+    shrink_if_oversized();
+}
+
+// A ring that grew for a burst (slow start, a reader that fell behind) would
+// otherwise cycle through all of its capacity for good, touching far more
+// memory than it holds: payload written through a 64 MiB ring ran at a
+// quarter of the speed of a 4 MiB one (bench/RESULTS.md, "Sender rings").
+// Once it holds at most a quarter of its capacity, all of it in the lower
+// half, it uses only that half: the stored bytes keep their indices, so
+// nothing moves, and the memory stays for growing again (reserve()).
+void OffsetBuffer::shrink_if_oversized() {
+    if (prepared_ != 0) return;  // a prepared span may reach into the upper half
+    while (cap_ > min_ring_ && size_ <= cap_ / 4 && head_ + size_ <= cap_ / 2) cap_ /= 2;
+    if (cap_) head_ &= cap_ - 1;  // an empty ring's head may sit at the old half's edge
 }
 
 // ---- SendStream -------------------------------------------------------------

@@ -15,12 +15,13 @@
 namespace ndm::transport {
 
 // Bytes indexed by absolute stream offset, holding [begin, end), in a ring
-// that doubles when full and never shrinks: no per-byte compaction and no
-// repeated page faults once the buffer has reached the flow's working size.
-// The ring's geometry (capacity, where it wraps) decides where STREAM frames
-// are split, so it is part of the protocol's observable behaviour: it must
-// evolve exactly as it always has (simulation results are compared byte for
-// byte across versions).
+// that doubles when full and halves when mostly empty (keeping its memory):
+// no per-byte compaction, no repeated page faults once the buffer has reached
+// the flow's working size, and a cycle through memory not much longer than
+// what it holds. The ring's geometry (capacity, where it wraps) decides where
+// STREAM frames are split, so it is part of the protocol's observable
+// behaviour: it is a function of the buffer's history alone (simulations
+// stay deterministic).
 class OffsetBuffer {
 public:
     // The ring's first capacity, a power of two: a bulk stream's 64 KiB by
@@ -46,7 +47,10 @@ public:
     // Copies bytes to/from [off, off + n), which must lie within [begin, end).
     void write_at(std::uint64_t off, std::span<const std::uint8_t> bytes);
     void read_at(std::uint64_t off, std::span<std::uint8_t> out) const;
+    // Drops the bytes before off; may shrink the ring (see the class comment).
     void drop_front_to(std::uint64_t off);
+    // The ring's capacity in use now (0 before the first byte).
+    [[nodiscard]] std::size_t ring_capacity() const { return cap_; }
     // An empty buffer's next byte goes to the ring's start, the part most
     // recently written and so the likeliest to be in the cache; a reader that
     // keeps up then cycles through the first few KiB of a large ring instead
@@ -60,6 +64,7 @@ public:
 
 private:
     void reserve(std::size_t n);
+    void shrink_if_oversized();
     [[nodiscard]] std::size_t index(std::uint64_t off) const { return (head_ + (off - begin_)) & (cap_ - 1); }
 
     // Small rings come from the heap; bulk rings are mapped on their own and

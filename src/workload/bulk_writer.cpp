@@ -15,8 +15,9 @@ std::uint64_t BulkWriter::allowance(const ConnectionStats& st, std::uint64_t upt
     upto = std::min(upto, limit_);
     const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
     const std::uint64_t outstanding = written_ - std::min(written_, st.stream_bytes_acked);
-    if (written_ >= upto || outstanding >= target) return 0;
-    return std::min(upto - written_, target - outstanding);
+    const std::uint64_t unsent = written_ - std::min(written_, st.stream_bytes_sent);
+    if (written_ >= upto || outstanding >= target || unsent >= kLead) return 0;
+    return std::min({upto - written_, target - outstanding, kLead - unsent});
 }
 
 void BulkWriter::write(Connection& c, StreamId id, const ConnectionStats& st, std::uint64_t upto) {
