@@ -326,19 +326,33 @@ Connection::~Connection() = default;
 // ============================================================================
 // Receiving
 
+namespace {
+// Where the packets of a datagram open (RFC 9001 §5.3-5.4: unprotected
+// headers, plaintext at each packet's offset); the caller's datagram stays as
+// received. One buffer per thread, not one per connection: nothing keeps the
+// plaintext once on_datagram returns (STREAM data is copied into its
+// stream, CRYPTO data into TLS, reasons and CIDs into their own storage),
+// and with many connections a buffer each was a cold cache line for every
+// 64 bytes received (bench/RESULTS.md, "Competing flows"). Its size only
+// grows: no bytes to clear or copy.
+std::span<std::uint8_t> open_buffer(std::size_t size) {
+    thread_local std::vector<std::uint8_t> buffer;
+    if (buffer.size() < size) buffer.resize(size);
+    return buffer;
+}
+}  // namespace
+
 void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn_codepoint) {
     if (state == ConnectionState::closed || state == ConnectionState::draining) return;
     rx_ecn = ecn_codepoint;  // every packet of the datagram carries it (RFC 9000 §13.4.1)
-    // Packets open into rx_buffer (RFC 9001 §5.3-5.4), the caller's buffer
-    // stays as received. Its size only grows: no bytes to clear or copy.
-    if (rx_buffer.size() < datagram.size()) rx_buffer.resize(datagram.size());
+    const std::span<std::uint8_t> into = open_buffer(datagram.size());
     wire::quic::DatagramPackets packets(datagram, wire::kShortCidLength);
     wire::quic::PacketView view;
     bool counted = false, any = false;
     rx_opened = false;
     while (packets.next(view)) {
         any = true;
-        if (!on_packet(datagram, view, counted, now)) return;
+        if (!on_packet(datagram, into, view, counted, now)) return;
     }
     // RFC 9000 §10.3.1: a datagram none of whose packets opens may be the
     // peer's stateless reset; its last 16 bytes then are a token it issued.
@@ -359,8 +373,8 @@ PacketSpace space_of(wire::quic::PacketKind k) {
 }
 }  // namespace
 
-bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, const wire::quic::PacketView& v,
-                                 bool& counted, Instant now) {
+bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> into,
+                                 const wire::quic::PacketView& v, bool& counted, Instant now) {
     using wire::quic::PacketKind;
     if (v.kind == PacketKind::version_negotiation) {
         on_version_negotiation(v);
@@ -396,8 +410,8 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, const w
     const auto largest = tracker.has_received() ? std::optional(tracker.largest_received()) : std::nullopt;
     wire::quic::OpenedPacket pkt;
     const auto err = space == PacketSpace::application
-                         ? wire::quic::open_packet(datagram, rx_buffer, v, &*one_rtt, largest, now, pto_period(), pkt)
-                         : wire::quic::open_packet(datagram, rx_buffer, v, read_keys_of(space), largest, pkt);
+                         ? wire::quic::open_packet(datagram, into, v, &*one_rtt, largest, now, pto_period(), pkt)
+                         : wire::quic::open_packet(datagram, into, v, read_keys_of(space), largest, pkt);
     if (err != wire::quic::OpenError::none) return on_open_error(err, now);
     rx_opened = true;
     // RFC 9000 §8.1: the limit counts what the client sent, once per datagram;

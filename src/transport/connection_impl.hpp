@@ -108,9 +108,6 @@ struct Connection::Impl {
     bool has_read_keys(transport::PacketSpace s) const;
     void install_initial_keys();
     void install_secret(const tls::SecretEvent& e);
-    // Where the packets of the datagram being read open (unprotected headers,
-    // plaintext at each packet's offset); the datagram itself stays as received.
-    std::vector<std::uint8_t> rx_buffer;
     bool tls_input_seen = false;      // a CRYPTO frame reached TLS (accept: a real connection attempt)
     bool handshake_complete = false;  // TLS finished: 1-RTT packets go both ways
     bool handshake_confirmed = false;
@@ -214,9 +211,10 @@ struct Connection::Impl {
         return has_write_keys(s) && !loss.discarded(s) && crypto_of(s).has_pending();
     }
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn);
-    // One packet of `datagram`, opened into rx_buffer; false: read no further packets of it.
-    bool on_packet(std::span<const std::uint8_t> datagram, const wire::quic::PacketView& view, bool& counted,
-                   Instant now);
+    // One packet of `datagram`, opened into `into` (at the packet's offset);
+    // false: read no further packets of it.
+    bool on_packet(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> into,
+                   const wire::quic::PacketView& view, bool& counted, Instant now);
     bool decode_frames(std::span<const std::uint8_t> payload, wire::PacketType type, bool& ack_eliciting, Instant now);
     bool on_open_error(wire::quic::OpenError err, Instant now);
     bool process_frame(const wire::Frame& f, transport::PacketSpace space, Instant now);
