@@ -1,5 +1,6 @@
-// The CLI's workload, generator and hash, by where it writes: a stream's
-// send ring cycled at a given capacity (bench/RESULTS.md, "Sender rings").
+// The CLI's workload: the generator and hash by where they write, a
+// stream's send ring cycled at a given capacity (bench/RESULTS.md, "Sender
+// rings"), and the receiver's two checks.
 // Past the caches every write first reads its line from memory, so a ring
 // much larger than the bytes in flight makes the generator several times
 // slower than the same bytes through a small one.
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "transport/stream.hpp"
 #include "ndm/workload.hpp"
@@ -44,6 +46,29 @@ void BM_PayloadIntoRing(benchmark::State& state) {
 BENCHMARK(BM_PayloadIntoRing)
     ->ArgNames({"ring", "hash"})
     ->ArgsProduct({{256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}, {0, 1}});
+
+// The receiver's check of 64 KiB read from a 1 MiB buffer (in the cache):
+// XXH3 (StreamHash, what -F's files take) or the comparison with the
+// generator (PayloadCheck, the generated payload's).
+void BM_ReceiverCheck(benchmark::State& state) {
+    const bool hash = state.range(0) != 0;
+    constexpr std::size_t kChunk = 64u << 10, kBuffer = 1u << 20;
+    ndm::workload::Payload payload(1);
+    std::vector<std::uint8_t> stream(kBuffer);
+    payload.fill(0, stream);
+    ndm::workload::StreamHash h;
+    std::uint64_t offset = 0, differing = 0;
+    for (auto _ : state) {
+        const std::span<const std::uint8_t> chunk(stream.data() + offset % kBuffer, kChunk);
+        if (hash) h.update(chunk);
+        else differing += payload.mismatch(offset % kBuffer, chunk) != kChunk;  // PayloadCheck's step
+        offset += kChunk;
+    }
+    if (differing > 0) state.SkipWithError("the check failed");
+    benchmark::DoNotOptimize(h.digest());
+    state.SetBytesProcessed(static_cast<std::int64_t>(offset));
+}
+BENCHMARK(BM_ReceiverCheck)->ArgName("hash")->Arg(0)->Arg(1);
 
 }  // namespace
 

@@ -38,7 +38,12 @@ TEST_CASE("perf session: parallel and reverse parameters round-trip, bad counts 
     p.bitrate = 20'000'000;
     p.burst = 10;
     p.omit = 2;
+    p.check_payload = true;  // the client's direction only: none in reverse
     const auto q = tools::decode_test_params(tools::encode(p));
+    CHECK_FALSE(q.check_payload);
+    p.reverse = false;
+    CHECK(tools::decode_test_params(tools::encode(p)).check_payload);
+    p.reverse = true;
     CHECK(q.bitrate == 20'000'000);
     CHECK(q.burst == 10);
     CHECK(q.omit == 2);
@@ -136,9 +141,12 @@ TEST_CASE("perf session: every test parameter from the network is bounded (issue
         {"reverse", 1, "reverse is not a boolean"},
         {"magic", "ndm-perf/0", "not an ndm-send test request"},
         // A client whose payload or hash differ would see its correct data reported as corrupt.
-        {"workload", 1, "test payload format is version 1, this server's is 2"},
-        {"workload", 3, "version 3"},
+        {"workload", 1, "test payload format is version 1, this server's is 3"},
+        {"workload", 2, "version 2"},
+        {"workload", 4, "version 4"},
         {"workload", -1, "workload is not a non-negative integer"},
+        {"check", "crc", "check is not \"payload\" or \"hash\""},
+        {"check", true, "check is not"},
         // -b and -O (issue 21): the server paces and times its sending by them in -R.
         {"bitrate", std::uint64_t{10'000'000'000'001}, "bitrate"},
         {"bitrate", -1, "bitrate is not a non-negative integer"},
@@ -207,6 +215,24 @@ TEST_CASE("perf session: reports from the peer are type- and range-checked") {
                         std::invalid_argument);
     }
     CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":2,"hash":9,"cpu_system":102401})")),
+                    std::invalid_argument);
+    // The payload check (format 3): where the first differing byte was, one of those read.
+    tools::ReceiverReport checked;
+    checked.bytes = 1000;
+    checked.checked_payload = true;
+    auto back = tools::decode_receiver_report(tools::encode(checked));
+    CHECK(back.checked_payload);
+    CHECK(back.mismatch_at == tools::ReceiverReport::kNoMismatch);
+    checked.mismatch_at = 999;
+    CHECK(tools::decode_receiver_report(tools::encode(checked)).mismatch_at == 999);
+    CHECK_FALSE(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9})")).checked_payload);
+    for (const char* bad : {R"("check":"payload","mismatch_at":5)", R"("check":"hash","mismatch_at":1)",
+                            R"("mismatch_at":0)", R"("check":"payload","mismatch_at":-1)", R"("check":"crc")"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(tools::decode_receiver_report(blob(std::string(R"({"bytes":5,"seconds":1,"hash":9,)") + bad + "}")),
+                        std::invalid_argument);
+    }
+    CHECK_THROWS_AS(tools::decode_receiver_report(blob(R"({"bytes":0,"seconds":1,"hash":9,"check":"payload","mismatch_at":0})")),
                     std::invalid_argument);
     // -O: the omitted part of a total is at most the total.
     CHECK(tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"omitted_bytes":5})")).omitted_bytes == 5);

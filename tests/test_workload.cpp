@@ -1,5 +1,5 @@
 // The workload (ndm/workload.hpp) is a fixed format (workload::kFormatVersion):
-// both ends of a test generate or hash it. These known answers are format 2's
+// both ends of a test generate or hash it. These known answers are format 2's (and 3's)
 // (the table generator and XXH3); a change to either fails here, and must
 // come with a new format version.
 #include <doctest/doctest.h>
@@ -93,4 +93,44 @@ TEST_CASE("workload: the payload's vector path writes the bytes of the byte-wise
         for (std::size_t i = 0; i < bytewise.size(); ++i) p.fill(offset + i, {bytewise.data() + i, 1});
         CHECK(whole == bytewise);
     }
+}
+
+TEST_CASE("workload: PayloadCheck finds the first changed byte anywhere, in any chunking, across the table's wrap") {
+    const std::uint64_t seed = 7;
+    const ndm::workload::Payload p(seed);
+    std::vector<std::uint8_t> stream(20000);
+    p.fill(0, stream);
+    // Every byte of the payload matches, whatever the chunks (unaligned
+    // heads and tails, the vector path's groups, lengths below a word).
+    for (std::size_t chunk : {1u, 7u, 31u, 32u, 33u, 4096u, 20000u}) {
+        CAPTURE(chunk);
+        ndm::workload::PayloadCheck check(seed);
+        for (std::size_t at = 0; at < stream.size(); at += chunk)
+            check.update({stream.data() + at, std::min(chunk, stream.size() - at)});
+        CHECK(check.checked() == stream.size());
+        CHECK_FALSE(check.mismatched());
+        CHECK(p.mismatch(8 * 253 + 3, {stream.data() + 8 * 253 + 3, 5000}) == 5000);
+    }
+    // One flipped bit, at offsets in a head, in a vector group's every word
+    // (around the table's wrap at word 256) and in a tail: found exactly,
+    // and later changes do not move it.
+    for (std::size_t at : {0u, 3u, 8u * 252 + 1, 8u * 253, 8u * 254 + 5, 8u * 255 + 7, 8u * 256, 19999u}) {
+        CAPTURE(at);
+        std::vector<std::uint8_t> bad = stream;
+        bad[at] ^= 0x10;
+        if (at + 100 < bad.size()) bad[at + 100] ^= 1;
+        for (std::size_t chunk : {13u, 64u, 20000u}) {
+            CAPTURE(chunk);
+            ndm::workload::PayloadCheck check(seed);
+            for (std::size_t i = 0; i < bad.size(); i += chunk) check.update({bad.data() + i, std::min(chunk, bad.size() - i)});
+            REQUIRE(check.mismatched());
+            CHECK(check.first_mismatch() == at);
+            CHECK(check.checked() == bad.size());
+        }
+    }
+    // Another seed's payload, or the right bytes at the wrong offset, differ at once.
+    ndm::workload::PayloadCheck other(seed + 1);
+    other.update(stream);
+    CHECK(other.first_mismatch() == 0);
+    CHECK(p.mismatch(8, {stream.data(), 64}) == 0);
 }

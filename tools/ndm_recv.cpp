@@ -1,8 +1,9 @@
 // ndm-recv: the server of an iperf3-style throughput test over ndm (the client
 // is ndm-send). Accepts connections, takes the test parameters from the
 // client's handshake and groups the connections of one test (-P) by its test
-// id. Forward: reads, prints per-interval receive rows, and at the client's
-// FIN sends its totals and the stream hash back on the same stream. Reverse
+// id. Forward: reads, checks each byte against the client's payload (or
+// hashes -F's file), prints per-interval receive rows, and at the client's
+// FIN sends its totals and the verdict (or hash) back on the same stream. Reverse
 // (-R): sends with the client's controller for the test time, then reports
 // its totals and the hash on a second stream once all data is acknowledged.
 #include <algorithm>
@@ -73,7 +74,9 @@ struct Flow {
     bool sends = false;  // we send (-R, or --bidir's second flow)
     tools::PathSampler path;  // sending: RTT and cwnd at the interval ends, for the report
     Instant start{};
-    // Forward: what we read, and -F's file it goes to.
+    // Forward: what we read, checked against the client's payload or hashed
+    // (TestParams::check_payload), and -F's file it goes to.
+    std::optional<workload::PayloadCheck> check;
     workload::StreamHash hash;
     std::unique_ptr<tools::FileSink> sink;
     std::uint64_t bytes = 0;
@@ -183,6 +186,7 @@ struct Server {
         if (!p.reverse) {
             Flow& f = made.emplace_back(flow(h, p, now));
             f.sink = std::move(sink);
+            if (p.check_payload) f.check.emplace(p.seed);
         }
         if (p.reverse || p.bidir) {
             Flow& f = made.emplace_back(flow(h, p, now));
@@ -461,7 +465,8 @@ struct Server {
         if (!f || !c) return;  // reverse: nothing is expected from the client
         try {
             tools::drain(*c, id, [&](std::span<const std::uint8_t> data) {
-                f->hash.update(data);
+                if (f->check) f->check->update(data);
+                else f->hash.update(data);
                 if (f->sink) f->sink->write(data);
                 f->bytes += data.size();
                 f->last_byte = steady_now();
@@ -475,7 +480,12 @@ struct Server {
             tools::ReceiverReport r;
             r.bytes = f->bytes;
             r.seconds = std::max(0.0, secs(f->start, f->last_byte));
-            r.hash = f->hash.digest();
+            if (f->check) {
+                r.checked_payload = true;
+                if (f->check->mismatched()) r.mismatch_at = f->check->first_mismatch();
+            } else {
+                r.hash = f->hash.digest();
+            }
             r.omitted_bytes = f->omitted_bytes;
             const tools::CpuPercent cpu = test->cpu.percent();
             r.cpu = {cpu.user, cpu.system};

@@ -1,7 +1,8 @@
 // ndm-send: the client of an iperf3-style throughput test over ndm (the server
 // is ndm-recv). The test parameters travel in each connection's handshake
 // application params. Forward (default): we send; the receiver's totals and
-// stream hash come back on the test stream after our FIN. Reverse (-R): the
+// its check of our payload (a hash of -F's file) come back on the test stream
+// after our FIN. Reverse (-R): the
 // server sends with the controller we name, and reports its totals and hash
 // on a second stream once all data is acknowledged. Either way the closing
 // lines show both sides and whether the data arrived byte-exact. -P N runs N
@@ -140,8 +141,20 @@ struct Flow {
     std::uint64_t sent_total = 0, recv_total = 0;
     double sent_seconds = 0, recv_seconds = 0;
     bool exact = false;
+    std::uint64_t mismatch_at = tools::ReceiverReport::kNoMismatch;  // forward, checked payload: the first differing byte
     nlohmann::json ecn;  // this side's ECN counts at the end (RFC 9000 §13.4)
 };
+
+// Why a connection's data was not byte-exact.
+std::string inexact_reason(const Flow& f) {
+    if (f.recv_total != f.sent_total)
+        return fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1, f.recv_total,
+                           f.sent_total);
+    if (f.mismatch_at != tools::ReceiverReport::kNoMismatch)
+        return fmt::format("connection {}: the received data differs from what was sent from byte {} on", f.index + 1,
+                           f.mismatch_at);
+    return fmt::format("connection {}: the received data differs from what was sent (hash mismatch)", f.index + 1);
+}
 
 // The closing numbers of all connections and the verdict.
 struct Totals {
@@ -276,6 +289,7 @@ private:
                     f.params.seed, base_.bytes ? base_.bytes : std::numeric_limits<std::uint64_t>::max());
                 f.pump->pace(base_.bitrate, base_.burst * tools::kBlockSize);
                 if (o_.send_file) f.pump->send_file(o_.send_file);
+                if (base_.check_payload) f.pump->skip_hash();
             }
         }
         for (unsigned i = 0; i < n; ++i) index_of_.emplace(flows_[i].h, i);
@@ -533,7 +547,13 @@ private:
             f.recv_seconds = rr.seconds;
             f.remote_cpu = rr.cpu;
             f.receiver_cc = rr.cc;
-            f.exact = rr.bytes == f.pump->written() && rr.hash == f.pump->digest();
+            if (rr.checked_payload != base_.check_payload)
+                throw std::runtime_error(fmt::format("connection {}: the receiver checked the data by {}, not as asked",
+                                                     f.index + 1, rr.checked_payload ? "payload" : "hash"));
+            f.mismatch_at = rr.mismatch_at;
+            f.exact = rr.bytes == f.pump->written() &&
+                      (rr.checked_payload ? rr.mismatch_at == tools::ReceiverReport::kNoMismatch
+                                          : rr.hash == f.pump->digest());
             f.path = f.sampler.result();
         }
         if (o_.bidir) finish_reverse();
@@ -673,13 +693,7 @@ private:
             t.sent_s = std::max(t.sent_s, f.sent_seconds);
             t.recv_s = std::max(t.recv_s, f.recv_seconds);
             t.all_exact = t.all_exact && f.exact;
-            if (!f.exact && t.error.empty()) {
-                t.error = f.recv_total != f.sent_total
-                              ? fmt::format("connection {}: the receiver read {} bytes of {} sent", f.index + 1,
-                                            f.recv_total, f.sent_total)
-                              : fmt::format("connection {}: the received data differs from what was sent (hash mismatch)",
-                                            f.index + 1);
-            }
+            if (!f.exact && t.error.empty()) t.error = inexact_reason(f);
         }
         return t;
     }
@@ -959,7 +973,8 @@ int main(int argc, char** argv) {
     CLI::App app{
         "ndm-send: the client of an iperf3-style throughput test over ndm (the server is ndm-recv).\n"
         "Prints per-interval Transfer/Bitrate/Retr/Cwnd rows and the closing sender and receiver lines; the\n"
-        "other side's totals and a hash of the data come back over the connection (byte-exactness check).\n"
+        "other side's totals and its check of the data come back over the connection (byte-exactness: the\n"
+        "receiver compares the generated payload with its generator, or a hash of -F's file or -R's data).\n"
         "Exit status: 0 when the test completed byte-exact; 1 when it failed or was interrupted (Ctrl-C or\n"
         "SIGTERM close the connections with a reason, so ndm-recv ends the test at once); 2 for bad input.",
         "ndm-send"};
@@ -998,6 +1013,9 @@ int main(int argc, char** argv) {
         params.seed = o.seed;
         params.reverse = o.reverse;
         params.bidir = o.bidir;
+        // Our stream is the generated payload unless -F sends a file: the
+        // receiver checks it against the generator, we hash nothing.
+        params.check_payload = !o.reverse && o.file.empty();
         if (!o.window.empty()) params.window = tools::parse_size(o.window);
         if (o.server_output)
             params.server_output = o.json ? tools::TestParams::ServerOutput::json : tools::TestParams::ServerOutput::text;

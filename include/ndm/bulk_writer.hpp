@@ -1,7 +1,8 @@
 // The two ends of a bulk stream, as ndm-send, ndm-recv and the real-socket
 // runs of ndm/experiment.hpp drive them. BulkWriter: the test payload (or the
 // bytes of a source, such as ndm-send -F's file) straight into the
-// connection's send buffer, hashed on the way for the byte-exactness check,
+// connection's send buffer, hashed on the way for the byte-exactness check
+// (unless the receiver checks the payload against its generator),
 // and only a little more than the congestion window ahead of what the peer
 // acknowledged, so that the sender never starves and a timed send phase
 // leaves no seconds of queued data behind it. drain(): the reader's side.
@@ -38,6 +39,9 @@ public:
     explicit BulkWriter(std::uint64_t seed, std::uint64_t limit = kUnlimited) : payload_(seed), limit_(limit) {}
     // Writes `source`'s bytes instead of the payload, and no more than `size`.
     void use_source(Source source, std::uint64_t size);
+    // Hashes nothing from now on (digest() is then meaningless): for a
+    // receiver that checks the payload itself (workload::PayloadCheck).
+    void skip_hash() { hashing_ = false; }
 
     // How much write() would write now, up to stream offset `upto`: no more
     // than max(2 cwnd, 4 chunks) outstanding beyond what the peer acknowledged,
@@ -61,6 +65,7 @@ private:
     StreamHash hash_;
     std::uint64_t limit_;
     std::uint64_t written_ = 0;
+    bool hashing_ = true;
 };
 
 // Takes every in-order byte of the stream that has arrived, in place: f sees

@@ -30,6 +30,9 @@ public:
     explicit Payload(std::uint64_t seed);
     // The bytes at [offset, offset + out.size()) of this seed's stream.
     void fill(std::uint64_t offset, std::span<std::uint8_t> out) const;
+    // The index in `in` of its first byte that differs from this seed's
+    // stream at [offset, offset + in.size()); in.size() where none does.
+    [[nodiscard]] std::size_t mismatch(std::uint64_t offset, std::span<const std::uint8_t> in) const;
 
     static constexpr std::size_t kTableWords = 256;
 
@@ -39,10 +42,35 @@ private:
     std::array<std::uint64_t, kTableWords> table_{};
 };
 
-// Format version of Payload and StreamHash together. The two ends of a test
-// must agree on it (the tools exchange it in the test parameters): a change
-// to either class's bytes or digests is a new version.
-inline constexpr unsigned kFormatVersion = 2;
+// The receiver's byte-exactness check of a stream that carries Payload(seed)
+// from offset 0: each byte compared with the generator's as it arrives (the
+// bytes read in order). Cheaper than hashing on both sides, with no hash on
+// the sender at all, and it names the first byte that differs. A stream of
+// other bytes (a file) needs StreamHash instead.
+class PayloadCheck {
+public:
+    explicit PayloadCheck(std::uint64_t seed) : payload_(seed) {}
+    void update(std::span<const std::uint8_t> bytes);
+    // Bytes checked so far (the stream's length read).
+    [[nodiscard]] std::uint64_t checked() const { return offset_; }
+    // The stream offset of the first byte that differs, if one did.
+    [[nodiscard]] bool mismatched() const { return mismatch_ != kNone; }
+    [[nodiscard]] std::uint64_t first_mismatch() const { return mismatch_; }
+
+private:
+    static constexpr std::uint64_t kNone = ~std::uint64_t{0};
+    Payload payload_;
+    std::uint64_t offset_ = 0;
+    std::uint64_t mismatch_ = kNone;
+};
+
+// Format version of Payload and StreamHash together, and of how the tools
+// check them. The two ends of a test must agree on it (the tools exchange it
+// in the test parameters): a change to either class's bytes or digests, or
+// to which check a side makes, is a new version. 3: a client's generated
+// stream is checked against the generator (PayloadCheck), no longer hashed;
+// the bytes and digests are format 2's.
+inline constexpr unsigned kFormatVersion = 3;
 
 // The byte-exactness check of transfers: XXH3-64 (xxHash, Debian's
 // libxxhash-dev, inlined) over the whole stream. Its digest does not depend

@@ -17,6 +17,8 @@ namespace detail {
 void xxh3_update_avx2(void* state, const void* data, std::size_t size);
 void payload_words_avx2(const std::uint64_t* table, std::uint64_t w, std::uint64_t step, std::uint64_t k,
                         std::uint8_t* out, std::size_t n);  // n a multiple of 4
+std::size_t payload_mismatch_avx2(const std::uint64_t* table, std::uint64_t w, std::uint64_t step, std::uint64_t k,
+                                  const std::uint8_t* in, std::size_t n);  // n a multiple of 4
 }  // namespace detail
 
 namespace {
@@ -70,6 +72,50 @@ void Payload::fill(std::uint64_t offset, std::span<std::uint8_t> out) const {
         std::memcpy(out.data() + i, &v, 8);
     }
     for (; i < out.size(); ++i) out[i] = byte_at(offset + i);
+}
+
+std::size_t Payload::mismatch(std::uint64_t offset, std::span<const std::uint8_t> in) const {
+    // Word by word against the generator, as fill() writes them; a differing
+    // word is then searched byte by byte.
+    std::array<std::uint8_t, 8> expect{};
+    const auto first_diff = [&](std::size_t at, std::size_t n) {
+        fill(offset + at, std::span(expect).first(n));
+        for (std::size_t j = 0; j < n; ++j)
+            if (in[at + j] != expect[j]) return at + j;
+        return in.size();
+    };
+    std::size_t i = 0;
+    if (const auto head = static_cast<std::size_t>(std::min<std::uint64_t>((8 - offset % 8) % 8, in.size())); head > 0) {
+        if (const std::size_t d = first_diff(0, head); d != in.size()) return d;
+        i = head;
+    }
+    std::uint64_t w = (offset + i) / 8;
+#if defined(__x86_64__)
+    if (kAvx2) {  // whole groups of four words; the loop below checks the rest
+        const std::size_t words = (in.size() - i) / 32 * 4;
+        const std::size_t ok = detail::payload_mismatch_avx2(table_.data(), w, w * kIndexStep, kIndexStep,
+                                                             in.data() + i, words);
+        if (ok < words) {  // one of the four words at ok differs
+            for (std::size_t j = i + 8 * ok; j < i + 8 * ok + 32; j += 8)
+                if (const std::size_t d = first_diff(j, 8); d != in.size()) return d;
+        }
+        i += 8 * words;
+        w += words;
+    }
+#endif
+    for (; i + 8 <= in.size(); i += 8, ++w) {
+        std::uint64_t v = word(w);
+        if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+        if (std::memcmp(in.data() + i, &v, 8) != 0) return first_diff(i, 8);
+    }
+    return i < in.size() ? first_diff(i, in.size() - i) : in.size();
+}
+
+void PayloadCheck::update(std::span<const std::uint8_t> bytes) {
+    if (mismatch_ == kNone) {
+        if (const std::size_t d = payload_.mismatch(offset_, bytes); d != bytes.size()) mismatch_ = offset_ + d;
+    }
+    offset_ += bytes.size();
 }
 
 StreamHash::StreamHash() {

@@ -61,6 +61,16 @@ double report_seconds(const json& j) {
         throw std::invalid_argument(fmt::format("field seconds {:g} outside 0..{:g}", s, kMaxReportSeconds));
     return s;
 }
+// "check": how the receiver checks the client's stream, "payload" (true)
+// or "hash" (false, also when absent).
+bool check_field(const json& j) {
+    if (!j.contains("check")) return false;
+    const json& v = j["check"];
+    if (v == "payload") return true;
+    if (v == "hash") return false;
+    throw std::invalid_argument("field check is not \"payload\" or \"hash\"");
+}
+
 RemoteCpu cpu_fields(const json& j) {
     RemoteCpu c;
     for (auto [key, into] : {std::pair{"cpu_user", &c.user}, std::pair{"cpu_system", &c.system}}) {
@@ -145,6 +155,7 @@ std::vector<std::uint8_t> encode(const TestParams& p) {
                      {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse}, {"bidir", p.bidir}, {"window", p.window},
                      {"server_output", static_cast<unsigned>(p.server_output)},
                      {"bitrate", p.bitrate}, {"burst", p.burst}, {"omit", p.omit},
+                     {"check", p.check_payload ? "payload" : "hash"},
                      {"workload", workload::kFormatVersion}});
 }
 
@@ -181,6 +192,7 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
     p.bitrate = uint_field(j, "bitrate", 0, kMaxBitrate);
     p.burst = static_cast<unsigned>(uint_field(j, "burst", 0, kMaxBurst));
     if (j.contains("omit")) p.omit = number_field(j, "omit");
+    p.check_payload = check_field(j) && !p.reverse;  // the client's direction only
     if (!p.reverse && !p.bidir && names_model_file(p)) {
         TestParams checked = p;  // the client's own model file: the server does not open it
         checked.cc_options.clear();
@@ -198,8 +210,11 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
 }
 
 std::vector<std::uint8_t> encode(const ReceiverReport& r) {
-    return to_bytes({{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}, {"omitted_bytes", r.omitted_bytes},
-                     {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}, {"cc", r.cc}});
+    json j = {{"bytes", r.bytes}, {"seconds", r.seconds}, {"hash", r.hash}, {"omitted_bytes", r.omitted_bytes},
+              {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}, {"cc", r.cc},
+              {"check", r.checked_payload ? "payload" : "hash"}};
+    if (r.checked_payload && r.mismatch_at != ReceiverReport::kNoMismatch) j["mismatch_at"] = r.mismatch_at;
+    return to_bytes(j);
 }
 
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
@@ -209,6 +224,12 @@ ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
     r.seconds = report_seconds(j);
     r.hash = uint_field(j, "hash");
     r.omitted_bytes = uint_field(j, "omitted_bytes", 0, r.bytes);  // a part of bytes
+    r.checked_payload = check_field(j);
+    if (j.contains("mismatch_at")) {
+        if (!r.checked_payload) throw std::invalid_argument("field mismatch_at without check payload");
+        if (r.bytes == 0) throw std::invalid_argument("field mismatch_at with no bytes received");
+        r.mismatch_at = uint_field(j, "mismatch_at", std::nullopt, r.bytes - 1);  // an offset of a byte read
+    }
     r.cpu = cpu_fields(j);
     if (j.contains("cc")) {  // printed by the client: only a name it knows
         if (!j["cc"].is_string()) throw std::invalid_argument("field cc is not a string");

@@ -55,6 +55,12 @@ struct TestParams {
     std::uint64_t bitrate = 0;
     unsigned burst = 0;
     double omit = 0;
+    // The client's stream is the generated payload (workload::Payload of
+    // seed; not -F's file): the server checks each byte against it
+    // (workload::PayloadCheck) instead of hashing, and the client hashes
+    // nothing. The server's direction (-R, --bidir) is always hashed: the
+    // client cannot know whether the server sends its -F file.
+    bool check_payload = false;
 };
 inline constexpr unsigned kMaxParallel = 128;
 // The "block" of -k and of -b's /BURST: 128 KiB, iperf3's default TCP block.
@@ -107,7 +113,12 @@ struct RemoteCpu {
 struct ReceiverReport {
     std::uint64_t bytes = 0;
     double seconds = 0;      // test start to last byte
-    std::uint64_t hash = 0;  // workload::StreamHash digest of the bytes read
+    std::uint64_t hash = 0;  // workload::StreamHash digest of the bytes read (not check_payload)
+    // check_payload: the bytes were compared with the payload, and the first
+    // that differed was at mismatch_at (kNoMismatch: none did).
+    static constexpr std::uint64_t kNoMismatch = ~std::uint64_t{0};
+    bool checked_payload = false;
+    std::uint64_t mismatch_at = kNoMismatch;
     std::uint64_t omitted_bytes = 0;  // of `bytes`, read during the -O period; at most `bytes`
     RemoteCpu cpu;
     std::string cc;  // the receiver's controller (of its ACK-only direction); a registered name or empty
@@ -215,6 +226,9 @@ public:
         writer_.use_source([f = std::move(file)](std::uint64_t offset, std::span<std::uint8_t> out) { f->read(offset, out); },
                            size);
     }
+    // The receiver compares the payload with its generator (TestParams::
+    // check_payload): no hash here. Not with send_file().
+    void skip_hash() { writer_.skip_hash(); }
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
     // Whether pump() would write anything now, given the connection's stats
