@@ -53,7 +53,7 @@ public:
     void update(std::span<const std::uint8_t> bytes);
     // Bytes checked so far (the stream's length read).
     [[nodiscard]] std::uint64_t checked() const { return offset_; }
-    // The stream offset of the first byte that differs, if one did.
+    // Whether a byte differed, and the stream offset of the first that did.
     [[nodiscard]] bool mismatched() const { return mismatch_ != kNone; }
     [[nodiscard]] std::uint64_t first_mismatch() const { return mismatch_; }
 
