@@ -486,7 +486,7 @@ private:
                 }
                 // Only a connection that takes more payload is reached through
                 // connection(), which gives it a turn in the endpoint's next pass.
-                if (f.pump->wants(st, c.stream_send_capacity(f.data), now))
+                if (f.pump->wants(c, f.data, st, now))
                     f.pump->pump(*ep_.connection(f.h), f.data, now);
             }
             if (acked_count == n) break;

@@ -45,8 +45,14 @@ public:
 
     // How much write() would write now, up to stream offset `upto`: no more
     // than max(2 cwnd, 4 chunks) outstanding beyond what the peer acknowledged,
-    // and no more than kLead beyond what was sent.
-    [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st, std::uint64_t upto) const;
+    // no more than kLead beyond what was sent, and no more than a chunk
+    // beyond `send_limit`, the offset the peer's flow control allows now
+    // (Connection::stream_send_limit). Bytes past that limit only wait in the
+    // ring: with 128 connections, each with a 128 KiB share of the peer's
+    // receive budget and a cwnd twice that, two cwnds ahead made ndm-send
+    // 163 MB resident, against 64 MB (bench/RESULTS.md, "Sender rings").
+    [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st, std::uint64_t send_limit,
+                                          std::uint64_t upto) const;
     // Writes what allowance() allows and the stream's send buffer takes; the
     // last byte of a limit goes with FIN.
     void write(Connection& c, StreamId id, const ConnectionStats& st, std::uint64_t upto = kUnlimited);

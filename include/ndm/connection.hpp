@@ -446,6 +446,10 @@ public:
     [[nodiscard]] bool stream_send_acked(StreamId id) const;
     // Bytes the application may still write before the send buffer is full.
     [[nodiscard]] std::size_t stream_send_capacity(StreamId id) const;
+    // The stream offset up to which the peer's flow control (its
+    // MAX_STREAM_DATA and MAX_DATA) lets this side send now; 0 for a stream
+    // it cannot send on.
+    [[nodiscard]] std::uint64_t stream_send_limit(StreamId id) const;
 
     // Replaces the congestion controller by registry name and option string,
     // e.g. a server adopting the controller its client asked for in the

@@ -1643,6 +1643,12 @@ std::size_t Connection::stream_send_capacity(StreamId id) const {
     return s->send.capacity();
 }
 
+std::uint64_t Connection::stream_send_limit(StreamId id) const {
+    const StreamState* s = impl_->streams.find(id);
+    if (!s || impl_->state != ConnectionState::established) return 0;
+    return impl_->streams.new_data_limit(*s);
+}
+
 void Connection::set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune) {
     if (max_data == 0 || max_stream_data == 0) throw std::invalid_argument("receive windows must be positive");
     impl_->streams.set_receive_windows(max_data, max_stream_data, autotune);

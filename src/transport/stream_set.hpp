@@ -160,6 +160,10 @@ public:
     [[nodiscard]] std::size_t size() const { return streams_.size(); }
     [[nodiscard]] std::uint64_t local_max_streams(bool bidi = true) const { return local_max_streams_[dir(bidi)]; }
 
+    // The stream offset new data may reach now: the peer's MAX_STREAM_DATA,
+    // and no further than its MAX_DATA leaves room for (RFC 9000 §4.1).
+    [[nodiscard]] std::uint64_t new_data_limit(const StreamState& s) const;
+
 private:
     // What a peer frame does to a stream: brings it data (STREAM), or
     // concerns our sending (MAX_STREAM_DATA). Each needs that half to exist.
@@ -169,7 +173,6 @@ private:
     void maybe_reap(StreamId id);
     // Opened at some time (by either side); a stream opened and not found was reaped.
     [[nodiscard]] bool opened(StreamId id) const;
-    [[nodiscard]] std::uint64_t new_data_limit(const StreamState& s) const;
     [[nodiscard]] bool peer_initiated(StreamId id) const { return ((id & 0x1) == 0) != cfg_.client; }
     // RFC 9000 §2.1: bit 0x2 marks a unidirectional stream.
     static bool is_bidi(StreamId id) { return (id & 0x2) == 0; }

@@ -11,8 +11,8 @@ void BulkWriter::use_source(Source source, std::uint64_t size) {
     limit_ = std::min(limit_, size);
 }
 
-std::uint64_t BulkWriter::allowance(const ConnectionStats& st, std::uint64_t upto) const {
-    upto = std::min(upto, limit_);
+std::uint64_t BulkWriter::allowance(const ConnectionStats& st, std::uint64_t send_limit, std::uint64_t upto) const {
+    upto = std::min({upto, limit_, send_limit + kChunk});
     const std::uint64_t target = std::max<std::uint64_t>(2 * st.cwnd, 4 * kChunk);
     const std::uint64_t outstanding = written_ - std::min(written_, st.stream_bytes_acked);
     const std::uint64_t unsent = written_ - std::min(written_, st.stream_bytes_sent);
@@ -22,7 +22,7 @@ std::uint64_t BulkWriter::allowance(const ConnectionStats& st, std::uint64_t upt
 
 void BulkWriter::write(Connection& c, StreamId id, const ConnectionStats& st, std::uint64_t upto) {
     const std::uint64_t start = written_;
-    for (const std::uint64_t left = allowance(st, upto); written_ - start < left;) {
+    for (const std::uint64_t left = allowance(st, c.stream_send_limit(id), upto); written_ - start < left;) {
         const auto n = static_cast<std::size_t>(
             std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), left - (written_ - start)}));
         if (n == 0) break;

@@ -316,8 +316,8 @@ std::uint64_t PayloadPump::rate_limit(Instant now) const {
     return std::min(limit, upto);
 }
 
-bool PayloadPump::wants(const ConnectionStats& st, std::size_t capacity, Instant now) const {
-    return capacity > 0 && writer_.allowance(st, rate_limit(now)) > 0;
+bool PayloadPump::wants(const Connection& c, StreamId id, const ConnectionStats& st, Instant now) const {
+    return c.stream_send_capacity(id) > 0 && writer_.allowance(st, c.stream_send_limit(id), rate_limit(now)) > 0;
 }
 
 void PayloadPump::pump(Connection& c, StreamId id, Instant now) {

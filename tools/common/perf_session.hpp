@@ -232,10 +232,11 @@ public:
     // Writes more payload; sends FIN with the last byte when a limit is set.
     void pump(Connection& c, StreamId id, Instant now);
     // Whether pump() would write anything now, given the connection's stats
-    // and the stream's send capacity. A read-only look, so that a driver
-    // with many connections reaches (and so schedules) only those that take
-    // more payload through Endpoint::connection().
-    [[nodiscard]] bool wants(const ConnectionStats& st, std::size_t capacity, Instant now) const;
+    // and the stream's send capacity and flow-control limit. A read-only
+    // look, so that a driver with many connections reaches (and so
+    // schedules) only those that take more payload through
+    // Endpoint::connection().
+    [[nodiscard]] bool wants(const Connection& c, StreamId id, const ConnectionStats& st, Instant now) const;
     [[nodiscard]] std::uint64_t written() const { return writer_.written(); }
     [[nodiscard]] bool done() const { return writer_.done(); }
     // Whether the stream ends with its last byte (-n, -k, -F) rather than at a time.
