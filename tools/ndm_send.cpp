@@ -2,13 +2,13 @@
 // is ndm-recv). The test parameters travel in each connection's handshake
 // application params. Forward (default): we send; the receiver's totals and
 // its check of our payload (a hash of -F's file) come back on the test stream
-// after our FIN. Reverse (-R): the
-// server sends with the controller we name, and reports its totals and hash
-// on a second stream once all data is acknowledged. Either way the closing
-// lines show both sides and whether the data arrived byte-exact. -P N runs N
-// connections at once (one test on the server) with [SUM] rows. --emu and
-// --profile impair this socket's path (egress = up, ingress = down), like
-// netem on the client's interface: one path, shared by the -P connections.
+// after our FIN. Reverse (-R): the server sends with the controller we name,
+// and reports its totals and hash on a second stream once all data is
+// acknowledged. Either way the closing lines show both sides and whether the
+// data arrived byte-exact. -P N runs N connections at once (one test on the
+// server) with [SUM] rows. --emu and --profile impair this socket's path
+// (egress = up, ingress = down), like netem on the client's interface: one
+// path, shared by the -P connections.
 #include <algorithm>
 #include <iostream>
 #include <memory>
