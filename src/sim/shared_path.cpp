@@ -38,11 +38,10 @@ class Demux {
 public:
     Demux(std::unique_ptr<Link> link, std::size_t flows) : link_(std::move(link)), queues_(flows) {}
 
-    // The flow's byte goes last, so a delivered datagram drops it without a copy.
     void send(std::uint8_t flow, std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
         tagged_.resize(datagram.size() + 1);
-        std::copy(datagram.begin(), datagram.end(), tagged_.begin());
-        tagged_.back() = flow;
+        tagged_[0] = flow;
+        std::copy(datagram.begin(), datagram.end(), tagged_.begin() + 1);
         link_->send(tagged_, now, ecn);
     }
 
@@ -93,30 +92,23 @@ private:
         Ecn ecn;
     };
 
-    // The delivered buffer itself moves to the flow's queue, uncopied.
     void pull(Instant now) {
         while (link_->next_delivery() <= now) {
             const Instant due = link_->next_delivery();
             Ecn ecn = Ecn::not_ect;
-            // The link keeps the buffer handed in for its next datagram.
+            if (!link_->deliver(now, rx_, ecn)) break;
+            if (rx_.empty() || rx_[0] >= queues_.size()) {
+                ++misrouted_;  // the flow byte itself was corrupted
+                continue;
+            }
+            auto& q = queues_[rx_[0]];
+            if (q.empty()) woken_.push_back(rx_[0]);
             std::vector<std::uint8_t> d;
             if (!spares_.empty()) {
                 d = std::move(spares_.back());
                 spares_.pop_back();
             }
-            if (!link_->deliver(now, d, ecn)) {
-                spares_.push_back(std::move(d));
-                break;
-            }
-            if (d.empty() || d.back() >= queues_.size()) {
-                ++misrouted_;  // the flow byte itself was corrupted
-                spares_.push_back(std::move(d));
-                continue;
-            }
-            const std::uint8_t flow = d.back();
-            d.pop_back();
-            auto& q = queues_[flow];
-            if (q.empty()) woken_.push_back(flow);
+            d.assign(rx_.begin() + 1, rx_.end());
             q.push_back({due, std::move(d), ecn});
         }
     }
@@ -124,6 +116,7 @@ private:
     std::unique_ptr<Link> link_;
     std::vector<std::deque<Queued>> queues_;
     std::vector<std::uint8_t> tagged_;
+    std::vector<std::uint8_t> rx_;
     std::uint64_t misrouted_ = 0;
     std::vector<std::size_t> woken_;
     bool own_only_ = false;
