@@ -40,7 +40,10 @@ public:
     // Writes `source`'s bytes instead of the payload, and no more than `size`.
     void use_source(Source source, std::uint64_t size);
     // Hashes nothing from now on (digest() is then meaningless): for a
-    // receiver that checks the payload itself (workload::PayloadCheck).
+    // receiver that checks the payload itself (workload::PayloadCheck). Called
+    // before the first write, it makes the stream a generated one
+    // (Connection::set_stream_source): the payload is made into each packet
+    // as it is sent, and stored nowhere.
     void skip_hash() { hashing_ = false; }
 
     // How much write() would write now, up to stream offset `upto`: no more
@@ -66,8 +69,13 @@ public:
     [[nodiscard]] std::uint64_t digest() const { return hash_.digest(); }
 
 private:
+    // Whether the stream generates payload_ itself (see skip_hash), set up
+    // at the first write.
+    bool generating(Connection& c, StreamId id);
+
     Payload payload_;
     Source source_;  // instead of payload_ when set
+    bool generating_ = false;
     StreamHash hash_;
     std::uint64_t limit_;
     std::uint64_t written_ = 0;

@@ -427,6 +427,21 @@ public:
     // stream after them. Bytes left unwritten in the span are never sent.
     std::span<std::uint8_t> prepare(StreamId id, std::size_t max);
     void commit(StreamId id, std::size_t n, bool fin = false);
+    // Generated streams, for data the application can make again at will (a
+    // seeded test payload, a file mapped in memory): the stream stores no
+    // bytes; each time a chunk is sent or resent, source(offset, out) fills
+    // out with the stream's bytes at [offset, offset + out.size()) - the
+    // same bytes every time - straight into the packet being built. A bulk
+    // sender's bytes then go from the source to the cipher in the cache,
+    // where a send buffer of many connections is written, and later read,
+    // in memory. set_stream_source() works before the stream's first byte
+    // (false after, before the handshake completes, or for a null source);
+    // then generate() appends n bytes as write() would (bounded by the send
+    // buffer's capacity, returns how many; fin as for write()), and write()
+    // and prepare() take nothing.
+    using StreamSource = std::function<void(std::uint64_t offset, std::span<std::uint8_t> out)>;
+    bool set_stream_source(StreamId id, StreamSource source);
+    std::size_t generate(StreamId id, std::size_t n, bool fin = false);
     // peek() shows the next in-order bytes without taking them: the longest
     // contiguous run, which may be shorter than what is readable where the
     // buffer wraps (consume and peek again); empty when nothing is readable.

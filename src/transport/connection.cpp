@@ -1596,6 +1596,20 @@ void Connection::commit(StreamId id, std::size_t n, bool fin) {
     if (fin) s->send.finish();
 }
 
+bool Connection::set_stream_source(StreamId id, StreamSource source) {
+    StreamState* s = impl_->writable_stream(id);
+    return s != nullptr && s->send.set_source(std::move(source));
+}
+
+std::size_t Connection::generate(StreamId id, std::size_t n, bool fin) {
+    StreamState* s = impl_->writable_stream(id);
+    if (!s || !s->send.generated()) return 0;
+    const std::size_t taken = s->send.generate(n);
+    if (taken < n) s->writable_wanted = true;
+    if (fin && taken == n) s->send.finish();
+    return taken;
+}
+
 void Connection::finish(StreamId id) {
     if (impl_->state != ConnectionState::established) return;
     impl_->streams.require(id).send.finish();

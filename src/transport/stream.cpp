@@ -193,13 +193,46 @@ void OffsetBuffer::shrink_if_oversized() {
 
 std::size_t SendStream::capacity() const {
     if (fin_offset_) return 0;
-    return buffer_.size() >= buffer_limit_ ? 0 : buffer_limit_ - buffer_.size();
+    const std::uint64_t held = end() - begin();
+    return held >= buffer_limit_ ? 0 : static_cast<std::size_t>(buffer_limit_ - held);
 }
 
 std::size_t SendStream::write(std::span<const std::uint8_t> data) {
+    if (source_) return 0;
     std::size_t n = std::min(data.size(), capacity());
     buffer_.append(data.first(n));
     return n;
+}
+
+std::span<std::uint8_t> SendStream::prepare(std::size_t max) {
+    if (source_) return {};
+    return buffer_.prepare(std::min(max, capacity()));
+}
+
+bool SendStream::set_source(Source source) {
+    if (!source || end() > 0 || fin_offset_ || source_) return false;
+    source_ = std::move(source);
+    return true;
+}
+
+std::size_t SendStream::generate(std::size_t n) {
+    if (!source_) return 0;
+    n = std::min(n, capacity());
+    generated_end_ += n;
+    return n;
+}
+
+std::span<const std::uint8_t> SendStream::bytes_at(std::uint64_t off, std::size_t max_len) const {
+    if (!source_) return buffer_.contiguous(off, max_len);
+    // One buffer per thread, in the cache from the previous chunk: the bytes
+    // go from the source to the packet without passing through memory.
+    thread_local std::vector<std::uint8_t> scratch;
+    constexpr std::size_t kMaxChunk = 64u << 10;
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({max_len, end() - off, kMaxChunk}));
+    if (scratch.size() < n) scratch.resize(kMaxChunk);
+    const std::span<std::uint8_t> out(scratch.data(), n);
+    source_(off, out);
+    return out;
 }
 
 namespace {
@@ -223,11 +256,11 @@ std::optional<SendStream::Chunk> SendStream::next_chunk(std::size_t max_len,
                                                         std::uint64_t new_data_limit) const {
     // Retransmissions first: the lowest lost range that is not acknowledged.
     for (const auto& iv : lost_) {
-        std::uint64_t lo = std::max(iv.lo, buffer_.begin());
+        std::uint64_t lo = std::max(iv.lo, begin());
         if (lo >= iv.hi) continue;
         auto [start, end] = next_gap(acked_, lo, iv.hi);
         if (start >= end) continue;
-        auto data = buffer_.contiguous(start, static_cast<std::size_t>(std::min<std::uint64_t>(end - start, max_len)));
+        auto data = bytes_at(start, static_cast<std::size_t>(std::min<std::uint64_t>(end - start, max_len)));
         end = start + data.size();
         Chunk c{start, data, false, true};
         c.fin = fin_offset_ && end == *fin_offset_ && !fin_acked_;
@@ -237,9 +270,9 @@ std::optional<SendStream::Chunk> SendStream::next_chunk(std::size_t max_len,
         return Chunk{*fin_offset_, {}, true, true};
     }
     // New data, within flow control.
-    std::uint64_t end = std::min({buffer_.end(), new_data_limit, sent_end_ + max_len});
+    std::uint64_t end = std::min({this->end(), new_data_limit, sent_end_ + max_len});
     if (end > sent_end_) {
-        auto data = buffer_.contiguous(sent_end_, static_cast<std::size_t>(end - sent_end_));
+        auto data = bytes_at(sent_end_, static_cast<std::size_t>(end - sent_end_));
         end = sent_end_ + data.size();
         Chunk c{sent_end_, data, false, false};
         c.fin = fin_offset_ && end == *fin_offset_;
@@ -265,7 +298,7 @@ void SendStream::on_sent(const Chunk& c) {
 }
 
 std::uint64_t SendStream::on_acked(std::uint64_t offset, std::uint64_t length, bool fin) {
-    std::uint64_t lo = std::max(offset, buffer_.begin());
+    std::uint64_t lo = std::max(offset, begin());
     std::uint64_t hi = offset + length;
     std::uint64_t added = hi > lo ? acked_.add(lo, hi) : 0;
     if (fin) {
@@ -277,15 +310,19 @@ std::uint64_t SendStream::on_acked(std::uint64_t offset, std::uint64_t length, b
 }
 
 void SendStream::release_acked_prefix() {
-    std::uint64_t begin = acked_.contiguous_end(buffer_.begin());
-    if (begin == buffer_.begin()) return;
-    buffer_.drop_front_to(begin);
-    acked_.remove_below(begin);
-    lost_.remove_below(begin);
+    const std::uint64_t from = acked_.contiguous_end(begin());
+    if (from == begin()) return;
+    if (source_) {
+        generated_begin_ = from;
+    } else {
+        buffer_.drop_front_to(from);
+    }
+    acked_.remove_below(from);
+    lost_.remove_below(from);
 }
 
 void SendStream::on_lost(std::uint64_t offset, std::uint64_t length, bool fin) {
-    std::uint64_t lo = std::max(offset, buffer_.begin());
+    std::uint64_t lo = std::max(offset, begin());
     std::uint64_t hi = offset + length;
     if (hi > lo) lost_.add(lo, hi);
     if (fin && !fin_acked_) fin_lost_ = true;
@@ -297,14 +334,14 @@ bool SendStream::has_pending(std::uint64_t new_data_limit) const {
     // or the FIN to offer, which this answers without building a chunk (a
     // connection asks several times a packet, for every stream).
     if (lost_.empty() && !fin_lost_) {
-        if (std::min(buffer_.end(), new_data_limit) > sent_end_) return true;
+        if (std::min(end(), new_data_limit) > sent_end_) return true;
         return fin_offset_ && !fin_sent_ && sent_end_ == *fin_offset_;
     }
     return next_chunk(1, new_data_limit).has_value();
 }
 
 bool SendStream::all_acked() const {
-    return fin_offset_ && fin_acked_ && buffer_.size() == 0;
+    return fin_offset_ && fin_acked_ && end() == begin();
 }
 
 // ---- RecvStream -------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -103,9 +104,18 @@ public:
     std::size_t write(std::span<const std::uint8_t> data);
     // Zero-copy writing: room for up to max bytes (bounded by capacity()) and
     // then commit(n) of what was filled in. See OffsetBuffer::prepare.
-    std::span<std::uint8_t> prepare(std::size_t max) { return buffer_.prepare(std::min(max, capacity())); }
+    std::span<std::uint8_t> prepare(std::size_t max);
     void commit(std::size_t n) { buffer_.commit(n); }
-    void finish() { if (!fin_offset_) fin_offset_ = buffer_.end(); }
+    void finish() { if (!fin_offset_) fin_offset_ = end(); }
+
+    // A generated stream stores nothing: `source` makes the bytes of a
+    // chunk each time it is sent or resent (Connection::set_stream_source).
+    // Only before the first byte (false after); write() and prepare() then
+    // take nothing and generate(n) appends n bytes, bounded by capacity().
+    using Source = std::function<void(std::uint64_t offset, std::span<std::uint8_t> out)>;
+    bool set_source(Source source);
+    std::size_t generate(std::size_t n);
+    [[nodiscard]] bool generated() const { return static_cast<bool>(source_); }
     [[nodiscard]] bool finished() const { return fin_offset_.has_value(); }
     [[nodiscard]] std::size_t capacity() const;
 
@@ -129,20 +139,30 @@ public:
     [[nodiscard]] bool has_pending(std::uint64_t new_data_limit) const;
     // Highest offset ever sent (counts against flow control once).
     [[nodiscard]] std::uint64_t sent_end() const { return sent_end_; }
-    [[nodiscard]] std::uint64_t written() const { return buffer_.end(); }
+    [[nodiscard]] std::uint64_t written() const { return end(); }
     // Every byte below this offset is acknowledged.
-    [[nodiscard]] std::uint64_t acked_end() const { return buffer_.begin(); }
+    [[nodiscard]] std::uint64_t acked_end() const { return begin(); }
     [[nodiscard]] bool all_acked() const;
     // Blocked on flow control: data waits beyond the limit.
     [[nodiscard]] bool blocked_at(std::uint64_t new_data_limit) const {
-        return buffer_.end() > sent_end_ && sent_end_ >= new_data_limit;
+        return end() > sent_end_ && sent_end_ >= new_data_limit;
     }
 
 private:
     void release_acked_prefix();
+    // [first unacknowledged byte, end of written data), stored or generated.
+    [[nodiscard]] std::uint64_t begin() const { return source_ ? generated_begin_ : buffer_.begin(); }
+    [[nodiscard]] std::uint64_t end() const { return source_ ? generated_end_ : buffer_.end(); }
+    // Up to max_len bytes from off (begin() <= off < end()): the ring's
+    // contiguous run, or the source's bytes in a buffer per thread, valid
+    // until the next call on this thread.
+    [[nodiscard]] std::span<const std::uint8_t> bytes_at(std::uint64_t off, std::size_t max_len) const;
 
     std::size_t buffer_limit_;
-    OffsetBuffer buffer_;     // [first unacked byte, end of written data)
+    OffsetBuffer buffer_;     // [first unacked byte, end of written data), unless generated
+    Source source_;
+    std::uint64_t generated_begin_ = 0;
+    std::uint64_t generated_end_ = 0;
     RangeSet acked_;          // acknowledged ranges at or above buffer_.begin()
     RangeSet lost_;           // ranges to retransmit (minus acked)
     std::uint64_t sent_end_ = 0;

@@ -421,7 +421,7 @@ StreamSet::Step StreamSet::write_stream_step(FrameSink& sink, StreamId id, Strea
     // The next packets' bytes were written a turn or more ago (a writer may
     // be up to a MiB ahead, and with many connections the others' bytes were
     // written since): start loading them while this one is finished.
-    if (!chunk->retransmission) s.send.prefetch(s.send.sent_end() + 2 * chunk->data.size(), chunk->data.size());
+    if (!chunk->retransmission && !s.send.generated()) s.send.prefetch(s.send.sent_end() + 2 * chunk->data.size(), chunk->data.size());
     std::uint64_t fresh = s.send.sent_end() - prev_end;
     conn_credit_.consume(fresh);
     counters_.sent += fresh;

@@ -20,9 +20,23 @@ std::uint64_t BulkWriter::allowance(const ConnectionStats& st, std::uint64_t sen
     return std::min({upto - written_, target - outstanding, kLead - unsent});
 }
 
+bool BulkWriter::generating(Connection& c, StreamId id) {
+    if (!generating_ && !hashing_ && !source_ && written_ == 0) {
+        generating_ = c.set_stream_source(
+            id, [payload = payload_](std::uint64_t offset, std::span<std::uint8_t> out) { payload.fill(offset, out); });
+    }
+    return generating_;
+}
+
 void BulkWriter::write(Connection& c, StreamId id, const ConnectionStats& st, std::uint64_t upto) {
+    const std::uint64_t left = allowance(st, c.stream_send_limit(id), upto);
+    if (left > 0 && generating(c, id)) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, c.stream_send_capacity(id)));
+        written_ += c.generate(id, n, written_ + n == limit_);
+        return;
+    }
     const std::uint64_t start = written_;
-    for (const std::uint64_t left = allowance(st, c.stream_send_limit(id), upto); written_ - start < left;) {
+    while (written_ - start < left) {
         const auto n = static_cast<std::size_t>(
             std::min<std::uint64_t>({kChunk, c.stream_send_capacity(id), left - (written_ - start)}));
         if (n == 0) break;
