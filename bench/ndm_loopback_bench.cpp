@@ -10,7 +10,9 @@
 // --bytes: per connection. --api zero-copy: the receiver takes the data with
 // peek/consume instead of read() into its own buffer, and the sender fills
 // prepare()d room (copying from its buffer, as write() does) instead of
-// calling write(). --cpus 0,1: pair i's two threads run on CPU i mod the
+// calling write(); --api generated: the receiver as zero-copy, and the
+// sender's stream is a generated one (Connection::set_stream_source) whose
+// source copies from its buffer straight into each packet. --cpus 0,1: pair i's two threads run on CPU i mod the
 // list's length (--pairs 1 --cpus 0 gives one connection one core).
 // --reuse-port: the receiving endpoints share one port (SO_REUSEPORT) and the
 // kernel's 4-tuple hash places the connections (receiver_connections says
@@ -55,7 +57,7 @@ double process_cpu_seconds() { return cpu_seconds(RUSAGE_SELF); }
 [[noreturn]] void usage() {
     std::fprintf(stderr,
                  "usage: ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds N] [--cc NAME] "
-                 "[--api copy|zero-copy] [--cipher LIST] [--pairs N] [--cpus LIST] [--reuse-port]\n");
+                 "[--api copy|zero-copy|generated] [--cipher LIST] [--pairs N] [--cpus LIST] [--reuse-port]\n");
     std::exit(2);
 }
 
@@ -72,7 +74,8 @@ struct Options {
     std::uint64_t bytes = 1ull << 30;  // per connection
     std::size_t mds = 1452;
     std::string cc = "reno";
-    bool zero_copy = false;
+    bool zero_copy = false;  // zero-copy or generated: peek/consume on the receiver
+    bool generated = false;
     std::vector<std::string> ciphers;
     unsigned pairs = 1;
     std::vector<int> cpus;  // empty: not pinned
@@ -102,8 +105,9 @@ Options parse(int argc, char** argv) {
                 for (const std::string& c : split(next())) o.cpus.push_back(std::stoi(c));
             } else if (a == "--api") {
                 const std::string v = next();
-                if (v != "copy" && v != "zero-copy") usage();
-                o.zero_copy = v == "zero-copy";
+                if (v != "copy" && v != "zero-copy" && v != "generated") usage();
+                o.zero_copy = v != "copy";
+                o.generated = v == "generated";
             } else usage();
         }
     } catch (const std::exception&) {  // a number that does not parse
@@ -200,7 +204,9 @@ void write_some(Connection& c, StreamId s, const Options& o, const std::vector<s
     while (written < o.bytes) {
         const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size() - off, o.bytes - written));
         std::size_t n;
-        if (o.zero_copy) {
+        if (o.generated) {
+            n = c.generate(s, want, written + want == o.bytes);
+        } else if (o.zero_copy) {
             const auto room = c.prepare(s, want);
             n = room.size();
             if (n > 0) std::memcpy(room.data(), chunk.data() + off, n);
@@ -240,6 +246,18 @@ SendResult run_sender(const EndpointConfig& cfg, const Options& o, std::uint16_t
     res.start = steady_now();
     Connection* c = client.connection(h);
     const StreamId s = *c->open_stream();
+    if (o.generated) {
+        // The stream's byte at offset x is chunk[x mod its size], as write() sends it.
+        const bool set = c->set_stream_source(s, [&chunk](std::uint64_t offset, std::span<std::uint8_t> out) {
+            for (std::size_t done = 0; done < out.size();) {
+                const std::size_t at = static_cast<std::size_t>((offset + done) % chunk.size());
+                const std::size_t n = std::min(out.size() - done, chunk.size() - at);
+                std::memcpy(out.data() + done, chunk.data() + at, n);
+                done += n;
+            }
+        });
+        if (!set) return res;  // incomplete
+    }
     std::uint64_t written = 0;
     std::size_t off = 0;
     Instant next_trace = res.start;
@@ -362,7 +380,7 @@ int main(int argc, char** argv) {
         "\"sender_cpu_s\":%.3f,\"receiver_cpu_s\":%.3f,\"process_cpu_s\":%.3f,\"cpu_s_per_gb\":%.3f,"
         "\"datagrams_sent\":%llu,\"send_calls\":%llu,\"packets_lost\":%llu,\"sender_loops\":%llu,"
         "\"receiver_loops\":%llu,\"receiver_datagrams_sent\":%llu,\"receiver_send_calls\":%llu,\"complete\":%s}\n",
-        first.io.c_str(), o.zero_copy ? "zero-copy" : "copy", o.offload ? "true" : "false", first.gso ? "true" : "false",
+        first.io.c_str(), o.generated ? "generated" : o.zero_copy ? "zero-copy" : "copy", o.offload ? "true" : "false", first.gso ? "true" : "false",
         first.gro ? "true" : "false", o.mds, o.pairs, static_cast<unsigned long long>(received), secs,
         secs > 0 ? gb * 8 / secs : 0.0, json_list(pair_gbps, "%.3f").c_str(), json_list(placement, "%.0f").c_str(),
         send_cpu, recv_cpu, process_cpu, gb > 0 ? process_cpu / gb : 0.0, static_cast<unsigned long long>(datagrams),
