@@ -126,7 +126,7 @@ TEST_CASE("a generated stream arrives byte-exact through loss, its lost bytes ma
     CHECK(asked > kTotal);  // what was lost was made again
 }
 
-TEST_CASE("BulkWriter generates a payload no one hashes into the packets instead of the send buffer") {
+TEST_CASE("BulkWriter generates its payload into the packets instead of the send buffer") {
     test::ConnectionPair p;
     REQUIRE(p.handshake());
     const StreamId id = *p.client->open_stream();
@@ -149,10 +149,47 @@ TEST_CASE("BulkWriter generates a payload no one hashes into the packets instead
     CHECK(received == 2u << 20);
     CHECK_FALSE(check.mismatched());
 
-    // With the hash on, the writer writes the send buffer.
+    // With the hash on too: the digest is that of the payload's bytes.
     const StreamId hashed = *p.client->open_stream();
-    workload::BulkWriter h(21);
+    workload::BulkWriter h(21, 3u << 20);
     h.write(*p.client, hashed, p.client->stats(p.now));
-    CHECK(h.written() > 0);
-    CHECK_FALSE(p.client->set_stream_source(hashed, [](std::uint64_t, std::span<std::uint8_t>) {}));
+    REQUIRE(h.written() < 3u << 20);
+    CHECK(p.client->write(hashed, std::vector<std::uint8_t>(1, 0)) == 0);  // generated
+    std::uint64_t got = 0;
+    workload::StreamHash rx;
+    REQUIRE(p.run_until([&] {
+        h.write(*p.client, hashed, p.client->stats(p.now));
+        got += workload::drain(*p.server, hashed, [&](std::span<const std::uint8_t> d) { rx.update(d); });
+        return p.server->stream_finished(hashed);
+    }));
+    CHECK(got == 3u << 20);
+    CHECK(h.digest() == rx.digest());
+    std::vector<std::uint8_t> bytes(3u << 20);
+    workload::Payload(21).fill(0, bytes);
+    workload::StreamHash whole;
+    whole.update(bytes);
+    CHECK(h.digest() == whole.digest());
+
+    // A source's bytes (ndm-send's -F) go through the send buffer.
+    const StreamId file = *p.client->open_stream();
+    workload::BulkWriter f(21);
+    f.use_source([](std::uint64_t, std::span<std::uint8_t> out) { std::fill(out.begin(), out.end(), 3); }, 8u << 20);
+    f.write(*p.client, file, p.client->stats(p.now));
+    REQUIRE(f.written() > 0);
+    REQUIRE(f.written() < 8u << 20);
+    CHECK(p.client->write(file, std::vector<std::uint8_t>(1, 0)) == 1);  // stored, so it takes more
+}
+
+TEST_CASE("StreamHash of a payload made in pieces equals the hash of its bytes") {
+    const workload::Payload payload(9);
+    for (const std::uint64_t offset : {0ull, 5ull, 70000ull}) {
+        for (const std::uint64_t n : {0ull, 1ull, 16383ull, 16384ull, 100001ull}) {
+            std::vector<std::uint8_t> bytes(n);
+            payload.fill(offset, bytes);
+            workload::StreamHash a, b;
+            a.update(bytes);
+            b.update(payload, offset, n);
+            CHECK(a.digest() == b.digest());
+        }
+    }
 }

@@ -487,7 +487,7 @@ private:
                 // Only a connection that takes more payload is reached through
                 // connection(), which gives it a turn in the endpoint's next pass.
                 if (f.pump->wants(c, f.data, st, now))
-                    f.pump->pump(*ep_.connection(f.h), f.data, now);
+                    f.pump->pump(*ep_.connection(f.h), f.data, st, now);
             }
             if (acked_count == n) break;
             ep_.run_once(std::min({next_sample_, end, now + std::chrono::milliseconds(2)}));

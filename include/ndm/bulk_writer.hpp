@@ -35,15 +35,15 @@ public:
     // where megabytes queued ahead were written and then read from memory.
     static constexpr std::uint64_t kLead = 16 * kChunk;
 
-    // Writes Payload(seed); with a limit, that many bytes and then FIN.
+    // Writes Payload(seed); with a limit, that many bytes and then FIN. The
+    // payload goes through no send buffer: the stream is a generated one
+    // (Connection::set_stream_source), made into each packet as it is sent,
+    // and the hash is taken from a second copy made in a cached buffer.
     explicit BulkWriter(std::uint64_t seed, std::uint64_t limit = kUnlimited) : payload_(seed), limit_(limit) {}
     // Writes `source`'s bytes instead of the payload, and no more than `size`.
     void use_source(Source source, std::uint64_t size);
     // Hashes nothing from now on (digest() is then meaningless): for a
-    // receiver that checks the payload itself (workload::PayloadCheck). Called
-    // before the first write, it makes the stream a generated one
-    // (Connection::set_stream_source): the payload is made into each packet
-    // as it is sent, and stored nowhere.
+    // receiver that checks the payload itself (workload::PayloadCheck).
     void skip_hash() { hashing_ = false; }
 
     // How much write() would write now, up to stream offset `upto`: no more
@@ -69,8 +69,8 @@ public:
     [[nodiscard]] std::uint64_t digest() const { return hash_.digest(); }
 
 private:
-    // Whether the stream generates payload_ itself (see skip_hash), set up
-    // at the first write.
+    // Whether the stream generates payload_ itself (not a source's bytes),
+    // set up at the first write.
     bool generating(Connection& c, StreamId id);
 
     Payload payload_;

@@ -82,6 +82,10 @@ class StreamHash {
 public:
     StreamHash();
     void update(std::span<const std::uint8_t> bytes);
+    // As update() with `payload`'s n bytes from `offset`, made a piece at a
+    // time in a buffer that stays in the cache: for a sender whose stream
+    // generates the same bytes into its packets (Connection::set_stream_source).
+    void update(const Payload& payload, std::uint64_t offset, std::uint64_t n);
     [[nodiscard]] std::uint64_t digest() const;
 
     static constexpr std::size_t kStateBytes = 576;  // sizeof(XXH3_state_t), checked where it is defined

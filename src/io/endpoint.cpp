@@ -142,6 +142,12 @@ struct Endpoint::Impl final : io::RxHandler {
     EventHandler handler;
     std::unordered_map<ConnectionHandle, std::unique_ptr<Record>> conns;
     std::unordered_map<std::uint64_t, Record*> routes;
+    // The route the last datagram took: a sender's datagrams come in runs of
+    // one connection's, and with many connections the table's buckets are
+    // not in the cache (its lookup was 1.5 % of ndm-recv's samples at -P 128).
+    // Forgotten whenever `routes` changes.
+    std::uint64_t last_key = 0;
+    Record* last_route = nullptr;
     // The connections of each peer address: a datagram no ID routes (a
     // possible stateless reset) and an ICMP error concern only these, so
     // neither costs a scan over every connection (a flood could drive one).
@@ -283,6 +289,7 @@ struct Endpoint::Impl final : io::RxHandler {
     void add_route(Record& r, std::span<const std::uint8_t> cid) {
         const auto k = cid_key(cid);
         routes[k] = &r;
+        last_route = nullptr;
         r.keys.push_back(k);
     }
 
@@ -317,6 +324,7 @@ struct Endpoint::Impl final : io::RxHandler {
             auto it = routes.find(k);
             if (it != routes.end() && it->second == &r) routes.erase(it);
         }
+        last_route = nullptr;
         if (!close_infos.count(r.handle)) remember_close(r.handle, r.conn->close_info());
         timers.erase(r);
         conns.erase(r.handle);  // r is gone
@@ -461,6 +469,14 @@ struct Endpoint::Impl final : io::RxHandler {
         return *rx_now;
     }
 
+    Record* route(std::uint64_t key) {
+        if (last_route && key == last_key) return last_route;
+        const auto it = routes.find(key);
+        if (it == routes.end()) return nullptr;
+        last_key = key;
+        return last_route = it->second;
+    }
+
     void on_datagram(std::span<const std::uint8_t> data, const io::Address& from, Ecn ecn) override {
         ++st.datagrams_received;
         HeaderPeek hp;
@@ -469,9 +485,8 @@ struct Endpoint::Impl final : io::RxHandler {
             return;
         }
         const Instant now = rx_time();
-        auto it = routes.find(cid_key(hp.dcid));
-        if (it != routes.end()) {
-            Record& r = *it->second;
+        if (Record* found = route(cid_key(hp.dcid))) {
+            Record& r = *found;
             if (r.ingress) {
                 r.ingress->send(data, now, ecn);
                 service_needed = true;

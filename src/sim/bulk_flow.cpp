@@ -1,7 +1,6 @@
 #include "sim/bulk_flow.hpp"
 
 #include <algorithm>
-#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -83,25 +82,13 @@ void BulkFlow::pump_sender() {
         const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>({cap, kChunk, total_ - written_}));
         const std::size_t taken = client_.generate(*tx_, n);
         if (taken == 0) break;
-        hash_written(taken);
+        tx_hash_.update(payload_, written_, taken);
         written_ += taken;
         ahead_limit -= taken;
     }
     if (written_ == total_) {
         client_.finish(*tx_);
         tx_finished_ = true;
-    }
-}
-
-// The sender's hash covers the payload as written, made again a piece at a
-// time in a buffer that stays in the cache.
-void BulkFlow::hash_written(std::size_t n) {
-    std::array<std::uint8_t, 16384> piece;
-    for (std::uint64_t off = written_, end = written_ + n; off < end;) {
-        const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), end - off));
-        payload_.fill(off, std::span(piece).first(k));
-        tx_hash_.update(std::span(piece).first(k));
-        off += k;
     }
 }
 

@@ -40,7 +40,6 @@ public:
 
 private:
     void pump_sender();
-    void hash_written(std::size_t n);
     void pump_receiver();
 
     Simulator& sim_;

@@ -21,7 +21,7 @@ std::uint64_t BulkWriter::allowance(const ConnectionStats& st, std::uint64_t sen
 }
 
 bool BulkWriter::generating(Connection& c, StreamId id) {
-    if (!generating_ && !hashing_ && !source_ && written_ == 0) {
+    if (!generating_ && !source_ && written_ == 0) {
         generating_ = c.set_stream_source(
             id, [payload = payload_](std::uint64_t offset, std::span<std::uint8_t> out) { payload.fill(offset, out); });
     }
@@ -32,7 +32,9 @@ void BulkWriter::write(Connection& c, StreamId id, const ConnectionStats& st, st
     const std::uint64_t left = allowance(st, c.stream_send_limit(id), upto);
     if (left > 0 && generating(c, id)) {
         const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, c.stream_send_capacity(id)));
-        written_ += c.generate(id, n, written_ + n == limit_);
+        const std::size_t taken = c.generate(id, n, written_ + n == limit_);
+        if (hashing_) hash_.update(payload_, written_, taken);
+        written_ += taken;
         return;
     }
     const std::uint64_t start = written_;

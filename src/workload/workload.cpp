@@ -133,6 +133,17 @@ void StreamHash::update(std::span<const std::uint8_t> bytes) {
     XXH3_64bits_update(as_state(state_.data()), bytes.data(), bytes.size());
 }
 
+void StreamHash::update(const Payload& payload, std::uint64_t offset, std::uint64_t n) {
+    std::array<std::uint8_t, 16384> piece;
+    for (const std::uint64_t end = offset + n; offset < end;) {
+        const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), end - offset));
+        const std::span<std::uint8_t> bytes(piece.data(), k);
+        payload.fill(offset, bytes);
+        update(bytes);
+        offset += k;
+    }
+}
+
 std::uint64_t StreamHash::digest() const { return XXH3_64bits_digest(as_state(state_.data())); }
 
 }  // namespace ndm::workload

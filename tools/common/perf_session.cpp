@@ -320,9 +320,9 @@ bool PayloadPump::wants(const Connection& c, StreamId id, const ConnectionStats&
     return c.stream_send_capacity(id) > 0 && writer_.allowance(st, c.stream_send_limit(id), rate_limit(now)) > 0;
 }
 
-void PayloadPump::pump(Connection& c, StreamId id, Instant now) {
+void PayloadPump::pump(Connection& c, StreamId id, const ConnectionStats& st, Instant now) {
     if (bits_per_second_ && !paced_from_) paced_from_ = now;  // -b's clock starts with the first write
-    writer_.write(c, id, c.stats(now), rate_limit(now));
+    writer_.write(c, id, st, rate_limit(now));
 }
 
 }  // namespace ndm::tools

@@ -230,7 +230,10 @@ public:
     // check_payload): no hash here. Not with send_file().
     void skip_hash() { writer_.skip_hash(); }
     // Writes more payload; sends FIN with the last byte when a limit is set.
-    void pump(Connection& c, StreamId id, Instant now);
+    void pump(Connection& c, StreamId id, Instant now) { pump(c, id, c.stats(now), now); }
+    // The same with the connection's stats as the caller just read them for
+    // wants(): stats() copies every counter, twice a turn at -P 128.
+    void pump(Connection& c, StreamId id, const ConnectionStats& st, Instant now);
     // Whether pump() would write anything now, given the connection's stats
     // and the stream's send capacity and flow-control limit. A read-only
     // look, so that a driver with many connections reaches (and so
