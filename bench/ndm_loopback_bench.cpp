@@ -12,8 +12,9 @@
 // prepare()d room (copying from its buffer, as write() does) instead of
 // calling write(); --api generated: the receiver as zero-copy, and the
 // sender's stream is a generated one (Connection::set_stream_source) whose
-// source copies from its buffer straight into each packet. --cpus 0,1: pair i's two threads run on CPU i mod the
-// list's length (--pairs 1 --cpus 0 gives one connection one core).
+// source copies from its buffer straight into each packet. --cpus 0,1: pair
+// i's two threads run on CPU i mod the list's length (--pairs 1 --cpus 0
+// gives one connection one core).
 // --reuse-port: the receiving endpoints share one port (SO_REUSEPORT) and the
 // kernel's 4-tuple hash places the connections (receiver_connections says
 // where); otherwise each has its own port.
