@@ -5,6 +5,7 @@
 #include "ndm/connection.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <stdexcept>
 
@@ -1474,7 +1475,9 @@ Instant Connection::Impl::next_timeout() const {
         return probes_pending > 0 ? t : std::min(t, loss.timer());
     }
     Instant t = std::min({loss.timer(), idle_deadline, handshake_deadline});
-    for (const AckTracker& a : acks) {
+    // A discarded space's tracker is a fresh one (discard_space): not read.
+    for (unsigned m = loss.live_spaces(); m != 0; m &= m - 1) {
+        const AckTracker& a = acks[static_cast<std::size_t>(std::countr_zero(m))];
         if (a.ack_pending()) t = std::min(t, a.ack_deadline());
     }
     if (probes_pending > 0) return Instant::min();

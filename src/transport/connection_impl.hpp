@@ -207,8 +207,9 @@ struct Connection::Impl {
     void on_crypto_frame(const wire::CryptoFrame& f, transport::PacketSpace space, Instant now);
     void drive_tls(Instant now);
     void on_tls_error(Instant now);
+    // Discarded first: it reads no more than the loss detector's first lines.
     bool crypto_pending(transport::PacketSpace s) const {
-        return has_write_keys(s) && !loss.discarded(s) && crypto_of(s).has_pending();
+        return !loss.discarded(s) && has_write_keys(s) && crypto_of(s).has_pending();
     }
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn);
     // One packet of `datagram`, opened into `into` (at the packet's offset);

@@ -192,10 +192,13 @@ ConnectionStats Connection::Impl::stats(Instant now) const {
     s.ecn_ect0_received = ecn_received_discarded.ect0;
     s.ecn_ect1_received = ecn_received_discarded.ect1;
     s.ecn_ce_received = ecn_received_discarded.ce;
-    for (const auto& a : acks) {
-        s.ecn_ect0_received += a.ecn_counts().ect0;
-        s.ecn_ect1_received += a.ecn_counts().ect1;
-        s.ecn_ce_received += a.ecn_counts().ce;
+    for (const transport::PacketSpace sp :
+         {transport::PacketSpace::initial, transport::PacketSpace::handshake, transport::PacketSpace::application}) {
+        if (loss.discarded(sp)) continue;  // its counts are in ecn_received_discarded
+        const wire::EcnCounts& c = acks_of(sp).ecn_counts();
+        s.ecn_ect0_received += c.ect0;
+        s.ecn_ect1_received += c.ect1;
+        s.ecn_ce_received += c.ce;
     }
     return s;
 }

@@ -1,6 +1,7 @@
 #include "transport/loss_detector.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <stdexcept>
 #include <string>
@@ -345,15 +346,18 @@ void LossDetector::forget_old_losses(Space& sp, Instant now) {
     }
 }
 
+// A discarded space has nothing in flight and no loss time
+// (remove_space_from_flight), so these loops visit the live spaces only.
 std::size_t LossDetector::total_eliciting_in_flight() const {
     std::size_t n = 0;
-    for (const Space& sp : spaces_) n += sp.eliciting_in_flight;
+    for (unsigned m = live_; m != 0; m &= m - 1) n += spaces_[std::countr_zero(m)].eliciting_in_flight;
     return n;
 }
 
 LossDetector::SpaceTime LossDetector::loss_time_and_space() const {
     SpaceTime best;
-    for (std::size_t i = 0; i < kPacketSpaces; ++i) {
+    for (unsigned m = live_; m != 0; m &= m - 1) {
+        const auto i = static_cast<std::size_t>(std::countr_zero(m));
         if (spaces_[i].loss_time < best.time) best = {spaces_[i].loss_time, static_cast<PacketSpace>(i)};
     }
     return best;
@@ -366,7 +370,8 @@ LossDetector::SpaceTime LossDetector::pto_time_and_space() const {
         return {add_saturating(timer_anchor_, pto_backoff_period(Duration{0})), probe};
     }
     SpaceTime best;
-    for (std::size_t i = 0; i < kPacketSpaces; ++i) {
+    for (unsigned m = live_; m != 0; m &= m - 1) {
+        const auto i = static_cast<std::size_t>(std::countr_zero(m));
         const Space& sp = spaces_[i];
         if (sp.eliciting_in_flight == 0) continue;
         const auto id = static_cast<PacketSpace>(i);
@@ -433,6 +438,7 @@ std::uint64_t LossDetector::discard_space(PacketSpace space_id) {
     Space& sp = space(space_id);
     const std::uint64_t removed = remove_space_from_flight(sp, nullptr);
     sp.discarded = true;
+    live_ &= ~bit(space_id);
     return removed;
 }
 

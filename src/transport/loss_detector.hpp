@@ -145,7 +145,9 @@ public:
     // without a congestion event, its timers are cleared, pto_count is reset.
     // Returns the bytes removed from bytes_in_flight. Idempotent.
     std::uint64_t discard_space(PacketSpace s);
-    [[nodiscard]] bool discarded(PacketSpace s) const { return space(s).discarded; }
+    [[nodiscard]] bool discarded(PacketSpace s) const { return (live_ & bit(s)) == 0; }
+    // The spaces not discarded: bit i for PacketSpace i.
+    [[nodiscard]] unsigned live_spaces() const { return live_; }
     // RFC 9002 §6.3: a Retry restarts the handshake. Space s's packets leave
     // bytes_in_flight and its timers as discard_space() does, but the space
     // stays in use and keeps its packet numbers (RFC 9000 §17.2.5.3). Returns
@@ -244,8 +246,16 @@ private:
         std::size_t n_ = 0;
     };
 
-    // One packet number space's state (RFC 9002 §A.3).
-    struct Space {
+    // One packet number space's state (RFC 9002 §A.3). What timer() reads
+    // comes first, in the space's first cache line: with many connections a
+    // connection's state is out of the cache at each of its turns (issue 18).
+    struct alignas(64) Space {
+        Instant loss_time = kNever;
+        std::size_t eliciting_in_flight = 0;
+        Instant last_ack_eliciting_time{};
+        bool discarded = false;
+        bool has_largest_acked = false;
+        std::uint64_t largest_acked = 0;
         std::uint64_t next_pn = 0;
         // Contiguous packet numbers: sent[i] holds pn base + i. Acked slots are
         // removed lazily from the front; lost ones move to `lost` when they reach it.
@@ -254,12 +264,6 @@ private:
         // Declared lost and no longer in `sent`, remembered for a while so that a
         // late acknowledgement reveals a spurious loss. Keyed by pn.
         std::map<std::uint64_t, Slot> lost;
-        std::size_t eliciting_in_flight = 0;
-        Instant last_ack_eliciting_time{};
-        bool has_largest_acked = false;
-        std::uint64_t largest_acked = 0;
-        Instant loss_time = kNever;
-        bool discarded = false;
         // RFC 8985 §6.2 Step 1 (LossDetection::rack): the send time of the
         // latest-sent packet acknowledged, and its RTT.
         Instant rack_xmit_ts{};
@@ -308,6 +312,10 @@ private:
     Config cfg_;
     RttEstimator rtt_;
     std::array<Space, kPacketSpaces> spaces_;
+    // The spaces not discarded, a bit each: loops over the spaces skip the
+    // others without reading them (after the handshake, two of three).
+    static constexpr unsigned bit(PacketSpace s) { return 1u << static_cast<unsigned>(s); }
+    unsigned live_ = (1u << kPacketSpaces) - 1;
 
     std::uint64_t bytes_in_flight_ = 0;
     unsigned pto_count_ = 0;
