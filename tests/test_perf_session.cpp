@@ -335,12 +335,13 @@ TEST_CASE("perf session: a paced pump writes what the rate allows, no more (appl
     CHECK(pump.written() == 10'000);  // 10 ms at 1 MB/s
     pump.pump(c, id, t0 + std::chrono::milliseconds(10));
     CHECK(pump.written() == 10'000);  // ahead of the rate: waits
-    tools::PayloadPump burst(1);
+    tools::PayloadPump burst(1);  // a stream of its own: a pump's offsets are its stream's
+    const StreamId burst_id = *c.open_stream();
     burst.pace(8'000'000, tools::kBlockSize);
-    burst.pump(c, id, t0);
-    burst.pump(c, id, t0 + std::chrono::milliseconds(1));
+    burst.pump(c, burst_id, t0);
+    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(1));
     CHECK(burst.written() == tools::kBlockSize);  // behind: one whole block at once
-    burst.pump(c, id, t0 + std::chrono::milliseconds(2));
+    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(2));
     CHECK(burst.written() == tools::kBlockSize);  // then nothing until the average catches up
 }
 
