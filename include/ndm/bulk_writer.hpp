@@ -1,9 +1,9 @@
 // The two ends of a bulk stream, as ndm-send, ndm-recv and the real-socket
-// runs of ndm/experiment.hpp drive them. BulkWriter: the test payload (or the
-// bytes of a source, such as ndm-send -F's file) straight into the
-// connection's send buffer, hashed on the way for the byte-exactness check
-// (unless the receiver checks the payload against its generator),
-// and only a little more than the congestion window ahead of what the peer
+// runs of ndm/experiment.hpp drive them. BulkWriter: the test payload as a
+// generated stream (made into each packet as it is sent), or the bytes of a
+// source (ndm-send -F's file) into the connection's send buffer; hashed for
+// the byte-exactness check unless the receiver checks the payload against
+// its generator; and only a little more than the congestion window ahead of what the peer
 // acknowledged, so that the sender never starves and a timed send phase
 // leaves no seconds of queued data behind it. drain(): the reader's side.
 #pragma once

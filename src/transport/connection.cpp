@@ -5,7 +5,6 @@
 #include "ndm/connection.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <limits>
 #include <stdexcept>
 
@@ -1476,10 +1475,10 @@ Instant Connection::Impl::next_timeout() const {
     }
     Instant t = std::min({loss.timer(), idle_deadline, handshake_deadline});
     // A discarded space's tracker is a fresh one (discard_space): not read.
-    for (unsigned m = loss.live_spaces(); m != 0; m &= m - 1) {
-        const AckTracker& a = acks[static_cast<std::size_t>(std::countr_zero(m))];
+    transport::for_each_space(loss.live_spaces(), [&](PacketSpace s) {
+        const AckTracker& a = acks_of(s);
         if (a.ack_pending()) t = std::min(t, a.ack_deadline());
-    }
+    });
     if (probes_pending > 0) return Instant::min();
     // The window first: a bulk sender is mostly window-limited, and
     // has_eliciting_data() asks every stream.

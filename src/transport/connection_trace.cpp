@@ -192,14 +192,13 @@ ConnectionStats Connection::Impl::stats(Instant now) const {
     s.ecn_ect0_received = ecn_received_discarded.ect0;
     s.ecn_ect1_received = ecn_received_discarded.ect1;
     s.ecn_ce_received = ecn_received_discarded.ce;
-    for (const transport::PacketSpace sp :
-         {transport::PacketSpace::initial, transport::PacketSpace::handshake, transport::PacketSpace::application}) {
-        if (loss.discarded(sp)) continue;  // its counts are in ecn_received_discarded
+    // A discarded space's counts are in ecn_received_discarded.
+    transport::for_each_space(loss.live_spaces(), [&](transport::PacketSpace sp) {
         const wire::EcnCounts& c = acks_of(sp).ecn_counts();
         s.ecn_ect0_received += c.ect0;
         s.ecn_ect1_received += c.ect1;
         s.ecn_ce_received += c.ce;
-    }
+    });
     return s;
 }
 

@@ -1,7 +1,6 @@
 #include "transport/loss_detector.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <stdexcept>
 #include <string>
@@ -31,8 +30,8 @@ Instant add_saturating(Instant t, Duration d) {
 LossDetector::LossDetector(Config cfg) : cfg_(cfg) {}
 
 void LossDetector::on_packet_sent(SentPacket p, PacketSpace space_id) {
+    if (discarded(space_id)) throw std::logic_error(std::string("packet sent in discarded space ") + space_name(space_id));
     Space& sp = space(space_id);
-    if (sp.discarded) throw std::logic_error(std::string("packet sent in discarded space ") + space_name(space_id));
     assert(p.pn == sp.next_pn && "packet numbers come from next_packet_number()");
     if (p.pn < sp.next_pn) return;  // contract violation: cannot be tracked
     if (sp.sent.empty()) sp.base = sp.next_pn;
@@ -138,10 +137,10 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
     out.invalid = out.rtt_sample = out.persistent_congestion = out.spurious_congestion = false;
     out.prior_bytes_in_flight = 0;
     out.largest_acked_time_sent = out.largest_lost_time_sent = Instant{};
-    Space& sp = space(space_id);
     // RFC 9002 §6.4: the space's packets are gone; an ACK still in the
     // network for it is no error.
-    if (sp.discarded) return;
+    if (discarded(space_id)) return;
+    Space& sp = space(space_id);
     // Validate everything before changing any state.
     if (!valid_ack(sp, ack)) {
         out.invalid = true;
@@ -350,16 +349,15 @@ void LossDetector::forget_old_losses(Space& sp, Instant now) {
 // (remove_space_from_flight), so these loops visit the live spaces only.
 std::size_t LossDetector::total_eliciting_in_flight() const {
     std::size_t n = 0;
-    for (unsigned m = live_; m != 0; m &= m - 1) n += spaces_[std::countr_zero(m)].eliciting_in_flight;
+    for_each_space(live_, [&](PacketSpace s) { n += space(s).eliciting_in_flight; });
     return n;
 }
 
 LossDetector::SpaceTime LossDetector::loss_time_and_space() const {
     SpaceTime best;
-    for (unsigned m = live_; m != 0; m &= m - 1) {
-        const auto i = static_cast<std::size_t>(std::countr_zero(m));
-        if (spaces_[i].loss_time < best.time) best = {spaces_[i].loss_time, static_cast<PacketSpace>(i)};
-    }
+    for_each_space(live_, [&](PacketSpace s) {
+        if (space(s).loss_time < best.time) best = {space(s).loss_time, s};
+    });
     return best;
 }
 
@@ -370,23 +368,21 @@ LossDetector::SpaceTime LossDetector::pto_time_and_space() const {
         return {add_saturating(timer_anchor_, pto_backoff_period(Duration{0})), probe};
     }
     SpaceTime best;
-    for (unsigned m = live_; m != 0; m &= m - 1) {
-        const auto i = static_cast<std::size_t>(std::countr_zero(m));
-        const Space& sp = spaces_[i];
-        if (sp.eliciting_in_flight == 0) continue;
-        const auto id = static_cast<PacketSpace>(i);
+    for_each_space(live_, [&](PacketSpace id) {
+        const Space& sp = space(id);
+        if (sp.eliciting_in_flight == 0) return;
         Duration max_ack_delay{0};
         if (id == PacketSpace::application) {
             // RFC 9002 §6.2.1: no application PTO before confirmation (the
             // peer may not have the keys to acknowledge); only this space's
-            // ACKs are delayed.
-            if (!handshake_confirmed_) break;
+            // ACKs are delayed. (The last space: nothing follows it.)
+            if (!handshake_confirmed_) return;
             max_ack_delay = cfg_.max_ack_delay;
         }
         // RFC 9002 §6.2.1: PTO = last ack-eliciting send + pto_period · 2^pto_count.
         const Instant t = add_saturating(sp.last_ack_eliciting_time, pto_backoff_period(max_ack_delay));
         if (t < best.time) best = {t, id};
-    }
+    });
     return best;
 }
 
@@ -437,7 +433,6 @@ TimeoutOutcome LossDetector::on_timeout(Instant now) {
 std::uint64_t LossDetector::discard_space(PacketSpace space_id) {
     Space& sp = space(space_id);
     const std::uint64_t removed = remove_space_from_flight(sp, nullptr);
-    sp.discarded = true;
     live_ &= ~bit(space_id);
     return removed;
 }

@@ -253,7 +253,6 @@ private:
         Instant loss_time = kNever;
         std::size_t eliciting_in_flight = 0;
         Instant last_ack_eliciting_time{};
-        bool discarded = false;
         bool has_largest_acked = false;
         std::uint64_t largest_acked = 0;
         std::uint64_t next_pn = 0;

@@ -3,6 +3,7 @@
 // from 0 and is acknowledged only by ACK frames carried in the same space.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -10,6 +11,13 @@ namespace ndm::transport {
 
 enum class PacketSpace : std::uint8_t { initial = 0, handshake = 1, application = 2 };
 inline constexpr std::size_t kPacketSpaces = 3;
+
+// Calls f(PacketSpace) for each space whose bit is set in `mask` (bit i for
+// PacketSpace i), in order, reading nothing of the others.
+template <typename F>
+void for_each_space(unsigned mask, F&& f) {
+    for (; mask != 0; mask &= mask - 1) f(static_cast<PacketSpace>(std::countr_zero(mask)));
+}
 
 // Names as qlog spells them (draft-ietf-quic-qlog-quic-events, PacketNumberSpace).
 inline const char* space_name(PacketSpace s) {
