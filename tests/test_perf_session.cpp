@@ -141,9 +141,9 @@ TEST_CASE("perf session: every test parameter from the network is bounded (issue
         {"reverse", 1, "reverse is not a boolean"},
         {"magic", "ndm-perf/0", "not an ndm-send test request"},
         // A client whose payload or hash differ would see its correct data reported as corrupt.
-        {"workload", 1, "test payload format is version 1, this server's is 3"},
-        {"workload", 2, "version 2"},
-        {"workload", 4, "version 4"},
+        {"workload", 1, "test payload format is version 1, this server's is 4"},
+        {"workload", 3, "version 3"},
+        {"workload", 5, "version 5"},
         {"workload", -1, "workload is not a non-negative integer"},
         {"check", "crc", "check is not \"payload\" or \"hash\""},
         {"check", true, "check is not"},

@@ -19,8 +19,8 @@ namespace ndm::workload {
 // The test payload: a pure function of (seed, offset), so a sender
 // regenerates any range on demand instead of holding the whole transfer in
 // memory, and a receiver could verify any range independently. Word w (the
-// 8 bytes at offset 8w, little-endian) is table[w mod 256] ^ w * K: a
-// 2 KiB table drawn from the seed, made aperiodic by the word's index (two
+// 8 bytes at offset 8w, little-endian) is table[w mod 32] ^ w * K: a
+// 256-byte table drawn from the seed, made aperiodic by the word's index (two
 // words at different offsets differ, so data delivered at the wrong offset
 // changes the hash). One load, one add and one xor per word: filling costs a
 // few percent of what moving the bytes through a connection does (it was the
@@ -34,7 +34,10 @@ public:
     // stream at [offset, offset + in.size()); in.size() where none does.
     [[nodiscard]] std::size_t mismatch(std::uint64_t offset, std::span<const std::uint8_t> in) const;
 
-    static constexpr std::size_t kTableWords = 256;
+    // Four cache lines: a sender makes every packet's payload from its
+    // table, and 100 simulated flows' 2 KiB tables (format 3) missed a 2 MiB
+    // cache ~16 times a packet (bench/RESULTS.md, "Competing flows").
+    static constexpr std::size_t kTableWords = 32;
 
 private:
     [[nodiscard]] std::uint64_t word(std::uint64_t index) const;
@@ -69,8 +72,9 @@ private:
 // in the test parameters): a change to either class's bytes or digests, or
 // to which check a side makes, is a new version. 3: a client's generated
 // stream is checked against the generator (PayloadCheck), no longer hashed;
-// the bytes and digests are format 2's.
-inline constexpr unsigned kFormatVersion = 3;
+// the bytes and digests are format 2's. 4: the generator's table is 32
+// words, not 256 (new bytes, the same checks).
+inline constexpr unsigned kFormatVersion = 4;
 
 // The byte-exactness check of transfers: XXH3-64 (xxHash, Debian's
 // libxxhash-dev, inlined) over the whole stream. Its digest does not depend

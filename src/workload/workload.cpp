@@ -57,7 +57,7 @@ void Payload::fill(std::uint64_t offset, std::span<std::uint8_t> out) const {
     std::uint64_t w = (offset + i) / 8;
     std::uint64_t step = w * kIndexStep;
 #if defined(__x86_64__)
-    static_assert(kTableWords == 256, "payload_words_avx2 indexes a table of 256 words");
+    static_assert(kTableWords == 32, "payload_words_avx2 indexes a table of 32 words");
     if (kAvx2) {  // whole groups of four words; the loop below writes the rest
         const std::size_t words = (out.size() - i) / 32 * 4;
         detail::payload_words_avx2(table_.data(), w, step, kIndexStep, out.data() + i, words);

@@ -21,12 +21,14 @@
 namespace ndm::workload::detail {
 
 namespace {
-// table[w mod 256 .. w+3 mod 256], across the table's wrap.
+// table[w mod 32 .. w+3 mod 32] (Payload::kTableWords), across the table's wrap.
 [[gnu::always_inline]] inline __m256i table_words(const std::uint64_t* table, std::uint64_t w) {
-    const std::size_t j = w % 256;
-    if (j <= 252) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + j));
-    return _mm256_set_epi64x(static_cast<long long>(table[(w + 3) % 256]), static_cast<long long>(table[(w + 2) % 256]),
-                             static_cast<long long>(table[(w + 1) % 256]), static_cast<long long>(table[j]));
+    constexpr std::size_t kWords = 32;
+    const std::size_t j = w % kWords;
+    if (j <= kWords - 4) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + j));
+    return _mm256_set_epi64x(static_cast<long long>(table[(w + 3) % kWords]),
+                             static_cast<long long>(table[(w + 2) % kWords]),
+                             static_cast<long long>(table[(w + 1) % kWords]), static_cast<long long>(table[j]));
 }
 
 // (w+i)*k for i = 0..3, given step = w*k.
@@ -41,7 +43,7 @@ void xxh3_update_avx2(void* state, const void* data, std::size_t size) {
 }
 
 // Payload's words w, w+1, ... (n of them, a multiple of 4: Payload::fill
-// writes the rest) into out: table[w mod 256] ^ w*k, little-endian, with
+// writes the rest) into out: table[w mod 32] ^ w*k, little-endian, with
 // step = w*k.
 void payload_words_avx2(const std::uint64_t* table, std::uint64_t w, std::uint64_t step, std::uint64_t k,
                         std::uint8_t* out, std::size_t n) {

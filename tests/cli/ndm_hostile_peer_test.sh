@@ -18,7 +18,7 @@ source "$(dirname "$0")/send_recv_lib.sh"
 
 # The tools' test request, with INTERVAL, REVERSE and CC spliced in raw.
 params() {
-  printf '{"magic":"ndm-perf/1","cc":"%s","packet_size":1452,"seconds":2,"bytes":0,"interval":%s,"seed":1,"streams":1,"index":0,"test_id":%s,"reverse":%s,"workload":3}' \
+  printf '{"magic":"ndm-perf/1","cc":"%s","packet_size":1452,"seconds":2,"bytes":0,"interval":%s,"seed":1,"streams":1,"index":0,"test_id":%s,"reverse":%s,"workload":4}' \
     "$3" "$1" "$RANDOM$RANDOM" "$2"
 }
 hostile() { timeout 10 "$probe" hello --to "127.0.0.1:$port" --params "$@"; }
