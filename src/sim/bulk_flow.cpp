@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -36,6 +37,16 @@ BulkFlow::BulkFlow(Simulator& sim, Instant start, std::uint64_t total, Instant s
 void BulkFlow::pump() {
     pump_receiver();
     pump_sender();
+}
+
+unsigned BulkFlow::pump(unsigned sides) {
+    if (sides & Simulator::kServerSide) pump_receiver();
+    const bool finish_due = by_time_ && tx_ && !tx_finished_ && sim_.now() >= send_until_;
+    if ((sides & Simulator::kClientSide) || finish_due) {
+        pump_sender();
+        sides |= Simulator::kClientSide;
+    }
+    return sides;
 }
 
 // Keeps the stream's send buffer full. Runs after every step, which covers
@@ -112,10 +123,12 @@ void BulkFlow::pump_receiver() {
     if (server->stream_finished(*rx_)) rx_done_ = true;
 }
 
-std::string BulkFlow::failure() const {
-    if (client_.is_closed()) return "client closed (" + describe(client_.close_info()) + ")";
-    if (sim_.server() != nullptr && sim_.server()->is_closed())
-        return "server closed (" + describe(sim_.server()->close_info()) + ")";
+std::string BulkFlow::failure(unsigned sides) const {
+    if ((sides & Simulator::kClientSide) && client_.is_closed())
+        return "client closed (" + describe(client_.close_info()) + ")";
+    const Connection* server = std::as_const(sim_).server();  // a look: the simulator keeps its timer
+    if ((sides & Simulator::kServerSide) && server != nullptr && server->is_closed())
+        return "server closed (" + describe(server->close_info()) + ")";
     return {};
 }
 

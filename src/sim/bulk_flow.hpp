@@ -23,9 +23,16 @@ public:
     // Moves data: server → application first, then application → client.
     // Call after every simulator step.
     void pump();
+    // The same after Simulator::advance(), given the connections its event
+    // reached: a half whose connection was not reached would find nothing
+    // new, and is skipped (the sender's timed finish, which time alone
+    // brings, excepted). Returns the connections written to, to flush.
+    unsigned pump(unsigned sides);
     [[nodiscard]] bool done() const noexcept { return rx_done_; }
-    // Why the flow cannot go on (a connection closed), or empty.
-    [[nodiscard]] std::string failure() const;
+    // Why the flow cannot go on (a connection closed), or empty. `sides`
+    // (Simulator::kClientSide | kServerSide): only those connections are
+    // looked at, as only a connection an event reached can have closed.
+    [[nodiscard]] std::string failure(unsigned sides = Simulator::kClientSide | Simulator::kServerSide) const;
     // Closes the interval [previous sample, at) into `samples`.
     IntervalSample take_sample(Instant at);
     [[nodiscard]] Instant last_sample() const noexcept { return sample_begin_; }

@@ -24,13 +24,30 @@ constexpr std::uint64_t kMaxStepsAtOneInstant = 10'000'000;
 constexpr Duration kTick{1};
 // 2026-01-01T00:00:00Z: a simulation reads no clock, certificates included.
 const std::chrono::system_clock::time_point kSimulationWallTime{std::chrono::seconds(1767225600)};
+
+// The datagram being sealed and the one being opened: one buffer each per
+// thread, not per simulator. Nothing keeps them past a call (poll_datagram's
+// bytes go into the link at once, on_datagram keeps no reference), and with
+// many flows on a thread (run_shared_path) buffers of their own were cold at
+// each flow's next packet: 100 flows' buffers missed the cache twice a packet.
+std::vector<std::uint8_t>& tx_scratch() {
+    thread_local std::vector<std::uint8_t> buffer(kMaxDatagramSize);
+    return buffer;
+}
+// Links deliver by swapping their buffer with this one, so its storage
+// rotates through theirs, and what it hands a link was just read (hot). One
+// per direction: a return link keeps what it is handed for that flow's next
+// ACK, which left a small ACK's cold buffer for the next full datagram.
+std::vector<std::uint8_t>& rx_scratch(int side) {
+    thread_local std::vector<std::uint8_t> buffers[2];
+    return buffers[side];
+}
 }  // namespace
 
 Simulator::Simulator(std::unique_ptr<Link> client_to_server, std::unique_ptr<Link> server_to_client,
                      Instant start)
     : links_{std::move(client_to_server), std::move(server_to_client)},
-      now_(start),
-      tx_buffer_(kMaxDatagramSize) {
+      now_(start) {
     if (!links_[0] || !links_[1]) throw std::invalid_argument("Simulator: both links are required");
 }
 
@@ -66,10 +83,12 @@ Connection& Simulator::connect(const ConnectionConfig& client_config, const Conn
 }
 
 Instant Simulator::timer_of(int side) const {
+    if (timer_known_[side]) return timer_[side];
     const Connection* c = side == kClient ? client_.get() : server_.get();
-    if (c == nullptr) return kNever;
-    const Instant t = c->next_timeout();
-    return t == kNever ? kNever : std::max(t, timer_floor_[side]);
+    const Instant t = c == nullptr ? kNever : c->next_timeout();
+    timer_[side] = t == kNever ? kNever : std::max(t, timer_floor_[side]);
+    timer_known_[side] = true;
+    return timer_[side];
 }
 
 Simulator::Next Simulator::next_event() const {
@@ -89,16 +108,20 @@ Simulator::Next Simulator::next_event() const {
 Instant Simulator::next_event_time() const { return next_event().at; }
 
 void Simulator::drain(int side) {
+    timer_known_[side] = false;  // sending moves it, and so may what the caller did before
     Connection* c = side == kClient ? client_.get() : server_.get();
     if (c == nullptr) return;
     Link& link = *links_[side == kClient ? 0 : 1];
     Ecn ecn = Ecn::not_ect;
-    while (const std::size_t n = c->poll_datagram(tx_buffer_, now_, ecn)) link.send({tx_buffer_.data(), n}, now_, ecn);
+    std::vector<std::uint8_t>& tx = tx_scratch();
+    while (const std::size_t n = c->poll_datagram(tx, now_, ecn)) link.send({tx.data(), n}, now_, ecn);
 }
 
-void Simulator::flush() {
-    drain(kClient);
-    drain(kServer);
+void Simulator::flush() { flush(kClientSide | kServerSide); }
+
+void Simulator::flush(unsigned sides) {
+    if (sides & kClientSide) drain(kClient);
+    if (sides & kServerSide) drain(kServer);
 }
 
 void Simulator::fire_timer(int side) {
@@ -106,6 +129,7 @@ void Simulator::fire_timer(int side) {
     c.on_timeout(now_);
     drain(side);
     timer_floor_[side] = now_ + kTick;
+    timer_known_[side] = false;
     if (c.next_timeout() <= now_) {
         if (++stale_timeouts_[side] >= kMaxStaleTimeouts) {
             throw std::logic_error(std::string("Simulator: the ") + (side == kClient ? "client" : "server") +
@@ -122,6 +146,16 @@ bool Simulator::step() {
     flush();  // the application may have written since the last step
     const Next next = next_event();
     if (next.at == kNever) return false;
+    process(next);
+    return true;
+}
+
+unsigned Simulator::advance() {
+    const Next next = next_event();
+    return next.at == kNever ? 0 : process(next);
+}
+
+unsigned Simulator::process(const Next& next) {
     if (next.at > now_) {
         now_ = next.at;
         steps_at_instant_ = 0;
@@ -133,37 +167,43 @@ bool Simulator::step() {
 
     Ecn rx_ecn = Ecn::not_ect;
     switch (next.kind) {
-        case EventKind::to_server:
-            if (!links_[0]->deliver(now_, rx_buffer_, rx_ecn)) break;
+        case EventKind::to_server: {
+            std::vector<std::uint8_t>& rx = rx_scratch(kServer);
+            if (!links_[0]->deliver(now_, rx, rx_ecn)) return 0;
             if (!server_) {
-                server_ = Connection::accept(server_config_, rx_buffer_, now_, rx_ecn);
+                server_ = Connection::accept(server_config_, rx, now_, rx_ecn);
                 if (!server_) {
                     ++rejected_;
                     spdlog::debug("sim: t={} ns: accept() rejected a {}-byte datagram",
-                                  now_.time_since_epoch().count(), rx_buffer_.size());
-                    break;
+                                  now_.time_since_epoch().count(), rx.size());
+                    return 0;
                 }
             } else {
-                server_->on_datagram(rx_buffer_, now_, rx_ecn);
+                server_->on_datagram(rx, now_, rx_ecn);
             }
             drain(kServer);
-            break;
-        case EventKind::to_client:
-            if (!links_[1]->deliver(now_, rx_buffer_, rx_ecn)) break;
-            client_->on_datagram(rx_buffer_, now_, rx_ecn);
+            return kServerSide;
+        }
+        case EventKind::to_client: {
+            std::vector<std::uint8_t>& rx = rx_scratch(kClient);
+            if (!links_[1]->deliver(now_, rx, rx_ecn)) return 0;
+            client_->on_datagram(rx, now_, rx_ecn);
             drain(kClient);
-            break;
+            return kClientSide;
+        }
         case EventKind::client_timer:
             fire_timer(kClient);
-            break;
+            return kClientSide;
         case EventKind::server_timer:
             fire_timer(kServer);
-            break;
+            return kServerSide;
     }
-    return true;
+    return 0;
 }
 
 void Simulator::run_until(Instant t) {
+    // Written to through a kept reference since the last step? Read afresh.
+    timer_known_[kClient] = timer_known_[kServer] = false;
     while (next_event_time() <= t)
         if (!step()) break;
     if (t != kNever) now_ = std::max(now_, t);

@@ -51,9 +51,12 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
     };
 
     flow.pump();
+    sim.flush();
+    // After each event only the connection it reached is pumped, flushed
+    // and checked (Simulator::advance): the other one has nothing new.
+    unsigned sides = Simulator::kClientSide | Simulator::kServerSide;
     while (!flow.done()) {
-        if (r.failure = flow.failure(); !r.failure.empty()) break;
-        sim.flush();
+        if (r.failure = flow.failure(sides); !r.failure.empty()) break;
         const Instant t = sim.next_event_time();
         if (t == kNever) {
             r.failure = "stalled: no event scheduled";
@@ -71,8 +74,8 @@ TransferResult run_transfer(const TransferSpec& spec, const std::function<void(c
             r.failure = "deadline reached";
             break;
         }
-        sim.step();
-        flow.pump();
+        sides = sim.advance();
+        sim.flush(flow.pump(sides));
     }
 
     const Instant end = sim.now();
