@@ -172,6 +172,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     mds = kMinDatagramSize;
     make_controller(mds, now);
     handshake_deadline = now + cfg.handshake_timeout;
+    idle_timeout = negotiated_idle_timeout();
     idle_deadline = now + cfg.idle_timeout;
     cc_state_since = now;
     traced_ecn_state = ecn.state();
@@ -744,6 +745,7 @@ void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instan
     }
     if (!check_peer_cids(now)) return;
     have_peer_params = true;
+    idle_timeout = negotiated_idle_timeout();
     if (peer_params.stateless_reset_token) peer_cids.set_initial_reset_token(*peer_params.stateless_reset_token);
     loss.set_max_ack_delay(std::chrono::milliseconds(peer_params.max_ack_delay_ms));
     streams.on_peer_params({peer_params.initial_max_data, peer_params.initial_max_stream_data_bidi_local,
@@ -1434,7 +1436,7 @@ std::size_t Connection::Impl::seal(wire::quic::PacketBuilder& b, PacketSpace spa
 // ============================================================================
 // Timers
 
-Duration Connection::Impl::effective_idle_timeout() const {
+Duration Connection::Impl::negotiated_idle_timeout() const {
     Duration local = cfg.idle_timeout;
     // RFC 9000 §10.1: the smaller of both sides' values. The peer's may be any
     // varint (up to 2^62-1 ms, past what Duration holds in nanoseconds), so it
@@ -1444,9 +1446,11 @@ Duration Connection::Impl::effective_idle_timeout() const {
     if (peer_ms > 0 && local_ms > 0 && peer_ms < static_cast<std::uint64_t>(local_ms)) {
         local = std::min(local, Duration(std::chrono::milliseconds(static_cast<std::int64_t>(peer_ms))));
     }
-    // RFC 9000 §10.1: never shorter than three PTOs.
-    return std::max(local, three_pto());
+    return local;
 }
+
+// RFC 9000 §10.1: never shorter than three PTOs.
+Duration Connection::Impl::effective_idle_timeout() const { return std::max(idle_timeout, three_pto()); }
 
 void Connection::Impl::reset_idle_timer(Instant now) { idle_deadline = now + effective_idle_timeout(); }
 

@@ -162,6 +162,10 @@ struct Connection::Impl {
     std::uint32_t offered_version = 0;
     Instant last_now{};  // the latest time the driver told us (next_timeout() has no clock)
     Instant idle_deadline = kNever;
+    // Both sides' max_idle_timeout, the smaller, as far as known (set where the
+    // peer's arrives): every packet received restarts the idle timer, and the
+    // config and transport parameters it comes from are cold by then.
+    Duration idle_timeout{0};
     Instant handshake_deadline = kNever;
     Instant close_deadline = kNever;
 
@@ -290,6 +294,7 @@ struct Connection::Impl {
     Duration pto_period() const { return loss.rtt().pto_period(loss.max_ack_delay()); }
     Duration three_pto() const { return 3 * pto_period(); }
     void reset_idle_timer(Instant now);
+    Duration negotiated_idle_timeout() const;
     Duration effective_idle_timeout() const;
 
     // The stream the application may write to now, or nullptr before the
