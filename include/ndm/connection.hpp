@@ -449,6 +449,17 @@ public:
     // std::logic_error) and returns flow-control credit as read() does.
     std::span<const std::uint8_t> peek(StreamId id);
     void consume(StreamId id, std::size_t n);
+    // Reading without a receive buffer: once set, each in-order byte of the
+    // stream goes to `sink` while the packet that carried it is processed
+    // (inside on_datagram), and counts as read: flow-control credit returns as
+    // with read(). Only bytes that arrive beyond a gap wait in the buffer,
+    // until it fills. Bytes readable when the sink is set go to it at once.
+    // `bytes` is valid during the call only; the sink must not call into this
+    // connection. The FIN still raises StreamReadable (stream_finished() then
+    // holds); read() and peek() find nothing. False for a stream this side
+    // does not receive on, or one not open (set it on StreamOpened).
+    using StreamSink = std::function<void(std::uint64_t offset, std::span<const std::uint8_t> bytes)>;
+    bool set_stream_sink(StreamId id, StreamSink sink);
     // The in-order bytes read() would return now (0 for a stream not opened
     // or already finished): a read-only look, so that a driver of many
     // connections reaches only those with data through Endpoint::connection().

@@ -1630,6 +1630,8 @@ std::size_t Connection::read(StreamId id, std::span<std::uint8_t> out) {
     return n;
 }
 
+bool Connection::set_stream_sink(StreamId id, StreamSink sink) { return impl_->streams.set_sink(id, std::move(sink)); }
+
 std::span<const std::uint8_t> Connection::peek(StreamId id) {
     StreamState* s = impl_->streams.find(id);
     if (!s) return {};

@@ -361,6 +361,20 @@ RecvStream::Result RecvStream::on_frame(std::uint64_t offset, std::span<const st
     }
     if (end <= read_offset_) return new_fin ? Result::ok : Result::duplicate;
 
+    if (sink_ && offset <= read_offset_ && received_.empty()) {
+        // In order with nothing waiting: straight from the packet to the
+        // sink, through no buffer (with many connections, every receive
+        // ring's lines were cold).
+        const std::uint64_t at = read_offset_;
+        const auto fresh = data.subspan(static_cast<std::size_t>(at - offset));
+        read_offset_ = end;
+        highest_ = std::max(highest_, end);
+        buffer_.skip_empty_to(end);
+        sunk_ += fresh.size();
+        sink_(at, fresh);
+        return Result::ok;
+    }
+
     std::uint64_t pos = std::max(offset, read_offset_);
     buffer_.extend_to(end);
     bool any_new = false;
@@ -375,7 +389,23 @@ RecvStream::Result RecvStream::on_frame(std::uint64_t offset, std::span<const st
     }
     if (any_new) received_.add(std::max(offset, read_offset_), end);
     highest_ = std::max(highest_, end);
+    if (sink_) drain_to_sink();
     return any_new || new_fin ? Result::ok : Result::duplicate;
+}
+
+std::size_t RecvStream::set_sink(Sink sink) {
+    sink_ = std::move(sink);
+    if (!sink_) return 0;
+    drain_to_sink();
+    return take_sunk();
+}
+
+void RecvStream::drain_to_sink() {
+    for (auto run = peek(); !run.empty(); run = peek()) {
+        sink_(read_offset_, run);
+        sunk_ += run.size();
+        consume(run.size());
+    }
 }
 
 std::size_t RecvStream::readable() const {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "transport/range_set.hpp"
@@ -59,6 +60,12 @@ public:
     // where STREAM frames split, see above.)
     void rewind_if_empty() {
         if (size_ == 0) head_ = 0;
+    }
+    // An empty buffer that starts at `off` (>= begin()), nothing stored:
+    // for bytes handed on without being kept (RecvStream's sink).
+    void skip_empty_to(std::uint64_t off) {
+        begin_ = std::max(begin_, off);
+        head_ = 0;
     }
     // Hints the CPU to load the stored bytes of [off, off + n) into the cache.
     void prefetch(std::uint64_t off, std::size_t n) const;
@@ -187,6 +194,15 @@ public:
     // than readable() where the ring wraps), then consume() what was used.
     [[nodiscard]] std::span<const std::uint8_t> peek() const;
     void consume(std::size_t n);
+    // Delivery without keeping: from now on each in-order byte goes to the
+    // sink as the frame carrying it arrives (what is readable now at once);
+    // only bytes beyond a gap wait in the buffer, and go once it fills.
+    // Returns the bytes handed on now.
+    using Sink = std::function<void(std::uint64_t offset, std::span<const std::uint8_t> bytes)>;
+    std::size_t set_sink(Sink sink);
+    [[nodiscard]] bool has_sink() const { return static_cast<bool>(sink_); }
+    // The bytes handed to the sink since the last call (they count as read).
+    std::size_t take_sunk() { return std::exchange(sunk_, std::size_t{0}); }
     // FIN received and every byte read by the application.
     [[nodiscard]] bool finished() const { return final_size_ && read_offset_ == *final_size_; }
     [[nodiscard]] bool fin_pending() const { return final_size_ && readable() == 0 && !fin_reported_; }
@@ -202,6 +218,10 @@ private:
     std::uint64_t highest_ = 0;
     std::optional<std::uint64_t> final_size_;
     bool fin_reported_ = false;
+    Sink sink_;
+    std::size_t sunk_ = 0;
+
+    void drain_to_sink();
 };
 
 }  // namespace ndm::transport

@@ -107,6 +107,14 @@ void StreamSet::on_consumed(StreamId id, std::size_t n) {
     }
 }
 
+bool StreamSet::set_sink(StreamId id, RecvStream::Sink sink) {
+    StreamState* s = find(id);
+    if (!s || send_only(id) || !sink) return false;
+    s->readable_notified = false;
+    if (const std::size_t n = s->recv.set_sink(std::move(sink))) on_consumed(id, n);
+    return true;
+}
+
 bool StreamSet::opened(StreamId id) const {
     const std::uint64_t index = id >> 2;
     return index < (peer_initiated(id) ? peer_next_index_ : next_local_index_)[dir(is_bidi(id))];
@@ -228,6 +236,8 @@ StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
         s->readable_notified = true;
         events_.push_back(event::StreamReadable{f.stream_id});
     }
+    // What a sink took counts as read (last: the stream may be reaped).
+    if (const std::size_t sunk = s->recv.take_sunk()) on_consumed(f.stream_id, sunk);
     return std::nullopt;
 }
 

@@ -104,6 +104,10 @@ public:
     // Bytes the application took: flow-control credit back to the peer, and
     // the stream's end once its FIN has been read. May reap the stream.
     void on_consumed(StreamId id, std::size_t n);
+    // The stream's in-order bytes go to `sink` from now on (RecvStream::
+    // set_sink), credited as consumed; false for a stream this side does not
+    // receive on, or one not open. May reap the stream.
+    bool set_sink(StreamId id, RecvStream::Sink sink);
     // Reaped streams were finished both ways.
     [[nodiscard]] bool finished(StreamId id) const;
     // Our half delivered: every byte written and the FIN acknowledged.
