@@ -455,7 +455,7 @@ public:
     // with read(). Only bytes that arrive beyond a gap wait in the buffer,
     // until it fills. Bytes readable when the sink is set go to it at once.
     // `bytes` is valid during the call only; the sink must not call into this
-    // connection. The FIN still raises StreamReadable (stream_finished() then
+    // connection, nor throw (the packet is half processed). The FIN still raises StreamReadable (stream_finished() then
     // holds); read() and peek() find nothing. False for a stream this side
     // does not receive on, or one not open (set it on StreamOpened).
     using StreamSink = std::function<void(std::uint64_t offset, std::span<const std::uint8_t> bytes)>;
