@@ -455,9 +455,10 @@ public:
     // with read(). Only bytes that arrive beyond a gap wait in the buffer,
     // until it fills. Bytes readable when the sink is set go to it at once.
     // `bytes` is valid during the call only; the sink must not call into this
-    // connection, nor throw (the packet is half processed). The FIN still raises StreamReadable (stream_finished() then
-    // holds); read() and peek() find nothing. False for a stream this side
-    // does not receive on, or one not open (set it on StreamOpened).
+    // connection, nor throw (the packet is half processed). The FIN still
+    // raises StreamReadable (stream_finished() then holds); read() and peek()
+    // find nothing. False for a stream this side does not receive on, or one
+    // not open (set it on StreamOpened).
     using StreamSink = std::function<void(std::uint64_t offset, std::span<const std::uint8_t> bytes)>;
     bool set_stream_sink(StreamId id, StreamSink sink);
     // The in-order bytes read() would return now (0 for a stream not opened

@@ -120,10 +120,10 @@ public:
 
     // For a driver that knows what its application touched (run_shared_path
     // with many flows): step() without draining both connections first, and
-    // a flush of only some. advance() returns the connections the event
-    // reached (kClientSide | kServerSide; 0 when it delivered nothing, or
-    // nothing was scheduled: then now() did not move). Whatever the
-    // application wrote to a connection must be flushed before advance().
+    // a flush of only some. advance() returns the connection the event
+    // reached (kClientSide or kServerSide), or 0: a link had nothing to
+    // deliver after all, or nothing was scheduled (now() then stays). Whatever
+    // the application wrote to a connection must be flushed before advance().
     static constexpr unsigned kClientSide = 1, kServerSide = 2;
     unsigned advance();
     void flush(unsigned sides);
