@@ -47,6 +47,8 @@ public:
 
 private:
     void pump_sender();
+    // Timed mode and its send time over: the stream is (to be) finished.
+    [[nodiscard]] bool send_time_up() const { return by_time_ && sim_.now() >= send_until_; }
     void pump_receiver();
 
     Simulator& sim_;
