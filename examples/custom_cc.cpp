@@ -66,8 +66,7 @@ int main() {
     std::vector<std::uint8_t> data(64u << 20, 0x5a);
     const auto t0 = std::chrono::steady_clock::now();
     stream.write(data);
-    stream.finish();
-    stream.close(30s);  // returns once everything is acknowledged
+    stream.close(30s);  // sends FIN; returns once everything is acknowledged, else throws
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const ndm::Connection* c = client.find(stream.handle());
     std::printf("cc=fixed: %llu bytes in %.3f s (%.2f Gbit/s)%s\n", static_cast<unsigned long long>(received.load()), secs,

@@ -29,10 +29,15 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
             for (;;) {
                 auto s = ndm::BlockingStream::accept(ep, std::chrono::hours(24));
-                std::vector<std::uint8_t> buf(64 * 1024);
-                while (std::size_t n = s.read(buf)) s.write({buf.data(), n});
-                s.finish();
-                s.close();
+                // One client's failure (it vanished, its echo could not be
+                // delivered) ends its connection, not the server.
+                try {
+                    std::vector<std::uint8_t> buf(64 * 1024);
+                    while (std::size_t n = s.read(buf)) s.write({buf.data(), n});
+                    s.close();  // sends FIN; returns once the echo is acknowledged, else throws
+                } catch (const ndm::EndpointError& e) {
+                    std::fprintf(stderr, "%s\n", e.what());
+                }
             }
         }
         if (mode == "client" && argc > 4) {
@@ -44,11 +49,11 @@ int main(int argc, char** argv) {
             auto s = ndm::BlockingStream::connect(ep, "127.0.0.1", static_cast<std::uint16_t>(std::atoi(argv[2])));
             const std::string msg = argv[4];
             s.write({reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size()});
-            s.finish();
+            s.finish();  // the end of the message: the server echoes until it
             std::string echoed;
             std::vector<std::uint8_t> buf(4096);
             while (std::size_t n = s.read(buf)) echoed.append(reinterpret_cast<char*>(buf.data()), n);
-            s.close();
+            s.close();  // throws if the message (even an empty one) was not acknowledged
             std::printf("%s\n", echoed.c_str());
             return echoed == msg ? 0 : 1;
         }

@@ -69,6 +69,9 @@ const char* to_string(RetryPolicy p);
 
 // Local-only close codes the Endpoint uses (never sent on the wire as such).
 inline constexpr std::uint64_t kClosePeerUnreachable = 0x102;  // ICMP error / no route
+// The application close code BlockingStream::close() sends when it gives up
+// on data the peer has not acknowledged (0 when everything arrived).
+inline constexpr std::uint64_t kCloseAbandoned = 0x1;
 
 struct EndpointConfig {
     // Numeric address to bind. "::" binds dual-stack (IPv4 peers appear as
@@ -309,10 +312,26 @@ public:
     void write(std::span<const std::uint8_t> data, Duration timeout = std::chrono::seconds(30));
     // Reads at least one byte; returns 0 at the end of the stream.
     std::size_t read(std::span<std::uint8_t> out, Duration timeout = std::chrono::seconds(30));
-    // Sends FIN (end of our direction).
+    // Sends FIN (end of our direction). Queues it only: close() is what
+    // waits for the peer to acknowledge it.
     void finish();
-    // Closes the connection: first waits (up to the timeout) until the peer
-    // has acknowledged everything written, since a close abandons unsent data.
+    // Ends the stream and the connection, as a socket's close() does: sends
+    // FIN if finish() was not called, then waits until the peer's transport
+    // has acknowledged every byte written and the FIN (an empty stream
+    // arrives too), then closes the connection with NO_ERROR. The wait lasts
+    // as long as acknowledgements keep coming: `timeout` bounds a stretch
+    // without progress, not the whole wait, so a large send over a slow path
+    // is not cut short.
+    //
+    // Throws EndpointError when data would be lost: the peer acknowledged
+    // nothing new for `timeout`, or the connection ended first (the message
+    // says how many bytes were acknowledged of how many written, and why).
+    // The connection is closed in either case (with application error code
+    // kCloseAbandoned and a reason naming the bytes when data was abandoned),
+    // so nothing is left behind. Acknowledged means
+    // delivered to the peer's transport, not read by its application: a
+    // peer that must not lose unread data reads before its connection's
+    // draining period ends (RFC 9000 §10.2).
     void close(Duration timeout = std::chrono::seconds(5));
 
     [[nodiscard]] ConnectionHandle handle() const { return handle_; }
@@ -321,10 +340,14 @@ public:
 private:
     BlockingStream(Endpoint& ep, ConnectionHandle h, StreamId s) : ep_(&ep), handle_(h), stream_(s) {}
     Connection& conn(const char* what);
+    void note_delivery(const Connection& c);
     Endpoint* ep_;
     ConnectionHandle handle_;
     StreamId stream_;
     std::uint64_t written_ = 0;
+    bool finished_ = false;
+    bool delivered_ = false;      // every byte and the FIN acknowledged, as last seen
+    std::uint64_t acked_ = 0;     // bytes acknowledged, as last seen
 };
 
 }  // namespace ndm

@@ -79,6 +79,7 @@ std::size_t BlockingStream::read(std::span<std::uint8_t> out, Duration timeout) 
     for (;;) {
         Connection* c = ep_->connection(handle_);
         if (c) {
+            note_delivery(*c);
             if (std::size_t n = c->read(stream_, out)) return n;
             if (c->stream_finished(stream_)) return 0;
         }
@@ -88,24 +89,73 @@ std::size_t BlockingStream::read(std::span<std::uint8_t> out, Duration timeout) 
     }
 }
 
-void BlockingStream::finish() { conn("finish").finish(stream_); }
+void BlockingStream::note_delivery(const Connection& c) {
+    // Remembered for close(), which may find the connection gone (the peer
+    // closed it once it had everything).
+    if (finished_ && !delivered_ && c.stream_send_acked(stream_)) {
+        delivered_ = true;
+        acked_ = written_;
+    }
+}
+
+void BlockingStream::finish() {
+    conn("finish").finish(stream_);
+    finished_ = true;
+}
+
+namespace {
+bool is_open(const Connection* c) {
+    return c && (c->state() == ConnectionState::handshaking || c->is_established());
+}
+}  // namespace
 
 void BlockingStream::close(Duration timeout) {
-    const Instant end = steady_now() + timeout;
-    // Linger until what we wrote is acknowledged: a close abandons unsent data.
-    ep_->run_until(
-        [&] {
-            const Connection* c = ep_->find(handle_);
-            return !c || !c->is_established() || c->stats(steady_now()).stream_bytes_acked >= written_;
-        },
-        std::max(Duration{0}, end - steady_now()));
     Connection* c = ep_->connection(handle_);
-    if (!c) return;
-    if (c->state() == ConnectionState::handshaking || c->state() == ConnectionState::established) {
-        c->close(0, "closed by application", steady_now());
+    if (is_open(c) && !finished_) {
+        c->finish(stream_);
+        finished_ = true;
+    }
+    // Linger while the peer keeps acknowledging: what we wrote and the FIN
+    // must reach it before the connection goes (a close abandons the rest).
+    std::uint64_t& acked = acked_;
+    bool& delivered = delivered_;
+    Instant quiet_until = steady_now() + timeout;
+    auto settled = [&] {  // delivered, or nothing more can be: stop waiting
+        const Connection* cc = ep_->find(handle_);
+        if (!cc) return true;
+        delivered = delivered || cc->stream_send_acked(stream_);
+        if (const std::uint64_t n = cc->stats(steady_now()).stream_bytes_acked; n > acked) {
+            acked = n;
+            quiet_until = steady_now() + timeout;
+        }
+        return delivered || !is_open(cc);
+    };
+    while (!settled() && steady_now() < quiet_until) {
+        ep_->run_until([&] { return settled() || steady_now() >= quiet_until; },
+                       std::max(Duration{0}, quiet_until - steady_now()));
+    }
+    c = ep_->connection(handle_);
+    std::string failure;
+    if (!delivered) {
+        const std::string why = is_open(c) ? fmt::format("nothing acknowledged for {:g} s",
+                                                         std::chrono::duration<double>(timeout).count())
+                                           : "connection closed: " + close_reason(*ep_, handle_);
+        failure = fmt::format("ndm: close: the peer acknowledged {} of {} bytes written{}; {}", std::min(acked, written_),
+                              written_, acked >= written_ ? " but not the stream's end" : "", why);
+    }
+    if (is_open(c)) {
+        if (failure.empty()) {
+            c->close(0, "closed by application", steady_now());
+        } else {
+            c->close(kCloseAbandoned,
+                     fmt::format("closed with {} of {} bytes unacknowledged", written_ - std::min(acked, written_),
+                                 written_),
+                     steady_now());
+        }
     }
     // A few loop turns send the close frame.
     for (int i = 0; i < 3 && ep_->find(handle_); ++i) ep_->run_once(steady_now());
+    if (!failure.empty()) throw EndpointError(failure);
 }
 
 }  // namespace ndm
