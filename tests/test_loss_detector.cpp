@@ -316,6 +316,39 @@ TEST_CASE("LossDetector: ACK of a packet never sent is invalid and changes nothi
     CHECK_FALSE(ld.on_ack_received(ack({{0, 2}}), t0 + 12ms, true).invalid);
 }
 
+TEST_CASE("LossDetector: an ACK of a skipped packet number is optimistic and invalid (RFC 9000 21.4)") {
+    LossDetector ld({});
+    ld.on_packet_sent(packet(0, t0));
+    ld.on_packet_sent(packet(1, t0));
+    ld.skip_packet_number();  // 2
+    CHECK(ld.next_packet_number() == 3);
+    for (std::uint64_t pn = 3; pn < 8; ++pn) ld.on_packet_sent(packet(pn, t0));
+    // A receiver that claims everything, the skipped number included.
+    auto lie = ld.on_ack_received(ack({{0, 7}}), t0 + 10ms, true);
+    CHECK(lie.invalid);
+    CHECK(lie.optimistic);
+    CHECK(lie.acked.empty());
+    CHECK(ld.bytes_in_flight() == 7 * 1200);
+    // Around it, honestly: accepted, and the skipped number is neither
+    // acknowledged nor ever declared lost.
+    auto honest = ld.on_ack_received(ack({{3, 7}, {0, 1}}), t0 + 10ms, true);
+    CHECK_FALSE(honest.invalid);
+    CHECK(pns(honest.acked) == Pns{0, 1, 3, 4, 5, 6, 7});
+    CHECK(honest.lost.empty());
+    CHECK(ld.bytes_in_flight() == 0);
+    // Still remembered once the sent packets around it are gone.
+    CHECK(ld.on_ack_received(ack({{1, 4}}), t0 + 11ms, true).optimistic);
+    // Only the last kSkippedRemembered skips are checked.
+    std::uint64_t pn = ld.next_packet_number();
+    for (std::size_t i = 0; i < LossDetector::kSkippedRemembered; ++i) {
+        ld.skip_packet_number();
+        ld.on_packet_sent(packet(++pn, t0));
+        ++pn;
+    }
+    CHECK_FALSE(ld.on_ack_received(ack({{2, 2}}), t0 + 12ms, true).invalid);
+    CHECK(ld.on_ack_received(ack({{pn - 2, pn - 2}}), t0 + 12ms, true).optimistic);
+}
+
 TEST_CASE("LossDetector: bytes_in_flight never underflows, discard_all") {
     LossDetector ld({});
     ld.on_packet_sent(packet(0, t0));

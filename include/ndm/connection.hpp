@@ -232,6 +232,13 @@ struct ConnectionConfig {
     // Received codepoints are counted and reported (ACK_ECN) either way, as
     // §13.4.1 requires of every endpoint that can read them.
     bool ecn = true;
+    // Skip a 1-RTT packet number now and then, at random (RFC 9000 §21.4),
+    // so that a peer acknowledging packets it never received is caught and
+    // closed with PROTOCOL_VIOLATION: one skip in the first 32 packets, then
+    // gaps that grow to 1024 packets on average (src/transport/pn_skip.hpp). Unpredictable
+    // when `random_bytes` is set (the Endpoint's connections); from `seed`
+    // otherwise.
+    bool skip_packet_numbers = true;
     // Opaque bytes carried in the handshake (the tools put test parameters
     // here), as a transport parameter of ndm's private ID.
     std::vector<std::uint8_t> application_params;

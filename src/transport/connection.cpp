@@ -5,6 +5,7 @@
 #include "ndm/connection.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <stdexcept>
 
@@ -106,6 +107,18 @@ unsigned ack_delay_exponent(wire::PacketType type, const wire::TransportParams* 
     return static_cast<unsigned>(sender_params->ack_delay_exponent);
 }
 
+// The secret that places skipped packet numbers (transport/pn_skip.hpp).
+std::uint64_t skip_seed(const ConnectionConfig& cfg) {
+    std::uint64_t seed = cfg.seed ^ 0x5b1d'9e37'79b9'7f4aull;
+    if (cfg.random_bytes) {
+        std::array<std::uint8_t, 8> b{};
+        cfg.random_bytes(b);
+        seed = 0;
+        for (const std::uint8_t x : b) seed = seed << 8 | x;
+    }
+    return util::splitmix64(seed);
+}
+
 }  // namespace
 
 // ============================================================================
@@ -120,6 +133,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
       peer_cids(config.limits.active_connection_ids),
       mds(config.max_datagram_size),
       loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff, config.loss_detection}),
+      pn_skip(skip_seed(config), config.skip_packet_numbers),
       acks{AckTracker(ack_config(PacketSpace::initial, config)), AckTracker(ack_config(PacketSpace::handshake, config)),
            AckTracker(ack_config(PacketSpace::application, config))},
       ecn(config.ecn),
@@ -841,7 +855,10 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     loss.on_ack_received(ack, now, handshake_confirmed, out, space);
     if (out.invalid) {
         close_with_error(CloseCode::protocol_violation,
-                         fmt::format("ACK of packet {} which was never sent", ack.largest()), now);
+                         out.optimistic ? std::string("optimistic ACK: a packet number skipped on purpose was "
+                                                      "acknowledged (RFC 9000 §21.4)")
+                                        : fmt::format("ACK of packet {} which was never sent", ack.largest()),
+                         now);
         return;
     }
 
@@ -1209,6 +1226,7 @@ std::size_t Connection::Impl::pn_length(PacketSpace space) const {
 std::size_t Connection::Impl::write_packet(std::span<std::uint8_t> datagram, std::size_t pos, PacketSpace space,
                                            bool closing, std::size_t pad_to, Instant now) {
     const wire::PacketType type = type_of(space);
+    if (space == PacketSpace::application && pn_skip.due()) loss.skip_packet_number(space);
     const std::uint64_t pn = loss.next_packet_number(space);
     const std::size_t pn_len = pn_length(space);
     std::size_t overhead = 0;  // header and AEAD tag

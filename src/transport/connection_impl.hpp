@@ -32,6 +32,7 @@
 #include "transport/packet.hpp"
 #include "transport/packet_codec.hpp"
 #include "transport/packet_space.hpp"
+#include "transport/pn_skip.hpp"
 #include "transport/stream_set.hpp"
 #include "transport/transport_params.hpp"
 
@@ -135,6 +136,7 @@ struct Connection::Impl {
     // ---- recovery and congestion control
     transport::LossDetector loss;
     transport::AckOutcome ack_out;  // reused by every ACK frame (keeps its vectors' storage)
+    transport::PacketNumberSkip pn_skip;  // 1-RTT numbers skipped against optimistic ACKs
     std::vector<wire::Frame> rx_frames;  // of the packet being read, reused likewise
     // RFC 9000 §12.3: one receive record per packet number space.
     std::array<transport::AckTracker, transport::kPacketSpaces> acks;

@@ -57,6 +57,20 @@ void LossDetector::on_packet_sent(SentPacket p, PacketSpace space_id) {
     s.event = 0;
 }
 
+void LossDetector::skip_packet_number(PacketSpace space_id) {
+    if (discarded(space_id)) return;
+    Space& sp = space(space_id);
+    if (sp.sent.empty()) sp.base = sp.next_pn;
+    // The ring holds contiguous packet numbers: the skipped one takes a slot
+    // that is never outstanding, so nothing reports it acknowledged or lost.
+    Slot& gap = sp.sent.push_back();
+    gap = Slot{};
+    gap.p.pn = sp.next_pn;
+    gap.state = State::acked;
+    sp.skipped[sp.skipped_next] = sp.next_pn++;
+    sp.skipped_next = (sp.skipped_next + 1) % kSkippedRemembered;
+}
+
 void LossDetector::remove_from_flight(Space& sp, const SentPacket& p) {
     if (!p.in_flight) return;
     bytes_in_flight_ -= std::min<std::uint64_t>(bytes_in_flight_, p.bytes);
@@ -92,15 +106,23 @@ AckOutcome LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now,
     return out;
 }
 
-bool LossDetector::valid_ack(const Space& sp, const wire::AckFrame& ack) {
+LossDetector::AckCheck LossDetector::check_ack(const Space& sp, const wire::AckFrame& ack) {
     // RFC 9000 §13.1: an ACK of a packet never sent MAY be treated as
     // PROTOCOL_VIOLATION.
-    if (ack.ranges.empty() || ack.largest() >= sp.next_pn) return false;
+    if (ack.ranges.empty() || ack.largest() >= sp.next_pn) return AckCheck::invalid;
     for (std::size_t i = 0; i < ack.ranges.size(); ++i) {
         const auto& r = ack.ranges[i];
-        if (r.smallest > r.largest || (i > 0 && r.largest >= ack.ranges[i - 1].smallest)) return false;
+        if (r.smallest > r.largest || (i > 0 && r.largest >= ack.ranges[i - 1].smallest)) return AckCheck::invalid;
     }
-    return true;
+    // RFC 9000 §21.4: a skipped number acknowledged is a packet the peer
+    // claims without having received it. Ranges run in descending order.
+    for (const std::uint64_t pn : sp.skipped) {
+        if (pn == kNoPn || pn > ack.largest()) continue;
+        const auto r = std::partition_point(ack.ranges.begin(), ack.ranges.end(),
+                                            [pn](const wire::AckRange& a) { return a.smallest > pn; });
+        if (r != ack.ranges.end() && r->largest >= pn) return AckCheck::optimistic;
+    }
+    return AckCheck::ok;
 }
 
 void LossDetector::take_acked(Space& sp, const wire::AckFrame& ack, AckOutcome& out) {
@@ -134,7 +156,7 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
     out.acked.clear();
     out.lost.clear();
     out.late_acked.clear();
-    out.invalid = out.rtt_sample = out.persistent_congestion = out.spurious_congestion = false;
+    out.invalid = out.optimistic = out.rtt_sample = out.persistent_congestion = out.spurious_congestion = false;
     out.prior_bytes_in_flight = 0;
     out.largest_acked_time_sent = out.largest_lost_time_sent = Instant{};
     // RFC 9002 §6.4: the space's packets are gone; an ACK still in the
@@ -142,8 +164,9 @@ void LossDetector::on_ack_received(const wire::AckFrame& ack, Instant now, bool 
     if (discarded(space_id)) return;
     Space& sp = space(space_id);
     // Validate everything before changing any state.
-    if (!valid_ack(sp, ack)) {
+    if (const AckCheck c = check_ack(sp, ack); c != AckCheck::ok) {
         out.invalid = true;
+        out.optimistic = c == AckCheck::optimistic;
         return;
     }
 

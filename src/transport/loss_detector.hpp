@@ -44,6 +44,8 @@ inline constexpr int kPersistentCongestionThreshold = 3;
 inline constexpr std::uint64_t kMaxPacketThreshold = 300;
 inline constexpr int kMaxTimeThresholdNum = 16;
 
+inline constexpr std::uint64_t kNoPn = ~std::uint64_t{0};
+
 struct SentPacket {
     std::uint64_t pn = 0;
     Instant time_sent{};
@@ -57,8 +59,12 @@ struct SentPacket {
 
 struct AckOutcome {
     // Acknowledges a packet number never sent in its space (>=
-    // next_packet_number(space)) or is malformed: nothing was changed; the caller closes with PROTOCOL_VIOLATION.
+    // next_packet_number(space), or one skipped on purpose) or is malformed:
+    // nothing was changed; the caller closes with PROTOCOL_VIOLATION.
     bool invalid = false;
+    // Of those, an ACK of a packet number skipped on purpose (RFC 9000
+    // §21.4): the peer acknowledges packets it never received.
+    bool optimistic = false;
     std::vector<SentPacket> acked;       // newly acked, not previously lost; ascending pn
     std::vector<SentPacket> lost;        // newly declared lost by this ACK; ascending pn
     // Previously declared lost, now acknowledged (each reported once): their
@@ -105,6 +111,12 @@ public:
 
     // Packet numbers are allocated here, per space strictly increasing from 0.
     [[nodiscard]] std::uint64_t next_packet_number(PacketSpace s = kApp) const { return space(s).next_pn; }
+    // Uses up space s's next packet number without sending it (RFC 9000
+    // §21.4: a sender MAY skip packet numbers to detect optimistic ACKs).
+    // An ACK that covers one of the last kSkippedRemembered skipped numbers
+    // is invalid (AckOutcome::optimistic).
+    void skip_packet_number(PacketSpace s = kApp);
+    static constexpr std::size_t kSkippedRemembered = 8;
     // Records a packet sent in space s; p.pn must equal next_packet_number(s).
     // Packets that are not in flight (ACK-only) are tracked too, so that their
     // acknowledgement or loss is reported. Throws std::logic_error once s is
@@ -263,6 +275,10 @@ private:
         // Declared lost and no longer in `sent`, remembered for a while so that a
         // late acknowledgement reveals a spurious loss. Keyed by pn.
         std::map<std::uint64_t, Slot> lost;
+        // The most recently skipped packet numbers (skip_packet_number), a
+        // ring; kNoPn where unused.
+        std::array<std::uint64_t, kSkippedRemembered> skipped{kNoPn, kNoPn, kNoPn, kNoPn, kNoPn, kNoPn, kNoPn, kNoPn};
+        std::size_t skipped_next = 0;
         // RFC 8985 §6.2 Step 1 (LossDetection::rack): the send time of the
         // latest-sent packet acknowledged, and its RTT.
         Instant rack_xmit_ts{};
@@ -277,8 +293,10 @@ private:
 
     Space& space(PacketSpace s) { return spaces_[static_cast<std::size_t>(s)]; }
     [[nodiscard]] const Space& space(PacketSpace s) const { return spaces_[static_cast<std::size_t>(s)]; }
-    // The ACK's ranges are well formed and below sp's next packet number.
-    [[nodiscard]] static bool valid_ack(const Space& sp, const wire::AckFrame& ack);
+    enum class AckCheck : std::uint8_t { ok, invalid, optimistic };
+    // The ACK's ranges are well formed, below sp's next packet number and
+    // clear of the numbers sp skipped.
+    [[nodiscard]] static AckCheck check_ack(const Space& sp, const wire::AckFrame& ack);
     // RFC 9002 §A.7 DetectAndRemoveAckedPackets into out.acked / late_acked.
     void take_acked(Space& sp, const wire::AckFrame& ack, AckOutcome& out);
     [[nodiscard]] Duration loss_delay() const;
