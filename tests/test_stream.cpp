@@ -54,6 +54,93 @@ TEST_CASE("RecvStream reassembles shuffled, overlapping, duplicated frames byte-
     CHECK(out == data);
 }
 
+namespace {
+// Reads everything readable from rs into out.
+void drain(RecvStream& rs, std::vector<std::uint8_t>& out) {
+    std::vector<std::uint8_t> buf(8192);
+    while (std::size_t n = rs.read(buf)) out.insert(out.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+// What a RecvStream may hold (RecvStream's class comment): a ring of at most
+// twice kSparseFactor times the most bytes it has held (it doubles, and
+// keeps its memory for reuse when it empties), or its first 64 KiB, plus
+// far chunks of at most twice their bytes and a node each.
+class MemoryBound {
+public:
+    bool holds(const RecvStream& rs, std::size_t far_chunks_bound) {
+        peak_ = std::max<std::size_t>(peak_, rs.held());
+        const std::size_t ring = std::max<std::size_t>(OffsetBuffer::kDefaultMinRing, 2 * RecvStream::kSparseFactor * peak_);
+        return rs.memory() <= ring + 2 * rs.held() + 64 * far_chunks_bound;
+    }
+
+private:
+    std::size_t peak_ = 0;
+};
+}  // namespace
+
+TEST_CASE("RecvStream: sparse bytes far apart cost memory in proportion to the bytes, not their span") {
+    // A peer's 1-byte STREAM frames 2 MiB apart once mapped a huge page each.
+    const auto data = pattern(15u << 20, 9);
+    RecvStream rs;
+    for (std::uint64_t k = 1; k <= 7; ++k) {
+        const std::uint64_t off = k * (2u << 20);
+        CHECK(rs.on_frame(off, {data.data() + off, 1}, false) == RecvStream::Result::ok);
+    }
+    CHECK(rs.held() == 7);
+    CHECK(rs.memory() < 2048);
+    CHECK(rs.readable() == 0);
+    // The rest arrives in order, 1452 bytes a frame: every byte reads back.
+    std::vector<std::uint8_t> out;
+    MemoryBound bound;
+    for (std::size_t off = 0; off < data.size(); off += 1452) {
+        const std::size_t n = std::min<std::size_t>(1452, data.size() - off);
+        rs.on_frame(off, {data.data() + off, n}, off + n == data.size());
+        REQUIRE(bound.holds(rs, 7));
+        if (off % (1u << 20) < 1452) drain(rs, out);  // a reader that keeps up, once a MiB
+    }
+    drain(rs, out);
+    CHECK(rs.finished());
+    CHECK(out == data);
+}
+
+TEST_CASE("RecvStream: a far range filled a byte at a time, backwards, stays in few chunks") {
+    const std::size_t far = 1u << 20, n = 100'000;
+    const auto data = pattern(far + n, 10);
+    RecvStream rs;
+    for (std::size_t i = far + n; i-- > far;) rs.on_frame(i, {data.data() + i, 1}, false);
+    CHECK(rs.held() == n);
+    CHECK(rs.readable() == 0);
+    CHECK(MemoryBound().holds(rs, 2 * 17));  // O(log n) chunks: 2 log2(100000)
+    CHECK(rs.memory() < 4 * n);
+    CHECK(rs.on_frame(0, {data.data(), far}, false) == RecvStream::Result::ok);
+    std::vector<std::uint8_t> out;
+    drain(rs, out);
+    CHECK(rs.held() == 0);
+    CHECK(out == data);
+}
+
+TEST_CASE("RecvStream: random sparse and dense arrivals: memory follows the bytes held, delivery byte-exact") {
+    const auto data = pattern(4u << 20, 11);
+    std::mt19937_64 rng(12);
+    RecvStream rs;
+    std::vector<std::uint8_t> out;
+    MemoryBound bound;
+    for (int i = 0; i < 4000; ++i) {
+        const std::size_t off = rng() % data.size();
+        const std::size_t len = std::min<std::size_t>(rng() % 2 ? 1 : 1 + rng() % 1452, data.size() - off);
+        rs.on_frame(off, {data.data() + off, len}, false);
+        if (i % 64 == 0) drain(rs, out);
+        REQUIRE(bound.holds(rs, 4000));
+    }
+    for (std::size_t off = 0; off < data.size(); off += 1452) {
+        const std::size_t n = std::min<std::size_t>(1452, data.size() - off);
+        rs.on_frame(off, {data.data() + off, n}, off + n == data.size());
+    }
+    drain(rs, out);
+    CHECK(rs.finished());
+    CHECK(out == data);
+}
+
 TEST_CASE("RecvStream peek shows only the in-order prefix, consume takes it") {
     auto data = pattern(5000, 9);
     RecvStream r;

@@ -375,23 +375,50 @@ RecvStream::Result RecvStream::on_frame(std::uint64_t offset, std::span<const st
         return Result::ok;
     }
 
-    std::uint64_t pos = std::max(offset, read_offset_);
-    buffer_.extend_to(end);
-    bool any_new = false;
     // Copy only the gaps: bytes already received are kept as first delivered.
-    while (pos < end) {
+    const std::uint64_t first = std::max(offset, read_offset_);
+    std::uint64_t fresh = 0;
+    for (std::uint64_t pos = first; pos < end;) {
         auto [gap_lo, gap_hi] = next_gap(received_, pos, end);
         if (gap_lo >= end) break;
-        buffer_.write_at(gap_lo, data.subspan(static_cast<std::size_t>(gap_lo - offset),
-                                              static_cast<std::size_t>(gap_hi - gap_lo)));
-        any_new = true;
+        fresh += gap_hi - gap_lo;
         pos = gap_hi;
     }
-    if (any_new) received_.add(std::max(offset, read_offset_), end);
     highest_ = std::max(highest_, end);
+    if (fresh == 0) return new_fin ? Result::ok : Result::duplicate;
+    held_ += fresh;
+    const bool in_ring = end - read_offset_ <= ring_reach();
+    if (in_ring) buffer_.extend_to(end);
+    for (std::uint64_t pos = first; pos < end;) {
+        auto [gap_lo, gap_hi] = next_gap(received_, pos, end);
+        if (gap_lo >= end) break;
+        store(offset, data, gap_lo, gap_hi, in_ring);
+        pos = gap_hi;
+    }
+    received_.add(first, end);
+    if (!far_.empty()) pull_far_into_ring();
     if (sink_) drain_to_sink();
-    return any_new || new_fin ? Result::ok : Result::duplicate;
+    return Result::ok;
 }
+
+void RecvStream::store(std::uint64_t offset, std::span<const std::uint8_t> data, std::uint64_t lo, std::uint64_t hi,
+                       bool in_ring) {
+    const auto bytes = data.subspan(static_cast<std::size_t>(lo - offset), static_cast<std::size_t>(hi - lo));
+    if (in_ring) {
+        buffer_.write_at(lo, bytes);
+    } else {
+        far_.insert(lo, bytes);
+    }
+}
+
+void RecvStream::pull_far_into_ring() {
+    far_.take_below(read_offset_ + ring_reach(), [this](std::uint64_t off, std::span<const std::uint8_t> bytes) {
+        buffer_.extend_to(off + bytes.size());
+        buffer_.write_at(off, bytes);
+    });
+}
+
+std::size_t RecvStream::memory() const { return buffer_.ring_capacity() + far_.memory(); }
 
 std::size_t RecvStream::set_sink(Sink sink) {
     sink_ = std::move(sink);
@@ -428,6 +455,7 @@ std::span<const std::uint8_t> RecvStream::peek() const {
 void RecvStream::consume(std::size_t n) {
     if (n > readable()) throw std::logic_error("consume: more bytes than are readable");
     read_offset_ += n;
+    held_ -= n;
     buffer_.drop_front_to(read_offset_);
     buffer_.rewind_if_empty();
     received_.remove_below(read_offset_);

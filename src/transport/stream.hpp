@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/far_bytes.hpp"
 #include "transport/range_set.hpp"
 
 namespace ndm::transport {
@@ -179,9 +180,19 @@ private:
     bool fin_lost_ = false;
 };
 
+// Received bytes wait in a ring that spans [read offset, highest byte), so
+// its memory follows the span, not the bytes: a peer sending one byte every
+// 2 MiB would make it map megabytes per byte. The ring therefore spans at
+// most kSparseFactor times the bytes it would hold (or its first size);
+// bytes that arrive beyond that, far past a gap, wait in chunks of their
+// own (memory: the bytes plus a node each, and the number of such ranges is
+// capped by ConnectionLimits::stream_ranges) and move into the ring once it
+// reaches them. Every readable byte is in the ring: readable bytes are
+// contiguous, so their span is at most the bytes held.
 class RecvStream {
 public:
-    explicit RecvStream(std::size_t min_ring = OffsetBuffer::kDefaultMinRing) : buffer_(min_ring) {}
+    static constexpr std::uint64_t kSparseFactor = 4;
+    explicit RecvStream(std::size_t min_ring = OffsetBuffer::kDefaultMinRing) : buffer_(min_ring), min_ring_(min_ring) {}
     enum class Result { ok, duplicate, final_size_error };
     // Stores a STREAM frame's data. Flow control is checked by the caller.
     Result on_frame(std::uint64_t offset, std::span<const std::uint8_t> data, bool fin);
@@ -210,9 +221,16 @@ public:
     [[nodiscard]] std::optional<std::uint64_t> final_size() const { return final_size_; }
     [[nodiscard]] std::uint64_t read_offset() const { return read_offset_; }
     void mark_fin_reported() { fin_reported_ = true; }
+    // Memory held for reading: the ring's capacity and the far chunks'.
+    [[nodiscard]] std::size_t memory() const;
+    // Bytes received and not yet read (in the ring or far chunks).
+    [[nodiscard]] std::uint64_t held() const { return held_; }
 
 private:
-    OffsetBuffer buffer_;  // [read_offset_, highest_)
+    OffsetBuffer buffer_;  // [read_offset_, highest_), or less: see far_
+    std::size_t min_ring_;
+    FarBytes far_;  // bytes beyond the ring's reach (class comment)
+    std::uint64_t held_ = 0;
     RangeSet received_;
     std::uint64_t read_offset_ = 0;
     std::uint64_t highest_ = 0;
@@ -222,6 +240,14 @@ private:
     std::size_t sunk_ = 0;
 
     void drain_to_sink();
+    // The ring may span up to read_offset_ + this.
+    [[nodiscard]] std::uint64_t ring_reach() const {
+        return std::max<std::uint64_t>({buffer_.ring_capacity(), min_ring_, kSparseFactor * held_});
+    }
+    // Copies [lo, hi) of a frame's data that starts at `offset` where it belongs.
+    void store(std::uint64_t offset, std::span<const std::uint8_t> data, std::uint64_t lo, std::uint64_t hi, bool in_ring);
+    // Moves far chunks the ring now reaches into it, lowest first.
+    void pull_far_into_ring();
 };
 
 }  // namespace ndm::transport
