@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -1285,6 +1286,48 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     server.run_until([&] { return server.next_accepted().has_value(); }, 2s);
     CHECK(server.stats().half_open_evicted == static_cast<std::uint64_t>(kFlood - 3));  // one more made room for the real client
     CHECK(server.connection_count() <= 4);
+}
+
+namespace {
+// This process's resident set size, in bytes (/proc/self/statm's second field).
+std::size_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::size_t pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+}  // namespace
+
+TEST_CASE("endpoint: the memory a flood of half-open connections took goes back to the system once they are gone") {
+    // docs/security.md: memory follows the bytes actually received. glibc
+    // keeps freed heap for reuse; the endpoint gives it back (malloc_trim)
+    // once its connections have halved from a peak of many.
+    EndpointConfig scfg = tls_endpoint_config();
+    scfg.bind_address = "127.0.0.1";
+    scfg.accept_connections = true;
+    scfg.retry = RetryPolicy::never;  // every Initial makes a connection
+    scfg.connection.handshake_timeout = 500ms;
+    Endpoint server(scfg);
+    SilentClient flood(server.local_port());
+    constexpr int kFlood = 400;
+    flood.send_initial(1);  // a first one builds what every handshake shares (certificate, GnuTLS caches)
+    server.run_until([&] { return server.connection_count() == 1; }, 5s);
+    server.run_until([&] { return server.connection_count() == 0; }, 5s);
+    const std::size_t before = resident_bytes();
+    for (int i = 0; i < kFlood; ++i) {
+        flood.send_initial(1000 + static_cast<std::uint64_t>(i));
+        if (i % 50 == 49) server.run_until([] { return false; }, 20ms);  // the socket buffer holds ~100
+    }
+    server.run_until([&] { return server.stats().datagrams_received >= kFlood + 1; }, 5s);
+    const std::size_t peak = resident_bytes();
+    CHECK(server.connection_count() > kFlood / 2);
+    server.run_until([&] { return server.connection_count() == 0; }, 5s);
+    const std::size_t after = resident_bytes();
+    MESSAGE("RSS before " << before / 1024 << " KiB, with " << kFlood << " half-open " << peak / 1024 << " KiB, after "
+                          << after / 1024 << " KiB");
+    REQUIRE(server.connection_count() == 0);
+    REQUIRE(peak > before + 4 * 1024 * 1024);  // the flood did take memory
+    CHECK(after < before + (peak - before) / 4);
 }
 
 TEST_CASE("endpoint: with retry=always each client goes through one Retry and its transfer is byte-exact (RFC 9000 8.1.2)") {

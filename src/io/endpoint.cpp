@@ -7,6 +7,8 @@
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -141,6 +143,8 @@ struct Endpoint::Impl final : io::RxHandler {
     std::unique_ptr<io::Backend> backend;
     EventHandler handler;
     std::unordered_map<ConnectionHandle, std::unique_ptr<Record>> conns;
+    // The most connections held since memory was last given back (below).
+    std::size_t conns_peak = 0;
     std::unordered_map<std::uint64_t, Record*> routes;
     // The route the last datagram took: a sender's datagrams come in runs of
     // one connection's, and with many connections the table's buckets are
@@ -304,8 +308,21 @@ struct Endpoint::Impl final : io::RxHandler {
         Record& r = *rec;
         by_peer.emplace(peer, &r);
         conns.emplace(r.handle, std::move(rec));
+        conns_peak = std::max(conns_peak, conns.size());
         mark(r);
         return r;
+    }
+
+    // Once the connections have halved from a peak of many (a flood of
+    // half-open ones evicted or timed out, a test's 128 ended), the freed
+    // heap goes back to the system: glibc keeps freed memory for reuse,
+    // and a server's resident size would stay at its flood's high-water
+    // mark (docs/security.md: memory follows the bytes actually received).
+    void give_back_memory() {
+        constexpr std::size_t kMany = 64;
+        if (conns_peak < kMany || conns.size() * 2 > conns_peak) return;
+        ::malloc_trim(0);
+        conns_peak = conns.size();
     }
 
     void remove(Record& r) {
@@ -328,6 +345,7 @@ struct Endpoint::Impl final : io::RxHandler {
         if (!close_infos.count(r.handle)) remember_close(r.handle, r.conn->close_info());
         timers.erase(r);
         conns.erase(r.handle);  // r is gone
+        give_back_memory();
     }
 
     void leave_half_open(Record& r) {
