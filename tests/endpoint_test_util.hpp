@@ -1,6 +1,7 @@
 // Endpoint tests' shared pieces: TLS configs with a certificate valid now
-// (the endpoint checks it against the system time), and a client that sends
-// Initials and never answers, as a spoofer does.
+// (the endpoint checks it against the system time), a client that sends
+// Initials and never answers, as a spoofer does, and a link that edits or
+// drops datagrams.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -10,10 +11,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "ndm/connection.hpp"
 #include "ndm/endpoint.hpp"
+#include "ndm/link.hpp"
 
 namespace ndm::test {
 
@@ -74,6 +79,33 @@ private:
     int fd_;
     sockaddr_in to_{};
     std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(kMaxDatagramSize);
+};
+
+// An on-path box with no delay: `filter` sees each datagram as it is sent,
+// may rewrite it in place, and returns false to drop it.
+class FilterLink final : public Link {
+public:
+    using Filter = std::function<bool(std::vector<std::uint8_t>&)>;
+    explicit FilterLink(Filter filter) : filter_(std::move(filter)) {}
+    void send(std::span<const std::uint8_t> d, Instant now) override {
+        ++stats_.sent;
+        std::vector<std::uint8_t> copy(d.begin(), d.end());
+        if (filter_(copy)) q_.emplace_back(now, std::move(copy));
+    }
+    [[nodiscard]] Instant next_delivery() const override { return q_.empty() ? kNever : q_.front().first; }
+    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+        if (q_.empty() || q_.front().first > now) return false;
+        out = std::move(q_.front().second);
+        q_.pop_front();
+        ++stats_.delivered;
+        return true;
+    }
+    [[nodiscard]] LinkStats stats() const override { return stats_; }
+
+private:
+    Filter filter_;
+    LinkStats stats_;
+    std::deque<std::pair<Instant, std::vector<std::uint8_t>>> q_;
 };
 
 }  // namespace ndm::test

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -62,30 +61,6 @@ private:
     bool ended_ = false;
     std::string error_;
     std::thread thread_;
-};
-
-// Passes datagrams until cut() is called, then drops them all.
-class GateLink final : public Link {
-public:
-    explicit GateLink(std::shared_ptr<std::atomic<bool>> open) : open_(std::move(open)) {}
-    void send(std::span<const std::uint8_t> d, Instant now) override {
-        ++stats_.sent;
-        if (open_->load()) q_.emplace_back(now, std::vector<std::uint8_t>(d.begin(), d.end()));
-    }
-    [[nodiscard]] Instant next_delivery() const override { return q_.empty() ? kNever : q_.front().first; }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
-        if (q_.empty() || q_.front().first > now) return false;
-        out = std::move(q_.front().second);
-        q_.pop_front();
-        ++stats_.delivered;
-        return true;
-    }
-    [[nodiscard]] LinkStats stats() const override { return stats_; }
-
-private:
-    std::shared_ptr<std::atomic<bool>> open_;
-    LinkStats stats_;
-    std::deque<std::pair<Instant, std::vector<std::uint8_t>>> q_;
 };
 
 EndpointConfig loopback_config() {
@@ -145,7 +120,9 @@ TEST_CASE("blocking stream: close() throws, naming the bytes, when the peer stop
     auto open = std::make_shared<std::atomic<bool>>(true);
     EndpointConfig scfg = loopback_config(), ccfg = loopback_config();
     scfg.accept_connections = true;
-    ccfg.egress_link = [open] { return std::make_unique<GateLink>(open); };
+    ccfg.egress_link = [open] {  // passes datagrams while *open holds
+        return std::make_unique<test::FilterLink>([open](std::vector<std::uint8_t>&) { return open->load(); });
+    };
     Endpoint server(scfg);
     Endpoint client(ccfg);
     std::atomic<bool> stop{false};

@@ -448,38 +448,19 @@ namespace {
 // An on-path forger: rewrites a few bytes (anywhere past the first) of every
 // third datagram, keeping its length, as a relay that also fixed up the UDP
 // checksum would deliver it. Seeded: the same rewrites every run.
-class RewritingLink final : public Link {
-public:
-    explicit RewritingLink(std::uint64_t seed) : rng_(seed) {}
-    void send(std::span<const std::uint8_t> d, Instant now) override {
-        std::vector<std::uint8_t> copy(d.begin(), d.end());
-        if (++count_ % 3 == 0 && copy.size() > 1) {
-            const int bytes = 1 + static_cast<int>(rng_.next() % 8);
-            for (int i = 0; i < bytes; ++i) {
-                const std::size_t at = 1 + rng_.next() % (copy.size() - 1);
-                copy[at] ^= static_cast<std::uint8_t>(1 + rng_.next() % 255);
+std::unique_ptr<Link> rewriting_link(std::uint64_t seed) {
+    return std::make_unique<test::FilterLink>(
+        [rng = util::Xoshiro256(seed), count = std::uint64_t{0}](std::vector<std::uint8_t>& d) mutable {
+            if (++count % 3 == 0 && d.size() > 1) {
+                const int bytes = 1 + static_cast<int>(rng.next() % 8);
+                for (int i = 0; i < bytes; ++i) {
+                    const std::size_t at = 1 + rng.next() % (d.size() - 1);
+                    d[at] ^= static_cast<std::uint8_t>(1 + rng.next() % 255);
+                }
             }
-            ++stats_.corrupted;
-        }
-        ++stats_.sent;
-        q_.push_back({now, std::move(copy)});
-    }
-    [[nodiscard]] Instant next_delivery() const override { return q_.empty() ? kNever : q_.front().first; }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
-        if (q_.empty() || q_.front().first > now) return false;
-        out = std::move(q_.front().second);
-        q_.pop_front();
-        ++stats_.delivered;
-        return true;
-    }
-    [[nodiscard]] LinkStats stats() const override { return stats_; }
-
-private:
-    util::Xoshiro256 rng_;
-    std::uint64_t count_ = 0;
-    LinkStats stats_;
-    std::deque<std::pair<Instant, std::vector<std::uint8_t>>> q_;
-};
+            return true;
+        });
+}
 }  // namespace
 
 TEST_CASE("endpoint: a relay rewriting bytes of in-flight datagrams causes drops only, and the transfer is byte-exact") {
@@ -487,7 +468,7 @@ TEST_CASE("endpoint: a relay rewriting bytes of in-flight datagrams causes drops
     cfg.bind_address = "127.0.0.1";
     FOR_EACH_BACKEND(cfg);
     std::atomic<std::uint64_t> seed{7};
-    auto forger = [&seed] { return std::make_unique<RewritingLink>(seed++); };
+    auto forger = [&seed] { return rewriting_link(seed++); };
     EndpointConfig scfg = cfg, ccfg = cfg;
     ccfg.egress_link = forger;  // client → server
     scfg.egress_link = forger;  // server → client

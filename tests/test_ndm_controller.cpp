@@ -494,8 +494,10 @@ TEST_CASE("ndm: an in-order jittery link's raised RTT floor is not taken for a s
     };
     // Measured with default model v2: 4.0× at 5 %, 4.9× at 1 % (before the
     // steady-rate condition and the 2P − 1 weight ~1.9× and 3.1×; before the
-    // rate-follows-window rule 2.2× at 1 %).
-    for (const Case& k : {Case{"urban-lte-inorder", 3.0}, Case{"urban-lte-inorder,loss=1%", 4.0}}) {
+    // rate-follows-window rule 2.2× at 1 %). Since packet numbers are
+    // skipped (RFC 9000 §21.4) the trajectories differ: 3.8× at 1 % over
+    // these three seeds, 4.7× over seeds 1-20 (4.9× without skipping).
+    for (const Case& k : {Case{"urban-lte-inorder", 3.0}, Case{"urban-lte-inorder,loss=1%", 3.5}}) {
         const std::string& name = k.profile;
         CAPTURE(name);
         const auto profile = ndm::emu::parse_profile(name);

@@ -62,11 +62,12 @@ void LossDetector::skip_packet_number(PacketSpace space_id) {
     Space& sp = space(space_id);
     if (sp.sent.empty()) sp.base = sp.next_pn;
     // The ring holds contiguous packet numbers: the skipped one takes a slot
-    // that is never outstanding, so nothing reports it acknowledged or lost.
+    // that is never outstanding, so nothing reports it acknowledged or lost,
+    // and that does not break a persistent-congestion span (§7.6.2).
     Slot& gap = sp.sent.push_back();
     gap = Slot{};
     gap.p.pn = sp.next_pn;
-    gap.state = State::acked;
+    gap.state = State::skipped;
     sp.skipped[sp.skipped_next] = sp.next_pn++;
     sp.skipped_next = (sp.skipped_next + 1) % kSkippedRemembered;
 }

@@ -209,7 +209,9 @@ public:
     void discard_all();
 
 private:
-    enum class State : std::uint8_t { outstanding, acked, lost };
+    // skipped: a packet number used up without a packet (skip_packet_number):
+    // never outstanding, and no acknowledgement between lost packets.
+    enum class State : std::uint8_t { outstanding, acked, lost, skipped };
     struct Slot {
         SentPacket p;
         State state = State::outstanding;

@@ -11,7 +11,12 @@
 set -euo pipefail
 train="$1"  # ndm-train
 src="$2"    # source tree (python/ndm_train_torch)
-AUC_TOLERANCE=0.02  # the small set's held-out split: 189 events, 32 congestive
+# The small set's held-out split has 189 events, 32 of them congestive: one
+# AUC near 0.85 there has a standard error of 0.044 (Hanley & McNeil,
+# Radiology 1982), so the trainers differ only beyond about one of those.
+# (0.02 held by chance: since packet numbers are skipped, RFC 9000 §21.4, the
+# simulated dataset differs and the GRUs score 0.853 and 0.833.)
+AUC_TOLERANCE=0.05
 
 py=/usr/bin/python3  # Debian's interpreter, for which python3-torch is built
 skip() {
