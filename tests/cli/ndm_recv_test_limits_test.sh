@@ -7,7 +7,8 @@
 #   frame a second (holding_client keepalive) and (2) one that sends PINGs
 #   and no data at all (ndm_probe --keepalive): both end at --rcv-timeout;
 #   (3) a -t 1 client that trickles a byte every 200 ms after its data: data
-#   progress, so it ends at -t plus --test-grace; then a normal test.
+#   progress, so it ends at -t plus --test-grace; then a normal test; with
+#   -J the reason and the client's address; a -t beyond --max-test-time is refused.
 #   reverse: (4) a -R client that sends PINGs and no ACK (ndm_probe
 #   --keepalive), (5) one silent once the data flows (holding_client no-ack)
 #   and (6) one that never reads (its flow-control window stays shut): all
@@ -98,7 +99,11 @@ grep -qE '^\[  1\] local 127\.0\.0\.1 port '"$port"' connected to 127\.0\.0\.1 p
   fail "no connected line"
 if [ "$direction" = forward ]; then
   # -J: the reason in iperf3's "error" key, the client's address in its start keys.
-  start_server -J --rcv-timeout 500
+  start_server -J --rcv-timeout 500 --max-test-time 5
+  # A -t beyond --max-test-time is refused with the reason, and starts no test.
+  timeout 10 "$probe" hello --to "127.0.0.1:$port" --params "$(params 10 false)" > "$out/long.txt" || fail "long -t probe"
+  grep -q "reason=the test asks for 10 s; this server takes at most 5 s (--max-test-time)" "$out/long.txt" ||
+    fail "a -t beyond --max-test-time was not refused"
   "$client" --port "$port" --mode keepalive --seconds 0.5 > "$out/json_client.txt" 2>&1 || fail "-J: keepalive client"
   finish_server
   grep -qF '"error": "the server ended the test: no data from the client for 500 ms (--rcv-timeout)"' "$out/recv.txt" ||
