@@ -202,6 +202,7 @@ struct Server {
         t.id = p.test_id;
         t.params = p;
         t.local = tools::split_host_port(ep.local_address());
+        t.accepted = peer;
         t.deadline = tools::test_deadline(p, now, limits);
         t.next_watch = now + kWatchPeriod;
         t.start = t.interval_begin = now;
@@ -671,8 +672,7 @@ struct Server {
                                  {"remote_port", f.peer.port}});
         }
         j["start"]["connected"] = connected;
-        if (!t.flows.empty())
-            j["start"]["accepted_connection"] = {{"host", t.flows.front().peer.host}, {"port", t.flows.front().peer.port}};
+        j["start"]["accepted_connection"] = {{"host", t.accepted.host}, {"port", t.accepted.port}};
         j["intervals"] = t.intervals;
         j["end"] = end;
         if (!error.empty()) j["error"] = error;

@@ -65,6 +65,7 @@ struct Test {
     std::string ended_by_server;     // why the server ended the test, if it did
     bool header_printed = false;     // the interval rows' header
     HostPort local;           // the address the server is bound to
+    HostPort accepted;        // the client of the test's first connection (iperf3's accepted_connection)
     bool intervals_done = false;
     bool omitting = false;  // within the client's -O seconds
     Instant omit_end{};
