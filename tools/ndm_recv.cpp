@@ -35,8 +35,10 @@
 #include "common/provenance.hpp"
 #include "common/printable.hpp"
 #include "common/receive_budget_flag.hpp"
+#include "common/recv_test.hpp"
 #include "common/ack_ranges_flag.hpp"
 #include "common/loss_detection_flag.hpp"
+#include "common/test_limits.hpp"
 #include "common/tls_flags.hpp"
 #include "common/units.hpp"
 #include "ndm/endpoint.hpp"
@@ -52,6 +54,8 @@ using tools::id_label;
 using tools::rate;
 using tools::secs;
 using tools::sum_json;
+using tools::recv::Flow;
+using tools::recv::Test;
 
 // The client's send phase a forward -t test's drain is measured from: -t
 // seconds from its start (the sender stops writing then). None in reverse mode
@@ -67,65 +71,9 @@ std::optional<double> drain_reference(const tools::TestParams& p) {
 // idle timeout (120 s by default) would otherwise hold the server.
 constexpr std::uint64_t kGonePtos = 6;
 
-// One direction of one connection of a test: --bidir connections have two.
-struct Flow {
-    ConnectionHandle h = 0;
-    tools::TestParams params;
-    bool sends = false;  // we send (-R, or --bidir's second flow)
-    tools::PathSampler path;  // sending: RTT and cwnd at the interval ends, for the report
-    Instant start{};
-    // Forward: what we read, checked against the client's payload or hashed
-    // (TestParams::check_payload), and -F's file it goes to.
-    std::optional<workload::PayloadCheck> check;
-    workload::StreamHash hash;
-    std::unique_ptr<tools::FileSink> sink;
-    std::uint64_t bytes = 0;
-    Instant last_byte{};
-    // Reverse: what we send.
-    StreamId data = 0;
-    std::unique_ptr<tools::PayloadPump> pump;
-    Instant send_end = kNever;
-    bool fin_sent = false;
-    double sent_seconds = 0;
-    std::uint64_t sent_bytes = 0, retransmits = 0;
-    bool reported = false;  // our report went out (forward: after the client's FIN)
-    StreamId report = 0;    // the stream it went out on
-    bool closed = false;
-    std::string close_reason;
-    std::uint64_t prev_bytes = 0, prev_retx = 0;  // at the last interval boundary
-    // At the end of the -O period: forward what we had read, reverse what we had sent.
-    std::uint64_t omitted_bytes = 0, omit_sent = 0, omit_retx = 0;
-
-    [[nodiscard]] bool done() const { return sends ? fin_sent : reported; }
-};
-
-struct Test {
-    std::uint64_t id = 0;
-    tools::TestParams params;  // of the first connection (shared settings)
-    Instant start{};
-    std::chrono::system_clock::time_point wall_start{};  // for the provenance record
-    Instant interval_begin{};
-    Instant next_report{};
-    Instant join_deadline = kNever;  // every -P connection must have arrived by then
-    bool intervals_done = false;
-    bool omitting = false;  // within the client's -O seconds
-    Instant omit_end{};
-    std::vector<Flow> flows;
-    json intervals = json::array();
-    std::string transcript;    // --get-server-output's text (Server::say)
-    bool output_sent = false;  // --get-server-output
-    std::optional<StreamId> output;  // the stream it went out on, if it did
-    tools::CpuMeter cpu;  // reported to the client, as iperf3's remote CPU
-
-    Flow* find(ConnectionHandle h, bool sends) {
-        for (Flow& f : flows)
-            if (f.h == h && f.sends == sends) return &f;
-        return nullptr;
-    }
-    [[nodiscard]] unsigned connections() const {
-        return static_cast<unsigned>(flows.size()) / (params.bidir ? 2 : 1);
-    }
-};
+// How often the test's directions are checked for progress (--rcv-timeout,
+// --snd-timeout): reading a sender's stats costs a copy of its counters.
+constexpr Duration kWatchPeriod = std::chrono::milliseconds(50);
 
 struct Server {
     bool json_out = false;
@@ -137,6 +85,7 @@ struct Server {
     std::optional<Test> test;
     int finished = 0;
     Duration join_timeout = std::chrono::seconds(5);  // main() sets the connections' idle timeout
+    tools::TestLimits limits;  // --rcv-timeout, --snd-timeout, --test-grace, --max-test-time
 
     // A new connection joins the test it names, or starts one. Everything that
     // can refuse it (parameters, a busy server, its stream) is checked before
@@ -155,6 +104,11 @@ struct Server {
         }
         if (test && test->id != p.test_id) {  // one test at a time, as iperf3
             c->close(1, "the server is busy running another test", now);
+            return;
+        }
+        if (const auto why = tools::refuse_test(p, limits); why && !test) {
+            c->close(1, *why, now);
+            std::cerr << "ndm-recv: rejected a connection: " << *why << '\n';
             return;
         }
         if (test) {
@@ -194,14 +148,21 @@ struct Server {
             if (!start_sending(*c, f, now)) return;
             if (source) f.pump->send_file(source);
         }
-        if (!test) begin_test(p, now);
+        const tools::HostPort peer = tools::split_host_port(ep.peer_address(h));
+        if (!test) begin_test(p, peer, now);
         // Rows in the client's connection order, whatever the handshakes' order.
         for (Flow& f : made) {
+            f.peer = peer;
             auto at = std::find_if(test->flows.begin(), test->flows.end(), [&](const Flow& g) {
                 return g.sends > f.sends || (g.sends == f.sends && g.params.index > p.index);
             });
             test->flows.insert(at, std::move(f));
         }
+        // iperf3's line for each of its test streams.
+        say(fmt::format("{} local {} port {} connected to {} port {}\n", id_label(p.index), test->local.host,
+                        test->local.port, peer.host, peer.port));
+        if (test->connections() == test->params.streams) header();
+        std::cout << std::flush;
     }
 
     static Flow flow(ConnectionHandle h, const tools::TestParams& p, Instant now) {
@@ -209,6 +170,7 @@ struct Server {
         f.h = h;
         f.params = p;
         f.start = f.last_byte = now;
+        f.progress.start(now);
         return f;
     }
 
@@ -235,10 +197,14 @@ struct Server {
         return true;
     }
 
-    void begin_test(const tools::TestParams& p, Instant now) {
+    void begin_test(const tools::TestParams& p, const tools::HostPort& peer, Instant now) {
         Test t;
         t.id = p.test_id;
         t.params = p;
+        t.local = tools::split_host_port(ep.local_address());
+        t.accepted = peer;
+        t.deadline = tools::test_deadline(p, now, limits);
+        t.next_watch = now + kWatchPeriod;
         t.start = t.interval_begin = now;
         t.wall_start = std::chrono::system_clock::now();
         t.next_report = now + from_seconds(p.interval);
@@ -247,16 +213,25 @@ struct Server {
         // All -P connections arrive within one idle timeout, or the test ends.
         t.join_deadline = now + join_timeout;
         test = std::move(t);
+        // iperf3's "Accepted connection from HOST, port PORT" (its control
+        // connection's; here the first test connection's), then the test.
         say(std::string("-----------------------------------------------------------\n") +
-            fmt::format("Accepted connection (controller {}, {} byte packets, {}{}{})\n", p.cc,
-                                     p.packet_size,
-                                     p.bytes ? tools::format_bytes(p.bytes) : fmt::format("{:g} s", p.seconds),
-                                     p.streams > 1 ? fmt::format(", {} parallel connections", p.streams) : "",
-                                     p.reverse ? ", reverse mode: sending" : p.bidir ? ", bidirectional" : "") +
-            (p.bidir     ? "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n"
-             : p.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
-                         : "[ ID] Interval           Transfer     Bitrate\n"));
-        std::cout << std::flush;
+            fmt::format("Accepted connection from {}, port {} (controller {}, {} byte packets, {}{}{})\n", peer.host,
+                        peer.port, p.cc, p.packet_size,
+                        p.bytes ? tools::format_bytes(p.bytes) : fmt::format("{:g} s", p.seconds),
+                        p.streams > 1 ? fmt::format(", {} parallel connections", p.streams) : "",
+                        p.reverse ? ", reverse mode: sending" : p.bidir ? ", bidirectional" : ""));
+    }
+
+    // The interval rows' header: once every connection is in, or before the
+    // first row if one is still missing then.
+    void header() {
+        Test& t = *test;
+        if (t.header_printed) return;
+        t.header_printed = true;
+        say(t.params.bidir     ? "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+            : t.params.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+                               : "[ ID] Interval           Transfer     Bitrate\n");
     }
 
     // A text line of the test: printed unless -J, and kept for
@@ -279,7 +254,7 @@ struct Server {
             return;
         for (const Flow& f : t.flows)
             if (!f.reported) return;
-        tick(now);  // the last, partial interval
+        rows(now);  // the last, partial interval
         const bool as_json = t.params.server_output == tools::TestParams::ServerOutput::json;
         const std::string text = as_json ? closing("", true) : t.transcript + closing("", false);
         t.output_sent = true;
@@ -299,13 +274,86 @@ struct Server {
         const std::string why = fmt::format("only {} of {} connections of the test arrived within {:g} s",
                                             test->connections(), test->params.streams, to_seconds(join_timeout));
         test->join_deadline = kNever;
+        end_test(why, now);
+    }
+
+    // Closes the test's connections still open with `why` (an application
+    // error): the client is told, and the endpoint removes each connection
+    // after its closing period (RFC 9000 §10.2).
+    void close_all(const std::string& why, Instant now) {
         for (Flow& f : test->flows) {
             if (f.closed) continue;
-            if (Connection* c = ep.connection(f.h)) c->close(1, why, now);
+            if (Connection* c = ep.connection(f.h)) {
+                note_sent(f, *c, now);
+                c->close(1, why, now);
+            }
             f.closed = true;
             f.close_reason = why;
         }
+    }
+
+    // The server ends the test: its connections close with the reason, the
+    // closing lines say so, and the next client is served.
+    void end_test(const std::string& why, Instant now) {
+        test->ended_by_server = why;
+        close_all(why, now);
         finish();
+    }
+
+    // A sending flow's totals so far, for a test that ends before its report
+    // (the client interrupted, a timeout): what was sent until now, not 0.
+    void note_sent(Flow& f, const Connection& c, Instant now) const {
+        if (!f.sends || f.reported) return;
+        const ConnectionStats st = c.stats(now);
+        f.sent_bytes = st.stream_bytes_sent - std::min(f.omit_sent, st.stream_bytes_sent);
+        f.retransmits = st.packets_retransmitted - std::min(f.omit_retx, st.packets_retransmitted);
+        if (!f.fin_sent) f.sent_seconds = secs(f.start, now);
+    }
+
+    // Whatever the client does, the test ends: at its deadline (-O and -t,
+    // or --max-test-time, plus --test-grace), or once a direction has made
+    // no progress for --rcv-timeout (nothing read) or --snd-timeout (nothing
+    // acknowledged, or the client's flow control holding everything back).
+    // QUIC's idle timeout cannot do this: a PING a second restarts it.
+    void watch(Instant now) {
+        if (!test) return;
+        Test& t = *test;
+        const tools::TestParams& p = t.params;
+        if (now >= t.deadline) {
+            const std::string phase = p.bytes ? fmt::format("--max-test-time {:g} s", limits.max_test_seconds)
+                                              : fmt::format("-t {:g} s", p.seconds);
+            end_test(fmt::format("the test was not over {:g} s after its send phase ({}{}): --test-grace",
+                                 limits.grace_seconds, p.omit > 0 ? fmt::format("-O {:g} s, ", p.omit) : "", phase),
+                     now);
+            return;
+        }
+        if (now < t.next_watch) return;
+        t.next_watch = now + kWatchPeriod;
+        for (Flow& f : t.flows) {
+            if (f.closed || f.reported) continue;
+            const Connection* c = ep.find(f.h);
+            if (!c || c->state() != ConnectionState::established) continue;
+            if (!f.sends) {
+                f.progress.note(now, f.bytes, true);
+                if (f.progress.stalled(now, limits.rcv_timeout_ms)) {
+                    end_test(fmt::format("no data from the client for {} ms (--rcv-timeout)", limits.rcv_timeout_ms), now);
+                    return;
+                }
+                continue;
+            }
+            const ConnectionStats st = c->stats(now);
+            const bool unacked = st.stream_bytes_sent > st.stream_bytes_acked || (f.fin_sent && !c->stream_send_acked(f.data));
+            const bool held = !f.fin_sent && !f.pump->done() && c->stream_send_limit(f.data) <= f.pump->written();
+            f.progress.note(now, st.stream_bytes_acked, unacked || held);
+            if (f.progress.stalled(now, limits.snd_timeout_ms)) {
+                end_test(fmt::format("{} for {} ms (--snd-timeout)",
+                                     unacked ? "no acknowledgement of the data sent"
+                                             : "the client's flow control let nothing more be sent",
+                                     limits.snd_timeout_ms),
+                         now);
+                return;
+            }
+        }
     }
 
     // Reverse: keep the streams topped up; FIN at the end; the report once all is acknowledged.
@@ -384,6 +432,7 @@ struct Server {
 
     void interval(Instant now) {
         Test& t = *test;
+        header();
         const double b = secs(t.start, t.interval_begin), e = secs(t.start, now);
         json streams = json::array();
         Row sum[2];  // by direction
@@ -437,9 +486,16 @@ struct Server {
         t.next_report = now + from_seconds(t.params.interval);
     }
 
-    // Interval rows until every flow is done, then the partial last interval.
+    // The main loop's turn: a test missing connections, or one past its
+    // limits, ends; the interval rows that are due are printed.
     void tick(Instant now) {
         expire(now);
+        watch(now);
+        rows(now);
+    }
+
+    // Interval rows until every flow is done, then the partial last interval.
+    void rows(Instant now) {
         if (!test || test->intervals_done) return;
         Test& t = *test;
         if (t.omitting && now >= t.omit_end) end_omit(now);
@@ -493,7 +549,7 @@ struct Server {
             c->write(id, tools::encode(r), true);
             f->reported = true;
             f->report = id;
-            tick(steady_now());
+            rows(steady_now());
             send_output(steady_now());
         }
     }
@@ -529,6 +585,7 @@ struct Server {
         for (Flow& f : test->flows) {
             if (f.h != h) continue;
             ours = true;
+            if (const Connection* c = ep.find(h)) note_sent(f, *c, steady_now());
             f.closed = true;
             f.close_reason = tools::printable(info.reason);  // the peer's words, shown escaped
         }
@@ -585,7 +642,15 @@ struct Server {
             end[sum_key(d ? "sum_sent" : "sum_received", d)] = j;
             if (t.params.streams > 1) line("[SUM]", d, sum[d].seconds, sum[d].bytes, sum[d].retr);
         }
-        if (!as_json) return text + (failure.empty() ? "" : "ndm-recv: the test ended early: " + failure + "\n");
+        // Why the test ended before its reports: the server ended it, or the client's close.
+        const bool by_server = !t.ended_by_server.empty();
+        if (!as_json) {
+            if (by_server) return text + "ndm-recv: the test ended early: the server ended it: " + t.ended_by_server + "\n";
+            return text + (failure.empty() ? "" : "ndm-recv: the test ended early: " + failure + "\n");
+        }
+        const std::string error = by_server         ? "the server ended the test: " + t.ended_by_server
+                                  : failure.empty() ? ""
+                                                    : "client disconnected: " + failure;
         json j;
         j["provenance"] = tools::provenance_json(t.wall_start);
         j["start"] = {{"test_start",
@@ -598,20 +663,33 @@ struct Server {
                         {"reverse", t.params.reverse ? 1 : 0},
                         {"bidir", t.params.bidir ? 1 : 0}}},
                       {"sender_congestion", t.params.cc}};
+        // iperf3's server keys: the client's address, and each connection's ends.
+        json connected = json::array();
+        for (const Flow& f : t.flows) {
+            if (t.params.bidir && f.sends) continue;  // one entry a connection
+            connected.push_back({{"socket", f.params.index + 1}, {"local_host", t.local.host},
+                                 {"local_port", t.local.port}, {"remote_host", f.peer.host},
+                                 {"remote_port", f.peer.port}});
+        }
+        j["start"]["connected"] = connected;
+        j["start"]["accepted_connection"] = {{"host", t.accepted.host}, {"port", t.accepted.port}};
         j["intervals"] = t.intervals;
         j["end"] = end;
-        if (!failure.empty()) j["error"] = "client disconnected: " + failure;
+        if (!error.empty()) j["error"] = error;
         if (!title.empty()) j["title"] = title;
         return j.dump(2) + "\n";
     }
 
     void finish() {
-        tick(steady_now());
+        rows(steady_now());
         std::string failure;
         for (const Flow& f : test->flows)
             if (!f.reported && failure.empty()) failure = f.close_reason;
         std::cout << closing(failure, json_out) << std::flush;
-        if (!failure.empty()) std::cerr << "ndm-recv: client disconnected before the end of the test: " << failure << '\n';
+        if (!test->ended_by_server.empty())
+            std::cerr << "ndm-recv: the server ended the test: " << test->ended_by_server << '\n';
+        else if (!failure.empty())
+            std::cerr << "ndm-recv: client disconnected before the end of the test: " << failure << '\n';
         test.reset();
         ++finished;
     }
@@ -648,6 +726,13 @@ int main(int argc, char** argv) {
         "Serves one test (of one or more parallel connections) at a time; the client's parameters arrive in the\n"
         "handshake and this side's totals go back to the client at the end of each test, which is over once the\n"
         "client holds them (or has stayed silent through 6 probe timeouts in a row: it left, its close lost).\n"
+        "Whatever a client does, its test ends: after --rcv-timeout without data from it, --snd-timeout without\n"
+        "acknowledgement of what this side sends (-R, --bidir), and at the latest --test-grace after its send\n"
+        "phase (the client's -O plus -t; -n/-k: --max-test-time). The server then closes the connections with an\n"
+        "application error naming the reason, says \"the server ended it\" in its closing lines (-J: \"error\") and\n"
+        "serves the next client. Each test shows the client's address as iperf3 does (\"Accepted connection from\n"
+        "HOST, port PORT\", \"[  1] local ... connected to ...\"; -J: start.accepted_connection, start.connected);\n"
+        "the local address is the one bound (-B): a UDP socket bound to :: does not tell which address a client reached.\n"
         "Receives, or sends when the client asks for reverse mode (-R). The closing receiver line of a -t test\n"
         "shows how long after the client's send phase the last byte arrived (the drain; drain_seconds in -J).\n"
         "A client's -w sets this side's flow-control windows too: the handshake that carries it advertises\n"
@@ -674,7 +759,8 @@ int main(int argc, char** argv) {
     app.add_flag("-1,--one-off", one_off, "exit after one test");
     app.add_flag("-V,--verbose", verbose,
                  "at exit, also print the socket's totals: datagrams sent (in how many send calls) and received, "
-                 "service passes and connection turns (to stderr with -J)");
+                 "service passes and connection turns, and the tests served and connections still open (to stderr "
+                 "with -J)");
     app.add_flag("-4,--version4", ipv4, "IPv4 only: bind 0.0.0.0 (or -B's IPv4 address)")->excludes(
         app.add_flag("-6,--version6", ipv6, "IPv6: bind :: (or -B's IPv6 address); IPv4-mapped clients are still accepted"));
     app.add_option("--qlog", qlog, "write one qlog file (JSON-SEQ, for qvis) per connection into this directory");
@@ -693,6 +779,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> plugins;  // a client may name their controllers (in -R this side runs them)
     ndm::tools::add_cc_plugin_option(app, plugins);
     ndm::tools::add_retry_option(app, retry);
+    ndm::tools::TestLimits limits;
+    ndm::tools::add_test_limit_options(app, limits);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-recv")) return *rc;
 
     EndpointConfig cfg;
@@ -751,9 +839,9 @@ int main(int argc, char** argv) {
             std::cerr << tls.self_signed_note << '\n';  // stdout holds only the JSON documents
         }
 
-        Server s{json_out, json_out ? output_flags.title : "", cfg.connection.cc, file, output_flags.force_flush, ep, std::nullopt, 0};
+        Server s{json_out, json_out ? output_flags.title : "", cfg.connection.cc, file, output_flags.force_flush, ep, std::nullopt, 0,
+                 cfg.connection.idle_timeout, limits};
         bool idle_released = true;
-        s.join_timeout = cfg.connection.idle_timeout;
         ep.on_event([&](ConnectionHandle h, const Event& ev) {
             if (std::holds_alternative<event::Established>(ev)) s.start(h);
             else if (const auto* r = std::get_if<event::StreamReadable>(&ev)) s.readable(h, r->id);
@@ -771,6 +859,9 @@ int main(int argc, char** argv) {
             s.finish_if_delivered();
             release_memory_when_idle(ep, idle_released);
         }
+        // -V: what was still open at exit (an ended test's connections are
+        // removed after their closing period, RFC 9000 §10.2).
+        const std::size_t open_at_exit = ep.connection_count();
         if (tools::interrupted() && s.test) {
             for (const Flow& f : s.test->flows)
                 if (Connection* c = ep.connection(f.h)) c->close(0, "the server was interrupted", steady_now());
@@ -783,7 +874,11 @@ int main(int argc, char** argv) {
             std::cerr << fmt::format("ndm-recv: address validation: {} Retries sent, {} invalid tokens dropped, {} "
                                      "half-open handshakes evicted, {} Initials over the per-address cap dropped\n",
                                      st.retries_sent, st.invalid_tokens, st.half_open_evicted, st.per_address_refused);
-        if (verbose) (json_out ? std::cerr : std::cout) << tools::endpoint_summary_text(st) << std::flush;
+        if (verbose)
+            (json_out ? std::cerr : std::cout)
+                << tools::endpoint_summary_text(st)
+                << fmt::format("Server: {} tests served, {} connections open at exit\n", s.finished, open_at_exit)
+                << std::flush;
         if (st.receive_drops > 0)
             std::cerr << fmt::format("ndm-recv: the kernel dropped {} receives (datagrams, or whole GSO batches) "
                                      "for a full socket receive buffer (they arrived faster than the server read)\n",

@@ -878,8 +878,10 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
         ->check(CLI::Range(0.1, 60.0));
     app.add_option("-F,--file", o.file,
                    "send this file's bytes instead of generated data (the test ends with the file unless -t/-n/-k "
-                   "end it first); with -R, write what is received to it (created or truncated). One connection "
-                   "(-P 1) and one direction only, as the file has one offset");
+                   "end it first; a regular file: a FIFO or device is refused, as lost bytes are read again at "
+                   "their offset); with -R, write what is received to it (created or truncated; a FIFO is written "
+                   "once a reader opens it, waited for up to --connect-timeout). One connection (-P 1) and one "
+                   "direction only, as the file has one offset");
     app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
     app.add_flag("-V,--verbose", o.verbose,
                  "also print the test parameters, controller and TLS parameters at the start, both sides' CPU "
@@ -1038,7 +1040,20 @@ int main(int argc, char** argv) {
             if (o.parallel > 1) throw std::invalid_argument("-F sends or writes one file: use it with -P 1");
             if (o.bidir) throw std::invalid_argument("-F sends or writes one file: not with --bidir");
             if (o.reverse) {
-                o.recv_file = std::make_shared<tools::FileSink>(o.file);
+                // A FIFO is written once its reader opens it: waited for as
+                // long as a handshake may take, and said.
+                const Duration wait = std::chrono::milliseconds(o.connect_timeout_ms);
+                try {
+                    o.recv_file = std::make_shared<tools::FileSink>(o.file, wait, [&] {
+                        std::cerr << fmt::format("ndm-send: -F {}: waiting up to {:g} s (--connect-timeout) for a reader "
+                                                 "to open the FIFO\n",
+                                                 o.file, to_seconds(wait))
+                                  << std::flush;
+                    });
+                } catch (const std::runtime_error& e) {  // no reader came: a runtime failure
+                    std::cerr << "ndm-send: " << e.what() << '\n';
+                    return 1;
+                }
             } else {
                 o.send_file = std::make_shared<tools::FileSource>(o.file);
             }

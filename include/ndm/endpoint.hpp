@@ -272,6 +272,10 @@ public:
     [[nodiscard]] const CloseInfo* close_info(ConnectionHandle h) const;
     // The first stream the peer opened on the connection, if any yet.
     [[nodiscard]] std::optional<StreamId> peer_stream(ConnectionHandle h) const;
+    // The address and port the connection's peer sends from, as
+    // local_address() prints one ("192.0.2.1:4433", "[2001:db8::1]:4433"; an
+    // IPv4-mapped IPv6 peer as IPv4), or "" once the connection is removed.
+    [[nodiscard]] std::string peer_address(ConnectionHandle h) const;
 
     // Processes what is ready, then waits for I/O until `deadline` or the next
     // connection/impairment timer, whichever is first, and processes again.

@@ -877,6 +877,11 @@ std::optional<StreamId> Endpoint::peer_stream(ConnectionHandle h) const {
     return r ? r->peer_stream : std::nullopt;
 }
 
+std::string Endpoint::peer_address(ConnectionHandle h) const {
+    auto* r = impl_->find(h);
+    return r ? r->peer.to_string() : std::string();
+}
+
 void Endpoint::run_once(Instant deadline) { impl_->run_once(deadline); }
 
 bool Endpoint::run_until(const std::function<bool()>& pred, Duration timeout) {

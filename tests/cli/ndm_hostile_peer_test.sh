@@ -53,7 +53,7 @@ join=$(params 1 false cubic | sed 's/"streams":1/"streams":2/')
 timeout 70 "$probe" hello --to "127.0.0.1:$port" --params "$join" --keepalive > "$out/probe.txt" || fail "join probe: $(cat "$out/probe.txt")"
 grep -q "reason=only 1 of 2 connections of the test arrived within" "$out/probe.txt" || fail "incomplete -P test did not end"
 finish_server
-grep -q "the test ended early: only 1 of 2 connections" "$out/recv.txt" || fail "ndm-recv did not report the incomplete test"
+grep -q "the test ended early: the server ended it: only 1 of 2 connections" "$out/recv.txt" || fail "ndm-recv did not report the incomplete test"
 
 # 3. -J: the client's close reason is not UTF-8 (nlohmann::json refuses to dump such a string).
 start_server -J

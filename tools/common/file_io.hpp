@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+
+#include "ndm/time.hpp"
 
 namespace ndm::tools {
 
@@ -28,18 +31,22 @@ private:
     std::uint64_t size_ = 0;
 };
 
-// A file created (or truncated) to receive a stream's bytes in order.
-// Throws std::invalid_argument when it cannot be created, std::runtime_error
-// when a write fails (disk full, ...).
+// A file created (or truncated) to receive a stream's bytes in order, or a
+// FIFO: written once a reader opens it, waited for up to `wait_for_reader`
+// (`waiting` is called once when the wait begins, to say so). Throws
+// std::invalid_argument when it cannot be created, std::runtime_error when
+// no reader comes in time or a write fails (disk full, a reader gone, ...).
 class FileSink {
 public:
-    explicit FileSink(const std::string& path);
+    explicit FileSink(const std::string& path, Duration wait_for_reader = std::chrono::seconds(10),
+                      const std::function<void()>& waiting = {});
     ~FileSink();
     FileSink(const FileSink&) = delete;
     FileSink& operator=(const FileSink&) = delete;
     void write(std::span<const std::uint8_t> data);
 
 private:
+    void open_fifo(Duration wait_for_reader, const std::function<void()>& waiting);
     std::string path_;
     int fd_ = -1;
 };
