@@ -7,6 +7,7 @@
 #include <random>
 
 #include "connection_pair.hpp"
+#include "process_memory.hpp"
 #include "quic_test_util.hpp"
 #include "tls_test_util.hpp"
 #include "transport/frame.hpp"
@@ -805,6 +806,23 @@ TEST_CASE("a peer fragmenting a stream into 1-byte holes is closed, not fed quad
     CHECK_MESSAGE(p.server->close_info().reason.find("too fragmented: more than 1024") != std::string::npos,
                   p.server->close_info().reason);
     CHECK(frames <= 1100);
+}
+
+TEST_CASE("seven 1-byte STREAM frames 2 MiB apart cost the receiver bytes, not mapped megabytes (resident size)") {
+    // Each once grew the stream's receive ring to span it and faulted a huge
+    // page (MADV_HUGEPAGE) for its byte: 14 MB resident for 7 bytes.
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    static const std::uint8_t one[1] = {7};
+    std::uint64_t pn = p.client->stats(p.now).packets_sent + 5;
+    const std::size_t before = test::resident_bytes();
+    for (std::uint64_t k = 1; k <= 7; ++k) {
+        p.server->on_datagram(craft(*p.client, pn++, {wire::StreamFrame{0, k * (2u << 20), one, false}}), p.now);
+    }
+    const std::size_t after = test::resident_bytes();
+    MESSAGE("resident before " << before / 1024 << " KiB, after " << after / 1024 << " KiB");
+    CHECK(p.server->is_established());
+    CHECK(after < before + (1u << 20));
 }
 
 TEST_CASE("heavy real loss stays under the fragmentation cap") {

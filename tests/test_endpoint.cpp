@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -33,6 +32,7 @@
 #include "ndm/sim.hpp"
 #include "ndm/udp_socket.hpp"
 #include "endpoint_test_util.hpp"
+#include "process_memory.hpp"
 #include "loopback_udp.hpp"
 #include "skip.hpp"
 
@@ -1269,16 +1269,6 @@ TEST_CASE("endpoint: a flood of handshakes that never complete is capped, and a 
     CHECK(server.connection_count() <= 4);
 }
 
-namespace {
-// This process's resident set size, in bytes (/proc/self/statm's second field).
-std::size_t resident_bytes() {
-    std::ifstream statm("/proc/self/statm");
-    std::size_t pages = 0, resident = 0;
-    statm >> pages >> resident;
-    return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-}
-}  // namespace
-
 TEST_CASE("endpoint: the memory a flood of half-open connections took goes back to the system once they are gone") {
     // docs/security.md: memory follows the bytes actually received. glibc
     // keeps freed heap for reuse; the endpoint gives it back (malloc_trim)
@@ -1294,16 +1284,16 @@ TEST_CASE("endpoint: the memory a flood of half-open connections took goes back 
     flood.send_initial(1);  // a first one builds what every handshake shares (certificate, GnuTLS caches)
     server.run_until([&] { return server.connection_count() == 1; }, 5s);
     server.run_until([&] { return server.connection_count() == 0; }, 5s);
-    const std::size_t before = resident_bytes();
+    const std::size_t before = test::resident_bytes();
     for (int i = 0; i < kFlood; ++i) {
         flood.send_initial(1000 + static_cast<std::uint64_t>(i));
         if (i % 50 == 49) server.run_until([] { return false; }, 20ms);  // the socket buffer holds ~100
     }
     server.run_until([&] { return server.stats().datagrams_received >= kFlood + 1; }, 5s);
-    const std::size_t peak = resident_bytes();
+    const std::size_t peak = test::resident_bytes();
     CHECK(server.connection_count() > kFlood / 2);
     server.run_until([&] { return server.connection_count() == 0; }, 5s);
-    const std::size_t after = resident_bytes();
+    const std::size_t after = test::resident_bytes();
     MESSAGE("RSS before " << before / 1024 << " KiB, with " << kFlood << " half-open " << peak / 1024 << " KiB, after "
                           << after / 1024 << " KiB");
     REQUIRE(server.connection_count() == 0);

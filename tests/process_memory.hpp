@@ -1,0 +1,20 @@
+// This test process's resident set size, for tests that check that memory
+// follows the bytes a peer sent (docs/security.md).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <fstream>
+
+namespace ndm::test {
+
+// Bytes resident now (/proc/self/statm's second field, in pages).
+inline std::size_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::size_t pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace ndm::test
