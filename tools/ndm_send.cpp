@@ -743,6 +743,9 @@ private:
         j["end"] = {{"streams", streams},
                     {"sender_congestion", o_.cc},
                     {"receiver_congestion", receiver_cc()},
+                    // iperf3's names of the same two, for its scripts (docs/ndm-send-json.md).
+                    {"sender_tcp_congestion", o_.cc},
+                    {"receiver_tcp_congestion", receiver_cc()},
                     {"cpu_utilization_percent", cpu_json()},
                     {"endpoint", tools::endpoint_summary_json(ep_.stats())}};
         bool exact = true;
