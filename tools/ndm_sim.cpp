@@ -136,9 +136,12 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
     ndm::tools::add_idle_timeout_option(app, o.idle_timeout_s);
     ndm::tools::add_loss_detection_option(app, o.loss_detection);
     app.add_flag("--json", o.json, "Print the results as JSON");
-    app.add_flag("-v,--verbose", o.verbose, "Debug logging");
+    app.add_flag("-V,--verbose", o.verbose,
+                 "Debug logging (-V as iperf3; the old -v among other arguments still works, with a warning, and "
+                 "alone prints the version)");
 
-    ndm::tools::add_version_flag(app, "ndm-sim", false);  // -v is --verbose here
+    ndm::tools::add_version_flag(app, "ndm-sim");
+    ndm::tools::deprecated_verbose_v(argc, argv, "ndm-sim");
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-sim")) return rc;
 
     o.by_time = time_opt->count() > 0;
