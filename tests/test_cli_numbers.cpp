@@ -17,7 +17,7 @@
 namespace {
 
 struct Flags {
-    double seconds = 1;
+    double seconds = 1, rate = 1;
     std::uint64_t seed = 0;
     std::int64_t offset = 0;
     unsigned streams = 1;
@@ -31,6 +31,7 @@ struct Flags {
 int parse(std::vector<std::string> args, Flags& f) {
     CLI::App app{"test"};
     app.add_option("-t,--time", f.seconds)->check(ndm::tools::number_in(0.1, 100, "seconds"));
+    app.add_option("-r,--rate", f.rate)->check(ndm::tools::positive_number(1e6, "Mbit/s"));
     app.add_option("-p,--port", f.port)->check(ndm::tools::port_number(false));
     app.add_option("--listen", f.listen)->check(ndm::tools::port_number(true));
     app.add_option("--mode", f.mode)->transform(ndm::tools::one_of({"auto", "Always", "never"}, true));
@@ -109,6 +110,7 @@ TEST_CASE("cli numbers: a refused value is one line naming the flag, the value a
     CHECK(error_of({"sub", "--seed", "1x"}) == "test: --seed 1x: expected a whole number\n");
     CHECK(error_of({"sub", "-n", "0"}) ==
           "test: -n 0: expected a size in bytes with an optional K, M, G or T suffix (binary), from 1 to 1024T\n");
+    CHECK(error_of({"-r", "0"}) == "test: -r/--rate 0: expected Mbit/s, a number above 0 and at most 1000000\n");
     CHECK(error_of({"-p", "70000"}) == "test: -p/--port 70000: expected a UDP port, a whole number from 1 to 65535\n");
     CHECK(error_of({"-p", "0"}) == "test: -p/--port 0: expected a UDP port, a whole number from 1 to 65535\n");
     CHECK(error_of({"--listen", "65536"}) ==

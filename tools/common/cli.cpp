@@ -184,6 +184,17 @@ CLI::Validator number_in(double min, double max, std::string_view unit) {
         fmt::format("{}..{}", number_text(min), number_text(max)));
 }
 
+CLI::Validator positive_number(double max, std::string_view unit) {
+    std::string expected =
+        fmt::format("expected {}{}a number above 0 and at most {}", unit, unit.empty() ? "" : ", ", number_text(max));
+    return CLI::Validator(
+        [max, expected](std::string& text) -> std::string {
+            const auto v = finite_number(text);
+            return v && *v > 0 && *v <= max ? std::string() : expected;
+        },
+        fmt::format("(0..{}]", number_text(max)));
+}
+
 CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string_view unit) {
     std::string expected =
         fmt::format("expected {}{}a whole number from {} to {}", unit, unit.empty() ? "" : ", ", min, max);

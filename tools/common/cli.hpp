@@ -46,6 +46,8 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, std:
 // which parse_command_line prefixes with the flag and the value.
 //   number_in(0.1, 86400, "seconds"): "expected seconds, a number from 0.1 to 86400"
 CLI::Validator number_in(double min, double max, std::string_view unit = {});
+//   positive_number(1e6, "seconds"): "expected seconds, a number above 0 and at most 1000000"
+CLI::Validator positive_number(double max, std::string_view unit = {});
 //   integer_in(1, 128): "expected a whole number from 1 to 128"
 CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string_view unit = {});
 // A UDP port: 1..65535, or 0..65535 where 0 means "any free port" (binding).
