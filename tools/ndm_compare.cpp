@@ -238,7 +238,10 @@ int main(int argc, char** argv) {
         ->check(ndm::tools::integer_in(kMinDatagramSize, kMaxDatagramSize, "bytes"));
     app.add_option("-i,--interval", o.interval, "seconds between interval reports")->capture_default_str()->check(ndm::tools::number_in(0.1, 60, "seconds"));
     app.add_option("--seed", o.seed, "emulator seed of the first run (run k uses seed + k)")->capture_default_str();
-    app.add_option("--out", o.out, "directory for results.json, samples.csv, report.md and plot.svg")->capture_default_str();
+    app.add_option("--out", o.out,
+                   "directory for results.json, samples.csv, report.md and plot.svg (created with its parents; a "
+                   "file in the way or a directory that cannot be written is refused before any run, exit 2)")
+        ->capture_default_str();
     app.add_flag("--compete", o.compete,
                  "run the controllers at the same time, one flow each, sharing the profile's bottleneck "
                  "(virtual time): per-flow goodput, Jain's fairness index over the last half, bottleneck "
