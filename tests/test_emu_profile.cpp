@@ -125,6 +125,33 @@ TEST_CASE("emu profile: JSON files") {
     CHECK(error_of(unknown).rfind("profile: " + unknown + ": unknown key 'jitterr'", 0) == 0);
     const std::string typed = temp_file("t.json", R"({"delay": true})");
     CHECK(error_of(typed) == "profile: " + typed + ": delay: expected a string or a number, got boolean");
+}
+
+TEST_CASE("emu profile: a JSON value of the wrong type is refused, naming the key and the type expected") {
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"loss": [1, 5]})", "loss: expected a string or a number, got array (only outage takes an array, one phase an element)"},
+        {R"({"up": {"delay": ["5ms"]}})", "up.delay: expected a string or a number, got array (only outage takes an array, one phase an element)"},
+        {R"({"delay": {"ms": 5}})", "delay: expected a string or a number, got object"},
+        {R"({"rate": null})", "rate: expected a string or a number, got null"},
+        {R"({"outage": ["1s@2s", [3]]})", "outage: expected a string or a number, got array"},
+        {R"({"outage": [true]})", "outage: expected a string or a number, got boolean"},
+        {R"({"name": 7})", "name: expected a string, got number"},
+        {R"({"description": ["a"]})", "description: expected a string, got array"},
+        {R"({"preset": 3})", "preset: expected a string, got number"},
+        {R"({"down": [1]})", "down: expected an object, got array"},
+    };
+    for (const auto& [text, want] : cases) {
+        const std::string f = temp_file("typed.json", text);
+        CAPTURE(text);
+        CHECK(error_of(f) == "profile: " + f + ": " + want);
+    }
+    // The one repeatable key takes an array, per direction too.
+    const auto p = parse_profile(temp_file("outages.json", R"({"outage": ["3s@2s", "1s@9s"], "up": {"outage": ["1s@20s"]}})"));
+    CHECK(p.up.outages.size() == 3);
+    CHECK(p.down.outages.size() == 2);
+}
+
+TEST_CASE("emu profile: a JSON file that cannot be read or parsed") {
     const std::string broken = temp_file("b.json", "{\"delay\": ");
     CHECK(error_of(broken).rfind("profile: " + broken + ": invalid JSON: ", 0) == 0);
     CHECK(error_of(broken).find('\n') == std::string::npos);

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "common/cc_plugins.hpp"
 #include "common/compete.hpp"
 #include "common/emu_path.hpp"
+#include "common/file_io.hpp"
 #include "common/printable.hpp"
 #include "common/tls_flags.hpp"
 #include "common/report.hpp"
@@ -107,9 +110,10 @@ tools::RunResult run_real(const Options& o, const emu::Profile& profile, const s
 
 void write_file(const fs::path& p, const std::string& content) {
     std::ofstream f(p);
-    if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
+    if (!f) throw std::runtime_error(fmt::format("--out: cannot write {}: {}", p.string(), std::strerror(errno)));
     f << content;
-    if (!f) throw std::runtime_error(fmt::format("cannot write {}", p.string()));
+    f.close();
+    if (!f) throw std::runtime_error(fmt::format("--out: cannot write {}: {}", p.string(), std::strerror(errno)));
 }
 
 int run_compete_mode(const Options& o) {
@@ -135,7 +139,6 @@ int run_compete_mode(const Options& o) {
         runs.push_back(tools::run_compete(spec, o.seed + rep));
     }
     if (progress) std::cerr << "\r\033[K" << std::flush;
-    fs::create_directories(o.out);
     const std::string json = tools::compete_json(spec, runs);
     write_file(fs::path(o.out) / "compete.json", json);
     if (o.json) {
@@ -182,7 +185,6 @@ int run_sequential_mode(const Options& o, const emu::Profile& profile) {
         }
     }
 
-    fs::create_directories(o.out);
     write_file(fs::path(o.out) / "results.json", tools::to_json(e));
     write_file(fs::path(o.out) / "samples.csv", tools::to_csv(e));
     write_file(fs::path(o.out) / "report.md", tools::to_markdown(e));
@@ -221,10 +223,10 @@ int main(int argc, char** argv) {
                    "controllers to compare, comma-separated; options after colons, e.g. ndm:forgive=4:standing=0.3")
         ->delimiter(',')
         ->capture_default_str();
-    app.add_option("-t,--time", o.seconds, "seconds each controller sends")->capture_default_str()->check(CLI::Range(0.5, 3600.0));
+    app.add_option("-t,--time", o.seconds, "seconds each controller sends")->capture_default_str()->check(ndm::tools::number_in(0.5, 3600, "seconds"));
     app.add_option("--repeat", o.repeat, "runs per controller (mean and 95 % confidence interval when > 1)")
         ->capture_default_str()
-        ->check(CLI::Range(1u, 1000u));
+        ->check(ndm::tools::integer_in(1, 1000));
     app.add_flag("--virtual", o.virtual_time,
                  "run in deterministic virtual time (the simulator) instead of over real UDP sockets on loopback");
     app.add_option("--io", o.io, "socket backend for real runs: auto, uring or epoll")->capture_default_str();
@@ -233,16 +235,19 @@ int main(int argc, char** argv) {
                    "'realistic' = 1452 bytes (1500-byte MTU)")
         ->capture_default_str();
     app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507); overrides --packets")
-        ->check(CLI::Range(kMinDatagramSize, kMaxDatagramSize));
-    app.add_option("-i,--interval", o.interval, "seconds between interval reports")->capture_default_str()->check(CLI::Range(0.1, 60.0));
+        ->check(ndm::tools::integer_in(kMinDatagramSize, kMaxDatagramSize, "bytes"));
+    app.add_option("-i,--interval", o.interval, "seconds between interval reports")->capture_default_str()->check(ndm::tools::number_in(0.1, 60, "seconds"));
     app.add_option("--seed", o.seed, "emulator seed of the first run (run k uses seed + k)")->capture_default_str();
-    app.add_option("--out", o.out, "directory for results.json, samples.csv, report.md and plot.svg")->capture_default_str();
+    app.add_option("--out", o.out,
+                   "directory for results.json, samples.csv, report.md and plot.svg (created with its parents; a "
+                   "file in the way or a directory that cannot be written is refused before any run, exit 2)")
+        ->capture_default_str();
     app.add_flag("--compete", o.compete,
                  "run the controllers at the same time, one flow each, sharing the profile's bottleneck "
                  "(virtual time): per-flow goodput, Jain's fairness index over the last half, bottleneck "
                  "queueing delay and drops");
     app.add_option("--stagger", o.stagger, "with --compete: flow k starts k·SECONDS after the first")
-        ->check(CLI::Range(0.0, 3600.0));
+        ->check(ndm::tools::number_in(0, 3600, "seconds"));
     tools::add_idle_timeout_option(app, o.idle_timeout);
     tools::add_loss_detection_option(app, o.loss_detection);
     app.add_flag("-J,--json", o.json, "print the results as JSON on stdout instead of tables");
@@ -267,6 +272,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         (void)parse_io_backend(o.io);  // validate before running anything
+        tools::make_output_dir(o.out, "--out");
         if (o.packet_size == 0) o.packet_size = experiment::packet_size_preset(o.packet_preset);
         emu::Profile profile = emu::parse_profile(o.profile);
         // Fail on a bad controller name before running anything.

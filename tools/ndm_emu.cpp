@@ -1,5 +1,5 @@
 // ndm-emu: the network emulator as a command (issue 4).
-//   ndm-emu relay --listen ADDR:PORT --to ADDR:PORT --profile P
+//   ndm-emu relay --listen HOST:PORT --to HOST:PORT --profile P
 // forwards UDP both ways through the emulator (src/emu), so any UDP program
 // can be measured under the same conditions as ndm (tools/common/emu_relay).
 //   ndm-emu shell --profile P [--seed N] [--quiet] -- CMD [ARGS...]
@@ -60,14 +60,22 @@ int main(int argc, char** argv) {
         "Forward UDP both ways through the emulator: datagrams arriving on --listen go to --to through the\n"
         "'up' direction; replies from --to go back through 'down' to the client that caused them (each\n"
         "client gets its own upstream socket; all share one emulated path). Ctrl-C prints statistics.");
-    relay_cmd->add_option("--listen", ro.listen, "local ADDR:PORT that clients send to (e.g. 127.0.0.1:9000)")->required();
-    relay_cmd->add_option("--to", ro.to, "server ADDR:PORT to forward to (e.g. 127.0.0.1:9001)")->required();
+    relay_cmd
+        ->add_option("--listen", ro.listen,
+                     "local HOST:PORT that clients send to (e.g. 127.0.0.1:9000; [::1]:9000; :9000 for any address; "
+                     "port 0: any free port)")
+        ->required();
+    relay_cmd
+        ->add_option("--to", ro.to,
+                     "server HOST:PORT to forward to (e.g. 127.0.0.1:9001 or localhost:9001; port 1..65535); a host "
+                     "name is looked up once, its first address used; one that does not resolve exits 1")
+        ->required();
     relay_cmd->add_option("--profile", ro.profile, "emulator profile (default: none)");
     relay_cmd->add_option("--seed", ro.seed, "random seed; the same seed repeats the same decisions for the same traffic");
     relay_cmd
         ->add_option("--stats-interval", ro.stats_interval,
                      "print statistics every S seconds (0 = only at exit; at most 86400)")
-        ->check(CLI::Range(0.0, 86400.0));
+        ->check(ndm::tools::number_in(0, 86400, "seconds"));
 
     std::string shell_profile = "none";
     ndm::tools::ShellOptions so;

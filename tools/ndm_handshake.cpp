@@ -101,6 +101,10 @@ struct Report {
 
     [[nodiscard]] bool ok() const { return established && close && clean(*close); }
 
+    // What was negotiated on standard output; a failure (no handshake, a
+    // close with an error) in one line on standard error, as every tool
+    // reports failures. With -J the document, failed or not ("ok": false),
+    // on standard output, as iperf3 -J's.
     void print(bool json_out) const {
         if (json_out) {
             json j = {{"peer", peer}, {"ok", ok()}};
@@ -116,24 +120,25 @@ struct Report {
             if (close)
                 j["close"] = {{"code", close->code}, {"application", close->application},
                               {"by_peer", close->by_peer}, {"reason", tools::printable(close->reason)}};
-            std::cout << j.dump(2) << '\n';
+            std::cout << j.dump(2) << '\n' << std::flush;
             return;
         }
-        if (established) {
-            std::cout << fmt::format("ndm-handshake: QUIC v1 handshake with {} complete", peer)
-                      << (handshake_ms ? fmt::format(" in {:.1f} ms", *handshake_ms) : "") << '\n'
-                      << fmt::format("  alpn           {}\n  cipher suite   {}\n  retry          {}\n", summary.alpn,
-                                     summary.cipher_suite, summary.retry ? "yes (address validated by a Retry)" : "no")
-                      << "  peer transport parameters:\n";
-            const json params = params_json(summary.peer);
-            for (const auto& [k, v] : params.items())
-                std::cout << fmt::format("    {:<38} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
-            std::cout << fmt::format("  peer streams   {} opened, {} bytes read\n", peer_streams, peer_stream_bytes);
-        } else {
-            std::cout << fmt::format("ndm-handshake: no handshake with {}\n", peer);
+        if (!established) {
+            std::cerr << fmt::format("ndm-handshake: no handshake with {}", peer)
+                      << (close ? ": " + close_text(*close) : std::string()) << std::endl;
+            return;
         }
-        if (close) std::cout << "ndm-handshake: " << close_text(*close) << '\n';
-        std::cout << std::flush;
+        std::cout << fmt::format("ndm-handshake: QUIC v1 handshake with {} complete", peer)
+                  << (handshake_ms ? fmt::format(" in {:.1f} ms", *handshake_ms) : "") << '\n'
+                  << fmt::format("  alpn           {}\n  cipher suite   {}\n  retry          {}\n", summary.alpn,
+                                 summary.cipher_suite, summary.retry ? "yes (address validated by a Retry)" : "no")
+                  << "  peer transport parameters:\n";
+        const json params = params_json(summary.peer);
+        for (const auto& [k, v] : params.items())
+            std::cout << fmt::format("    {:<38} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+        std::cout << fmt::format("  peer streams   {} opened, {} bytes read\n", peer_streams, peer_stream_bytes)
+                  << std::flush;
+        if (close) (ok() ? std::cout : std::cerr) << "ndm-handshake: " << close_text(*close) << std::endl;
     }
 };
 
@@ -180,7 +185,6 @@ EndpointConfig endpoint_config(const Options& o, TlsOptions tls) {
 
 int run_client(const Options& o, const std::string& host, std::uint16_t port, const tools::ClientTlsFlags& flags) {
     EndpointConfig cfg = endpoint_config(o, tools::client_tls(flags));
-    if (cfg.connection.tls.server_name.empty()) cfg.connection.tls.server_name = host;
     Endpoint ep(cfg);
     Report r;
     r.peer = fmt::format("{}:{}", host, port);
@@ -266,8 +270,10 @@ int main(int argc, char** argv) {
     Options o;
     CLI::App app{
         "ndm-handshake: a QUIC v1 handshake with any QUIC stack, and a clean close. Prints the ALPN and cipher\n"
-        "suite negotiated and the peer's transport parameters (RFC 9000 §18.2); exits 0 when the handshake\n"
-        "completed and the connection closed without error, 1 otherwise. Examples:\n"
+        "suite negotiated and the peer's transport parameters (RFC 9000 §18.2) on standard output; exits 0 when\n"
+        "the handshake completed and the connection closed without error, else 1 with the failure in one line\n"
+        "on standard error (with -J the document, \"ok\": false, stays on standard output); 2 for bad input.\n"
+        "Examples:\n"
         "  ndm-handshake connect 127.0.0.1 4433 --alpn h3 --insecure      (against e.g. ngtcp2's gtlsserver)\n"
         "  ndm-handshake listen -p 4433 --alpn h3 --cert c.pem --key k.pem (for e.g. gtlsclient)",
         "ndm-handshake"};
@@ -279,12 +285,12 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--timeout", o.timeout, "seconds the handshake, and then the close, may take")
         ->capture_default_str()
-        ->check(CLI::Range(0.1, 3600.0));
+        ->check(ndm::tools::number_in(0.1, 3600, "seconds"));
     app.add_option("--linger", o.linger,
                    "seconds an established connection stays open before ndm closes it (unless the peer closes "
                    "first)")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 3600.0));
+        ->check(ndm::tools::number_in(0, 3600, "seconds"));
     app.add_option("--max-streams-uni", o.max_streams_uni,
                    "unidirectional streams the peer may open (HTTP/3 peers insist on at least 3: control and "
                    "QPACK streams); their data is read and discarded")
@@ -295,8 +301,11 @@ int main(int argc, char** argv) {
     auto* connect = app.add_subcommand("connect", "connect to a QUIC server");
     std::string host;
     std::uint16_t port = 4433;
-    connect->add_option("host", host, "server address (numeric, or localhost)")->required();
-    connect->add_option("port", port, "server UDP port")->required();
+    connect->add_option("host", host,
+                        "server: a host name (the first address the resolver gives; one that does not resolve "
+                        "exits 1) or a numeric IPv4/IPv6 address")
+        ->required();
+    connect->add_option("port", port, "server UDP port (1..65535)")->required()->check(tools::port_number(false));
     tools::ClientTlsFlags client_flags;
     tools::add_client_tls_flags(*connect, client_flags);
 
@@ -304,11 +313,13 @@ int main(int argc, char** argv) {
     std::string bind = "::";
     std::uint16_t listen_port = 4433;
     int count = 1;
-    listen->add_option("-p,--port", listen_port, "UDP port to listen on")->capture_default_str();
+    listen->add_option("-p,--port", listen_port, "UDP port to listen on (0..65535; 0: any free port)")
+        ->capture_default_str()
+        ->check(tools::port_number(true));
     listen->add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack)")->capture_default_str();
     listen->add_option("-n,--count", count, "connections to serve before exiting (0: until Ctrl-C; at most 1000000)")
         ->capture_default_str()
-        ->check(CLI::Range(0, 1000000));
+        ->check(ndm::tools::integer_in(0, 1000000));
     tools::ServerTlsFlags server_flags;
     tools::add_server_tls_flags(*listen, server_flags);
     tools::add_retry_option(*listen, o.retry);
@@ -318,7 +329,7 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, on_signal);
     try {
         if (*connect) {
-            check_numeric_address(host, "host");
+            check_host(host, "host");
             return run_client(o, host, port, client_flags);
         }
         check_numeric_address(bind, "--bind");

@@ -743,14 +743,18 @@ int main(int argc, char** argv) {
     bool no_gso = false, no_ecn = false, ipv4 = false, ipv6 = false, daemon = false;
     std::string retry = "auto", pidfile;
     // iperf3 3.12's --help order (general, then server), ndm's own after them.
-    app.add_option("-p,--port", port, "UDP port to listen on")->capture_default_str();
+    app.add_option("-p,--port", port, "UDP port to listen on (0..65535; 0: any free port)")
+        ->capture_default_str()
+        ->check(tools::port_number(true));
     app.add_option("-I,--pidfile", pidfile, "write the process id to FILE, removed at exit");
     std::string file;
     app.add_option("-F,--file", file,
                    "write what a client sends to this file (created or truncated each test), or send its bytes "
                    "when the client asks for -R (the test ends with the file unless the client's -t/-n end it "
                    "first); one connection a test (-P 1)");
-    app.add_option("-B,--bind", bind, "numeric address to bind (\"::\" = dual-stack, all interfaces)")->capture_default_str();
+    app.add_option("-B,--bind", bind,
+                   "numeric address to bind (\"::\" = dual-stack, all interfaces; unlike iperf3's -B, not a host name)")
+        ->capture_default_str();
     app.add_flag("-J,--json", json_out, "print one JSON document per test instead of text");
     ndm::tools::add_output_flags(app, output_flags);
     ndm::tools::add_idle_timeout_option(app, idle_timeout);

@@ -250,6 +250,10 @@ private:
     // waits until all are established; forward, opens each one's data stream.
     void connect() {
         const unsigned n = o_.parallel;
+        // A host name is looked up once, so that all -P connections reach
+        // the same address; the certificate must carry the name.
+        const std::string address =
+            resolve_host(o_.host, o_.ipv4 ? AddressFamily::ipv4 : o_.ipv6 ? AddressFamily::ipv6 : AddressFamily::any);
         if (!o_.json) std::cout << fmt::format("Connecting to host {}, port {}\n", o_.host, o_.port) << std::flush;
         if (!o_.json && o_.reverse) std::cout << fmt::format("Reverse mode, remote host {} is sending\n", o_.host) << std::flush;
         // Distinguishes this test's connections from another client's on the server.
@@ -265,7 +269,9 @@ private:
             f.params.seed = base_.seed + i;  // distinct payloads: a mix-up between connections shows
             ConnectionConfig cc = cfg_.connection;
             cc.application_params = tools::encode(f.params);
-            f.h = ep_.connect(o_.host, o_.port, cc);
+            if (cc.tls.server_name.empty())  // the name as given; a literal without brackets
+                cc.tls.server_name = address == o_.host || o_.host.front() == '[' ? address : o_.host;
+            f.h = ep_.connect(address, o_.port, cc);
             if (o_.bidir) {  // the server's direction of the same connection
                 Flow& r = flows_[n + i];
                 r.index = i;
@@ -743,6 +749,9 @@ private:
         j["end"] = {{"streams", streams},
                     {"sender_congestion", o_.cc},
                     {"receiver_congestion", receiver_cc()},
+                    // iperf3's names of the same two, for its scripts (docs/ndm-send-json.md).
+                    {"sender_tcp_congestion", o_.cc},
+                    {"receiver_tcp_congestion", receiver_cc()},
                     {"cpu_utilization_percent", cpu_json()},
                     {"endpoint", tools::endpoint_summary_json(ep_.stats())}};
         bool exact = true;
@@ -870,19 +879,23 @@ private:
 
 // The flags in iperf3 3.12's --help order (general, then client), ndm's own after them.
 void add_options(CLI::App& app, Options& o, std::string& profile_name) {
-    app.add_option("-p,--port", o.port, "server UDP port")->capture_default_str();
-    app.add_option("--cport", o.cport, "local UDP port (default: ephemeral); the -P connections share it, "
-                                       "as they share one socket");
+    app.add_option("-p,--port", o.port, "server UDP port (1..65535)")
+        ->capture_default_str()
+        ->check(tools::port_number(false));
+    app.add_option("--cport", o.cport, "local UDP port (0..65535; default 0: ephemeral); the -P connections share it, "
+                                       "as they share one socket")
+        ->check(tools::port_number(true));
     app.add_option("-i,--interval", o.interval, "seconds between interval reports")
         ->capture_default_str()
-        ->check(CLI::Range(0.1, 60.0));
+        ->check(ndm::tools::number_in(0.1, 60, "seconds"));
     app.add_option("-F,--file", o.file,
                    "send this file's bytes instead of generated data (the test ends with the file unless -t/-n/-k "
                    "end it first; a regular file: a FIFO or device is refused, as lost bytes are read again at "
                    "their offset); with -R, write what is received to it (created or truncated; a FIFO is written "
                    "once a reader opens it, waited for up to --connect-timeout). One connection (-P 1) and one "
                    "direction only, as the file has one offset");
-    app.add_option("-B,--bind", o.bind, "numeric local address to send from (default: any, dual-stack)");
+    app.add_option("-B,--bind", o.bind,
+                   "numeric local address to send from (default: any, dual-stack; unlike iperf3's -B, not a host name)");
     app.add_flag("-V,--verbose", o.verbose,
                  "also print the test parameters, controller and TLS parameters at the start, both sides' CPU "
                  "use and controllers at the end (as iperf3's -V), and this socket's totals (datagrams sent in how many "
@@ -891,33 +904,39 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     tools::add_output_flags(app, o.output);
     tools::add_idle_timeout_option(app, o.idle_timeout);
     tools::add_version_flag(app, "ndm-send");
-    app.add_option("-c,--client", o.host, "server address (numeric, or localhost)")->required();
+    app.add_option("-c,--client", o.host,
+                   "server: a host name (looked up once; the first address is used, with -4/-6 the first of that "
+                   "family: QUIC cannot fall back to the next as iperf3's TCP connect does; one that does not "
+                   "resolve exits 1) or a numeric IPv4/IPv6 address")
+        ->required();
     app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
     app.add_option("--connect-timeout", o.connect_timeout_ms,
                    "milliseconds the handshake may take, Retries and lost Initials included, before the test "
                    "fails (100..600000; iperf3's default is the kernel's TCP connect timeout)")
         ->capture_default_str()
-        ->check(CLI::Range(100u, 600000u));
+        ->check(ndm::tools::integer_in(100, 600000, "milliseconds"));
     app.add_option("-b,--bitrate", o.bitrate,
                    "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
                    "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "
                    "flow is application-limited (default: unlimited, as iperf3's TCP)");
-    auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+    auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")
+                  ->capture_default_str()
+                  ->check(ndm::tools::number_in(0.1, 86400, "seconds"));
     auto* n = app.add_option("-n,--bytes", o.bytes, "bytes to send instead of a time (K/M/G/T suffixes, binary; at most 1024T)")
                   ->check(tools::size_in(1, tools::kMaxTestBytes));
     t->excludes(n);
     auto* k = app.add_option("-k,--blockcount", o.blocks,
                              "blocks to send instead of a time; an ndm block is 128 KiB (iperf3's TCP default "
                              "length; ndm's -l is the datagram size, not a block)")
-                  ->check(CLI::Range(std::uint64_t{1}, tools::kMaxTestBytes / tools::kBlockSize));
+                  ->check(ndm::tools::integer_in(1, tools::kMaxTestBytes / tools::kBlockSize, "blocks of 128 KiB"));
     k->excludes(t);
     k->excludes(n);
     app.add_option("-l,--length", o.packet_size, "max datagram size in bytes (1200..65507)")
         ->capture_default_str()
-        ->check(CLI::Range(kMinDatagramSize, kMaxDatagramSize));
+        ->check(ndm::tools::integer_in(kMinDatagramSize, kMaxDatagramSize, "bytes"));
     app.add_option("-P,--parallel", o.parallel, "parallel connections (1..128), one test on the server")
         ->capture_default_str()
-        ->check(CLI::Range(1u, tools::kMaxParallel));
+        ->check(ndm::tools::integer_in(1, tools::kMaxParallel));
     auto* rev = app.add_flag("-R,--reverse", o.reverse, "reverse mode: the server sends (with -C's controller), we receive");
     app.add_flag("--bidir", o.bidir,
                  "both directions at once: each connection carries our stream and the server's (QUIC streams "
@@ -936,7 +955,7 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     auto* omit = app.add_option("-O,--omit", o.omit,
                                 "omit the first N seconds from the totals (sent in addition to -t, rows marked "
                                 "(omitted)), e.g. to leave out slow start; with -t only, not -n")
-                     ->check(CLI::Range(0.0, tools::kMaxOmit));
+                     ->check(ndm::tools::number_in(0, tools::kMaxOmit, "seconds"));
     omit->excludes(n);
     omit->excludes(k);
     app.add_option("-C,--congestion", o.cc,
@@ -997,7 +1016,7 @@ int main(int argc, char** argv) {
         output.emplace(o.json ? "" : o.output.title, o.output.logfile, o.output.force_flush);
         (void)parse_io_backend(o.io);
         tools::apply_address_family(o.ipv4, o.ipv6, o.host, o.bind);
-        check_numeric_address(o.host, "--client");
+        check_host(o.host, "--client");
         if (!o.bind.empty()) check_numeric_address(o.bind, "--bind");
         tools::load_cc_plugins(o.plugins);
         cc::Params cp;

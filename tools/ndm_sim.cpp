@@ -120,40 +120,49 @@ std::optional<int> parse(int argc, char** argv, Options& o) {
     auto* bytes_opt = app.add_option("-n,--bytes", o.bytes_arg, "Bytes to transfer; suffixes K/M/G/T (binary; at most 1024T)")
                           ->capture_default_str()
                           ->check(ndm::tools::size_in(1, std::uint64_t{1} << 50));
-    auto* time_opt = app.add_option("-t,--time", o.time_s, "Send for this many seconds of virtual time instead of -n");
+    auto* time_opt = app.add_option("-t,--time", o.time_s, "Send for this many seconds of virtual time instead of -n")
+                         ->check(ndm::tools::positive_number(1e6, "seconds"));
     bytes_opt->excludes(time_opt);
-    app.add_option("--delay", o.delay_ms, "One-way delay in ms, each direction")->capture_default_str();
-    app.add_option("--loss", o.loss_pct, "Random loss in percent, each direction")->capture_default_str();
-    app.add_option("--rate", o.rate_mbps, "Bottleneck rate in Mbit/s, each direction")->capture_default_str();
-    app.add_option("--queue", o.queue, "Bottleneck queue in packets (default: one bandwidth-delay product)");
+    app.add_option("--delay", o.delay_ms, "One-way delay in ms, each direction")
+        ->capture_default_str()
+        ->check(ndm::tools::number_in(0, 1e6, "milliseconds"));
+    app.add_option("--loss", o.loss_pct, "Random loss in percent, each direction")
+        ->capture_default_str()
+        ->check(ndm::tools::number_in(0, 100, "percent"));
+    app.add_option("--rate", o.rate_mbps, "Bottleneck rate in Mbit/s, each direction")
+        ->capture_default_str()
+        ->check(ndm::tools::positive_number(1e6, "Mbit/s"));
+    app.add_option("--queue", o.queue, "Bottleneck queue in packets (default: one bandwidth-delay product)")
+        ->check(ndm::tools::integer_in(1, 1000000000, "packets"));
     app.add_option("--cc", o.cc, "Congestion controller")->capture_default_str();
     app.add_option("--cc-options", o.cc_options, "Controller options, key=value[,key=value]");
     ndm::tools::add_cc_plugin_option(app, o.plugins);
-    app.add_option("-l,--packet-size", o.packet_size, "Max datagram size in bytes")->capture_default_str();
+    app.add_option("-l,--packet-size", o.packet_size, "Max datagram size in bytes")
+        ->capture_default_str()
+        ->check(ndm::tools::integer_in(ndm::kMinDatagramSize, ndm::kMaxDatagramSize, "bytes"));
     app.add_option("--seed", o.seed, "Seed of the link impairments and the payload")->capture_default_str();
-    app.add_option("-i,--interval", o.interval_s, "Report interval in seconds of virtual time")->capture_default_str();
-    app.add_option("--deadline", o.deadline_s, "Give up after this many seconds of virtual time")->capture_default_str();
+    app.add_option("-i,--interval", o.interval_s, "Report interval in seconds of virtual time")
+        ->capture_default_str()
+        ->check(ndm::tools::positive_number(1e6, "seconds"));
+    app.add_option("--deadline", o.deadline_s, "Give up after this many seconds of virtual time")
+        ->capture_default_str()
+        ->check(ndm::tools::positive_number(1e7, "seconds"));
     ndm::tools::add_idle_timeout_option(app, o.idle_timeout_s);
     ndm::tools::add_loss_detection_option(app, o.loss_detection);
     app.add_flag("--json", o.json, "Print the results as JSON");
-    app.add_flag("-v,--verbose", o.verbose, "Debug logging");
+    app.add_flag("-V,--verbose", o.verbose,
+                 "Debug logging (-V as iperf3; the old -v among other arguments still works, with a warning, and "
+                 "alone prints the version)");
 
-    ndm::tools::add_version_flag(app, "ndm-sim", false);  // -v is --verbose here
+    ndm::tools::add_version_flag(app, "ndm-sim");
+    ndm::tools::deprecated_verbose_v(argc, argv, "ndm-sim");
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-sim")) return rc;
 
     o.by_time = time_opt->count() > 0;
     if (!o.by_time) {
         o.bytes = ndm::tools::parse_size(o.bytes_arg);  // checked by size_in
     }
-    if (o.by_time && !(o.time_s > 0 && o.time_s <= 1e6)) return fail("--time must be in (0, 1e6] seconds");
-    if (!(o.delay_ms >= 0 && o.delay_ms <= 1e6)) return fail("--delay must be in [0, 1e6] ms");
-    if (!(o.loss_pct >= 0 && o.loss_pct <= 100)) return fail("--loss must be in [0, 100] percent");
-    if (!(o.rate_mbps > 0 && o.rate_mbps <= 1e6)) return fail("--rate must be in (0, 1e6] Mbit/s");
-    if (o.packet_size < ndm::kMinDatagramSize || o.packet_size > ndm::kMaxDatagramSize)
-        return fail(fmt::format("--packet-size must be in [{}, {}]", ndm::kMinDatagramSize, ndm::kMaxDatagramSize));
-    if (!(o.interval_s > 0 && o.interval_s <= 1e6)) return fail("--interval must be in (0, 1e6] seconds");
-    if (!(o.deadline_s > 0 && o.deadline_s <= 1e7)) return fail("--deadline must be in (0, 1e7] seconds");
-    if (app.count("--queue") > 0 && o.queue == 0) return fail("--queue must be at least 1 packet");
+    // The ranges are the options' validators.
     try {  // fail before printing anything, with the registry's list of names
         ndm::tools::load_cc_plugins(o.plugins);
         ndm::cc::make(o.cc, ndm::cc::Params{o.packet_size, ndm::Instant{}}, o.cc_options);

@@ -61,10 +61,10 @@ SelectOptions select_options(const TrainArgs& a) {
 
 void add_generate_options(CLI::App* c, GenArgs& a) {
     c->add_option("--seed", a.gen.seed, "scenario seed")->capture_default_str();
-    c->add_option("-n,--scenarios", a.gen.scenarios, "number of scenarios")->capture_default_str()->check(CLI::Range(1, 100000));
+    c->add_option("-n,--scenarios", a.gen.scenarios, "number of scenarios")->capture_default_str()->check(ndm::tools::integer_in(1, 100000));
     c->add_option("--seconds", a.gen.seconds, "longest virtual sending time of a scenario")
         ->capture_default_str()
-        ->check(CLI::Range(1.0, 600.0));
+        ->check(ndm::tools::number_in(1, 600, "seconds"));
     c->add_option("--cc", a.gen.controllers, "sender controllers, assigned round-robin to scenarios")
         ->delimiter(',')
         ->capture_default_str();
@@ -73,32 +73,32 @@ void add_generate_options(CLI::App* c, GenArgs& a) {
                   "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm flows (0: none, as the shipped "
                   "models were trained)")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(ndm::tools::number_in(0, 1));
 }
 
 void add_train_options(CLI::App* c, TrainArgs& a) {
     c->add_option("--model", a.kind, "logistic (at-loss features only) or gru")
         ->capture_default_str()
-        ->check(CLI::IsMember({"logistic", "gru"}));
-    c->add_option("--hidden", a.train.hidden, "GRU units (1..8) for --model gru")->check(CLI::Range(1, 8));
+        ->check(ndm::tools::one_of({"logistic", "gru"}));
+    c->add_option("--hidden", a.train.hidden, "GRU units (1..8) for --model gru")->check(ndm::tools::integer_in(1, 8));
     c->add_option("--seed", a.train.seed, "initialisation and shuffling seed")->capture_default_str();
-    c->add_option("--lr", a.train.learning_rate, "Adam learning rate")->capture_default_str()->check(CLI::Range(1e-6, 1.0));
-    c->add_option("--l2", a.train.l2, "L2 penalty on the weights")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    c->add_option("--batch", a.train.batch, "minibatch size")->capture_default_str()->check(CLI::Range(1, 1000000));
-    c->add_option("--epochs", a.train.max_epochs, "most epochs")->capture_default_str()->check(CLI::Range(1, 100000));
+    c->add_option("--lr", a.train.learning_rate, "Adam learning rate")->capture_default_str()->check(ndm::tools::number_in(1e-6, 1));
+    c->add_option("--l2", a.train.l2, "L2 penalty on the weights")->capture_default_str()->check(ndm::tools::number_in(0, 1));
+    c->add_option("--batch", a.train.batch, "minibatch size")->capture_default_str()->check(ndm::tools::integer_in(1, 1000000));
+    c->add_option("--epochs", a.train.max_epochs, "most epochs")->capture_default_str()->check(ndm::tools::integer_in(1, 100000));
     c->add_option("--patience", a.train.patience, "early stopping: epochs without a better validation loss")
         ->capture_default_str()
-        ->check(CLI::Range(1, 100000));
+        ->check(ndm::tools::integer_in(1, 100000));
     c->add_option("--pos-weight", a.train.pos_weight, "weight of congestive examples in the loss (> 1: more recall, less calibration)")
         ->capture_default_str()
-        ->check(CLI::Range(0.01, 100.0));
+        ->check(ndm::tools::number_in(0.01, 100));
     c->add_option("--inputs", a.inputs, "features the model may use: all, or a comma list of q_now q_p50 q_p90 slope "
                                         "entropy loss_rate rate_ratio loss_run (the others get weight 0)")
         ->capture_default_str();
     c->add_flag("--no-spurious", a.no_spurious, "drop events whose losses were (partly) late packets instead of labelling them 0");
     c->add_option("--outage", a.outage, "trace-outage drops: congestive or exclude")
         ->capture_default_str()
-        ->check(CLI::IsMember({"congestive", "exclude"}));
+        ->check(ndm::tools::one_of({"congestive", "exclude"}));
     c->add_option("--max-per-scenario", a.max_per_scenario, "training examples kept per scenario (evenly thinned; 0 = all)")
         ->capture_default_str();
 }
@@ -193,24 +193,24 @@ void add_outcome_options(CLI::App* c, OutcomeOptions& o) {
         ->capture_default_str();
     c->add_option("--select-congestion", o.congestion, "congestion-only selection scenarios")
         ->capture_default_str()
-        ->check(CLI::Range(1, 1000));
-    c->add_option("--select-random", o.random, "random-loss selection scenarios")->capture_default_str()->check(CLI::Range(1, 1000));
+        ->check(ndm::tools::integer_in(1, 1000));
+    c->add_option("--select-random", o.random, "random-loss selection scenarios")->capture_default_str()->check(ndm::tools::integer_in(1, 1000));
     c->add_option("--select-seconds", o.seconds, "virtual sending time bound of a selection run")
         ->capture_default_str()
-        ->check(CLI::Range(3.0, 600.0));
+        ->check(ndm::tools::number_in(3, 600, "seconds"));
     c->add_option("--loss-tolerance", o.loss_tolerance, "admissible: drop rate at most (1 + this) x cubic's on congestion")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 10.0));
+        ->check(ndm::tools::number_in(0, 10));
     c->add_option("--goodput-slack", o.goodput_slack,
                   "among admissible candidates within this fraction of the best goodput, the lowest drop rate wins")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(ndm::tools::number_in(0, 1));
     c->add_option("--min-buffer-bdp", o.min_buffer_bdp, "congestion scenarios: smallest buffer, in BDPs")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 100.0));
+        ->check(ndm::tools::number_in(0, 100));
     c->add_option("--min-buffer-packets", o.min_buffer_packets, "congestion scenarios: smallest buffer, in packets")
         ->capture_default_str()
-        ->check(CLI::Range(2, 1000000));
+        ->check(ndm::tools::integer_in(2, 1000000, "packets"));
     c->add_flag("--per-scenario", o.per_scenario, "a line per selection run");
 }
 
@@ -275,7 +275,9 @@ public:
         add_generate_options(sub_, a_);
         sub_->add_option("-o,--out", a_.out, "dataset file")->capture_default_str();
         sub_->add_flag("-q,--quiet", a_.quiet, "no progress");
-        sub_->add_flag("-v,--verbose", a_.verbose, "one line per scenario: goodput, packets, losses");
+        sub_->add_flag("-V,--verbose", a_.verbose,
+                       "one line per scenario: goodput, packets, losses (-V as iperf3; the old -v still works, with "
+                       "a warning)");
         sub_->add_flag("--list", a_.list, "print the scenario list and exit");
     }
 
@@ -309,7 +311,7 @@ public:
         sub_->add_flag("-q,--quiet", a_.quiet, "no per-epoch lines");
         sub_->add_option("--sharpen", sharpen_, "scale the output's pre-activation by this (before --bias-shift)")
             ->capture_default_str()
-            ->check(CLI::Range(0.01, 100.0));
+            ->check(ndm::tools::number_in(0.01, 100));
         sub_->add_option("--bias-shift", shift_, "add this to the output's pre-activation bias (a shifted threshold)")
             ->capture_default_str();
     }
@@ -338,15 +340,15 @@ public:
         sub_->add_option("-d,--data", data_, "dataset file")->capture_default_str();
         sub_->add_option("--split", split_, "train, val, test or all")
             ->capture_default_str()
-            ->check(CLI::IsMember({"train", "val", "test", "all"}));
+            ->check(ndm::tools::one_of({"train", "val", "test", "all"}));
         sub_->add_flag("--no-spurious", sel_.no_spurious, "drop events whose losses were (partly) late packets");
         sub_->add_option("--outage", sel_.outage, "trace-outage drops: congestive or exclude")
             ->capture_default_str()
-            ->check(CLI::IsMember({"congestive", "exclude"}));
+            ->check(ndm::tools::one_of({"congestive", "exclude"}));
         sub_->add_option("--simd", simd_, "engine kernel: auto (the controller's: NDM_SIMD or the best), scalar, sse42, "
                                           "avx2, avx512 or neon")
             ->capture_default_str()
-            ->check(CLI::IsMember({"auto", "scalar", "sse42", "avx2", "avx512", "neon"}));
+            ->check(ndm::tools::one_of({"auto", "scalar", "sse42", "avx2", "avx512", "neon"}));
         sub_->add_option("--scores", scores_, "also write each event's P to this file (index, scenario, label, P; "
                                               "events in split order train, val, test, dataset order within)");
     }
@@ -463,7 +465,7 @@ public:
                   "a shipped model in one command: generate (fixed seed) → train → (select by controller outcome) → "
                   "write the model (and, with --name ndm-default, the compiled-in default's C++ include) and the dataset") {
         add_generate_options(sub_, gen_);
-        sub_->add_option("--hidden", tr_.train.hidden, "GRU units")->capture_default_str()->check(CLI::Range(1, 8));
+        sub_->add_option("--hidden", tr_.train.hidden, "GRU units")->capture_default_str()->check(ndm::tools::integer_in(1, 8));
         sub_->add_option("--train-seed", tr_.train.seed, "initialisation and shuffling seed")->capture_default_str();
         sub_->add_option("--root", root_, "source tree root: writes data/models/ndm-default.ndmm, "
                                           "src/cc/ndm/default_model.inc, and the dataset to /tmp")
@@ -476,7 +478,7 @@ public:
         sub_->add_option("--recipe", recipe_,
                          "selected: logistic candidates (--pos-weights x --inputs x --shifts) chosen by controller outcome "
                          "(the default for --name ndm-default); gru: the GRU with plain BCE (the default otherwise)")
-            ->check(CLI::IsMember({"selected", "gru"}));
+            ->check(ndm::tools::one_of({"selected", "gru"}));
         sub_->add_option("--pos-weights", weights_, "selected: pos-weights of the logistic candidates")->capture_default_str();
         sub_->add_option("--inputs", inputs_, "selected: input sets of the logistic candidates, one per --inputs")
             ->capture_default_str();
@@ -663,7 +665,8 @@ int main(int argc, char** argv) {
     const std::array<Command*, 7> commands{&generate_cmd, &train_cmd,  &evaluate_cmd, &export_cmd,
                                            &handset_cmd,  &select_cmd, &ship_cmd};
 
-    ndm::tools::add_version_flag(app, "ndm-train", false);  // -v is a subcommand's --verbose
+    ndm::tools::add_version_flag(app, "ndm-train");
+    ndm::tools::deprecated_verbose_v(argc, argv, "ndm-train");
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-train")) return *rc;
 
     try {

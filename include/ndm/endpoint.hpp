@@ -186,11 +186,35 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Checks `host` as Endpoint takes addresses (bind_address, connect): a numeric
-// IPv4/IPv6 address, optionally in brackets, or "localhost". Throws
+// Checks `host` as Endpoint takes a bind address: a numeric IPv4/IPv6
+// address, optionally in brackets, or "localhost". Throws
 // std::invalid_argument naming `what` otherwise, so a tool refuses a bad
 // address as bad input before any socket exists.
 void check_numeric_address(const std::string& host, const std::string& what);
+
+// A host name the system's resolver did not turn into an address (of the
+// family asked): a runtime failure, as a TCP client's (iperf3, curl), since
+// the same name may resolve later or elsewhere.
+class ResolveError : public EndpointError {
+public:
+    using EndpointError::EndpointError;
+};
+
+enum class AddressFamily : std::uint8_t { any, ipv4, ipv6 };
+
+// The numeric address connect() sends to for `host`: `host` itself when it
+// is an IPv4 or IPv6 literal (optionally in brackets) or "localhost"
+// (127.0.0.1); else the first address of `family` that the system's
+// resolver gives for the name (getaddrinfo: /etc/hosts, DNS; in its order,
+// RFC 6724). Only that address is tried: QUIC has no connect() that fails
+// over to the next one, as TCP clients do. Blocks while the resolver works.
+// Throws std::invalid_argument naming `host` when it is neither a literal nor
+// a host name (RFC 1123 §2.1), or a literal of the other family;
+// ResolveError when the name does not resolve.
+std::string resolve_host(const std::string& host, AddressFamily family = AddressFamily::any);
+// Checks `host` as connect() takes it (a literal or a host name, without
+// resolving it). Throws std::invalid_argument naming `what` otherwise.
+void check_host(const std::string& host, const std::string& what);
 
 using ConnectionHandle = std::uint64_t;  // endpoint-local, never reused
 
@@ -242,7 +266,12 @@ public:
     using EventHandler = std::function<void(ConnectionHandle, const Event&)>;
     void on_event(EventHandler handler);
 
-    // Starts a client connection to a numeric address or "localhost".
+    // Starts a client connection to `host`: a numeric address, "localhost"
+    // or a host name, resolved as resolve_host() does (for the socket's
+    // family; an IPv6 socket reaches IPv4 addresses mapped). The TLS server
+    // name defaults to `host`. Throws ResolveError for a name that does not
+    // resolve, EndpointError for an address the socket cannot reach,
+    // std::invalid_argument for a host that is neither literal nor name.
     // Throws EndpointError on a bad address; failures later arrive as Closed.
     ConnectionHandle connect(const std::string& host, std::uint16_t port);
     ConnectionHandle connect(const std::string& host, std::uint16_t port, const ConnectionConfig& config);

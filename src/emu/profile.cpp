@@ -373,12 +373,22 @@ std::string json_value(const std::string& key, const nlohmann::json& v) {
     fail(key + ": expected a string or a number, got " + std::string(v.type_name()));
 }
 
-// A JSON value, or an array of them applied in order ("outage": ["3s@2s", "1s@9s"]).
+std::string json_string(const std::string& key, const nlohmann::json& v) {
+    if (!v.is_string()) fail(key + ": expected a string, got " + std::string(v.type_name()));
+    return v.get<std::string>();
+}
+
+// A JSON value; an array of them, applied in order, only for the one
+// repeatable key ("outage": ["3s@2s", "1s@9s"]): for any other key an array
+// would silently keep its last element.
 void apply_json(Parser& parser, Profile& p, const std::string& key, const nlohmann::json& v) {
     if (!v.is_array()) {
         parser.apply(p, key, json_value(key, v));
         return;
     }
+    const std::string base = lower(trim(key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1)));
+    if (base != "outage")
+        fail(key + ": expected a string or a number, got array (only outage takes an array, one phase an element)");
     for (const auto& e : v) parser.apply(p, key, json_value(key, e));
 }
 
@@ -438,17 +448,18 @@ Profile load_profile_json(const std::string& path) {
     Profile p;
     p.name = path;
     try {
-        if (auto it = j.find("preset"); it != j.end()) apply_spec(parser, p, json_value("preset", *it), true);
+        if (auto it = j.find("preset"); it != j.end()) apply_spec(parser, p, json_string("preset", *it), true);
         for (const auto& [key, value] : j.items()) {
+            if (key == "name" || key == "description") (void)json_string(key, value);
             if (key == "preset" || key == "name" || key == "description") continue;
             if (key == "up" || key == "down") {
-                if (!value.is_object()) fail(key + ": expected an object");
+                if (!value.is_object()) fail(key + ": expected an object, got " + std::string(value.type_name()));
                 for (const auto& [k2, v2] : value.items()) apply_json(parser, p, key + "." + k2, v2);
                 continue;
             }
             apply_json(parser, p, key, value);
         }
-        if (auto it = j.find("name"); it != j.end() && it->is_string()) p.name = it->get<std::string>();
+        if (auto it = j.find("name"); it != j.end()) p.name = it->get<std::string>();
         parser.finish(p);
     } catch (const std::invalid_argument& e) {
         // Name the file: "profile: FILE: key: problem".

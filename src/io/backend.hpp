@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ndm/ecn.hpp"
 #include "ndm/endpoint.hpp"
@@ -37,6 +38,12 @@ struct Address {
 
     // Numeric address (or "localhost") and port; throws EndpointError.
     static Address parse(const std::string& host, std::uint16_t port);
+    // `host` as parse() reads it, else a host name looked up with
+    // getaddrinfo: the first address of `family` (AF_UNSPEC: either) in the
+    // resolver's order. Throws std::invalid_argument for a host that is
+    // neither (or a literal of the other family), ResolveError when the name
+    // does not resolve (ndm::resolve_host, include/ndm/endpoint.hpp).
+    static Address resolve(const std::string& host, std::uint16_t port, int family);
     static Address from(const sockaddr* sa, socklen_t len);
     // The same peer expressed for a socket of `family` (v4 → v4-mapped v6);
     // returns false when it cannot be reached from that family.
@@ -44,6 +51,9 @@ struct Address {
     // The same host with port 0: the key of per-host bookkeeping.
     [[nodiscard]] Address host() const;
 };
+
+// A syntactically valid host name (RFC 1123 §2.1 labels, underscores allowed).
+bool is_host_name(std::string_view name);
 
 struct AddressHash {
     std::size_t operator()(const Address& a) const { return a.hash(); }

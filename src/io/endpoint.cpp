@@ -45,6 +45,27 @@ void check_numeric_address(const std::string& host, const std::string& what) {
     }
 }
 
+namespace {
+int socket_family(AddressFamily f) { return f == AddressFamily::ipv4 ? AF_INET : f == AddressFamily::ipv6 ? AF_INET6 : AF_UNSPEC; }
+}  // namespace
+
+std::string resolve_host(const std::string& host, AddressFamily family) {
+    std::string text = io::Address::resolve(host, 0, socket_family(family)).to_string();
+    text.erase(text.rfind(':'));  // the port
+    if (text.size() >= 2 && text.front() == '[') text = text.substr(1, text.size() - 2);
+    return text;
+}
+
+void check_host(const std::string& host, const std::string& what) {
+    try {
+        (void)io::Address::parse(host, 0);
+    } catch (const EndpointError&) {
+        if (!io::is_host_name(host))
+            throw std::invalid_argument(
+                fmt::format("{}: '{}' is neither a host name nor a numeric IPv4/IPv6 address", what, host));
+    }
+}
+
 RetryPolicy parse_retry_policy(const std::string& name) {
     if (name == "auto") return RetryPolicy::under_load;
     if (name == "always") return RetryPolicy::always;
@@ -819,7 +840,9 @@ ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port) 
 
 ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port, const ConnectionConfig& config) {
     auto& d = *impl_;
-    const io::Address target = io::Address::parse(host, port);
+    // A v4 socket reaches only IPv4 addresses; a v6 one (dual-stack) either.
+    const int family = d.backend->local_address().family() == AF_INET ? AF_INET : AF_UNSPEC;
+    const io::Address target = io::Address::resolve(host, port, family);
     io::Address peer;
     if (!target.convert_to(d.backend->local_address().family(), peer)) {
         throw EndpointError(fmt::format("ndm: cannot reach {} from a socket bound to {}", target.to_string(),
@@ -827,7 +850,8 @@ ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port, 
     }
     ConnectionConfig c = d.for_new_connection(config);
     // The name the certificate must carry is the one connected to, unless told otherwise.
-    if (c.tls.server_name.empty()) c.tls.server_name = host;
+    if (c.tls.server_name.empty())  // an IPv6 literal without its brackets (an IP address: no SNI, RFC 6066 §3)
+        c.tls.server_name = host.size() >= 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
     auto conn = Connection::connect(c, steady_now());
     auto& r = d.add(std::move(conn), peer);
     spdlog::debug("ndm: connecting to {} (connection {})", peer.to_string(), r.handle);

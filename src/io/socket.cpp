@@ -10,18 +10,21 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "io/backend.hpp"
+#include "ndm/endpoint.hpp"
 #include "ndm/udp_socket.hpp"
 
 namespace ndm::io {
@@ -118,6 +121,65 @@ Address Address::parse(const std::string& host_in, std::uint16_t port) {
         return from(reinterpret_cast<const sockaddr*>(&v6), sizeof v6);
     }
     throw EndpointError(fmt::format("ndm: '{}' is not a numeric IPv4/IPv6 address", host_in));
+}
+
+bool is_host_name(std::string_view name) {
+    // RFC 1123 §2.1 labels (letters, digits, hyphens, not at a label's ends),
+    // with the underscore that real zones carry; an optional final dot.
+    if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+    if (name.empty() || name.size() > 253) return false;
+    // Nor may the last label be all digits (RFC 3696 §2): "1.2.3.999" is a
+    // malformed address, not a name.
+    const std::string_view last = name.substr(name.rfind('.') == std::string_view::npos ? 0 : name.rfind('.') + 1);
+    if (std::all_of(last.begin(), last.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        return false;
+    std::size_t label = 0;
+    for (std::size_t i = 0; i <= name.size(); ++i) {
+        if (i == name.size() || name[i] == '.') {
+            if (label == 0 || label > 63 || name[i - 1] == '-' || name[i - label] == '-') return false;
+            label = 0;
+            continue;
+        }
+        const auto c = static_cast<unsigned char>(name[i]);
+        if (!std::isalnum(c) && c != '-' && c != '_') return false;
+        ++label;
+    }
+    return true;
+}
+
+Address Address::resolve(const std::string& host, std::uint16_t port, int fam) {
+    std::optional<Address> numeric;
+    try {
+        numeric = parse(host, port);
+    } catch (const EndpointError&) {
+    }
+    const char* family_name = fam == AF_INET ? "IPv4" : "IPv6";
+    if (numeric) {
+        if (fam != AF_UNSPEC && numeric->family() != fam)
+            throw std::invalid_argument(fmt::format("'{}' is not an {} address", host, family_name));
+        return *numeric;
+    }
+    if (!is_host_name(host))
+        throw std::invalid_argument(fmt::format("'{}' is neither a host name nor a numeric IPv4/IPv6 address", host));
+    addrinfo hints{};
+    hints.ai_family = fam;
+    hints.ai_socktype = SOCK_DGRAM;
+    addrinfo* res = nullptr;
+    if (const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0)
+        throw ndm::ResolveError(fmt::format("cannot resolve host name '{}': {}", host,
+                                            rc == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(rc)));
+    std::optional<Address> found;
+    for (const addrinfo* ai = res; ai != nullptr && !found; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+        found = from(ai->ai_addr, ai->ai_addrlen);
+        if (ai->ai_family == AF_INET)
+            reinterpret_cast<sockaddr_in*>(&found->storage)->sin_port = htons(port);
+        else
+            reinterpret_cast<sockaddr_in6*>(&found->storage)->sin6_port = htons(port);
+    }
+    freeaddrinfo(res);
+    if (!found) throw ndm::ResolveError(fmt::format("host name '{}' has no {} address", host, family_name));
+    return *found;
 }
 
 bool Address::convert_to(int fam, Address& out) const {

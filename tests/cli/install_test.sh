@@ -2,7 +2,10 @@
 # `cmake --install` to a temporary prefix: the tools, libndm.so under its
 # SONAME, the traces and models, man pages and completions land there; the
 # installed ndm-compare runs from / on a trace profile, looks in the install's
-# share/ndm first, and still does after the prefix is moved (relocatable).
+# share/ndm first, and still does after the prefix is moved (relocatable); the
+# Python package lands in lib/python3.X/dist-packages (where Debian's python3
+# looks under /usr/local and /usr) and imports from the moved prefix; the
+# static link of docs/library.md works with the install's pkg-config file.
 set -euo pipefail
 cmake="$1"
 build="$2"
@@ -27,4 +30,22 @@ set +e
 set -e
 grep -q "(searched $prefix/share/ndm/traces" "$tmp/err.txt" ||
   fail "the install's share/ndm is not searched first: $(cat "$tmp/err.txt")"
+if [ -d "$build/python/ndm" ]; then
+  minor=$(/usr/bin/python3 -c 'import sys; print(sys.version_info[1])')
+  site="$prefix/lib/python3.$minor/dist-packages"
+  [ -f "$site/ndm/__init__.py" ] || fail "the Python package is not in lib/python3.$minor/dist-packages"
+  (cd / && PYTHONPATH="$site" /usr/bin/python3 -c "
+import ndm
+assert ndm.__file__.startswith('$site/'), ndm.__file__
+assert ndm.simulate(duration=1)['byte_exact']") || fail "the installed Python package does not import from $site"
+fi
+if command -v pkg-config > /dev/null && command -v g++ > /dev/null; then
+  printf '#include <iostream>\n#include "ndm/version.hpp"\nint main() { std::cout << ndm::version() << "\\n"; }\n' > "$tmp/app.cpp"
+  export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+  # shellcheck disable=SC2046
+  g++ -std=c++20 -static-libstdc++ "$tmp/app.cpp" $(pkg-config --cflags ndm) "$(pkg-config --variable=libdir ndm)/libndm.a" \
+      $(pkg-config --static --libs-only-l ndm | sed 's/-lndm//') -o "$tmp/app" || fail "docs/library.md's static link failed"
+  ldd "$tmp/app" | grep -q libndm && fail "the static link still needs libndm.so"
+  "$tmp/app" > /dev/null || fail "the statically linked program does not run"
+fi
 echo "PASS: installed, relocated, ran from / with the install's traces"

@@ -40,6 +40,9 @@ cpu = end["cpu_utilization_percent"]
 assert cpu["host_total"] > 0 and cpu["remote_total"] > 0, f"cpu {cpu}"
 assert abs(cpu["remote_total"] - cpu["remote_user"] - cpu["remote_system"]) < 1e-6, "remote_total"
 assert end["receiver_congestion"] == "reno", "the server's default controller"
+# iperf3's names carry the same values, so its scripts read ndm's output.
+assert end["sender_tcp_congestion"] == end["sender_congestion"] != "", "sender_tcp_congestion"
+assert end["receiver_tcp_congestion"] == end["receiver_congestion"], "receiver_tcp_congestion"
 assert abs(start["timestamp"]["timesecs"] - time.time()) < 120, "timestamp"
 s0 = end["streams"][0]["sender"]
 assert 0 < s0["min_rtt"] <= s0["mean_rtt"] <= s0["max_rtt"], "rtt"

@@ -127,7 +127,7 @@ grep -q "QUIC handshake has completed" "$out/server_retry_gtlsclient.log" || fai
 
 # 5. The tool's own errors: a bad command line or file exits 2 with one line; nobody listening, 1.
 err=$("$hs" connect 127.0.0.1 "$port" --insecure --cipher rot13 2>&1); rc=$?
-[ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && grep -q -- "--cipher: rot13" <<<"$err" ||
+[ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && grep -q -- "--cipher rot13: expected one of" <<<"$err" ||
   fail "bad --cipher: exit $rc: $err"
 err=$("$hs" connect 127.0.0.1 "$port" --ca "$out/missing.pem" 2>&1); rc=$?
 [ "$rc" -eq 2 ] && grep -q "missing.pem" <<<"$err" || fail "missing --ca file: exit $rc: $err"

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cli.hpp"
+
 namespace ndm::tools {
 
 inline CLI::Option* add_ack_ranges_option(CLI::App& app, std::size_t& ranges) {
@@ -16,7 +18,7 @@ inline CLI::Option* add_ack_ranges_option(CLI::App& app, std::size_t& ranges) {
                     "for comparisons with kernel TCP")
         ->type_name("N")
         ->capture_default_str()
-        ->check(CLI::Range(std::size_t{1}, std::size_t{32}));
+        ->check(integer_in(1, 32));
 }
 
 }  // namespace ndm::tools

@@ -8,10 +8,15 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <ctime>
 #include <ostream>
 #include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "ndm/endpoint.hpp"
 
 namespace ndm::tools {
 
@@ -45,20 +50,28 @@ std::string client_key(const sockaddr_storage& a, socklen_t len) {
 }  // namespace
 
 sockaddr_storage resolve_udp(const std::string& what, const std::string& text, bool passive, socklen_t& len) {
+    // A malformed address or port is a bad command line (invalid_argument);
+    // a well-formed name that does not resolve a runtime failure (ResolveError).
     const auto colon = text.rfind(':');
-    // A malformed or unresolvable address is a bad command line (invalid_argument).
     if (colon == std::string::npos || colon + 1 == text.size())
         throw std::invalid_argument(what + ": '" + text + "' is not ADDR:PORT");
     std::string host = text.substr(0, colon);
     const std::string port = text.substr(colon + 1);
+    unsigned long number = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+    const unsigned long lowest = passive ? 0 : 1;  // binding port 0: any free port
+    if (ec != std::errc() || end != port.data() + port.size() || number < lowest || number > 65535)
+        throw std::invalid_argument(fmt::format("{} {}: port '{}': expected a UDP port, a whole number from {} to 65535",
+                                                what, text, port, passive ? "0 (any free port)" : "1"));
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (!host.empty()) check_host(host, what + " " + text);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_DGRAM;
     hints.ai_flags = passive ? AI_PASSIVE : 0;
     addrinfo* res = nullptr;
     if (const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res); rc != 0)
-        throw std::invalid_argument(what + ": cannot resolve '" + text + "': " + gai_strerror(rc));
+        throw ResolveError(fmt::format("{}: cannot resolve host name '{}': {}", what, host, gai_strerror(rc)));
     sockaddr_storage out{};
     std::memcpy(&out, res->ai_addr, res->ai_addrlen);
     len = res->ai_addrlen;

@@ -34,8 +34,11 @@ namespace ndm::tools {
 // The endpoint's clock, steady_now(), under the name the relay's callers use.
 inline Instant monotonic_now() { return steady_now(); }
 
-// "ADDR:PORT", "[v6]:PORT" or ":PORT" (any address). Throws
-// std::invalid_argument("<what>: ...") naming the problem.
+// "HOST:PORT", "[v6]:PORT" or ":PORT" (any address); HOST a numeric address
+// or a host name (getaddrinfo's first answer); PORT 1..65535, or 0 (any free
+// port) when `passive` (binding). Throws std::invalid_argument("<what> ...")
+// for a malformed address or port, ndm::ResolveError for a name that does
+// not resolve.
 sockaddr_storage resolve_udp(const std::string& what, const std::string& text, bool passive, socklen_t& len);
 
 class EmuRelay {

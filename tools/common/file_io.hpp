@@ -6,6 +6,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ndm/time.hpp"
 
@@ -55,5 +56,11 @@ private:
 // the file can be read, or created (its directory exists). Throws
 // std::invalid_argument naming the problem.
 void check_file_path(const std::string& path);
+
+// An output directory (ndm-compare --out): created with its parents if
+// missing, and writable. Throws std::invalid_argument naming `flag`, the
+// path and the problem (a file in the way, a parent that cannot be made,
+// no write permission), so a tool refuses it before any work.
+void make_output_dir(const std::string& path, std::string_view flag);
 
 }  // namespace ndm::tools

@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cli.hpp"
+
 #include "ndm/time.hpp"
 
 namespace ndm::tools {
@@ -25,7 +27,7 @@ inline constexpr double kMinIdleTimeoutSeconds = 1;
 inline constexpr double kMaxIdleTimeoutSeconds = 86400;
 
 // Adds --idle-timeout SECONDS to `app`, storing into `seconds`. A value
-// outside [1, 86400] is a parse error (exit_on_parse_error: one line, exit 2).
+// outside [1, 86400] is a parse error (parse_command_line: one line, exit 2).
 inline CLI::Option* add_idle_timeout_option(CLI::App& app, double& seconds) {
     return app
         .add_option("--idle-timeout", seconds,
@@ -33,22 +35,7 @@ inline CLI::Option* add_idle_timeout_option(CLI::App& app, double& seconds) {
                     "smaller of both sides' values applies, and probes continue until then, so outages shorter "
                     "than this are survived")
         ->capture_default_str()
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string {
-                // Not CLI::Range: it lets NaN through.
-                double x = 0;
-                try {
-                    std::size_t used = 0;
-                    x = std::stod(text, &used);
-                    if (used != text.size()) return "'" + text + "' is not a number of seconds";
-                } catch (const std::exception&) {
-                    return "'" + text + "' is not a number of seconds";
-                }
-                if (!(x >= kMinIdleTimeoutSeconds && x <= kMaxIdleTimeoutSeconds))
-                    return text + " is outside 1..86400 seconds";
-                return {};
-            },
-            "SECONDS"));
+        ->check(number_in(kMinIdleTimeoutSeconds, kMaxIdleTimeoutSeconds, "seconds"));
 }
 
 inline Duration idle_timeout_duration(double seconds) { return from_seconds(seconds); }

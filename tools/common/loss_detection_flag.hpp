@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cli.hpp"
+
 #include "ndm/loss_detection.hpp"
 
 namespace ndm::tools {
@@ -21,7 +23,7 @@ inline CLI::Option* add_loss_detection_option(CLI::App& app, LossDetection& mode
             "proves spurious (default); rfc9002 = its fixed 3 packets and 9/8 RTT; rack = RFC 8985's reordering "
             "window as Linux TCP uses it (for comparisons with kernel TCP on reordering paths)")
         ->type_name("MODE")
-        ->check(CLI::IsMember({"adaptive", "rfc9002", "rack"}));
+        ->check(one_of({"adaptive", "rfc9002", "rack"}));
 }
 
 }  // namespace ndm::tools

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/cli.hpp"
 #include "ndm/experiment.hpp"
 
 namespace ndm::tools {
@@ -96,9 +97,9 @@ void add_cipher_flag(CLI::App& app, std::vector<std::string>& suites) {
                    "(comma-separated; default: all three)")
         ->delimiter(',')
         ->type_name("LIST")
-        ->check(CLI::IsMember({"aes128-gcm", "aes256-gcm", "chacha20", "TLS_AES_128_GCM_SHA256",
-                               "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"},
-                              CLI::ignore_case));
+        ->check(one_of({"aes128-gcm", "aes256-gcm", "chacha20", "TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
+                        "TLS_CHACHA20_POLY1305_SHA256"},
+                       true));
 }
 
 void add_no_gso_flag(CLI::App& app, bool& no_gso) {
@@ -119,7 +120,7 @@ void add_retry_option(CLI::App& app, std::string& retry) {
                    "flood of spoofed Initials then costs one small Retry each, not a TLS handshake), always = "
                    "every new client (one extra round trip), never")
         ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "always", "never"}));
+        ->check(one_of({"auto", "always", "never"}));
 }
 
 tls::KeylogSink keylog_from_environment() {
