@@ -10,6 +10,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # shellcheck source=skip_lib.sh
 source "$(dirname "$0")/skip_lib.sh"
 skip_unless_emu_shell "$EMU"
+skip_unless_netns_exec  # the victim's second process runs in its namespace through ip netns exec
 
 # Running and not a zombie (a container's init may not reap at once).
 alive() { [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat"; }
