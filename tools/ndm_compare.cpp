@@ -23,6 +23,7 @@
 #include "common/printable.hpp"
 #include "common/tls_flags.hpp"
 #include "common/report.hpp"
+#include "common/seed_article.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
@@ -195,6 +196,7 @@ int run_sequential_mode(const Options& o, const emu::Profile& profile) {
         tools::print_overall(std::cout, e);
         std::cout << "\nComparison summary\n";
         tools::print_summary(std::cout, e);
+        tools::print_article(std::cout, e);
         std::cout << fmt::format("\nWrote {0}/results.json, {0}/samples.csv, {0}/report.md, {0}/plot.svg\n", o.out);
     }
     bool failed = false;
