@@ -43,6 +43,9 @@ skip_unless_emu_shell() {
   [ -c /dev/net/tun ] || skip "no /dev/net/tun"
   command -v ip >/dev/null || skip "no ip (iproute2; scripts/setup.sh installs it)"
   ip netns list >/dev/null 2>&1 || skip "ip netns does not work here"
+  # The shell configures its namespace with `ip -n NS ...`, which switches
+  # namespaces as `ip netns exec` does.
+  skip_unless_netns_exec
   # Root without the capabilities (e.g. an unprivileged container): the shell says so.
   out=$("$emu" shell --quiet -- true 2>&1); rc=$?
   if [ $rc != 0 ] && echo "$out" | grep -q "needs root"; then skip "$out"; fi
