@@ -570,7 +570,9 @@ std::string svg_legend(const Experiment& e, double x0, double top, double left, 
         repeated ? fmt::format("Lines: mean over {} runs (seeds {}–{}); shaded: 95 % confidence band (Student t); "
                                "faint: each run.",
                                e.repeats, e.seed, e.seed + e.repeats - 1)
-                 : fmt::format("One run (seed {}).", e.seed);
+                 : fmt::format("One run (seed {}): one draw of the random path; --repeat 10 draws each "
+                               "controller's mean with its 95 % confidence band.",
+                               e.seed);
     s += fmt::format("<text class=\"note\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", left, notes_y,
                      xml_escape(note));
     s += fmt::format("<text class=\"note\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">Goodput: bytes delivered to "
