@@ -212,6 +212,9 @@ int main(int argc, char** argv) {
     CLI::App app{
         "ndm-compare: run congestion controllers in turn under one emulated network profile and print the seed\n"
         "experiment's tables (overall results, per-interval Transfer/Bitrate/Retr/Cwnd, comparison summary).\n"
+        "Under the urban-lte profile it shows the published article's figures beside ndm's, with a verdict per\n"
+        "controller: with --repeat, whether the article's bitrate lies inside ndm's 95 % confidence interval;\n"
+        "a single run is one draw (use --repeat 10 to judge a difference).\n"
         "Writes results.json, samples.csv, report.md and plot.svg to --out.",
         "ndm-compare"};
     app.add_option("--profile", o.profile,
