@@ -12,7 +12,7 @@
 # It sets up and builds only what the main job needs (scripts/build.sh --main:
 # setup.sh --main's packages, the target ndm-compare), printing progress as it
 # goes; scripts/test.sh installs and builds the rest. The first run on a fresh
-# Debian 12 downloads ~130 MB and takes minutes (README.md, "First run").
+# Debian 12 downloads ~130 MB and takes minutes (README.md, "The first run").
 # NDM_BUILD_DIR=DIR uses the tools already built in DIR instead of setting up and
 # building build/ (tests/cli/readme_variants_test.sh runs the README's variants so).
 set -euo pipefail

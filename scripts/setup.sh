@@ -12,7 +12,7 @@
 # (iperf3, jq) when run.
 # While apt-get works it prints what it installs, how much it downloads and
 # takes on disk, and a progress line per tenth of the packages: a fresh Debian
-# 12 takes minutes here (README.md, "First run").
+# 12 takes minutes here (README.md, "The first run").
 set -euo pipefail
 
 MAIN_PACKAGES=(
@@ -63,16 +63,17 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo > /dev/null || { echo "ndm setup: missing ${missing[*]}: run as root, or install sudo" >&2; exit 1; }
   SUDO="sudo"
 fi
-export DEBIAN_FRONTEND=noninteractive
+# apt-get with sudo when not root; env passes the variables through sudo's reset.
+apt_get() { $SUDO env DEBIAN_FRONTEND=noninteractive LC_ALL=C apt-get "$@"; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 echo "ndm setup: ${#missing[@]} Debian packages missing: ${missing[*]}" >&2
 echo "ndm setup: apt-get update (reading Debian's package lists)" >&2
-$SUDO apt-get update -qq
+apt_get update -qq
 
 # What apt-get would do: the packages with their dependencies, the download and
 # the disk space (apt's own summary lines; --assume-no answers its question).
-LC_ALL=C $SUDO apt-get install --assume-no --no-install-recommends "${missing[@]}" > "$log" 2>&1 || true
+apt_get install --assume-no --no-install-recommends "${missing[@]}" > "$log" 2>&1 || true
 need=$(sed -n 's/^Need to get \([^ ]* [^ ]*\).*/\1/p' "$log")
 disk=$(sed -n 's/^After this operation, \([^ ]* [^ ]*\).*/\1/p' "$log")
 # "U upgraded, N newly installed, ...": the packages apt-get fetches and sets up.
@@ -84,7 +85,7 @@ echo "ndm setup: installing $total packages with their dependencies: ${need:-?} 
 # set-ups, a line per tenth; on failure apt's last lines.
 step=$(((total + 9) / 10))
 ((step > 0)) || step=1
-if ! LC_ALL=C $SUDO apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}" 2>&1 |
+if ! apt_get install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}" 2>&1 |
      tee "$log" |
      awk -v total="$total" -v step="$step" '
        /^Get:[0-9]+ / { got++; if (got <= total && (got % step == 0 || got == total)) { printf "ndm setup: downloaded %d of %d packages\n", got, total; fflush() } }
