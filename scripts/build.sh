@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
 # Configures and builds ndm into a build directory (default: build/).
-#   scripts/build.sh [--sanitize] [--build-dir DIR] [extra cmake -D options...]
+#   scripts/build.sh [--sanitize] [--main] [--target T]... [--build-dir DIR] [extra cmake -D options...]
 # Installs missing Debian packages first (scripts/setup.sh).
+#   --main       only what the main job needs (scripts/run.sh): setup.sh --main's
+#                packages and the target ndm-compare (the library and the tool),
+#                not the tests, benchmarks and examples (a third of the build)
+#   --target T   build T only (repeatable); everything when none is given
+# Prints the build directory as its last line on stdout; progress goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build
 cmake_args=(-DNDM_WERROR=ON)
+setup_args=()
+targets=()
 while (($#)); do
   case "$1" in
     --sanitize) build_dir=build-asan; cmake_args+=(-DNDM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DNDM_BUILD_BENCH=OFF) ;;
+    --main) setup_args=(--main); targets+=(ndm-compare) ;;
+    --target) targets+=("$2"); shift ;;
     --build-dir) build_dir="$2"; shift ;;
     *) cmake_args+=("$1") ;;
   esac
   shift
 done
 
-bash scripts/setup.sh >&2
+bash scripts/setup.sh ${setup_args[@]+"${setup_args[@]}"} >&2
+echo "ndm build: configuring $build_dir (cmake)" >&2
 cmake -S . -B "$build_dir" -G Ninja "${cmake_args[@]}" >&2
-cmake --build "$build_dir" -j "$(nproc)" >&2
+echo "ndm build: building ${targets[*]:-everything} in $build_dir with $(nproc) jobs (ninja: [done/total] per step)" >&2
+build_cmd=(cmake --build "$build_dir" -j "$(nproc)")
+((${#targets[@]} == 0)) || build_cmd+=(--target "${targets[@]}")
+"${build_cmd[@]}" >&2
 # The Python package of the default build becomes importable by Debian's
 # python3 (docs/python.md): a .pth file in its site directory names
 # build/python. Skipped where that directory is not writable (not root).

@@ -9,6 +9,10 @@
 #   scripts/run.sh --virtual              the same in deterministic virtual time
 #   scripts/run.sh --packets realistic    1452-byte datagrams
 #   scripts/run.sh --profile lte-verizon  another profile, the same controllers
+# It sets up and builds only what the main job needs (scripts/build.sh --main:
+# setup.sh --main's packages, the target ndm-compare), printing progress as it
+# goes; scripts/test.sh installs and builds the rest. The first run on a fresh
+# Debian 12 downloads ~130 MB and takes minutes (README.md, "The first run").
 # NDM_BUILD_DIR=DIR uses the tools already built in DIR instead of setting up and
 # building build/ (tests/cli/readme_variants_test.sh runs the README's variants so).
 set -euo pipefail
@@ -58,6 +62,8 @@ given --out || defaults+=(--out out/seed)
 if [ -n "${NDM_BUILD_DIR:-}" ]; then
   build_dir=$NDM_BUILD_DIR
 else
-  build_dir=$(bash scripts/build.sh | tail -n 1)
+  echo "run.sh: checking the Debian packages and building ndm-compare into build/ (a first run takes minutes: README.md, \"First run\")" >&2
+  build_dir=$(bash scripts/build.sh --main | tail -n 1)
+  echo "run.sh: built; running $build_dir/tools/ndm-compare ${defaults[*]} $*" >&2
 fi
 exec "$build_dir/tools/ndm-compare" "${defaults[@]}" "$@"

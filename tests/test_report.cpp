@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/report.hpp"
+#include "common/seed_article.hpp"
 #include "common/units.hpp"
 
 using namespace ndm::tools;
@@ -190,4 +191,95 @@ TEST_CASE("plot: with repeats, the mean and its 95 % band over all runs, each ru
     CHECK(count(svg1, "class=\"band\"") == 0);
     CHECK(count(svg1, "class=\"run\"") == 0);
     CHECK(svg1.find("One run (seed 1)") != std::string::npos);
+}
+
+TEST_CASE("article: the published figures beside ndm's, a verdict per controller, only for urban-lte") {
+    // Published receiver bitrates: ndm-lkm 16.4, cubic 28.8, reno 36.5 Mbit/s
+    // ("NDM-TCP vs TCP Cubic vs TCP Reno", Dev.to, 2026-02-12).
+    REQUIRE(published_run("cubic") != nullptr);
+    CHECK(published_run("cubic")->receiver_bitrate == doctest::Approx(28.8e6));
+    CHECK(published_run("bbr") == nullptr);
+    CHECK(published_seed_runs().size() == 3);
+    Experiment e;
+    e.profile = "urban-lte";
+    e.packet_size = 65507;
+    e.duration_s = 10;
+    e.seed = 1;
+    e.controllers = {"cubic", "bbr"};
+    // One run: cubic's 2 MB in 2.1 s is ~7.99 Mbit/s against the article's 28.8.
+    e.runs = {make_run("cubic", 0, 8, 2, 2.1), make_run("bbr", 0, 8, 2, 2.1)};
+    REQUIRE(compares_with_article(e));
+    std::ostringstream one;
+    print_article(one, e);
+    CAPTURE(one.str());
+    CHECK(one.str().find("Against the published figures") != std::string::npos);
+    CHECK(one.str().find("cubic (TCP Cubic)") != std::string::npos);
+    CHECK(one.str().find("28.8 Mbits/sec") != std::string::npos);
+    CHECK(one.str().find("bbr") == std::string::npos);  // not in the article
+    CHECK(one.str().find("cubic: goodput 7.99 Mbits/sec against the article's 28.8 Mbits/sec (-72 %); one run is one "
+                         "draw") != std::string::npos);
+    CHECK(one.str().find("--repeat 10") != std::string::npos);
+    // Repeated: 7, 8, 9 Mbit/s → mean 8 ± 2.48: the article's 28.8 is outside; 27, 29, 31 → 29 ± 4.97: inside.
+    e.repeats = 3;
+    e.controllers = {"cubic", "reno"};
+    e.runs.clear();
+    for (unsigned k = 0; k < 3; ++k) {
+        const double cubic_mb = (7.0 + k) * 1e6 / 8 * 2 / 1048576, reno_mb = (27.0 + 2 * k) * 1e6 / 8 * 2 / 1048576;
+        e.runs.push_back(make_run("cubic", k, 7 + k, cubic_mb, 2));
+        e.runs.push_back(make_run("reno", k, 27 + 2 * k, reno_mb, 2));
+    }
+    const auto lines = article_verdicts(e);
+    REQUIRE(lines.size() == 3);
+    CAPTURE(lines[0]);
+    CAPTURE(lines[1]);
+    CHECK(lines[0].find("cubic: the article's 28.8 Mbits/sec is outside ndm's 95 % confidence interval") == 0);
+    CHECK(lines[0].find("ndm lower than the article") != std::string::npos);
+    CHECK(lines[1].find("reno: the article's 36.5 Mbits/sec is outside") == 0);
+    CHECK(lines[2] == "ranking: the article reno > cubic, ndm reno > cubic: the same order");
+    e.runs[1] = make_run("reno", 0, 36, 36e6 / 8 * 2 / 1048576, 2);
+    e.runs[3] = make_run("reno", 1, 37, 37e6 / 8 * 2 / 1048576, 2);
+    e.runs[5] = make_run("reno", 2, 38, 38e6 / 8 * 2 / 1048576, 2);
+    CHECK(article_verdicts(e)[1].find("is inside ndm's 95 % confidence interval") != std::string::npos);
+    const auto j = nlohmann::json::parse(to_json(e));
+    CHECK(j["article"]["controllers"][0]["name"] == "cubic");
+    CHECK(j["article"]["controllers"][0]["article_inside_ci95"] == false);
+    CHECK(j["article"]["controllers"][1]["article_inside_ci95"] == true);
+    CHECK(j["article"]["controllers"][1]["article"]["receiver_bitrate_bps"].get<double>() == doctest::Approx(36.5e6));
+    CHECK(j["article"]["source"].get<std::string>().find("Dev.to, 2026-02-12") != std::string::npos);
+    CHECK(to_markdown(e).find("## Against the published figures") != std::string::npos);
+    // Another profile: no comparison anywhere.
+    e.profile = "lte-verizon";
+    CHECK_FALSE(compares_with_article(e));
+    CHECK(to_markdown(e).find("Against the published") == std::string::npos);
+    CHECK(nlohmann::json::parse(to_json(e)).count("article") == 0);
+}
+
+TEST_CASE("plot: the legend fits its longest label and the notes sit below the lower time axis") {
+    Experiment e;
+    e.profile = "test";
+    e.duration_s = 2;
+    e.repeats = 2;
+    e.controllers = {"ndm:forgive=4:standing=0.3", "cubic"};
+    for (unsigned k = 0; k < 2; ++k) {
+        e.runs.push_back(make_run("ndm:forgive=4:standing=0.3", k, 1, 1, 2.1));
+        e.runs.push_back(make_run("cubic", k, 2, 1, 2.1));
+    }
+    const std::string svg = to_svg(e);
+    auto attr = [&](std::size_t from, const std::string& name) {
+        const auto p = svg.find(name + "=\"", from) + name.size() + 2;
+        return std::stod(svg.substr(p, svg.find('"', p) - p));
+    };
+    const double width = attr(0, "width");
+    const std::string label = "ndm:forgive=4:standing=0.3 (mean of 2 runs)";
+    const auto at = svg.find(">" + label + "<");
+    REQUIRE(at != std::string::npos);
+    const double x = attr(svg.rfind("<text", at), "x");
+    CHECK(x + 7.2 * static_cast<double>(label.size()) <= width);  // 7.2 px a character at most, at 12 px
+    // The lower panel's "time (s)" label and the first note below it, 16 px or more apart.
+    const auto time_label = svg.rfind(">time (s)<");
+    const double axis_y = attr(svg.rfind("<text", time_label), "y");
+    const auto note = svg.find("class=\"note\"");
+    REQUIRE(note != std::string::npos);
+    CHECK(attr(note, "y") >= axis_y + 16);
+    CHECK(attr(svg.find("class=\"note\"", note + 1), "y") + 4 <= attr(0, "height"));
 }

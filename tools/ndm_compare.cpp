@@ -26,6 +26,7 @@
 #include "common/printable.hpp"
 #include "common/tls_flags.hpp"
 #include "common/report.hpp"
+#include "common/seed_article.hpp"
 #include "common/units.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/emu.hpp"
@@ -197,6 +198,7 @@ int run_sequential_mode(const Options& o, const emu::Profile& profile) {
         tools::print_overall(std::cout, e);
         std::cout << "\nComparison summary\n";
         tools::print_summary(std::cout, e);
+        tools::print_article(std::cout, e);
         std::cout << fmt::format("\nWrote {0}/results.json, {0}/samples.csv, {0}/report.md, {0}/plot.svg\n", o.out);
     }
     bool failed = false;
@@ -212,6 +214,9 @@ int main(int argc, char** argv) {
     CLI::App app{
         "ndm-compare: run congestion controllers in turn under one emulated network profile and print the seed\n"
         "experiment's tables (overall results, per-interval Transfer/Bitrate/Retr/Cwnd, comparison summary).\n"
+        "Under the urban-lte profile it shows the published article's figures beside ndm's, with a verdict per\n"
+        "controller: with --repeat, whether the article's bitrate lies inside ndm's 95 % confidence interval;\n"
+        "a single run is one draw (use --repeat 10 to judge a difference).\n"
         "Writes results.json, samples.csv, report.md and plot.svg to --out.",
         "ndm-compare"};
     app.add_option("--profile", o.profile,

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -295,36 +296,85 @@ def goodput_vs_loss(data, out=None):
 def throughput_delay(data, out=None, delay="one_way", profile=None):
     """Pantheon's scatter per controller: a marker per run at (95th percentile delay, goodput), the mean
     as a larger marker and the 1-σ covariance ellipse of the runs; the delay axis is inverted, so better
-    is up and to the right. `delay`: "one_way" (the path's one-way delay) or "queue" (its queueing delay)."""
+    is up and to the right. `delay`: "one_way" (the path's one-way delay) or "queue" (its queueing delay).
+    Goodput is never negative: the axis starts at 0 and clips what reaches below. A controller whose runs
+    all had one delay gets a 1-σ goodput bar instead of a flat ellipse; where every run of every controller
+    had the same delay (a path without a bottleneck queue, such as urban-lte: its delay is the profile's
+    base and jitter whatever the controller), the delay cannot tell them apart, and the figure says so and
+    shows each controller's runs side by side at that delay instead."""
     if delay not in DELAYS:
         raise ValueError(f"unknown delay {delay!r} (known: {', '.join(DELAYS)})")
     field, label = DELAYS[delay]
     rs = [r for r in _select(data, profile) if r[field] is not None]
     if not rs:
         raise ValueError(f"no run has a measured {field}")
+    groups = _by_controller(rs)
+    delays = np.array([r[field] for r in rs], dtype=float)
     fig = Figure(figsize=(6.5, 4.8))
     ax = fig.subplots()
-    for i, (c, group) in enumerate(_by_controller(rs).items()):
-        color = COLORS[i % len(COLORS)]
-        x = np.array([r[field] for r in group], dtype=float)
-        y = np.array([r["goodput_bps"] / 1e6 for r in group])
-        ax.scatter(x, y, s=14, color=color, alpha=0.45, linewidths=0, gid=f"runs:{c}")
-        ax.plot([x.mean()], [y.mean()], marker="o", markersize=9, color=color, linestyle="none", label=c,
-                gid=f"mean:{c}")
-        ax.annotate(c, (x.mean(), y.mean()), textcoords="offset points", xytext=(6, 6), fontsize=8, color=color)
-        if len(group) > 1:
-            values, vectors = np.linalg.eigh(np.cov(x, y))
-            angle = math.degrees(math.atan2(vectors[1, 1], vectors[0, 1]))
-            ax.add_patch(Ellipse((x.mean(), y.mean()), 2 * math.sqrt(max(values[1], 0)),
-                                 2 * math.sqrt(max(values[0], 0)), angle=angle, fill=False, color=color,
-                                 gid=f"ellipse:{c}"))
-    ax.invert_xaxis()
-    ax.set_xlabel(label)
+    if len(rs) > 1 and _constant(delays):
+        _goodput_strips(ax, groups, field, label, float(delays.mean()), _title(rs))
+    else:
+        for i, (c, group) in enumerate(groups.items()):
+            color = COLORS[i % len(COLORS)]
+            x = np.array([r[field] for r in group], dtype=float)
+            y = np.array([r["goodput_bps"] / 1e6 for r in group])
+            ax.scatter(x, y, s=14, color=color, alpha=0.45, linewidths=0, gid=f"runs:{c}")
+            ax.plot([x.mean()], [y.mean()], marker="o", markersize=9, color=color, linestyle="none", label=c,
+                    gid=f"mean:{c}")
+            ax.annotate(c, (x.mean(), y.mean()), textcoords="offset points", xytext=(6, 6), fontsize=8, color=color)
+            if len(group) > 1 and _constant(x):
+                _spread_bar(ax, x.mean(), y, color, c)
+            elif len(group) > 1:
+                values, vectors = np.linalg.eigh(np.cov(x, y))
+                angle = math.degrees(math.atan2(vectors[1, 1], vectors[0, 1]))
+                ax.add_patch(Ellipse((x.mean(), y.mean()), 2 * math.sqrt(max(values[1], 0)),
+                                     2 * math.sqrt(max(values[0], 0)), angle=angle, fill=False, color=color,
+                                     gid=f"ellipse:{c}"))
+        ax.invert_xaxis()
+        ax.set_xlabel(label)
+        ax.set_title(f"{_title(rs)} — better: up and to the right", fontsize=10)
+        ax.legend(loc="best", fontsize=8)
     ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_ylim(bottom=0)
     ax.grid(True, color="#ddd")
-    ax.set_title(f"{_title(rs)} — better: up and to the right", fontsize=10)
-    ax.legend(loc="best", fontsize=8)
     return _save(fig, out)
+
+
+def _constant(x):
+    """The delays are one value (within 10 µs): no spread to draw along the delay axis."""
+    return float(np.ptp(x)) < 0.01
+
+
+def _spread_bar(ax, x, y, color, c):
+    """The runs' mean goodput ± one standard deviation at delay x, the lower end clipped at 0."""
+    m, sd = float(y.mean()), float(y.std(ddof=1))
+    bars = ax.errorbar([x], [m], yerr=[[min(sd, m)], [sd]], color=color, capsize=4, linestyle="none")
+    for segments in bars.lines[2]:
+        segments.set_gid(f"spread:{c}")
+
+
+def _goodput_strips(ax, groups, field, label, value, title):
+    """Every run had the same delay: one column per controller with its runs (spread sideways, in run
+    order), the mean and the 1-σ bar of goodput, and a note why the delay axis holds nothing."""
+    for i, (c, group) in enumerate(groups.items()):
+        color = COLORS[i % len(COLORS)]
+        y = np.array([r["goodput_bps"] / 1e6 for r in group])
+        x = i + (np.linspace(-0.15, 0.15, len(y)) if len(y) > 1 else np.zeros(1))
+        ax.scatter(x, y, s=14, color=color, alpha=0.45, linewidths=0, gid=f"runs:{c}")
+        ax.plot([i], [y.mean()], marker="o", markersize=9, color=color, linestyle="none", label=c, gid=f"mean:{c}")
+        if len(y) > 1:
+            _spread_bar(ax, i, y, color, c)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_xlim(-0.6, len(groups) - 0.4)
+    ax.set_xlabel(f"controller (every run: {label.replace(' (ms)', '')} {value:.1f} ms)")
+    why = ("no queue builds on this path" if field == "queue_delay_p95_ms"
+           else "the path's own delay (base + jitter): no bottleneck queue builds on it")
+    ax.set_title(f"{title} — goodput per run; the delay is the same for all", fontsize=10)
+    note = (f"Every run's {label.replace(' (ms)', '')} is {value:.1f} ms, {why}, so delay cannot tell the "
+            "controllers apart. Bars: mean ± 1 σ of goodput.")
+    ax.text(0.02, 0.02, textwrap.fill(note, 80), transform=ax.transAxes, fontsize=7.5, va="bottom",
+            gid="constant-delay")
 
 
 # ---- ndm-plot

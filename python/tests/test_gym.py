@@ -72,9 +72,19 @@ class GymTest(unittest.TestCase):
             self.assertFalse(truncated)
         self.assertGreater(steps, 10)
         self.assertTrue(info["result"]["byte_exact"], info["result"]["error"])
+        # Why it ended: the scenario's virtual time ran out (and the drain after it).
+        self.assertEqual(info["end"], "time")
+        self.assertGreaterEqual(info["time_s"], info["episode_seconds"])
+        self.assertEqual(info["episode_seconds"], info["scenario"]["seconds"])
         with self.assertRaises(RuntimeError):
             env.step(0.0)
         env.reset(seed=2)  # a new episode after the end
+
+    def test_truncation_says_so(self):
+        env = self.make(max_steps=3)
+        env.reset(seed=1)
+        ends = [env.step(0.0)[4]["end"] for _ in range(3)]
+        self.assertEqual(ends, [None, None, "max_steps"])
 
     def test_reset_mid_episode(self):
         env = self.make()

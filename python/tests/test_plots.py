@@ -160,6 +160,41 @@ class FiguresTest(unittest.TestCase):
         q = plots.throughput_delay(r, delay="queue")
         np.testing.assert_allclose(by_gid(q, "runs:a")[0].get_offsets()[:, 0], [1, 2, 3])
 
+    def test_throughput_delay_constant_delay(self):
+        # Every run at one delay (urban-lte: no queue, the profile's own delay): no flat ellipse and no
+        # shared x; each controller's runs in a column, a 1-σ bar clipped at 0, and a note saying why.
+        r = compare_like([[(125000, 10)]] * 3, [[(125000, 10)]] * 2)
+        for run in r["runs"]:
+            run["path"]["one_way_delay_p95_ms"] = 69.632
+        r["runs"][2]["goodput_bps"] = 10e6  # a: 1, 2, 10 Mbit/s: mean 4.33, σ 4.93 reaches below 0
+        fig = plots.throughput_delay(r, self.path("c.png"))
+        self.check_file(self.path("c.png"))
+        ax = fig.axes[0]
+        self.assertFalse(by_gid(fig, "ellipse:a"))
+        note = by_gid(fig, "constant-delay")[0].get_text().replace("\n", " ")
+        self.assertIn("is 69.6 ms", note)
+        self.assertIn("cannot tell the controllers apart", note)
+        self.assertIn("69.6 ms", ax.get_xlabel())
+        self.assertEqual([t.get_text() for t in ax.get_xticklabels()], ["a", "b"])
+        np.testing.assert_allclose(by_gid(fig, "runs:a")[0].get_offsets()[:, 1], [1, 2, 10])
+        self.assertTrue(all(abs(x) < 0.5 for x in by_gid(fig, "runs:a")[0].get_offsets()[:, 0]))
+        self.assertTrue(all(abs(x - 1) < 0.5 for x in by_gid(fig, "runs:b")[0].get_offsets()[:, 0]))
+        self.assertEqual(ax.get_ylim()[0], 0)
+        # a's bar runs from 0 (clipped, not mean − σ < 0) to mean + σ.
+        y = np.array([1, 2, 10])
+        bar = by_gid(fig, "spread:a")[0].get_segments()[0]
+        np.testing.assert_allclose(bar[:, 1], [0, y.mean() + y.std(ddof=1)])
+        # One controller at one delay among others that vary: a bar for it, an ellipse for the others.
+        m = compare_like([[(125000, 10)]] * 3, [[(125000, 10)]] * 2)
+        for run in m["runs"]:
+            if run["controller"] == "b":
+                run["path"]["one_way_delay_p95_ms"] = 30.0
+        fig = plots.throughput_delay(m)
+        self.assertTrue(by_gid(fig, "ellipse:a"))
+        self.assertTrue(by_gid(fig, "spread:b"))
+        self.assertFalse(by_gid(fig, "constant-delay"))
+        self.assertEqual(fig.axes[0].get_ylim()[0], 0)
+
     def test_compete(self):
         c = ndm.compete(profile="delay=20ms,rate=10mbit", cc="cubic,reno", duration=2, repeat=2)
         fig = plots.time_series(c)
@@ -168,8 +203,13 @@ class FiguresTest(unittest.TestCase):
         np.testing.assert_allclose(by_gid(fig, "mean:reno")[0].get_ydata(), np.mean(flows, axis=0))
         with self.assertRaises(ValueError):
             plots.time_series(c, panels=["srtt"])
-        pts = by_gid(plots.throughput_delay(c), "runs:cubic")[0].get_offsets()
-        np.testing.assert_allclose(pts[:, 0], [run["bottleneck"]["one_way_delay_p95_ms"] for run in c["runs"]])
+        delays = [run["bottleneck"]["one_way_delay_p95_ms"] for run in c["runs"]]
+        fig = plots.throughput_delay(c)
+        if np.ptp(delays) < 0.01:  # the flows share the bottleneck, and these runs its p95 delay: said so
+            self.assertIn(f"{delays[0]:.1f} ms", fig.axes[0].get_xlabel())
+            self.assertTrue(by_gid(fig, "constant-delay"))
+        else:
+            np.testing.assert_allclose(by_gid(fig, "runs:cubic")[0].get_offsets()[:, 0], delays)
 
     def test_errors(self):
         with self.assertRaisesRegex(ValueError, r"\.pdf, \.png or \.svg"):

@@ -5,6 +5,9 @@
 # exit 1, so the check cannot pass by matching nothing.
 set -euo pipefail
 check=$1
+# shellcheck source=skip_lib.sh
+source "$(dirname "$0")/skip_lib.sh"
+git --version > /dev/null 2>&1 || skip_lacking "no git (the check and this test's scratch repository need it; scripts/setup.sh installs git)"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$scratch"

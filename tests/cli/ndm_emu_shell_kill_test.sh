@@ -9,7 +9,7 @@ EMU=$1
 fail() { echo "FAIL: $*"; exit 1; }
 # shellcheck source=skip_lib.sh
 source "$(dirname "$0")/skip_lib.sh"
-skip_unless_emu_shell "$EMU"
+skip_unless_emu_shell "$EMU"  # also probes ip netns exec, which the stray process below needs
 
 # Running and not a zombie (a container's init may not reap at once).
 alive() { [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat"; }

@@ -13,6 +13,7 @@ source "$(dirname "$0")/skip_lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
 command -v ip > /dev/null || skip "no 'ip' command (iproute2; scripts/setup.sh installs it)"
 command -v tc > /dev/null || skip "no 'tc' command (iproute2; scripts/setup.sh installs it)"
+skip_unless_netns_exec
 
 ns_s="ndm_snd_$$"
 ns_r="ndm_rcv_$$"

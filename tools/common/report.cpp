@@ -11,6 +11,7 @@
 
 #include "common/iperf_output.hpp"
 #include "common/provenance.hpp"
+#include "common/seed_article.hpp"
 #include "common/units.hpp"
 #include "ndm/version.hpp"
 
@@ -136,8 +137,6 @@ std::string render_text(const Table& t) {
     return out;
 }
 
-namespace {
-
 std::string render_markdown(const Table& t) {
     std::string out = "|";
     for (const auto& h : t.header) out += " " + h + " |";
@@ -151,6 +150,8 @@ std::string render_markdown(const Table& t) {
     }
     return out;
 }
+
+namespace {
 
 // ---- per-controller aggregates
 
@@ -404,6 +405,7 @@ std::string to_json(const Experiment& e) {
     j["seed"] = e.seed;
     j["ranked_by"] = "goodput_bps";
     j["ranking"] = goodput_ranking(e);
+    if (compares_with_article(e)) j["article"] = article_json(e);
     j["controllers"] = json::array();
     for (const auto& c : e.controllers) {
         json jc;
@@ -497,6 +499,7 @@ std::string to_markdown(const Experiment& e) {
     out += fmt::format("{}.\n\n", kGoodputNote);
     out += "- " + ranking_line(e) + "\n";
     for (const auto& l : characteristics(e)) out += "- " + l + "\n";
+    out += article_markdown(e);
     out += fmt::format("\n![goodput and cwnd over time{}](plot.svg)\n",
                        e.repeats > 1 ? fmt::format(": mean and 95 % band over {} runs", e.repeats) : "");
     return out;
@@ -536,39 +539,59 @@ Curve mean_curve(const std::vector<const RunResult*>& runs, double (*value_of)(c
     return c;
 }
 
-// The legend (right of the panels) and, below them, what the lines are.
-std::string svg_legend(const Experiment& e, double x0, double top, double left, double H, const char* const* colors,
-                       std::size_t n_colors) {
+// Legend entries: the controller, and with repeats how many runs its mean is of.
+std::string legend_label(const Experiment& e, const std::string& controller) {
+    if (e.repeats < 2) return controller;
+    return fmt::format("{} (mean of {} runs)", controller, e.runs_of(controller).size());
+}
+
+// The width the legend right of the panels needs: its longest label at the
+// 12-pixel sans-serif font (at most ~7.2 pixels a character), after the
+// 52-pixel swatch, and a margin. At least 200 pixels.
+double legend_width(const Experiment& e) {
+    std::size_t longest = 0;
+    for (const auto& c : e.controllers) longest = std::max(longest, legend_label(e, c).size());
+    return std::max(200.0, 52 + 7.2 * static_cast<double>(longest) + 16);
+}
+
+// The legend (right of the panels) and, below them at notes_y, what the lines are.
+std::string svg_legend(const Experiment& e, double x0, double top, double left, double notes_y,
+                       const char* const* colors, std::size_t n_colors) {
     const bool repeated = e.repeats > 1;
     std::string s;
     for (std::size_t ci = 0; ci < e.controllers.size(); ++ci) {
         const double y = top + 10 + 22.0 * static_cast<double>(ci);
         s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\"/>\n",
                          x0 + 15, y, x0 + 45, y, colors[ci % n_colors]);
-        const std::size_t n = e.runs_of(e.controllers[ci]).size();
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x0 + 52, y + 4,
-                         xml_escape(repeated ? fmt::format("{} (mean of {} runs)", e.controllers[ci], n)
-                                             : e.controllers[ci]));
+        s += fmt::format("<text class=\"legend\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x0 + 52, y + 4,
+                         xml_escape(legend_label(e, e.controllers[ci])));
     }
     const std::string note =
         repeated ? fmt::format("Lines: mean over {} runs (seeds {}–{}); shaded: 95 % confidence band (Student t); "
                                "faint: each run.",
                                e.repeats, e.seed, e.seed + e.repeats - 1)
-                 : fmt::format("One run (seed {}).", e.seed);
-    s += fmt::format("<text class=\"note\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", left, H - 30,
+                 : fmt::format("One run (seed {}): one draw of the random path; --repeat 10 draws each "
+                               "controller's mean with its 95 % confidence band.",
+                               e.seed);
+    s += fmt::format("<text class=\"note\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", left, notes_y,
                      xml_escape(note));
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">Goodput: bytes delivered to the receiving "
-                     "application per interval of the send phase.</text>\n",
-                     left, H - 14);
+    s += fmt::format("<text class=\"note\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">Goodput: bytes delivered to "
+                     "the receiving application per interval of the send phase.</text>\n",
+                     left, notes_y + 16);
     return s;
 }
 
 }  // namespace
 
 std::string to_svg(const Experiment& e) {
-    constexpr double W = 900, panel_h = 260, left = 80, right = 200, top = 40, gap = 70;
-    const double plot_w = W - left - right;
-    const double H = top + 2 * panel_h + gap + 70;
+    // The panels keep their size; the legend's column grows with its longest
+    // label, and the two notes sit below the lower panel's "time (s)" label
+    // (at panel bottom + 34), never on it.
+    constexpr double plot_w = 620, panel_h = 260, left = 80, top = 40, gap = 70;
+    const double right = legend_width(e);
+    const double W = left + plot_w + right;
+    const double notes_y = top + 2 * panel_h + gap + 34 + 24;
+    const double H = notes_y + 16 + 14;
     static constexpr const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"};
     const bool repeated = e.repeats > 1;
 
@@ -649,7 +672,7 @@ std::string to_svg(const Experiment& e) {
     panel(top, "goodput (Mbit/s)", interval_goodput_mbps);
     panel(top + panel_h + gap, "cwnd (KBytes)", interval_cwnd_kb);
 
-    s += svg_legend(e, W - right, top, left, H, colors, std::size(colors));
+    s += svg_legend(e, left + plot_w, top, left, notes_y, colors, std::size(colors));
     s += "</svg>\n";
     return s;
 }

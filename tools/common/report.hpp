@@ -55,6 +55,8 @@ struct Table {
 };
 // Columns padded to their widest cell, the first left-aligned, the rest right-aligned.
 std::string render_text(const Table& t);
+// The same as a Markdown table, the first column left-aligned, the rest right-aligned.
+std::string render_markdown(const Table& t);
 
 // iperf3's per-interval rows and closing sender/receiver lines for one run.
 void print_run(std::ostream& os, const RunResult& run);

@@ -105,7 +105,9 @@ void add_cipher_flag(CLI::App& app, std::vector<std::string>& suites) {
 void add_no_gso_flag(CLI::App& app, bool& no_gso) {
     app.add_flag("--no-gso", no_gso,
                  "send and receive one datagram per system call (no UDP GSO/GRO): a capture on loopback then "
-                 "shows every datagram on its own, which Wireshark needs to decode them (slower)");
+                 "shows every datagram on its own, which Wireshark needs to decode them and, with the keys "
+                 "SSLKEYLOGFILE names, decrypt them; with GSO it sees super-datagrams of up to 64 KB that it "
+                 "cannot take apart (slower; give it to both sides)");
 }
 
 void add_no_ecn_flag(CLI::App& app, bool& no_ecn) {
