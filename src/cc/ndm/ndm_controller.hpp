@@ -35,6 +35,7 @@
 #include "cc/ndm/features.hpp"
 #include "cc/ndm/kernels.hpp"
 #include "cc/ndm/model.hpp"
+#include "cc/ndm/model_choice.hpp"
 #include "ndm/cc.hpp"
 
 namespace ndm::cc::ndm {
@@ -66,7 +67,7 @@ public:
     static constexpr float kLongSteadyFraction = 0.4F;
     // P is quantised to 1/1024 before use, so that the kernels' last-ulp
     // differences cannot change a decision (docs/ndm-controller.md §4).
-    static constexpr float kPQuantum = 1.0F / 1024.0F;
+    static constexpr float kPQuantum = ndm::kPQuantum;
 
     // Options: model=PATH (an .ndmm file; "default" = the compiled-in model),
     // simd=auto|scalar|sse42|avx2|avx512|neon, forgive=0..64 losses per round
