@@ -1,5 +1,6 @@
-// "ndm": this project's own NDM controller, the design brief of docs/ndm-controller.md
-// §1.2 ("keep the idea, fix the signal").
+// "ndm-cubic": this project's first own NDM controller, the design brief of
+// docs/ndm-controller.md §1.2 ("keep the idea, fix the signal") on Cubic.
+// `ndm` (ndm_bbr.hpp) puts the same loss classifier on BBRv3's model.
 //
 // - Increase: Cubic's (RFC 9438 with HyStart++), by embedding the Cubic
 //   controller, as Orca layers its agent on Cubic (Abbasloo et al.,
@@ -42,9 +43,9 @@ namespace ndm::cc::ndm {
 
 class NdmController final : public Controller {
 public:
-    static constexpr std::string_view kName = "ndm";
+    static constexpr std::string_view kName = "ndm-cubic";
     static constexpr std::string_view kDescription =
-        "NDM done properly (docs/ndm-controller.md 1.2): Cubic increase, GRU loss classifier on RTT "
+        "NDM on Cubic (docs/ndm-controller.md 3): Cubic increase, GRU loss classifier on RTT "
         "features scales the decrease; options: model, simd, forgive, standing, beta, "
         "hystart";
     static constexpr std::uint32_t kDefaultForgive = 3;
