@@ -80,18 +80,29 @@ TEST_CASE("ndm discriminator: each safety rule overrides a random-looking model"
         e.standing_queue = 0.9F * nn::LossDiscriminator::kDefaultQueue;
         CHECK(d.judge(e) == Verdict::random);
     }
-    SUBCASE("the model's P >= 0.5 is congestive") {
+    SUBCASE("a bandwidth probe that found no bandwidth is congestive") {
         auto d = with_history(100);
         LossEvidence e = random_looking();
-        e.p = 0.5F;
-        CHECK(d.judge(e) == Verdict::model);
-        e.p = 0.499F;
-        CHECK(d.judge(e) == Verdict::random);
+        e.saturated_probe = true;
+        CHECK(d.judge(e) == Verdict::probe);
     }
-    SUBCASE("the rules are checked in order: ECN, persistent, silence, cap, queue, model") {
+    SUBCASE("the model's P at or above the threshold (0.7) is congestive") {
+        auto d = with_history(100);
+        LossEvidence e = random_looking();
+        e.p = nn::LossDiscriminator::kDefaultThreshold;
+        CHECK(d.judge(e) == Verdict::model);
+        e.p = 0.69F;
+        CHECK(d.judge(e) == Verdict::random);
+        nn::LossDiscriminator half(0.15F, 1.5F, 0.5F);
+        half.on_acked(100);
+        e.p = 0.5F;
+        CHECK(half.judge(e) == Verdict::model);
+    }
+    SUBCASE("the rules are checked in order: ECN, persistent, silence, cap, queue, probe, model") {
         auto d = with_history(100);
         LossEvidence e = random_looking();
         e.p = 1;
+        e.saturated_probe = true;
         e.standing_queue = 5;
         e.after_silence = true;
         e.persistent = true;
@@ -101,6 +112,8 @@ TEST_CASE("ndm discriminator: each safety rule overrides a random-looking model"
         e.after_silence = false;
         CHECK(d.judge(e) == Verdict::queue);
         e.standing_queue = 0;
+        CHECK(d.judge(e) == Verdict::probe);
+        e.saturated_probe = false;
         CHECK(d.judge(e) == Verdict::model);
     }
 }
@@ -298,7 +311,12 @@ TEST_CASE("ndm controller: persistent congestion and ECN reach bbr whatever the 
 }
 
 TEST_CASE("ndm controller: options") {
-    CHECK(nn::NdmBbr(cc_params(), {{"cap", "0.05"}, {"queue", "0.5"}}).discriminator().cap() == doctest::Approx(0.05));
+    const nn::NdmBbr tuned(cc_params(), {{"cap", "0.05"}, {"queue", "0.5"}, {"threshold", "0.9"}, {"probe", "off"}});
+    CHECK(tuned.discriminator().cap() == doctest::Approx(0.05));
+    CHECK(tuned.discriminator().queue() == doctest::Approx(0.5));
+    CHECK(tuned.discriminator().threshold() == doctest::Approx(0.9));
+    CHECK_THROWS_WITH_AS(nn::NdmBbr(cc_params(), {{"probe", "maybe"}}), doctest::Contains("probe"),
+                         std::invalid_argument);
     CHECK_THROWS_WITH_AS(nn::NdmBbr(cc_params(), {{"cap", "0.9"}}), doctest::Contains("cap"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(nn::NdmBbr(cc_params(), {{"forgive", "3"}}), doctest::Contains("forgive"),
                          std::invalid_argument);

@@ -129,7 +129,7 @@ TEST_CASE("ndm dynamics: bandwidth x10 up (5 -> 50 Mbit/s, 40 ms RTT) is used wi
     CHECK(n.trace.worst_queue_span <= 1s);
 }
 
-TEST_CASE("ndm dynamics: bandwidth /10 down (50 -> 5 Mbit/s, deep buffer) keeps no queue above 2 BDP past 10 s") {
+TEST_CASE("ndm dynamics: bandwidth /10 down (50 -> 5 Mbit/s, deep buffer) keeps no queue above 2 BDP past 11 s") {
     sb::Scenario sc;
     sc.path->rate_bps = 50e6;
     sc.path->delay = 20ms;
@@ -145,8 +145,8 @@ TEST_CASE("ndm dynamics: bandwidth /10 down (50 -> 5 Mbit/s, deep buffer) keeps 
             n.trace.utilisation(8s, 8s, 5e6), " (bbr ", b.trace.utilisation(8s, 8s, 5e6), ")");
     // BBRv3's own pace: max_bw forgets the old rate over two ProbeBW cycles
     // (2-3 s each) and the overflow's losses bound inflight meanwhile.
-    CHECK(n.trace.worst_queue_span <= 10s);
-    CHECK(n.trace.worst_queue_span <= b.trace.worst_queue_span + 500ms);
+    CHECK(n.trace.worst_queue_span <= 11s);
+    CHECK(n.trace.worst_queue_span <= b.trace.worst_queue_span + 1s);
     CHECK(n.trace.utilisation(8s, 8s, 5e6) >= 0.9);
 }
 

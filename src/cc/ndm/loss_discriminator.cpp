@@ -10,6 +10,7 @@ std::string_view to_string(Verdict v) noexcept {
         case Verdict::timeout: return "timeout";
         case Verdict::cap: return "cap";
         case Verdict::queue: return "queue";
+        case Verdict::probe: return "probe";
         case Verdict::model: return "model";
     }
     return "?";
@@ -38,7 +39,8 @@ Verdict LossDiscriminator::judge(const LossEvidence& e) noexcept {
     if (e.after_silence) return Verdict::timeout;
     if (forgiven_share(e.packets_lost) > cap_) return Verdict::cap;
     if (e.standing_queue >= queue_) return Verdict::queue;
-    if (e.p >= 0.5F) return Verdict::model;
+    if (e.saturated_probe) return Verdict::probe;
+    if (e.p >= threshold_) return Verdict::model;
     cur_.forgiven += e.packets_lost;
     return Verdict::random;
 }

@@ -25,7 +25,18 @@
 //      50 ± 20 ms one-way path), and below a deep buffer's queue (Cubic
 //      beside ndm in a 4-BDP buffer keeps ≥ 2.5 BDP after its reduction).
 //      Smaller standing queues are the model's to judge.
-//   6. The model: P ≥ 0.5.
+//   6. A saturated probe: BBR is probing for bandwidth (Startup, or
+//      ProbeBW_UP after its first round) and the delivery rate has stopped
+//      growing (Startup: a round with under 25 % growth; UP: the last round
+//      under 1.1× the bandwidth estimate the probe started from). The pacing
+//      gain found no more bandwidth, so the path is full and the loss is
+//      the overflow of a bottleneck's buffer — however small that buffer,
+//      whose queue (a ¼-BDP droptail: ≤ 0.25·min_rtt) no delay rule sees.
+//   7. The model: P ≥ `threshold` (default 0.7). The compiled-in model was
+//      trained on losses of Cubic/Reno senders and leans congestive on
+//      order-preserving jitter (its P crosses 0.5 on ~10 % of the loss
+//      events of a 30 ± 10 ms in-order path); rules 5 and 6 carry the
+//      bottleneck evidence for a BBR sender, so the model needs to be sure.
 // Everything else is random: repaired by the transport, ignored by the
 // controller's model.
 #pragma once
@@ -43,7 +54,8 @@ enum class Verdict : std::uint8_t {
     timeout,     // rule 3
     cap,         // rule 4
     queue,       // rule 5
-    model,       // rule 6
+    probe,       // rule 6
+    model,       // rule 7
 };
 std::string_view to_string(Verdict v) noexcept;
 [[nodiscard]] constexpr bool congestive(Verdict v) noexcept { return v != Verdict::random; }
@@ -56,16 +68,19 @@ struct LossEvidence {
     bool after_silence = false;  // no ACK for longer than a PTO before it
     float p = 0;                 // the model's P(congestive) for this round
     float standing_queue = 0;    // the last round's smallest queueing delay / min_rtt
+    bool saturated_probe = false;  // probing for bandwidth found none (rule 6)
 };
 
 class LossDiscriminator {
 public:
     static constexpr float kDefaultCap = 0.15F;
     static constexpr float kDefaultQueue = 1.5F;
+    static constexpr float kDefaultThreshold = 0.7F;
     static constexpr std::size_t kCapRounds = 4;
 
     LossDiscriminator() = default;
-    LossDiscriminator(float cap, float queue) noexcept : cap_(cap), queue_(queue) {}
+    LossDiscriminator(float cap, float queue, float threshold = kDefaultThreshold) noexcept
+        : cap_(cap), queue_(queue), threshold_(threshold) {}
 
     // Packets newly acknowledged (counted in the cap's window).
     void on_acked(std::uint64_t packets) noexcept { cur_.packets += packets; }
@@ -79,6 +94,7 @@ public:
     [[nodiscard]] float forgiven_share(std::uint64_t extra = 0) const noexcept;
     [[nodiscard]] float cap() const noexcept { return cap_; }
     [[nodiscard]] float queue() const noexcept { return queue_; }
+    [[nodiscard]] float threshold() const noexcept { return threshold_; }
 
 private:
     struct Round {
@@ -87,6 +103,7 @@ private:
     };
     float cap_ = kDefaultCap;
     float queue_ = kDefaultQueue;
+    float threshold_ = kDefaultThreshold;
     Round cur_;
     std::array<Round, kCapRounds> past_{};
     std::size_t next_ = 0;

@@ -22,10 +22,12 @@ Options bbr_options(const Options& o) {
 NdmBbr::NdmBbr(const Params& params, const Options& options)
     : bbr_(params, bbr_options(options)),
       disc_(static_cast<float>(get_double(options, "cap", LossDiscriminator::kDefaultCap, 0.01, 0.5, kName)),
-            static_cast<float>(get_double(options, "queue", LossDiscriminator::kDefaultQueue, 0.05, 10, kName))),
+            static_cast<float>(get_double(options, "queue", LossDiscriminator::kDefaultQueue, 0.05, 10, kName)),
+            static_cast<float>(get_double(options, "threshold", LossDiscriminator::kDefaultThreshold, 0, 1, kName))),
       model_(pick_model(options, default_model().get(), kName, kMaxState)),
-      kernels_(pick_kernels(options, kName)) {
-    reject_unknown(options, {"model", "simd", "cap", "queue", "loss_thresh", "beta", "headroom"}, kName);
+      kernels_(pick_kernels(options, kName)),
+      probe_rule_(get_bool(options, "probe", true, kName)) {
+    reject_unknown(options, {"model", "simd", "cap", "queue", "threshold", "probe", "loss_thresh", "beta", "headroom"}, kName);
     pending_.reserve(64);
 }
 
@@ -41,7 +43,8 @@ void NdmBbr::on_ack(const AckEvent& ev) {
     acked_ = true;
     pto_ = ev.smoothed_rtt + std::max<Duration>(4 * ev.rttvar, std::chrono::milliseconds(1));
     disc_.on_acked(ev.packets_acked);
-    if (features_.on_ack(ev)) {
+    const bool round_end = features_.on_ack(ev);
+    if (round_end) {
         disc_.on_round_end();
         p_valid_ = false;
         // A recurrent model sees the sequence of rounds (one committed step
@@ -50,11 +53,31 @@ void NdmBbr::on_ack(const AckEvent& ev) {
     }
     if (ev.rate.lost == 0 || ledger_.forgiven() == 0) {
         bbr_.on_ack(ev);
-        return;
+    } else {
+        AckEvent e = ev;
+        e.rate.lost = ledger_.congestive(ev.rate.lost);
+        bbr_.on_ack(e);
     }
-    AckEvent e = ev;
-    e.rate.lost = ledger_.congestive(ev.rate.lost);
-    bbr_.on_ack(e);
+    track_probe(round_end);
+}
+
+void NdmBbr::track_probe(bool round_end) {
+    const bool up = bbr_.state() == Bbr::to_string(Bbr::State::probe_bw_up);
+    if (up && !in_up_) {
+        up_start_bw_ = static_cast<float>(bbr_.model().max_bw);
+        up_rounds_ = 0;
+    } else if (up && round_end && up_rounds_ < UINT8_MAX) {
+        ++up_rounds_;
+    }
+    in_up_ = up;
+}
+
+bool NdmBbr::saturated_probe() const {
+    if (!probe_rule_) return false;
+    // bbr's max_bw takes every sample of the probe: a probe that found bandwidth raised it.
+    if (in_up_) return up_rounds_ >= 2 && bbr_.model().max_bw < 1.1 * up_start_bw_;
+    if (bbr_.state() == Bbr::to_string(Bbr::State::startup)) return bbr_.model().full_bw_count >= 1;
+    return false;
 }
 
 float NdmBbr::round_p(const CongestionEvent& ev) {
@@ -76,6 +99,7 @@ void NdmBbr::on_congestion_event(const CongestionEvent& ev) {
         e.after_silence = acked_ && ev.now - last_ack_ > pto_;
         e.p = round_p(ev);
         e.standing_queue = features_.standing_queue();
+        e.saturated_probe = saturated_probe();
     }
     const Verdict v = disc_.judge(e);
     auto& c = counters_[static_cast<std::size_t>(v)];

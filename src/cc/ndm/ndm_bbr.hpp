@@ -17,7 +17,9 @@
 // queueing delay relative to min_rtt, its spread and entropy, the
 // delivery-rate trend, loss runs) once per round with losses, bounded by
 // safety rules: ECN CE, persistent congestion and PTO-like silences always
-// congestive, a cap on the forgiven share of packets, and a standing queue.
+// congestive, a cap on the forgiven share of packets, a standing queue, and
+// a bandwidth probe that found no bandwidth (BBR's own evidence of a full
+// path).
 #pragma once
 
 #include <array>
@@ -40,12 +42,14 @@ public:
     static constexpr std::string_view kName = "ndm";
     static constexpr std::string_view kDescription =
         "BBRv3 whose loss response sees only the losses the NDM engine judges congestive (docs/ndm-controller.md); "
-        "options: model, simd, cap, queue, loss_thresh, beta, headroom";
+        "options: model, simd, cap, queue, threshold, probe, loss_thresh, beta, headroom";
     static constexpr std::uint32_t kMaxState = 8;  // GRU units a model may have in total
 
     // Options: model=PATH|default, simd=auto|scalar|sse42|avx2|avx512|neon,
     // cap=0.01..0.5 (forgiven share of packets), queue=0.05..10 (× min_rtt),
-    // and bbr's loss_thresh, beta, headroom. Throws std::invalid_argument for
+    // threshold=0..1 (the model's P from which a loss is congestive),
+    // probe=on|off (the saturated-probe rule), and bbr's loss_thresh, beta,
+    // headroom. Throws std::invalid_argument for
     // an unknown key, a bad value, a model that cannot be loaded or does not
     // have 8 inputs and 1 output, or a zero max_datagram_size.
     explicit NdmBbr(const Params& params, const Options& options = {});
@@ -63,7 +67,7 @@ public:
     [[nodiscard]] std::string_view name() const override { return kName; }
 
     // Loss events by verdict (index: Verdict), saturating.
-    using Counters = std::array<std::uint32_t, 7>;
+    using Counters = std::array<std::uint32_t, 8>;
     [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
     [[nodiscard]] const Bbr& bbr() const noexcept { return bbr_; }
     [[nodiscard]] const FeatureTracker& features() const noexcept { return features_; }
@@ -74,6 +78,9 @@ public:
 
 private:
     [[nodiscard]] float round_p(const CongestionEvent& ev);
+    // Rule 6's evidence: probing for bandwidth found none.
+    [[nodiscard]] bool saturated_probe() const;
+    void track_probe(bool round_end);
 
     Bbr bbr_;
     FeatureTracker features_;
@@ -87,6 +94,10 @@ private:
     Instant last_ack_{};
     Duration pto_{0};  // smoothed_rtt + 4·rttvar after the latest ACK (RFC 9002 §6.2.1)
     float p_ = 0;      // the model's P for the current round
+    float up_start_bw_ = 0;       // bbr's max_bw when its ProbeBW_UP began, bytes/s
+    std::uint8_t up_rounds_ = 0;  // rounds since then (saturating)
+    bool in_up_ = false;
+    bool probe_rule_;
     bool p_valid_ = false;
     bool acked_ = false;
     bool last_forwarded_ = false;  // the Bbr saw the latest loss event
