@@ -86,17 +86,19 @@ TEST_CASE("ndm discriminator: each safety rule overrides a random-looking model"
         e.saturated_probe = true;
         CHECK(d.judge(e) == Verdict::probe);
     }
-    SUBCASE("the model's P at or above the threshold (0.7) is congestive") {
+    SUBCASE("the model's P at or above the threshold (0.5) is congestive") {
         auto d = with_history(100);
         LossEvidence e = random_looking();
         e.p = nn::LossDiscriminator::kDefaultThreshold;
         CHECK(d.judge(e) == Verdict::model);
-        e.p = 0.69F;
+        e.p = 0.499F;
         CHECK(d.judge(e) == Verdict::random);
-        nn::LossDiscriminator half(0.15F, 1.5F, 0.5F);
-        half.on_acked(100);
-        e.p = 0.5F;
-        CHECK(half.judge(e) == Verdict::model);
+        nn::LossDiscriminator sure(0.15F, 1.5F, 0.7F);
+        sure.on_acked(100);
+        e.p = 0.69F;
+        CHECK(sure.judge(e) == Verdict::random);
+        e.p = 0.7F;
+        CHECK(sure.judge(e) == Verdict::model);
     }
     SUBCASE("the rules are checked in order: ECN, persistent, silence, cap, queue, probe, model") {
         auto d = with_history(100);
