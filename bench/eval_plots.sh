@@ -2,7 +2,9 @@
 # The plots of ndm's evaluation (docs/ndm-controller.md §7, bench/ndm_eval.sh):
 # bitrate and cwnd over time of ndm, bbr, bbr1, cubic and ndm-cubic (the loss-based
 # ones in plots of their own where bbr's rates would flatten them), one seed,
-# virtual time, written as SVG to bench/plots/ by ndm-compare (its plot.svg).
+# virtual time, written as SVG to bench/plots/ndm-*.svg by ndm-compare (its plot.svg). The
+# plots without the prefix are those of bench/RESULTS.md "ndm evaluation" (the controller
+# now named ndm-cubic), made by this script before ndm became BBRv3-based.
 #
 #   bench/eval_plots.sh [BUILD_DIR]      (env: SECS=30, SEED=1)
 set -euo pipefail
@@ -18,8 +20,8 @@ mkdir -p bench/plots
 
 plot() {  # NAME PROFILE PACKETS CONTROLLERS
   "$CMP" --virtual -q -t "$SECS" --seed "$SEED" --profile "$2" --packets "$3" --cc "$4" --out "$OUT/$1" > /dev/null
-  cp "$OUT/$1/plot.svg" "bench/plots/$1.svg"
-  echo "bench/plots/$1.svg: $2, $3 packets, $4"
+  cp "$OUT/$1/plot.svg" "bench/plots/ndm-$1.svg"
+  echo "bench/plots/ndm-$1.svg: $2, $3 packets, $4"
 }
 
 # Under random loss the BBR family outruns the loss-based controllers tenfold: a plot of
