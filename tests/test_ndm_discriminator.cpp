@@ -328,3 +328,12 @@ TEST_CASE("ndm controller: options") {
     CHECK(cc->name() == "ndm");
     CHECK(cc->pacing_rate().has_value());
 }
+
+TEST_CASE("ndm controller: per-connection state beside the bbr it embeds") {
+    // The forgiven-bytes ring (64 records of 16 bytes) is most of it; the
+    // pending lost packets live on the heap (64 reserved, 48 bytes each).
+    const std::size_t added = sizeof(nn::NdmBbr) - sizeof(ndm::cc::Bbr);
+    MESSAGE("sizeof(NdmBbr) = ", sizeof(nn::NdmBbr), ", sizeof(Bbr) = ", sizeof(ndm::cc::Bbr), ": ndm adds ", added,
+            " bytes inline, ", 64 * sizeof(ndm::cc::PacketLost), " on the heap");
+    CHECK(added <= 1536);
+}
