@@ -70,7 +70,7 @@ void add_generate_options(CLI::App* c, GenArgs& a) {
         ->capture_default_str();
     c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm-cubic sender (e.g. model=x.ndmm)");
     c->add_option("--compete", a.gen.compete,
-                  "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm flows (0: none, as the shipped "
+                  "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm-cubic flows (0: none, as the shipped "
                   "models were trained)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 1.0));
