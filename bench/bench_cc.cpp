@@ -63,7 +63,8 @@ void register_all() {
         const char* cc;
         const char* options;
     } controllers[] = {{"reno", "reno", ""},       {"reno_beta07", "reno", "beta=0.7"}, {"cubic", "cubic", ""},
-                       {"ndm_lkm", "ndm-lkm", ""}, {"ndm", "ndm", ""}};
+                       {"ndm_lkm", "ndm-lkm", ""}, {"ndm_cubic", "ndm-cubic", ""}, {"bbr", "bbr", ""},
+                       {"ndm", "ndm", ""}};
     for (const auto& c : controllers) {
         for (const auto& t : traces) {
             benchmark::RegisterBenchmark(("BM_Replay/" + std::string(c.label) + "/" + t.name).c_str(),

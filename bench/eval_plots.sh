@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The plots of issue 7's evaluation (bench/RESULTS.md "ndm evaluation"): bitrate
-# and cwnd over time of ndm, cubic, reno, ndm-lkm (and bbr, bbr1), one seed, virtual time,
-# written as SVG to bench/plots/ by ndm-compare (its plot.svg).
+# The plots of ndm's evaluation (docs/ndm-controller.md §7, bench/ndm_eval.sh):
+# bitrate and cwnd over time of ndm, bbr, bbr1, cubic and ndm-cubic (the loss-based
+# ones in plots of their own where bbr's rates would flatten them), one seed,
+# virtual time, written as SVG to bench/plots/ndm-*.svg by ndm-compare (its plot.svg). The
+# plots without the prefix are those of bench/RESULTS.md "ndm evaluation" (the controller
+# now named ndm-cubic), made by this script before ndm became BBRv3-based.
 #
 #   bench/eval_plots.sh [BUILD_DIR]      (env: SECS=30, SEED=1)
 set -euo pipefail
@@ -17,14 +20,16 @@ mkdir -p bench/plots
 
 plot() {  # NAME PROFILE PACKETS CONTROLLERS
   "$CMP" --virtual -q -t "$SECS" --seed "$SEED" --profile "$2" --packets "$3" --cc "$4" --out "$OUT/$1" > /dev/null
-  cp "$OUT/$1/plot.svg" "bench/plots/$1.svg"
-  echo "bench/plots/$1.svg: $2, $3 packets, $4"
+  cp "$OUT/$1/plot.svg" "bench/plots/ndm-$1.svg"
+  echo "bench/plots/ndm-$1.svg: $2, $3 packets, $4"
 }
 
-plot urban-lte-1452 urban-lte realistic ndm,cubic,reno,ndm-lkm
-plot urban-lte-65507 urban-lte seed ndm,cubic,reno,ndm-lkm
-plot urban-lte-inorder-1452 urban-lte-inorder realistic ndm,cubic,reno,ndm-lkm
-# bbr1 outruns the loss-based controllers tenfold under random loss: a plot of its own, or theirs would be flat.
-plot urban-lte-1452-bbr1 urban-lte realistic ndm,bbr,bbr1
-plot droptail-1bdp "delay=25ms,rate=20mbit,queue=86pkt" realistic ndm,cubic,reno,bbr,bbr1
-plot droptail-quarter-bdp "delay=25ms,rate=20mbit,queue=22pkt" realistic ndm,cubic,reno,bbr,bbr1
+# Under random loss the BBR family outruns the loss-based controllers tenfold: a plot of
+# its own, or theirs would be flat.
+plot urban-lte-1452 urban-lte realistic ndm,bbr,bbr1
+plot urban-lte-1452-loss-based urban-lte realistic ndm-cubic,cubic,reno,ndm-lkm
+plot urban-lte-65507 urban-lte seed ndm,bbr,bbr1,ndm-cubic
+plot urban-lte-inorder-1pct-1452 "urban-lte-inorder,loss=1%" realistic ndm,bbr,bbr1,ndm-cubic
+plot droptail-1bdp "delay=25ms,rate=20mbit,queue=86pkt" realistic ndm,bbr,bbr1,cubic,ndm-cubic
+plot droptail-4bdp "delay=25ms,rate=20mbit,queue=344pkt" realistic ndm,bbr,bbr1,cubic,ndm-cubic
+plot droptail-quarter-bdp "delay=25ms,rate=20mbit,queue=22pkt" realistic ndm,bbr,bbr1,cubic,ndm-cubic

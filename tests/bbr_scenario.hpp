@@ -4,7 +4,8 @@
 // rate, loss, policer and delay a test may change at any ACK, an ACK
 // direction that can batch deliveries (aggregation), and an application
 // that writes in bulk, at a fixed rate, or not at all. After every ACK the
-// sender's controller hands its model to the test's hook.
+// sender's controller hands its model to the test's hook. The sender runs
+// bbr, or ndm (the BBRv3 it embeds is the model the hook sees).
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include "cc/bbr.hpp"
 #include "cc/forwarding.hpp"
+#include "cc/ndm/ndm_bbr.hpp"
 #include "ndm/sim.hpp"
 #include "util/rng.hpp"
 
@@ -201,7 +203,10 @@ public:
     }
 
 private:
-    [[nodiscard]] const cc::Bbr& bbr() const { return static_cast<const cc::Bbr&>(inner()); }
+    [[nodiscard]] const cc::Bbr& bbr() const {
+        if (const auto* n = dynamic_cast<const cc::ndm::NdmBbr*>(&inner())) return n->bbr();
+        return static_cast<const cc::Bbr&>(inner());
+    }
     AckHook* ack_;
     SendHook* sent_;
 };
@@ -217,6 +222,7 @@ struct Scenario {
     std::uint64_t send_buffer = 0;
     Duration duration = 10s;
     std::string cc_options;
+    bool run_ndm = false;  // the sender runs ndm instead of bbr
     std::uint64_t seed = 1;
     std::size_t datagram = 1200;
     AckHook on_ack;  // may change path, ret, app_rate_bps, paused
@@ -253,6 +259,10 @@ inline void register_tap() {
                              [](const cc::Params& p, const cc::Options& o) {
                                  return std::make_unique<Tap>(std::make_unique<cc::Bbr>(p, o), g_ack, g_sent);
                              }});
+    cc::register_controller({"ndm-scenario", "ndm with per-ACK and per-send hooks (tests)",
+                             [](const cc::Params& p, const cc::Options& o) {
+                                 return std::make_unique<Tap>(std::make_unique<cc::ndm::NdmBbr>(p, o), g_ack, g_sent);
+                             }});
 }
 
 }  // namespace detail
@@ -263,7 +273,7 @@ inline Scenario::Result Scenario::run() {
     detail::g_sent = &on_sent;
     sim::Simulator sim(std::make_unique<BottleneckLink>(path, seed), std::make_unique<ReturnLink>(ret));
     ConnectionConfig client, server;
-    client.cc = "bbr-scenario";
+    client.cc = run_ndm ? "ndm-scenario" : "bbr-scenario";
     client.cc_options = cc_options;
     client.max_datagram_size = server.max_datagram_size = datagram;
     client.seed = seed;

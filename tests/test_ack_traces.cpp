@@ -1,8 +1,9 @@
 // Recorded ACK traces (tests/data/ack-traces, format in its README.md):
-// the recorder and the file format round-trip exactly; the ndm controller's
-// decisions are identical with every SIMD kernel on each trace; reno, cubic
-// and ndm-lkm keep a sane window and reproduce their recorded digests, so a
-// behaviour change is noticed (and, when intended, re-recorded).
+// the recorder and the file format round-trip exactly; the decisions of
+// ndm-cubic and ndm are identical with every SIMD kernel on each trace; reno,
+// cubic, bbr, bbr1, ndm-cubic and ndm-lkm keep a sane window and reproduce
+// their recorded digests, so a behaviour change is noticed (and, when
+// intended, re-recorded).
 //
 // Regenerate (after a deliberate change, from the source tree's root):
 //   NDM_WRITE_ACK_TRACES=1 build/tests/ndm_tests -tc="ack traces: record*"        traces + digests
@@ -22,6 +23,7 @@
 
 #include "ack_trace.hpp"
 #include "cc/ndm/kernels.hpp"
+#include "cc/ndm/ndm_bbr.hpp"
 #include "cc/ndm/ndm_controller.hpp"
 #include "cc/window.hpp"
 #include "cc_test_util.hpp"
@@ -59,7 +61,8 @@ ndm::sim::TransferSpec emu_spec(const char* profile) {
 
 const std::vector<TraceSpec>& trace_specs() {
     static const std::vector<TraceSpec> specs = {
-        {"urban-lte-ndm", "emu preset urban-lte, 1452-byte packets, ndm, 10 s, seed 1", "ndm", 1452, 10s,
+        // Recorded with the controller then named ndm, now ndm-cubic (the same code).
+        {"urban-lte-ndm", "emu preset urban-lte, 1452-byte packets, ndm, 10 s, seed 1", "ndm-cubic", 1452, 10s,
          [] { return emu_spec("urban-lte"); }},
         {"droptail-20m-cubic",
          "20 Mbit/s droptail bottleneck (100 packets), 20 ms each way, 1452-byte packets, cubic, 3 s", "cubic", 1452,
@@ -80,7 +83,7 @@ const std::vector<TraceSpec>& trace_specs() {
 
 // The controllers whose replays are pinned by digests.txt.
 const std::vector<std::string>& digest_controllers() {
-    static const std::vector<std::string> names = {"reno", "cubic", "ndm-lkm"};
+    static const std::vector<std::string> names = {"reno", "cubic", "ndm-lkm", "bbr", "bbr1", "ndm-cubic"};
     return names;
 }
 
@@ -254,7 +257,7 @@ TEST_CASE("ack traces: record (NDM_WRITE_ACK_TRACES=1 regenerates the fixtures)"
     CHECK(total < 300 * 1024);
 }
 
-TEST_CASE("ack traces: ndm decisions are identical with every kernel") {
+TEST_CASE("ack traces: ndm-cubic decisions are identical with every kernel") {
     for (const auto& spec : trace_specs()) {
         CAPTURE(spec.name);
         const auto t = load(spec);
@@ -292,7 +295,46 @@ TEST_CASE("ack traces: ndm decisions are identical with every kernel") {
     }
 }
 
-TEST_CASE("ack traces: reno, cubic and ndm-lkm stay sane and match their digests") {
+TEST_CASE("ack traces: ndm decisions are identical with every kernel") {
+    // The traces carry no per-packet losses (PacketLost), so every loss
+    // event reaches the discriminator with its counts only; the verdicts and
+    // the BBRv3 underneath must not depend on the kernel either.
+    for (const auto& spec : trace_specs()) {
+        CAPTURE(spec.name);
+        const auto t = load(spec);
+        auto run = [&](nn::Simd simd, nn::NdmBbr::Counters* counters) {
+            ndm::cc::Options o;
+            o["simd"] = std::string(nn::simd_name(simd));
+            nn::NdmBbr cc(params(t), o);
+            std::vector<std::uint64_t> windows;
+            windows.reserve(2 * t.events.size());
+            ndm::testing::replay(cc, t, [&](std::size_t) {
+                windows.push_back(cc.cwnd());
+                windows.push_back(static_cast<std::uint64_t>(cc.pacing_rate().value_or(0)));
+            });
+            *counters = cc.counters();
+            return windows;
+        };
+        nn::NdmBbr::Counters ref_counters;
+        const auto ref = run(nn::Simd::scalar, &ref_counters);
+        std::uint64_t events = 0;
+        for (const auto c : ref_counters) events += c;
+        MESSAGE(spec.name, ": ndm loss verdicts: ", ref_counters[0], " random, ", events - ref_counters[0],
+                " congestive");
+        CHECK(events > 0);
+        for (const auto simd : nn::supported_simd()) {
+            CAPTURE(nn::simd_name(simd));
+            nn::NdmBbr::Counters c;
+            const auto got = run(simd, &c);
+            REQUIRE(got.size() == ref.size());
+            const std::size_t first_diff = ndm::test::first_difference(got, ref);
+            CHECK_MESSAGE(first_diff == got.size(), "first difference after event ", first_diff / 2);
+            CHECK(c == ref_counters);
+        }
+    }
+}
+
+TEST_CASE("ack traces: reno, cubic, bbr, bbr1, ndm-cubic and ndm-lkm stay sane and match their digests") {
     const auto digests = load_digests();
     for (const auto& spec : trace_specs()) {
         const auto t = load(spec);

@@ -175,7 +175,7 @@ struct Controller {
 // ndm-lkm's published hook grows also when not cwnd-limited (docs/ndm-lkm.md
 // §1.6 c); cwnd_limited=check makes its host honour the rule.
 constexpr Controller kControllers[] = {
-    {"reno", ""}, {"cubic", ""}, {"ndm", ""}, {"ndm-lkm", "cwnd_limited=check"}};
+    {"reno", ""}, {"cubic", ""}, {"ndm-cubic", ""}, {"ndm-lkm", "cwnd_limited=check"}};
 
 constexpr std::uint64_t kMds = 1452;
 

@@ -208,9 +208,9 @@ ndm::cc::CongestionEvent ce_event(Instant now, Instant largest_acked_sent, std::
 }
 }  // namespace
 
-TEST_CASE("ecn: reno, cubic, ndm and ndm-lkm reduce once per round on CE events and never undo them (RFC 9002 §7.1, B.7)") {
+TEST_CASE("ecn: reno, cubic, ndm-cubic and ndm-lkm reduce once per round on CE events and never undo them (RFC 9002 §7.1, B.7)") {
     using ndm::test::at;
-    for (const std::string name : {"reno", "cubic", "ndm", "ndm-lkm"}) {
+    for (const std::string name : {"reno", "cubic", "ndm-cubic", "ndm-lkm"}) {
         CAPTURE(name);
         auto cc = ndm::cc::make(name, ndm::test::cc_params());
         // Grow out of the initial window first.

@@ -163,7 +163,7 @@ TEST_CASE("emu: bursts reordered past a 1-byte packet-number window never break 
     const auto profile = ndm::emu::parse_profile("urban-lte");
     for (const std::uint64_t seed : {1, 2, 3}) {
         ndm::sim::TransferSpec spec;
-        spec.client.cc = "ndm";
+        spec.client.cc = "ndm-cubic";
         spec.client.max_datagram_size = spec.server.max_datagram_size = 1452;
         spec.client.seed = seed * 2 + 1;
         spec.server.seed = seed * 2 + 2;

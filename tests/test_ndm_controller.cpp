@@ -1,4 +1,4 @@
-// The "ndm" controller (src/cc/ndm/{entropy,features,ndm_controller,
+// The "ndm-cubic" controller (src/cc/ndm/{entropy,features,ndm_controller,
 // default_model}): entropy against hand-computed values, features on
 // synthetic RTT streams, the loss decisions and safety rules on synthetic
 // ACK/loss streams, identical decisions across SIMD kernels, the shipped
@@ -210,7 +210,7 @@ TEST_CASE("ndm hand-set v2 model: P follows the queueing evidence and its consis
     }
 }
 
-TEST_CASE("ndm controller: random loss without queueing evidence is forgiven, but bounded per RTT") {
+TEST_CASE("ndm-cubic controller: random loss without queueing evidence is forgiven, but bounded per RTT") {
     // No bottleneck: each ms delivers a 50th of the window (one window per
     // 50 ms round trip), so the delivery rate follows the window.
     auto drive_elastic = [](nn::NdmController& c, Duration from, Duration to) {
@@ -237,10 +237,10 @@ TEST_CASE("ndm controller: random loss without queueing evidence is forgiven, bu
     cc.on_congestion_event(loss(at(600ms), at(549ms)));
     CHECK(cc.cwnd() == later);
     CHECK(cc.counters().forgiven == 4);
-    CHECK(std::string(cc.name()) == "ndm");
+    CHECK(std::string(cc.name()) == "ndm-cubic");
 }
 
-TEST_CASE("ndm controller: loss with a grown, consistent queue is congestive, like Cubic's") {
+TEST_CASE("ndm-cubic controller: loss with a grown, consistent queue is congestive, like Cubic's") {
     // The model's verdict alone (standing=10 turns the standing-queue rule
     // off; the delivery rate swings, 1 and 3 packets per ms in alternate
     // 100 ms, so the undelivered-window rule stays out of it too): the RTT
@@ -266,7 +266,7 @@ TEST_CASE("ndm controller: loss with a grown, consistent queue is congestive, li
     CHECK(static_cast<double>(ndm.cwnd()) == doctest::Approx(static_cast<double>(cubic.cwnd())).epsilon(0.04));
 }
 
-TEST_CASE("ndm controller: the same queue is forced congestive by the standing-queue rule") {
+TEST_CASE("ndm-cubic controller: the same queue is forced congestive by the standing-queue rule") {
     nn::NdmController ndm(cc_params(), opts({{"hystart", "off"}}));
     ndm::cc::Cubic cubic(cc_params(), opts({{"hystart", "off"}}));
     auto rtt = [](Duration t) { return t < 300ms ? 50ms : 50ms + (t - 300ms) / 10; };
@@ -293,7 +293,7 @@ std::string forgive_all_model() {
 
 }  // namespace
 
-TEST_CASE("ndm controller: a raised RTT floor is a standing queue only at a steady delivery rate") {
+TEST_CASE("ndm-cubic controller: a raised RTT floor is a standing queue only at a steady delivery rate") {
     // Both streams: 300 ms at the 50 ms base RTT, then every sample at 90 ms
     // (a floor 0.8·min_rtt up, no spread). At a bottleneck the rate is steady
     // (one packet per ms); on an order-preserving jittery link it swings
@@ -321,7 +321,7 @@ TEST_CASE("ndm controller: a raised RTT floor is a standing queue only at a stea
     std::filesystem::remove(model);
 }
 
-TEST_CASE("ndm controller: persistent congestion always reduces to the minimum window") {
+TEST_CASE("ndm-cubic controller: persistent congestion always reduces to the minimum window") {
     nn::NdmController cc(cc_params(), opts({{"hystart", "off"}}));
     drive(cc, 0ms, 300ms, 1ms, flat50);
     REQUIRE(cc.cwnd() > 10 * kMds);
@@ -331,7 +331,7 @@ TEST_CASE("ndm controller: persistent congestion always reduces to the minimum w
     CHECK(cc.counters().forgiven == 0);
 }
 
-TEST_CASE("ndm controller: no growth while app-limited (cwnd-limited rule)") {
+TEST_CASE("ndm-cubic controller: no growth while app-limited (cwnd-limited rule)") {
     nn::NdmController cc(cc_params(), opts({{"hystart", "off"}}));
     drive(cc, 0ms, 100ms, 1ms, flat50);
     const auto w = cc.cwnd();
@@ -339,7 +339,7 @@ TEST_CASE("ndm controller: no growth while app-limited (cwnd-limited rule)") {
     CHECK(cc.cwnd() == w);
 }
 
-TEST_CASE("ndm controller: options") {
+TEST_CASE("ndm-cubic controller: options") {
     CHECK_THROWS_WITH_AS(nn::NdmController(cc_params(), opts({{"bogus", "1"}})), doctest::Contains("bogus"),
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(nn::NdmController(cc_params(), opts({{"simd", "avx9"}})), doctest::Contains("simd"),
@@ -348,8 +348,8 @@ TEST_CASE("ndm controller: options") {
                          doctest::Contains("/nonexistent.ndmm"), std::invalid_argument);
     CHECK_THROWS_AS(nn::NdmController(cc_params(), opts({{"forgive", "1000"}})), std::invalid_argument);
     CHECK_NOTHROW(nn::NdmController(cc_params(), opts({{"simd", "scalar"}, {"forgive", "0"}, {"model", "default"}})));
-    auto cc = ndm::cc::make("ndm", cc_params(), "simd=scalar,beta=0.8");
-    CHECK(cc->name() == "ndm");
+    auto cc = ndm::cc::make("ndm-cubic", cc_params(), "simd=scalar,beta=0.8");
+    CHECK(cc->name() == "ndm-cubic");
     // A model with the wrong shape is refused.
     nn::Model m = nn::make_default_model();
     m.layers.back().out = 2;
@@ -361,7 +361,7 @@ TEST_CASE("ndm controller: options") {
     std::remove(path.c_str());
 }
 
-TEST_CASE("ndm controller: per-connection state size") {
+TEST_CASE("ndm-cubic controller: per-connection state size") {
     MESSAGE("sizeof(NdmController) = ", sizeof(nn::NdmController), " bytes, of which the embedded Cubic ",
             sizeof(ndm::cc::Cubic), " and ndm's own state ", nn::NdmController::ndm_state_bytes(),
             " (FeatureTracker ", sizeof(nn::FeatureTracker), "); the model is shared");
@@ -417,7 +417,7 @@ std::vector<std::uint64_t> replay(const std::vector<TraceStep>& trace, nn::NdmCo
 
 }  // namespace
 
-TEST_CASE("ndm controller: decisions are identical across kernels on a recorded trace") {
+TEST_CASE("ndm-cubic controller: decisions are identical across kernels on a recorded trace") {
     const auto trace = synthetic_trace();
     const auto before = nn::active_simd();
     nn::set_active_simd(nn::Simd::scalar);
@@ -456,14 +456,14 @@ TEST_CASE("ndm default model: the shipped files are the generators' output") {
     CHECK_NOTHROW(nn::NdmController(cc_params(), opts({{"model", handset_v2()}})));
 }
 
-TEST_CASE("ndm: bulk transfer in virtual time, 50 Mbit/s, 25 ms, 2% loss, beats cubic") {
+TEST_CASE("ndm-cubic: bulk transfer in virtual time, 50 Mbit/s, 25 ms, 2% loss, beats cubic") {
     ndm::sim::SimpleLinkConfig link;
     link.delay = 25ms;
     link.rate_bps = 50e6;
     link.loss = 0.02;
     // Seeds 51 (client), 52 (server), 53 and 54 (the link directions), 55 (payload).
     auto spec_for = [&link](const std::string& cc) { return ndm::test::lossy_transfer(cc, cc, link, 8u << 20, 51); };
-    const auto n = ndm::sim::run_transfer(spec_for("ndm"));
+    const auto n = ndm::sim::run_transfer(spec_for("ndm-cubic"));
     const auto c = ndm::sim::run_transfer(spec_for("cubic"));
     REQUIRE_MESSAGE(n.completed, n.failure);
     CHECK(n.hash_match);
@@ -474,7 +474,7 @@ TEST_CASE("ndm: bulk transfer in virtual time, 50 Mbit/s, 25 ms, 2% loss, beats 
     CHECK(ndm_goodput > cubic_goodput);
 }
 
-TEST_CASE("ndm: an in-order jittery link's raised RTT floor is not taken for a standing queue") {
+TEST_CASE("ndm-cubic: an in-order jittery link's raised RTT floor is not taken for a standing queue") {
     // urban-lte-inorder (5 % loss) and at 1 % loss: an order-preserving link
     // holds packets behind their predecessors, so sending faster raises the
     // round's RTT floor like a standing queue would. But its delivery rate
@@ -503,7 +503,7 @@ TEST_CASE("ndm: an in-order jittery link's raised RTT floor is not taken for a s
         const auto profile = ndm::emu::parse_profile(name);
         double n = 0, c = 0;
         for (const std::uint64_t seed : {1, 2, 3}) {
-            n += goodput(profile, "ndm", seed);
+            n += goodput(profile, "ndm-cubic", seed);
             c += goodput(profile, "cubic", seed);
         }
         MESSAGE(name, ", 3 seeds: ndm ", n / 3e6, " Mbit/s, cubic ", c / 3e6, " Mbit/s");
@@ -511,7 +511,7 @@ TEST_CASE("ndm: an in-order jittery link's raised RTT floor is not taken for a s
     }
 }
 
-TEST_CASE("ndm: a tiny bottleneck buffer's drops are congestive though its queue is small") {
+TEST_CASE("ndm-cubic: a tiny bottleneck buffer's drops are congestive though its queue is small") {
     // 2.7 Mbit/s, 12 ms RTT, a droptail buffer of 3 packets (BDP ~3 packets
     // of 1452 B): the buffer overflows with queueing delays of ~0.05·min_rtt,
     // so queue evidence reads the drops as random, and a forgive budget of 3
@@ -529,7 +529,7 @@ TEST_CASE("ndm: a tiny bottleneck buffer's drops are congestive though its queue
     };
     double n = 0, c = 0;
     for (const std::uint64_t seed : {1, 2}) {
-        n += loss_rate("ndm", seed) / 2;
+        n += loss_rate("ndm-cubic", seed) / 2;
         c += loss_rate("cubic", seed) / 2;
     }
     MESSAGE("3-packet buffer, 2 seeds: ndm loses ", n * 100, " %, cubic ", c * 100, " %");

@@ -118,7 +118,7 @@ TEST_CASE("ndm-train labels: a droptail bottleneck gives congestive events, rand
     }
     SUBCASE("random loss, no bottleneck, no reordering") {
         s.profile = "delay=10ms,up.loss=3%";
-        s.controller = "ndm";
+        s.controller = "ndm-cubic";
         tr::ScenarioOutcome o;
         const auto r = tr::run_scenario(s, &o);
         REQUIRE(r.size() > 10);

@@ -23,7 +23,7 @@ using ndm::test::at;
 
 namespace {
 
-const char* const kControllers[] = {"reno", "cubic", "ndm", "ndm-lkm"};
+const char* const kControllers[] = {"reno", "cubic", "ndm-cubic", "ndm-lkm"};
 
 void check_complete(const TransferResult& r, std::uint64_t bytes) {
     INFO("failure: ", r.failure, "; virtual ", ndm::to_seconds(r.duration), " s; delivered ", r.bytes_delivered,

@@ -959,7 +959,7 @@ void add_options(CLI::App& app, Options& o, std::string& profile_name) {
     omit->excludes(n);
     omit->excludes(k);
     app.add_option("-C,--congestion", o.cc,
-                   "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-lkm or a registered "
+                   "congestion controller of the sending side: reno, cubic, bbr, bbr1, ndm, ndm-cubic, ndm-lkm or a registered "
                    "name, with options after colons, e.g. bbr:beta=0.8:headroom=0.1 (in -R the server runs it)")
         ->capture_default_str();
     app.add_flag("--get-server-output", o.server_output,

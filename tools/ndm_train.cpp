@@ -68,9 +68,9 @@ void add_generate_options(CLI::App* c, GenArgs& a) {
     c->add_option("--cc", a.gen.controllers, "sender controllers, assigned round-robin to scenarios")
         ->delimiter(',')
         ->capture_default_str();
-    c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm sender (e.g. model=x.ndmm)");
+    c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm-cubic sender (e.g. model=x.ndmm)");
     c->add_option("--compete", a.gen.compete,
-                  "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm flows (0: none, as the shipped "
+                  "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm-cubic flows (0: none, as the shipped "
                   "models were trained)")
         ->capture_default_str()
         ->check(ndm::tools::number_in(0, 1));
@@ -284,7 +284,7 @@ public:
     void run() override {
         // A bad --ndm-options (model=/dev/zero, a bad key) is bad input: refused
         // before the first scenario, not when a scenario first builds the controller.
-        if (!a_.gen.ndm_options.empty()) (void)cc::make("ndm", cc::Params{}, a_.gen.ndm_options);
+        if (!a_.gen.ndm_options.empty()) (void)cc::make("ndm-cubic", cc::Params{}, a_.gen.ndm_options);
         if (a_.list) {
             for (const auto& sc : make_scenarios(a_.gen))
                 std::cout << fmt::format("{:4} {:<5} {}\n", sc.info.id, split_name(sc.info.split), sc.info.description);

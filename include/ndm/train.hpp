@@ -106,7 +106,7 @@ void save_dataset(const std::string& path, const Dataset& d, const std::string& 
 
 struct ScenarioSpec {
     ScenarioInfo info;
-    std::string controller;    // the sender's controller (cubic, reno, ndm, or any registered name)
+    std::string controller;    // the sender's controller (cubic, reno, ndm-cubic, or any registered name)
     std::string cc_options;    // passed to that controller
     std::string profile;       // emulator profile spec (emu::parse_profile)
     std::size_t packet_size = 1452;
@@ -117,7 +117,7 @@ struct ScenarioSpec {
     // controller name, each starting competitor_start after the recorded flow.
     std::vector<std::string> competitors;
     double competitor_start = 0;  // seconds
-    std::string competitor_ndm_options;  // options of competing ndm flows
+    std::string competitor_ndm_options;  // options of competing ndm-cubic flows
 };
 
 // "model=ndm-handset-v1.ndmm": the shipped model, found where the library
@@ -128,7 +128,7 @@ struct GenerateOptions {
     std::uint64_t seed = 1;
     std::size_t scenarios = 600;
     double seconds = 12;  // upper bound on a scenario's virtual sending time
-    std::vector<std::string> controllers{"cubic", "reno", "ndm"};
+    std::vector<std::string> controllers{"cubic", "reno", "ndm-cubic"};
     // For the ndm sender. The default pins the model the dataset's ndm flows
     // run (the hand-set v1 the shipped learned model was trained with), so a
     // dataset does not change when the compiled-in default does.

@@ -29,11 +29,11 @@ class CompareTest(unittest.TestCase):
 
     @unittest.skipUnless(os.environ.get("NDM_COMPARE"), "NDM_COMPARE (the ndm-compare binary) not set")
     def test_same_numbers_as_ndm_compare(self):
-        out = subprocess.run([os.environ["NDM_COMPARE"], "--virtual", "-J", "-q", "--cc", "cubic,ndm", "-t", "3",
+        out = subprocess.run([os.environ["NDM_COMPARE"], "--virtual", "-J", "-q", "--cc", "cubic,ndm-cubic", "-t", "3",
                               "--packets", "realistic", "--seed", "5", "--out", os.environ.get("TMPDIR", "/tmp") +
                               f"/ndm-py-compare-{os.getpid()}"], check=True, capture_output=True, text=True).stdout
         tool = json.loads(out)
-        py = ndm.compare(cc=["cubic", "ndm"], duration=3, packet_size="realistic", seed=5)
+        py = ndm.compare(cc=["cubic", "ndm-cubic"], duration=3, packet_size="realistic", seed=5)
         for c, run in zip(tool["controllers"], py["runs"]):
             t = c["runs"][0]
             self.assertEqual(c["name"], run["controller"])

@@ -22,7 +22,7 @@ import ndm.sweeps
 
 PYTHON = sys.executable
 # 4 controllers x 5 loss rates x 50 seeds of half a second on a 5 Mbit/s path: ~10 ms a run.
-GRID = {"cc": ["cubic", "reno", "bbr", "ndm"],
+GRID = {"cc": ["cubic", "reno", "bbr", "ndm-cubic"],
         "profile": [f"delay=10ms,rate=5mbit,loss={p}%" for p in (0, 0.5, 1, 2, 5)],
         "seed": list(range(1, 51)), "duration": 0.5}
 

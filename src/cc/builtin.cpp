@@ -7,6 +7,7 @@
 #include "cc/bbr1.hpp"
 #include "cc/cubic.hpp"
 #include "cc/ndm/lkm_controller.hpp"
+#include "cc/ndm/ndm_bbr.hpp"
 #include "cc/ndm/ndm_controller.hpp"
 #include "cc/reno.hpp"
 
@@ -25,6 +26,8 @@ void register_builtin_controllers(const std::function<void(Registration)>& add) 
          [](const Params& p, const Options& o) { return std::make_unique<lkm::LkmController>(p, o); }});
     add({std::string(ndm::NdmController::kName), std::string(ndm::NdmController::kDescription),
          [](const Params& p, const Options& o) { return std::make_unique<ndm::NdmController>(p, o); }});
+    add({std::string(ndm::NdmBbr::kName), std::string(ndm::NdmBbr::kDescription),
+         [](const Params& p, const Options& o) { return std::make_unique<ndm::NdmBbr>(p, o); }});
 }
 
 }  // namespace ndm::cc

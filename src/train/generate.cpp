@@ -330,7 +330,7 @@ void add_competitors(ScenarioSpec& sc, const GenerateOptions& o) {
     if (!(o.compete > 0 && (sc.info.family == "loss" || sc.info.family == "burst" || sc.info.family == "codel"))) return;
     Sampler c{util::Xoshiro256(util::splitmix64(sc.info.seed ^ 0xc0ffee5eedULL))};
     if (!c.chance(o.compete)) return;
-    static constexpr const char* kCompetitors[] = {"cubic", "reno", "ndm"};
+    static constexpr const char* kCompetitors[] = {"cubic", "reno", "ndm-cubic"};
     const std::size_t n = 1 + c.pick(3);
     for (std::size_t k = 0; k < n; ++k) sc.competitors.emplace_back(kCompetitors[c.pick(3)]);
     sc.competitor_start = c.uniform(0, 2);
@@ -373,7 +373,7 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
         sc.info.seed = util::splitmix64(o.seed * 0x100000001b3ULL + i);
         Sampler s{util::Xoshiro256(sc.info.seed)};
         sc.controller = o.controllers[i % o.controllers.size()];
-        if (sc.controller == "ndm") sc.cc_options = o.ndm_options;
+        if (sc.controller == "ndm-cubic") sc.cc_options = o.ndm_options;
 
         const double rtt_ms = s.log_uniform(5, 300);
         const double rate_mbit = s.log_uniform(1, 200);
@@ -429,7 +429,7 @@ std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome
         };
         flow(kTapName, "", Duration::zero());
         for (const auto& c : s.competitors)
-            flow(c, c == "ndm" ? s.competitor_ndm_options : "", std::chrono::duration_cast<Duration>(
+            flow(c, c == "ndm-cubic" ? s.competitor_ndm_options : "", std::chrono::duration_cast<Duration>(
                                                                    std::chrono::duration<double>(s.competitor_start)));
         sp.bottleneck = [&]() -> std::unique_ptr<Link> {
             return std::make_unique<TapSharedLink>(emu::make_link(profile, emu::Direction::up, s.info.seed), rec.ledger);

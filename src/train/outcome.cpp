@@ -96,7 +96,7 @@ SelectionResult select_by_outcome(const std::vector<Candidate>& candidates, cons
         CandidateScore score;
         double log_loss = 0, log_goodput = 0;
         for (std::size_t k = 0; k < sc.congestion.size(); ++k) {
-            const auto r = run_outcome(sc.congestion[k], "ndm", opts);
+            const auto r = run_outcome(sc.congestion[k], "ndm-cubic", opts);
             const double ratio = (r.drop_rate + 1e-4) / (cubic_cong[k].drop_rate + 1e-4);
             log_loss += std::log(ratio);
             if (log && o.per_scenario)
@@ -105,7 +105,7 @@ SelectionResult select_by_outcome(const std::vector<Candidate>& candidates, cons
             score.worst_loss_ratio = std::max(score.worst_loss_ratio, ratio);
         }
         for (std::size_t k = 0; k < sc.random.size(); ++k) {
-            const auto r = run_outcome(sc.random[k], "ndm", opts);
+            const auto r = run_outcome(sc.random[k], "ndm-cubic", opts);
             if (log && o.per_scenario)
                 log(fmt::format("    random {:4}: {:.2f} vs cubic {:.2f} Mbit/s  {}", sc.random[k].info.id, r.goodput_mbit,
                                 cubic_rand[k].goodput_mbit, sc.random[k].info.description));

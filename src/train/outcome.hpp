@@ -20,7 +20,7 @@ struct OutcomeScenarios {
 };
 OutcomeScenarios outcome_scenarios(const OutcomeOptions& o);
 
-// One run's outcome for a sender controller ("cubic", or "ndm" with options).
+// One run's outcome for a sender controller ("cubic", or "ndm-cubic" with options).
 struct RunOutcome {
     double goodput_mbit = 0;
     double drop_rate = 0;  // bottleneck (queue/AQM) drops / datagrams sent on the client → server link

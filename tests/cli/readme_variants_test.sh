@@ -224,9 +224,9 @@ for spec in "urban-lte,loss=1%" "delay=50ms,jitter=20ms,loss=5%,rate=20mbit,queu
   "$tools/ndm-compare" --virtual -t 1 --cc reno --profile "$spec" -q --out "$out/spec" > /dev/null 2>&1 ||
     fail "the README's profile $spec does not run"
 done
-grep -qF '`ndm:forgive=4:standing=0.3`' "$readme" || fail "README.md no longer shows ndm:forgive=4:standing=0.3"
-"$tools/ndm-compare" --virtual -t 1 --cc ndm:forgive=4:standing=0.3 -q --out "$out/ccopt" > /dev/null 2>&1 ||
-  fail "the README's controller entry ndm:forgive=4:standing=0.3 does not run"
+grep -qF '`ndm-cubic:forgive=4:standing=0.3`' "$readme" || fail "README.md no longer shows ndm-cubic:forgive=4:standing=0.3"
+"$tools/ndm-compare" --virtual -t 1 --cc ndm-cubic:forgive=4:standing=0.3 -q --out "$out/ccopt" > /dev/null 2>&1 ||
+  fail "the README's controller entry ndm-cubic:forgive=4:standing=0.3 does not run"
 
 # --- run.sh: the user's --profile, --cc, -t and --out replace its defaults in every spelling.
 run_sh eq --virtual --profile=wifi --cc=reno "--time=1" --out="$out/eq" -q

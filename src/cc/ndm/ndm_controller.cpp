@@ -2,16 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <stdexcept>
-#include <string>
 
-#include "ndm/ndm_model.hpp"
-#include "cc/ndm/engine.hpp"
+#include "cc/ndm/model_choice.hpp"
 #include "cc/option_values.hpp"
-#include "util/data_dir.hpp"
+#include "ndm/ndm_model.hpp"
 
 namespace ndm::cc::ndm {
 namespace {
@@ -29,44 +23,6 @@ void bump(std::uint16_t& c) noexcept {
     if (c != UINT16_MAX) ++c;
 }
 
-[[noreturn]] void bad(const std::string& what) {
-    throw std::invalid_argument("congestion controller \"ndm\": " + what);
-}
-
-// Loaded model files, once per process and path: every connection of a
-// server shares one copy, and a file is not re-read per connection.
-const Model* pick_model(const Options& o) {
-    const auto it = o.find("model");
-    if (it == o.end() || it->second == "default") return default_model().get();
-    static std::mutex mu;
-    static std::map<std::string, std::unique_ptr<const Model>, std::less<>> cache;
-    const std::lock_guard lock(mu);
-    if (auto c = cache.find(it->second); c != cache.end()) return c->second.get();
-    std::unique_ptr<const Model> m;
-    try {
-        // A bare name is a shipped model (model=ndm-learned.ndmm) unless a file by that name exists.
-        m = std::make_unique<const Model>(load_model(util::resolve_data_file(it->second, "models", "model")));
-    } catch (const std::invalid_argument& e) {
-        bad(e.what());
-    }
-    if (m->input_dim != kFeatureCount || m->output_dim() != 1 ||
-        m->state_dim() > NdmController::kMaxState) {
-        bad("model \"" + it->second + "\" must have " + std::to_string(kFeatureCount) +
-            " inputs, 1 output and at most " + std::to_string(NdmController::kMaxState) +
-            " GRU units");
-    }
-    return cache.emplace(it->second, std::move(m)).first->second.get();
-}
-
-const Kernels* pick_kernels(const Options& o) {
-    const auto it = o.find("simd");
-    try {
-        return &kernels_named(it == o.end() ? "auto" : it->second);
-    } catch (const std::invalid_argument& e) {
-        bad(std::string("option \"simd\": ") + e.what());
-    }
-}
-
 // A window this many times what the path delivers per round trip, at a
 // steady delivery rate, marks a saturated bottleneck (rule 3b).
 constexpr float kUndelivered = 1.25F;
@@ -75,8 +31,8 @@ constexpr float kUndelivered = 1.25F;
 
 NdmController::NdmController(const Params& params, const Options& options)
     : cubic_(params, cubic_options(options)),
-      model_(pick_model(options)),
-      kernels_(pick_kernels(options)),
+      model_(pick_model(options, default_model().get(), kName, kMaxState)),
+      kernels_(pick_kernels(options, kName)),
       standing_(static_cast<float>(get_double(options, "standing", kDefaultStanding, 0.05, 10, kName))),
       forgive_(static_cast<std::uint8_t>(get_uint(options, "forgive", kDefaultForgive, 0, 64, kName))) {
     reject_unknown(options, {"model", "simd", "forgive", "standing", "beta", "hystart"},
@@ -84,13 +40,7 @@ NdmController::NdmController(const Params& params, const Options& options)
 }
 
 float NdmController::run_model(const FeatureVector& f, float* h) const noexcept {
-    // Batch of one: stride 1, scratch on the stack (a validated model needs
-    // at most 2·128 + 6·42 floats).
-    std::array<float, 2 * kMaxLayerWidth + 6 * (kMaxLayerWidth / 3)> scratch;
-    float p = 0;
-    infer(*kernels_, *model_, BatchView{1, 1, f.data(), h, &p}, scratch);
-    if (!(p >= 0)) p = 1;  // NaN cannot come from a validated model; be safe anyway
-    return std::min(1.0F, std::round(p / kPQuantum) * kPQuantum);
+    return classify(*kernels_, *model_, f, h);
 }
 
 bool NdmController::rate_follows_window() const noexcept {

@@ -1,5 +1,6 @@
-// "ndm": this project's own NDM controller, the design brief of docs/ndm-controller.md
-// §1.2 ("keep the idea, fix the signal").
+// "ndm-cubic": this project's first own NDM controller, the design brief of
+// docs/ndm-controller.md §1.2 ("keep the idea, fix the signal") on Cubic.
+// `ndm` (ndm_bbr.hpp) puts the same loss classifier on BBRv3's model.
 //
 // - Increase: Cubic's (RFC 9438 with HyStart++), by embedding the Cubic
 //   controller, as Orca layers its agent on Cubic (Abbasloo et al.,
@@ -35,15 +36,16 @@
 #include "cc/ndm/features.hpp"
 #include "cc/ndm/kernels.hpp"
 #include "cc/ndm/model.hpp"
+#include "cc/ndm/model_choice.hpp"
 #include "ndm/cc.hpp"
 
 namespace ndm::cc::ndm {
 
 class NdmController final : public Controller {
 public:
-    static constexpr std::string_view kName = "ndm";
+    static constexpr std::string_view kName = "ndm-cubic";
     static constexpr std::string_view kDescription =
-        "NDM done properly (docs/ndm-controller.md 1.2): Cubic increase, GRU loss classifier on RTT "
+        "NDM on Cubic (docs/ndm-controller.md 3): Cubic increase, GRU loss classifier on RTT "
         "features scales the decrease; options: model, simd, forgive, standing, beta, "
         "hystart";
     static constexpr std::uint32_t kDefaultForgive = 3;
@@ -66,7 +68,7 @@ public:
     static constexpr float kLongSteadyFraction = 0.4F;
     // P is quantised to 1/1024 before use, so that the kernels' last-ulp
     // differences cannot change a decision (docs/ndm-controller.md §4).
-    static constexpr float kPQuantum = 1.0F / 1024.0F;
+    static constexpr float kPQuantum = ndm::kPQuantum;
 
     // Options: model=PATH (an .ndmm file; "default" = the compiled-in model),
     // simd=auto|scalar|sse42|avx2|avx512|neon, forgive=0..64 losses per round
