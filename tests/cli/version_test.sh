@@ -11,8 +11,11 @@ for tool in "$@"; do
   [[ "$line" =~ ^$name\ [0-9]+\.[0-9]+\.[0-9]+\ \(git\ [^\)]+\)$ ]] || { echo "FAIL: $name --version printed '$line'" >&2; exit 1; }
   short=$("$tool" -v) || { echo "FAIL: $name -v exited $?" >&2; exit 1; }
   [ "$short" = "$line" ] || { echo "FAIL: $name -v printed '$short', --version '$line'" >&2; exit 1; }
-  if "$tool" --help | grep -q -- '--verbose'; then
-    "$tool" --help | grep -qE -- '^ +-V,--verbose' || { echo "FAIL: $name's verbose flag is not -V" >&2; exit 1; }
+  # Read whole before grep -q stops reading: with pipefail a tool still
+  # writing its help when grep quits dies of SIGPIPE and fails the pipeline.
+  help=$("$tool" --help)
+  if grep -q -- '--verbose' <<<"$help"; then
+    grep -qE -- '^ +-V,--verbose' <<<"$help" || { echo "FAIL: $name's verbose flag is not -V" >&2; exit 1; }
   fi
   if [ "$name" = ndm-sim ]; then
     err=$("$tool" -v -n 64K 2>&1 > /dev/null) || { echo "FAIL: ndm-sim -v -n 64K exited $?" >&2; exit 1; }
