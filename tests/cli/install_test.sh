@@ -9,6 +9,7 @@
 set -euo pipefail
 cmake="$1"
 build="$2"
+link_flags="${3:-}"  # the build's own link flags (a sanitizer build's -fsanitize=...): libndm.a needs them
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$cmake" --install "$build" --prefix "$tmp/a" > /dev/null
@@ -43,7 +44,8 @@ if command -v pkg-config > /dev/null && command -v g++ > /dev/null; then
   printf '#include <iostream>\n#include "ndm/version.hpp"\nint main() { std::cout << ndm::version() << "\\n"; }\n' > "$tmp/app.cpp"
   export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
   # shellcheck disable=SC2046
-  g++ -std=c++20 -static-libstdc++ "$tmp/app.cpp" $(pkg-config --cflags ndm) "$(pkg-config --variable=libdir ndm)/libndm.a" \
+  # shellcheck disable=SC2086
+  g++ -std=c++20 -static-libstdc++ $link_flags "$tmp/app.cpp" $(pkg-config --cflags ndm) "$(pkg-config --variable=libdir ndm)/libndm.a" \
       $(pkg-config --static --libs-only-l ndm | sed 's/-lndm//') -o "$tmp/app" || fail "docs/library.md's static link failed"
   ldd "$tmp/app" | grep -q libndm && fail "the static link still needs libndm.so"
   "$tmp/app" > /dev/null || fail "the statically linked program does not run"
