@@ -830,6 +830,38 @@ TEST_CASE("seven 1-byte STREAM frames 2 MiB apart cost the receiver bytes, not m
     CHECK(after < before + (1u << 20));
 }
 
+TEST_CASE("a close acknowledges what arrived: the peer's last data, whose ACK was delayed, counts as delivered") {
+    // The server's last bytes and FIN reach the client, which reads them and
+    // closes at once, before its delayed ACK is due (BlockingStream's echo:
+    // the server's close() then saw its stream unacknowledged and reported
+    // data lost that the client had read).
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    const auto id = p.client->open_stream();
+    REQUIRE(id);
+    const std::uint8_t hello[1] = {1};
+    p.client->write(*id, hello);
+    REQUIRE(p.run_until([&] { return p.server->stream_readable(*id) == 1; }));
+    const std::vector<std::uint8_t> answer(3000, 0x61);  // three packets: one ACK is then due at once, one delayed
+    REQUIRE(p.server->write(*id, answer, true) == answer.size());
+    std::vector<std::uint8_t> buf(answer.size() + 1);
+    std::size_t got = 0;
+    Ecn ecn = Ecn::not_ect;
+    while (std::size_t n = p.server->poll_datagram(p.buf, p.now, ecn)) {
+        p.client->on_datagram(std::span(p.buf).first(n), p.now);
+    }
+    got = p.client->read(*id, buf);
+    REQUIRE(got == answer.size());
+    REQUIRE(p.client->stream_finished(*id));
+    CHECK_FALSE(p.server->stream_send_acked(*id));
+    p.client->close(0, "done", p.now);
+    while (std::size_t n = p.client->poll_datagram(p.buf, p.now, ecn)) {
+        p.server->on_datagram(std::span(p.buf).first(n), p.now);
+    }
+    CHECK(p.server->state() == ConnectionState::draining);
+    CHECK(p.server->stream_send_acked(*id));
+}
+
 TEST_CASE("heavy real loss stays under the fragmentation cap") {
     // Every other packet of a transfer lost once: one hole per lost packet.
     ConnectionPair p;
