@@ -1239,11 +1239,12 @@ std::size_t Connection::Impl::write_packet(std::span<std::uint8_t> datagram, std
     bool retransmission = false;
     const bool path_response_due = path_response.has_value();
     if (closing) {
-        // What arrived is acknowledged with the close (ACK frames may share its
-        // packet, RFC 9000 §12.4): a peer whose last data we read and whose
-        // ACK was still delayed learns that it was delivered, not only that
-        // the connection ended.
-        if (space == PacketSpace::application) write_ack_frame(sink, space, now);
+        // An application's close acknowledges what arrived (an ACK frame may
+        // share its packet, RFC 9000 §12.4): a peer whose last data we read
+        // while our ACK was still delayed learns that it was delivered, not
+        // only that the connection ended. A close for the peer's error does
+        // not: what that peer sent is no longer of use to it.
+        if (space == PacketSpace::application && close.application) write_ack_frame(sink, space, now);
         write_close_frame(sink, type);
     } else {
         write_ack_frame(sink, space, now);
