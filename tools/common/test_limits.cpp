@@ -1,5 +1,7 @@
 #include "common/test_limits.hpp"
 
+#include "common/cli.hpp"
+
 #include <algorithm>
 #include <charconv>
 
@@ -7,46 +9,26 @@
 
 namespace ndm::tools {
 
-namespace {
-
-// A whole or decimal number within [lo, hi] of `unit`, else a one-line
-// problem (CLI11's own words name neither the unit nor what a value means).
-template <typename T>
-CLI::Validator number_in(T lo, T hi, const char* unit) {
-    return CLI::Validator(
-        [=](std::string& text) -> std::string {
-            T x{};
-            const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
-            if (ec != std::errc() || ptr != text.data() + text.size() || text.empty())
-                return fmt::format("'{}' is not a number of {}", text, unit);
-            if (!(x >= lo && x <= hi)) return fmt::format("{} is outside {}..{} {}", text, lo, hi, unit);
-            return {};
-        },
-        unit == std::string("ms") ? "MS" : "SECONDS");
-}
-
-}  // namespace
-
 void add_test_limit_options(CLI::App& app, TestLimits& limits) {
     app.add_option("--rcv-timeout", limits.rcv_timeout_ms,
                    "milliseconds without a new byte of the client's stream (before its end) after which the server "
                    "ends the test, as iperf3's --rcv-timeout (100..86400000). A client that keeps its connection "
                    "alive without sending data (PINGs restart QUIC's idle timeout) is ended by this")
         ->capture_default_str()
-        ->check(number_in<std::uint64_t>(100, 86'400'000, "ms"));
+        ->check(integer_in(100, 86'400'000, "milliseconds"));
     app.add_option("--snd-timeout", limits.snd_timeout_ms,
                    "milliseconds in which what this side sends (-R, --bidir) gets no new acknowledgement, or stays "
                    "held back by the client's flow control (a client that never reads), after which the server ends "
                    "the test (100..86400000). iperf3's --snd-timeout sets TCP_USER_TIMEOUT and defaults to the "
                    "kernel's (some 15 min of retransmissions); ndm has no kernel timer beneath it: 2 min by default")
         ->capture_default_str()
-        ->check(number_in<std::uint64_t>(100, 86'400'000, "ms"));
+        ->check(integer_in(100, 86'400'000, "milliseconds"));
     app.add_option("--test-grace", limits.grace_seconds,
                    "seconds a test may run past its send phase (the client's -O plus -t; with -n/-k, --max-test-time) "
                    "for the drain, the reports and the client's close, whatever the client does; then the server "
                    "ends it (0.1..3600; iperf3's server timer allows 40 s, not settable there)")
         ->capture_default_str()
-        ->check(number_in(0.1, 3600.0, "seconds"));
+        ->check(number_in(0.1, 3600, "seconds"));
     app.add_option("--max-test-time", limits.max_test_seconds,
                    "the longest send phase a test may have: a client's -t beyond it is refused, a -n/-k test "
                    "still sending then is ended (with --test-grace after it) (1..86400; not in iperf3, whose -n "
