@@ -117,18 +117,16 @@ void BlockingStream::close(Duration timeout) {
     }
     // Linger while the peer keeps acknowledging: what we wrote and the FIN
     // must reach it before the connection goes (a close abandons the rest).
-    std::uint64_t& acked = acked_;
-    bool& delivered = delivered_;
     Instant quiet_until = steady_now() + timeout;
     auto settled = [&] {  // delivered, or nothing more can be: stop waiting
         const Connection* cc = ep_->find(handle_);
         if (!cc) return true;
-        delivered = delivered || cc->stream_send_acked(stream_);
-        if (const std::uint64_t n = cc->stats(steady_now()).stream_bytes_acked; n > acked) {
-            acked = n;
+        delivered_ = delivered_ || cc->stream_send_acked(stream_);
+        if (const std::uint64_t n = cc->stats(steady_now()).stream_bytes_acked; n > acked_) {
+            acked_ = n;
             quiet_until = steady_now() + timeout;
         }
-        return delivered || !is_open(cc);
+        return delivered_ || !is_open(cc);
     };
     while (!settled() && steady_now() < quiet_until) {
         ep_->run_until([&] { return settled() || steady_now() >= quiet_until; },
@@ -136,19 +134,19 @@ void BlockingStream::close(Duration timeout) {
     }
     c = ep_->connection(handle_);
     std::string failure;
-    if (!delivered) {
+    if (!delivered_) {
         const std::string why = is_open(c) ? fmt::format("nothing acknowledged for {:g} s",
                                                          std::chrono::duration<double>(timeout).count())
                                            : "connection closed: " + close_reason(*ep_, handle_);
-        failure = fmt::format("ndm: close: the peer acknowledged {} of {} bytes written{}; {}", std::min(acked, written_),
-                              written_, acked >= written_ ? " but not the stream's end" : "", why);
+        failure = fmt::format("ndm: close: the peer acknowledged {} of {} bytes written{}; {}", std::min(acked_, written_),
+                              written_, acked_ >= written_ ? " but not the stream's end" : "", why);
     }
     if (is_open(c)) {
         if (failure.empty()) {
             c->close(0, "closed by application", steady_now());
         } else {
             c->close(kCloseAbandoned,
-                     fmt::format("closed with {} of {} bytes unacknowledged", written_ - std::min(acked, written_),
+                     fmt::format("closed with {} of {} bytes unacknowledged", written_ - std::min(acked_, written_),
                                  written_),
                      steady_now());
         }
