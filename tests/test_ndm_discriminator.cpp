@@ -120,6 +120,42 @@ TEST_CASE("ndm discriminator: each safety rule overrides a random-looking model"
     }
 }
 
+TEST_CASE("ndm discriminator: a saturated probe's losses are congestive only beyond the path's random loss") {
+    // Baseline rounds (ProbeBW CRUISE/REFILL) of 1000 packets with 20 lost:
+    // a random-loss rate of 2 %.
+    nn::LossDiscriminator d;
+    LossEvidence quiet = random_looking();
+    quiet.packets_lost = 20;
+    for (int r = 0; r < 30; ++r) {
+        d.on_acked(980);
+        CHECK(d.judge(quiet) == Verdict::random);
+        d.on_round_end(true);
+    }
+    CHECK(d.baseline_loss() == doctest::Approx(0.02).epsilon(0.001));
+    // A probing round of 1000 packets: 20 e + 3 sqrt(e) = 33.4 losses are
+    // what 2 % explains; the probe's rule holds from the 34th.
+    d.on_acked(966);
+    LossEvidence probe = random_looking();
+    probe.saturated_probe = true;
+    probe.packets_lost = 30;
+    CHECK(d.judge(probe) == Verdict::random);
+    probe.packets_lost = 4;
+    CHECK(d.judge(probe) == Verdict::probe);
+    // Rounds that probe do not move the baseline.
+    d.on_round_end(false);
+    CHECK(d.baseline_loss() == doctest::Approx(0.02).epsilon(0.001));
+    // Without random loss on the path, any loss of a saturated probe is congestive.
+    nn::LossDiscriminator clean;
+    for (int r = 0; r < 4; ++r) {
+        clean.on_acked(1000);
+        clean.on_round_end(true);
+    }
+    clean.on_acked(1000);
+    CHECK(clean.baseline_loss() == 0);
+    probe.packets_lost = 1;
+    CHECK(clean.judge(probe) == Verdict::probe);
+}
+
 TEST_CASE("ndm discriminator: the forgiven share of packets is capped (15 % by default)") {
     // 100 packets acknowledged: forgiving single losses stops when the
     // forgiven share would pass 15 %.

@@ -86,6 +86,12 @@ public:
         std::uint64_t inflight_bdp, inflight_bdp_max_bw, inflight_headroom;
     };
     [[nodiscard]] Model model() const;
+    // What a controller built on this one reads on every ACK, without
+    // copying the whole Model: the state, max_bw (bytes/s) and the rounds
+    // of Startup without bandwidth growth.
+    [[nodiscard]] State state_id() const noexcept { return state_; }
+    [[nodiscard]] double max_bw() const noexcept { return max_bw_; }
+    [[nodiscard]] unsigned full_bw_count() const noexcept { return full_bw_count_; }
 
 private:
     struct Signals;  // this ACK's rate sample as the draft's RS, with C.inflight

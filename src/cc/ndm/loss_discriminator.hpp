@@ -25,13 +25,20 @@
 //      50 ± 20 ms one-way path), and below a deep buffer's queue (Cubic
 //      beside ndm in a 4-BDP buffer keeps ≥ 2.5 BDP after its reduction).
 //      Smaller standing queues are the model's to judge.
-//   6. A saturated probe: BBR is probing for bandwidth (Startup, or
-//      ProbeBW_UP after its first round) and the delivery rate has stopped
-//      growing (Startup: a round with under 25 % growth; UP: the last round
-//      under 1.1× the bandwidth estimate the probe started from). The pacing
-//      gain found no more bandwidth, so the path is full and the loss is
-//      the overflow of a bottleneck's buffer — however small that buffer,
-//      whose queue (a ¼-BDP droptail: ≤ 0.25·min_rtt) no delay rule sees.
+//   6. A saturated probe with excess loss: BBR is probing for bandwidth
+//      (Startup, or ProbeBW_UP after its first round), the delivery rate has
+//      stopped growing (Startup: a round with under 25 % growth; UP: the last
+//      round under 1.1× the bandwidth estimate the probe started from), and
+//      the round's losses exceed what the path's random loss explains: more
+//      than e + 3·√e packets, e = the round's packets × the loss rate of
+//      recent rounds that did not probe (ProbeBW's CRUISE and REFILL, which
+//      send at most the estimated BDP: their losses are the path's, not the
+//      probe's). The pacing gain found no more bandwidth and raised the loss
+//      rate, so the path is full and the extra loss is the overflow of a
+//      bottleneck's buffer — however small that buffer, whose queue (a
+//      ¼-BDP droptail: ≤ 0.25·min_rtt) no delay rule sees. On a path with
+//      random loss and spare capacity the probe's losses are the path's
+//      usual ones, and are left to rule 7.
 //   7. The model: P ≥ `threshold` (default 0.5). A higher threshold buys
 //      goodput on order-preserving jitter, where the model (trained on the
 //      losses of Cubic/Reno senders) leans congestive (0.7: 391 → 479 Mbit/s
@@ -69,7 +76,7 @@ struct LossEvidence {
     bool after_silence = false;  // no ACK for longer than a PTO before it
     float p = 0;                 // the model's P(congestive) for this round
     float standing_queue = 0;    // the last round's smallest queueing delay / min_rtt
-    bool saturated_probe = false;  // probing for bandwidth found none (rule 6)
+    bool saturated_probe = false;  // probing for bandwidth found none (rule 6, with excess loss)
 };
 
 class LossDiscriminator {
@@ -85,14 +92,20 @@ public:
 
     // Packets newly acknowledged (counted in the cap's window).
     void on_acked(std::uint64_t packets) noexcept { cur_.packets += packets; }
-    // A round trip ended: the current round enters the cap's window.
-    void on_round_end() noexcept;
+    // A round trip ended: the current round enters the cap's window, and,
+    // when `baseline` (a round that sent no more than the estimated BDP),
+    // the random-loss baseline of rule 6.
+    void on_round_end(bool baseline = false) noexcept;
     // The verdict on one loss event; a random verdict is charged to the
     // forgiven budget. Every event's packets count in the cap's window.
     Verdict judge(const LossEvidence& e) noexcept;
 
     // The forgiven share of the window's packets, were `extra` more forgiven.
     [[nodiscard]] float forgiven_share(std::uint64_t extra = 0) const noexcept;
+    // The loss rate of recent baseline rounds (decayed by 7/8 a round).
+    [[nodiscard]] float baseline_loss() const noexcept;
+    // The current round's losses exceed what the baseline explains (rule 6).
+    [[nodiscard]] bool excess_loss() const noexcept;
     [[nodiscard]] float cap() const noexcept { return cap_; }
     [[nodiscard]] float queue() const noexcept { return queue_; }
     [[nodiscard]] float threshold() const noexcept { return threshold_; }
@@ -100,6 +113,7 @@ public:
 private:
     struct Round {
         std::uint64_t packets = 0;   // acknowledged + lost
+        std::uint64_t lost = 0;
         std::uint64_t forgiven = 0;  // lost and forgiven
     };
     float cap_ = kDefaultCap;
@@ -108,6 +122,8 @@ private:
     Round cur_;
     std::array<Round, kCapRounds> past_{};
     std::size_t next_ = 0;
+    float base_packets_ = 0;  // decayed sums over baseline rounds
+    float base_lost_ = 0;
 };
 
 }  // namespace ndm::cc::ndm

@@ -45,7 +45,8 @@ void NdmBbr::on_ack(const AckEvent& ev) {
     disc_.on_acked(ev.packets_acked);
     const bool round_end = features_.on_ack(ev);
     if (round_end) {
-        disc_.on_round_end();
+        const Bbr::State st = bbr_.state_id();
+        disc_.on_round_end(st == Bbr::State::probe_bw_cruise || st == Bbr::State::probe_bw_refill);
         p_valid_ = false;
         // A recurrent model sees the sequence of rounds (one committed step
         // per round trip); a feed-forward one is run only at losses.
@@ -62,9 +63,9 @@ void NdmBbr::on_ack(const AckEvent& ev) {
 }
 
 void NdmBbr::track_probe(bool round_end) {
-    const bool up = bbr_.state() == Bbr::to_string(Bbr::State::probe_bw_up);
+    const bool up = bbr_.state_id() == Bbr::State::probe_bw_up;
     if (up && !in_up_) {
-        up_start_bw_ = static_cast<float>(bbr_.model().max_bw);
+        up_start_bw_ = static_cast<float>(bbr_.max_bw());
         up_rounds_ = 0;
     } else if (up && round_end && up_rounds_ < UINT8_MAX) {
         ++up_rounds_;
@@ -75,8 +76,8 @@ void NdmBbr::track_probe(bool round_end) {
 bool NdmBbr::saturated_probe() const {
     if (!probe_rule_) return false;
     // bbr's max_bw takes every sample of the probe: a probe that found bandwidth raised it.
-    if (in_up_) return up_rounds_ >= 2 && bbr_.model().max_bw < 1.1 * up_start_bw_;
-    if (bbr_.state() == Bbr::to_string(Bbr::State::startup)) return bbr_.model().full_bw_count >= 1;
+    if (in_up_) return up_rounds_ >= 2 && bbr_.max_bw() < 1.1 * up_start_bw_;
+    if (bbr_.state_id() == Bbr::State::startup) return bbr_.full_bw_count() >= 1;
     return false;
 }
 
