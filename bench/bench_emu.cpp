@@ -1,4 +1,4 @@
-// Emulator model throughput (issue 4): ns per packet through one direction's
+// Emulator model throughput (docs/emulator.md): ns per packet through one direction's
 // pipeline in virtual time, send + deliver, with every stage on. Target:
 // >= 2 M packets/s on one core (items_per_second).
 #include <benchmark/benchmark.h>

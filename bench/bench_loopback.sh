@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Loopback goodput, one run on one machine (issue 5): single-connection bulk
+# Loopback goodput, one run on one machine (bench/results/2026-11-30-loopback-io-uring.md): single-connection bulk
 # transfer with no impairment for
 #   ndm io_uring (GSO/GRO on, off), ndm epoll fallback (GSO/GRO on, off),
 #   ndm io_uring with GSO/GRO and large sends on the io-wq worker

@@ -3,7 +3,7 @@
 //   BM_Infer:     the default "ndm" model (GRU 8→2, dense 2→1 sigmoid; 75
 //                 parameters), what the controller runs;
 //   BM_InferGru8: a GRU 8→8 + dense 8→1 model (441 parameters), the size
-//                 docs/ndm-controller.md §1.2 suggests for a learned model (issue 7).
+//                 docs/ndm-controller.md §1.2 suggests for a learned model.
 // The per_conn counter is the time per connection-inference (target ≤ 10 ns
 // at batch ≥ 64 with AVX2, ≥ 4× faster than scalar).
 #include <benchmark/benchmark.h>

@@ -1,7 +1,8 @@
 // The simulator's speed: simulated seconds per wall second for a bulk flow
 // (the number that decides how long the end-to-end tests and controller
 // comparisons take), the cost per packet as competing flows share one
-// bottleneck (issue 18: it must not grow with the number of flows), and the
+// bottleneck (it must not grow with the number of flows: bench/RESULTS.md,
+// "Virtual-time simulation speed"), and the
 // per-packet cost of SimpleLink on its own.
 #include <benchmark/benchmark.h>
 

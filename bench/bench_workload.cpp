@@ -1,6 +1,6 @@
 // The CLI's workload: the generator and hash by where they write, a
-// stream's send ring cycled at a given capacity (bench/RESULTS.md, "Sender
-// rings"), and the receiver's two checks.
+// stream's send ring cycled at a given capacity
+// (bench/results/2026-12-06-sender-rings.md), and the receiver's two checks.
 // Past the caches every write first reads its line from memory, so a ring
 // much larger than the bytes in flight makes the generator several times
 // slower than the same bytes through a small one.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whether ndm scales with cores (issue 18's "both cores"), interleaved in one run.
+"""Whether ndm scales with cores, interleaved in one run (bench/RESULTS.md, "Cores": >= 1.6x).
 
 One connection whose two endpoint threads (sender, receiver) share one CPU, against two
 connections on two CPUs, each with its own two endpoint threads on its own CPU: the in-process

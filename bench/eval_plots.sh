@@ -3,8 +3,8 @@
 # bitrate and cwnd over time of ndm, bbr, bbr1, cubic and ndm-cubic (the loss-based
 # ones in plots of their own where bbr's rates would flatten them), one seed,
 # virtual time, written as SVG to bench/plots/ndm-*.svg by ndm-compare (its plot.svg). The
-# plots without the prefix are those of bench/RESULTS.md "ndm evaluation" (the controller
-# now named ndm-cubic), made by this script before ndm became BBRv3-based.
+# plots without the prefix are those of bench/results/2026-12-03-ndm-cubic-evaluation.md (the
+# controller now named ndm-cubic), made by this script before ndm became BBRv3-based.
 #
 #   bench/eval_plots.sh [BUILD_DIR]      (env: SECS=30, SEED=1)
 set -euo pipefail

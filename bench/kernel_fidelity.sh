@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ndm's controllers against the kernel's under the same impairments (issue 16):
+# ndm's controllers against the kernel's under the same impairments (bench/RESULTS.md,
+# "Fidelity against the kernel"):
 # kernel TCP (iperf3 -C reno|cubic|bbr) and ndm (ndm-send -C reno|cubic|bbr1)
 # each from inside `ndm-emu shell --profile P` to a server on the host, so both
 # cross the same emulator through the same TUN devices. Two packet sizes: a

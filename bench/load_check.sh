@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load on one ndm-recv (issue 17): does a server that has served many tests
+# Load on one ndm-recv (docs/security.md, "Load"): does a server that has served many tests
 # hold what it held after the first few? And what does an Initial flood cost
 # the legitimate transfers that run through it?
 #

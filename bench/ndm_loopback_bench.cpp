@@ -2,8 +2,8 @@
 // endpoint on its own thread of one process: one connection by default
 // (a sending and a receiving endpoint), or --pairs N connections, each with
 // its own sending and receiving endpoint threads, which shows how the library
-// scales with cores (no state shared between endpoints: issue 18's "both
-// cores"). Prints one JSON line: aggregate goodput, CPU seconds per GB (the
+// scales with cores (no state shared between endpoints: bench/RESULTS.md,
+// "Cores"). Prints one JSON line: aggregate goodput, CPU seconds per GB (the
 // whole process: all threads and any io_uring kernel workers), counters.
 //   ndm_loopback_bench --io uring|epoll [--gso on|off] [--bytes N] [--mds 1452] [--cc NAME]
 //                      [--api copy|zero-copy] [--cipher LIST] [--pairs N] [--cpus LIST] [--reuse-port]

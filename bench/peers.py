@@ -320,7 +320,7 @@ def print_ratios(rows, med):
 
 
 def print_summary(rows, med):
-    """The table bench/RESULTS.md starts with: each metric of the current build against the peers."""
+    """The table of bench/RESULTS.md's "Loopback goodput": each metric of the current build against the peers."""
     def find(kind, cipher=None, any_cipher=False):
         for r in rows:
             if (r.kind == kind and (r.build is None or r.build.tag != "before")

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The simulator's CPU per delivered packet at 1 and 100 competing flows (issue 18), interleaved.
+"""The simulator's CPU per delivered packet at 1 and 100 competing flows, interleaved (bench/RESULTS.md,
+"Virtual-time simulation speed": 100 flows <= 1.3x one).
 
 bench_sim's SharedPathFlows (N Reno flows through one 100 Mbit/s, 25 ms bottleneck) for 5 s and
 20 s of virtual time, ROUNDS rounds, every build once a round. Prints each build's median CPU per

@@ -14,7 +14,15 @@
 #   5. The cryptography (src/crypto, src/tls) sits below the core: it
 #      includes nothing of ndm but itself, src/util and include/ndm/time.hpp.
 #   6. Comments and docs cite only what a clone of the repository holds (its
-#      docs, RFCs, papers): no notes kept outside it.
+#      docs, RFCs, papers, commits): no notes kept outside it, and no "issue N"
+#      or "session N" (any case, "#N" too), which point at a tracker and a
+#      history a clone does not have: say the rule, RFC clause, doc section or
+#      commit instead. An upstream tracker named as such passes: the number
+#      follows a project name of the list `upstream` below ("picoquic issue
+#      1110", "ngtcp2's issue 123"); a line that also holds one of ours is
+#      still printed.
+#   7. docs/architecture.md names every folder of src/ (as src/NAME), so its
+#      layer diagram and map of the tree cannot silently fall behind the tree.
 # Prints each violating line (file:line: text) under its rule; exits 1 if
 # there is any, 0 if none. Usage: check_layering.sh [repository] (default:
 # the one this script is in). Tracked and untracked (not ignored) files count.
@@ -54,8 +62,35 @@ rule "a comment or doc cites notes outside the repository" \
     src include tools tests bench scripts docs README.md CMakeLists.txt data ':!scripts/check_layering.sh' \
     ':!tests/cli/check_layering_test.sh'
 
+# Rule 6, references to this project's tracker or work sessions. git grep has
+# no look-behind, so sed drops the upstream references from each hit (keeping
+# the hit in its hold space) and prints it only if one of ours is left.
+upstream='picoquic|quinn|quinn-proto|ngtcp2|nghttp3|msquic|quiche|mvfst|lsquic|neqo|s2n-quic|aioquic'
+upstream+='|linux|gnutls|nettle|openssl|liburing|iperf3|mahimahi|pytorch|pybind11|numpy|cpython|spdlog'
+upstream+='|doctest|cli11|asio|cmake|glibc|gcc|llvm|debian'
+ref='\b(issue|session)[[:space:]]+#?[0-9]+\b'
+refs=$(git grep --untracked -n -i -E "$ref" -- src include tools tests bench scripts docs python README.md \
+           CMakeLists.txt data ':!scripts/check_layering.sh' ':!tests/cli/check_layering_test.sh' |
+       sed -E -e h -e "s/\\b($upstream)('s)?[[:space:]]+(issue|session)[[:space:]]+#?[0-9]+\\b//Ig" \
+           -e "/$ref/I!d" -e g || true)
+if [[ -n $refs ]]; then
+    echo "layering violation: a comment or doc cites this project's tracker or a work session (issue N, session N)"
+    printf '%s\n' "$refs" | sed 's/^/  /'
+    failed=1
+fi
+
+# Rule 7: every src/ folder named in docs/architecture.md.
+undocumented=$(for d in ${src_dirs//|/ }; do
+    grep -qE "src/$d([^A-Za-z0-9_]|\$)" docs/architecture.md 2> /dev/null || echo "src/$d"
+done)
+if [[ -n $undocumented ]]; then
+    echo "layering violation: docs/architecture.md does not name these src/ folders"
+    printf '%s\n' "$undocumented" | sed 's/^/  /'
+    failed=1
+fi
+
 if ((failed)); then
-    echo "check_layering: the include rules above are broken (scripts/check_layering.sh)" >&2
+    echo "check_layering: the layering rules above are broken (scripts/check_layering.sh)" >&2
     exit 1
 fi
 echo "check_layering: include/ndm, src/transport+cc, src/ and tools/ keep their layers"

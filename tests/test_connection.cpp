@@ -664,8 +664,8 @@ TEST_CASE("protected random frames to a correct CID never crash, errors are prot
     CHECK(closed > 100);
 }
 
-// ---- Peer-supplied numbers at their extremes (issue 13: every value from the
-// network is range-checked or saturates). Where the hole was undefined
+// ---- Peer-supplied numbers at their extremes (every value from the network
+// is range-checked or saturates: docs/security.md). Where the hole was undefined
 // behaviour, the sanitizer build (scripts/build.sh --sanitize) aborts on the
 // old code; the release build checks that the resulting value is sane.
 

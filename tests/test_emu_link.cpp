@@ -182,7 +182,7 @@ TEST_CASE("emu: bursts reordered past a 1-byte packet-number window never break 
 }
 
 TEST_CASE("emu: lte-verizon with 64 KB datagrams: bounded queueing, and a 10 s test ends near 10 s") {
-    // Issue 13: the preset's 200-packet queue held 200 datagrams of 64 KB
+    // Counted in datagrams, the preset's 200-packet queue held 200 of 64 KB
     // (13 MB, 17 s at 6 Mbit/s): p95 queueing 12.6 s and a 28 s receiver
     // duration. It holds 200 packets of 1500 bytes, as in mm-link.
     const auto profile = ndm::emu::parse_profile("lte-verizon");

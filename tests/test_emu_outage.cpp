@@ -1,4 +1,4 @@
-// The profile's blackhole phase, outage=DUR@START (issue 13): parsing, range
+// The profile's blackhole phase, outage=DUR@START: parsing, range
 // checks, and the drops in virtual time — nothing enters or leaves the link
 // during the phase, counted from the link's first datagram, every drop tagged
 // DropReason::blackhole and counted in both statistics.

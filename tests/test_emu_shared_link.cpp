@@ -1,4 +1,4 @@
-// emu::SharedLink (issue 13): the connections of one test share one emulated
+// emu::SharedLink: the connections of one test share one emulated
 // path. Two saturating senders through two ports of one link get the link's
 // rate together (two private links would give twice that); every port gets
 // exactly its own datagrams, duplicates included; a datagram still in flight

@@ -1,4 +1,4 @@
-// AC-9 (docs/emulator.md, acceptance criteria) and the trace replay criterion of issue 4:
+// AC-9 (docs/emulator.md, acceptance criteria) and trace replay as Mahimahi does it (Netravali et al., USENIX ATC 2015):
 // Mahimahi semantics (1500-byte opportunities, looping offset by the last
 // timestamp, byte accounting, no idle credit), trace parsing and outages.
 #include <doctest/doctest.h>
@@ -139,7 +139,7 @@ TEST_CASE("emu: trace parsing errors name the file and line") {
     CHECK(t.mean_rate_bps() == doctest::Approx(3 * 1500 * 8 / 0.003));
 }
 
-// Issue 13: datagrams larger than an opportunity. Mahimahi's delivery
+// Datagrams larger than an opportunity. Mahimahi's delivery
 // opportunities carry 1500 bytes and its queue holds MTU-sized packets (a 64 KB
 // datagram reaches mm-link as ~44 IP fragments), so a datagram needs, and holds
 // queue places for, as many 1500-byte packets as it spans.

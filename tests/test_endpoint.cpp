@@ -486,7 +486,7 @@ TEST_CASE("endpoint: a relay rewriting bytes of in-flight datagrams causes drops
 }
 
 TEST_CASE("endpoint: two connections through one shared emulated link get its rate together") {
-    // Issue 13: ndm-send -P N gave each connection its own emulated link, so
+    // ndm-send -P N once gave each connection its own emulated link, so
     // -P 2 at 20 Mbit/s sent 40. With one emu::SharedLink per direction, a
     // port per connection, they share the 20 Mbit/s (and its 100-packet queue).
     EndpointConfig cfg = tls_endpoint_config();
@@ -523,9 +523,9 @@ TEST_CASE("endpoint: 100 concurrent connections on one server endpoint are each 
     check_byte_exact(run, server, bytes);
 }
 
-// Issue 18: two endpoints, each on its own thread, serve one port through
-// SO_REUSEPORT. Clients from 16 source ports spread over them by the kernel's
-// 4-tuple hash (which endpoint gets which is the kernel's choice, so only the
+// Two endpoints, each on its own thread, serve one port through SO_REUSEPORT
+// (docs/architecture.md, "Threading"). Clients from 16 source ports spread
+// over them by the kernel's 4-tuple hash (which endpoint gets which is the kernel's choice, so only the
 // total is asserted); every transfer is byte-exact.
 TEST_CASE("endpoint: two endpoints share a port with reuse_port, and each connection stays on its own") {
     EndpointConfig cfg = tls_endpoint_config();
@@ -561,9 +561,9 @@ TEST_CASE("endpoint: two endpoints share a port with reuse_port, and each connec
     CHECK_THROWS_AS(Endpoint{plain}, EndpointError);
 }
 
-// Issue 18: a pass of the endpoint visits only connections with work. 200
-// idle connections sit beside one that transfers: they get (almost) no turns
-// while it does, yet their idle timers still fire, none before the idle
+// A pass of the endpoint visits only connections with work (docs/architecture.md,
+// "Timers"). 200 idle connections sit beside one that transfers: they get
+// (almost) no turns while it does, yet their idle timers still fire, none before the idle
 // timeout, and the busy one is byte-exact at the end.
 TEST_CASE("endpoint: 200 idle connections get no turns while one transfers, and their idle timers still fire" *
           doctest::timeout(120)) {
@@ -1200,7 +1200,7 @@ std::uint64_t cid_word(std::span<const std::uint8_t> cid) {
 }  // namespace
 
 TEST_CASE("endpoint: one observed connection ID does not predict the next connection's (RFC 9000 21.9)") {
-    // The attack of issue 15: with IDs drawn from a seeded splitmix64 chain,
+    // The attack: with IDs drawn from a seeded splitmix64 chain,
     // inverting the generator on one client CID gives the connection's seed,
     // inverting it again the endpoint's state, and running it forward the
     // next connection's CID. The endpoint draws IDs from GnuTLS's generator,

@@ -1,4 +1,4 @@
-// The hostile-peer suite (issue 17): one TEST_CASE per attack class, over a
+// The hostile-peer suite (docs/security.md): one TEST_CASE per attack class, over a
 // real connection pair in virtual time (connection_pair.hpp), with packets
 // forged under the connection's own keys (quic_test_util.hpp), each asserting
 // the outcome RFC 9000 names: a close with the §20 code and a reason, or a
@@ -59,7 +59,7 @@
 //                          (original_destination_connection_id mismatch: PROTOCOL_VIOLATION, which §7.3 allows)
 //     test_connection.cpp: "a peer's max_idle_timeout beyond what a Duration holds ..."
 //   the tools' test parameters (JSON hello)
-//     test_perf_session.cpp: "perf session: every test parameter from the network is bounded (issue 13)",
+//     test_perf_session.cpp: "perf session: every test parameter from the network is bounded",
 //                            "perf session: reports from the peer are type- and range-checked"
 //     cli/ndm_hostile_peer_test.sh: the same over real sockets, against ndm-recv
 //

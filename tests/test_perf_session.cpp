@@ -98,7 +98,7 @@ std::string refusal(const std::vector<std::uint8_t>& blob) {
 }
 }  // namespace
 
-TEST_CASE("perf session: every test parameter from the network is bounded (issue 13)") {
+TEST_CASE("perf session: every test parameter from the network is bounded") {
     using J = nlohmann::json;
     CHECK(refusal(request([](J&) {})).empty());
     struct Case {
@@ -147,7 +147,7 @@ TEST_CASE("perf session: every test parameter from the network is bounded (issue
         {"workload", -1, "workload is not a non-negative integer"},
         {"check", "crc", "check is not \"payload\" or \"hash\""},
         {"check", true, "check is not"},
-        // -b and -O (issue 21): the server paces and times its sending by them in -R.
+        // -b and -O: the server paces and times its sending by them in -R.
         {"bitrate", std::uint64_t{10'000'000'000'001}, "bitrate"},
         {"bitrate", -1, "bitrate is not a non-negative integer"},
         {"bitrate", 2e7, "bitrate is not a non-negative integer"},
@@ -204,7 +204,7 @@ TEST_CASE("perf session: reports from the peer are type- and range-checked") {
     CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"retransmits":-1,"hash":9})")),
                     std::invalid_argument);
     CHECK_THROWS_AS(tools::decode_sender_report(blob(R"({"bytes":5,"seconds":1,"hash":9})")), std::invalid_argument);
-    // CPU use and the receiver's controller name (issue 21): bounded, a known name.
+    // CPU use and the receiver's controller name: bounded, a known name.
     const auto rr = tools::decode_receiver_report(blob(R"({"bytes":5,"seconds":1,"hash":9,"cpu_user":12.5,"cpu_system":3,"cc":"reno"})"));
     CHECK(rr.cpu.user == 12.5);
     CHECK(rr.cpu.system == 3);
@@ -345,7 +345,7 @@ TEST_CASE("perf session: a paced pump writes what the rate allows, no more (appl
     CHECK(burst.written() == tools::kBlockSize);  // then nothing until the average catches up
 }
 
-TEST_CASE("perf session: --bidir, -w, --get-server-output and the server's RTTs round-trip, bounded (issue 21)") {
+TEST_CASE("perf session: --bidir, -w, --get-server-output and the server's RTTs round-trip, bounded") {
     tools::TestParams p;
     p.cc = "cubic";
     p.bidir = true;

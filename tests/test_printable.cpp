@@ -1,4 +1,4 @@
-// tools::printable: how every tool shows a peer-supplied string (issue 13).
+// tools::printable: how every tool shows a peer-supplied string (docs/security.md).
 #include <doctest/doctest.h>
 
 #include <algorithm>

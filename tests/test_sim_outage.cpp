@@ -1,4 +1,4 @@
-// Outages and long loss bursts in virtual time (issue 13): a 10 s blackhole
+// Outages and long loss bursts in virtual time: a 10 s blackhole
 // mid-transfer and netem-style Gilbert–Elliott bursts must end in a complete,
 // byte-exact transfer for every controller, with the sender resuming soon
 // after the path returns (ConnectionConfig::max_pto_backoff).

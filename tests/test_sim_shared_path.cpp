@@ -104,7 +104,7 @@ TEST_CASE("Jain's fairness index") {
 }
 
 TEST_CASE("shared path: 100 flows at once each get a share of the bottleneck, byte-exact") {
-    // The event queue over flows (issue 18) must wake every flow whose
+    // The event queue over flows (src/sim/flow_heap.hpp) must wake every flow whose
     // datagram arrives: a flow it forgot would stall or fall far behind.
     ndm::sim::SharedPathSpec spec = dumbbell(std::vector<std::string>(100, "reno"), 0s);
     ndm::sim::SimpleLinkConfig bottleneck;

@@ -53,7 +53,7 @@ public:
     // (Connection::stream_send_limit). Bytes past that limit only wait in the
     // ring: with 128 connections, each with a 128 KiB share of the peer's
     // receive budget and a cwnd twice that, two cwnds ahead made ndm-send
-    // 163 MB resident, against 64 MB (bench/RESULTS.md, "Sender rings").
+    // 163 MB resident, against 64 MB (bench/results/2026-12-06-sender-rings.md).
     [[nodiscard]] std::uint64_t allowance(const ConnectionStats& st, std::uint64_t send_limit,
                                           std::uint64_t upto) const;
     // Writes what allowance() allows and the stream's send buffer takes; the

@@ -1,4 +1,4 @@
-// ndm::emu: the network emulator (issue 4). One pure, seeded impairment model
+// ndm::emu: the network emulator (docs/emulator.md). One pure, seeded impairment model
 // per direction (docs/architecture.md principle 2): packets go in with a timestamp and
 // come out when due; every drop is tagged with its reason. The simulator uses
 // it as an ndm::Link in virtual time; the socket path drives the same

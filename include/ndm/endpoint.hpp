@@ -149,8 +149,8 @@ struct EndpointConfig {
     // may send before anything is read), and it keeps many connections from
     // together outrunning one socket's receive buffer when the application
     // is the bottleneck: 128 connections with 32 MiB windows each overflowed
-    // it on loopback and lost whole GSO batches (bench/RESULTS.md,
-    // "Connections on one endpoint"). So the budget is never more than the
+    // it on loopback and lost whole GSO batches
+    // (bench/results/2026-12-06-connections.md). So the budget is never more than the
     // socket's receive buffer as the kernel reports it (SO_RCVBUF: twice
     // socket_buffer_bytes where the kernel allows that much; raise both for
     // more credit), or 4 MiB if that is less. When the kernel still drops

@@ -3,7 +3,7 @@
 // → a labelled dataset → a model (logistic regression or the GRU the engine
 // runs) → metrics, selection by controller outcome, export as the
 // compiled-in default's C++ image. `ndm-train` (tools/ndm_train.cpp) is its
-// command line; the Python bindings (issue 20) are meant to call the same API.
+// command line; the Python bindings (python/, docs/python.md) are meant to call the same API.
 //
 // Why the trainer is a library component (src/train/) and not a tool: the
 // labels come from inside a run: a recording decorator around the sender's

@@ -36,7 +36,7 @@ public:
 
     // Four cache lines: a sender makes every packet's payload from its
     // table, and 100 simulated flows' 2 KiB tables (format 3) missed a 2 MiB
-    // cache ~16 times a packet (bench/RESULTS.md, "Competing flows").
+    // cache ~16 times a packet (bench/results/2026-12-06-simulator-cost.md).
     static constexpr std::size_t kTableWords = 32;
 
 private:

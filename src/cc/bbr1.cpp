@@ -332,7 +332,7 @@ std::uint64_t Bbr1::inflight(double bw, double gain) const { return quantization
 // min_rtt after the period began is acknowledged. With the RFC 9002 period
 // alone, 5 % loss started a new episode, and a round of conservation, every
 // round: 10.2 Mbit/s on a 20 Mbit/s in-order-jitter path where kernel BBR
-// gets 16.7 (bench/RESULTS.md, "Fidelity against the kernel").
+// gets 16.7 (bench/results/2026-12-04-kernel-fidelity.md).
 bool Bbr1::in_tcp_recovery(const AckEvent& ev) const {
     if (recovery_.active()) return true;
     return min_rtt_ && recovery_.start() != Instant::min() && ev.largest_acked_sent_time <= recovery_.start() + *min_rtt_;

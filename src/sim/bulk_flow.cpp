@@ -62,7 +62,8 @@ void BulkFlow::pump_sender() {
         tx_ = client_.open_stream();
         if (!tx_) return;
         // The stream makes the payload into each packet: stored nowhere, it
-        // costs no memory traffic however many flows run (issue 18).
+        // costs no memory traffic however many flows run
+        // (bench/results/2026-12-06-simulator-cost.md).
         if (!client_.set_stream_source(*tx_, [p = payload_](std::uint64_t offset, std::span<std::uint8_t> out) {
                 p.fill(offset, out);
             }))

@@ -1,6 +1,6 @@
 // FlowHeap: the next event time of each of a fixed set of flows, so
 // run_shared_path finds the earliest flow and updates one flow's time in
-// O(log flows) instead of scanning them all (issue 18). A thin index-based
+// O(log flows) instead of scanning them all (bench/results/2026-12-06-simulator-cost.md). A thin index-based
 // face on util::TimerHeap. Ties order by flow index, the order the scan it
 // replaced used, so simulations stay bit-identical.
 #pragma once

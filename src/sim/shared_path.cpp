@@ -4,7 +4,7 @@
 // steps the simulator with the earliest event, so the shared link sees its
 // sends in time order, as the Link interface requires.
 //
-// Finding that simulator costs O(log flows), not a scan (issue 18). Every
+// Finding that simulator costs O(log flows), not a scan (bench/results/2026-12-06-simulator-cost.md). Every
 // started flow's next event is min(L, own), where L is the shared link's next
 // delivery (its port reports it to every flow) and `own` the flow's other
 // events: its queue's head, its return link, its two timers. `own` changes

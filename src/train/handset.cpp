@@ -24,7 +24,7 @@ nn::Model make_handset_model() {
     // (normalised entropy ~0.8), a standing or building queue keeps them in
     // one or two (~0.1–0.3). The p90, loss rate and delivery-rate ratio get
     // no weight: jitter moves the first, and the loss rate must not decide
-    // (issue 7).
+    // (docs/ndm-controller.md §3.3).
     float* w = head.params.data();
     w[nn::kQueueNow] = 2.0F;
     w[nn::kQueueP50] = 4.0F;

@@ -25,6 +25,8 @@ put tools/ndm_send.cpp '#include "common/cli.hpp"' '#include "ndm/endpoint.hpp"'
 mkdir -p src/crypto src/tls && put src/crypto/aead.cpp '#include "crypto/aead.hpp"' '#include "ndm/time.hpp"' '#include "util/rng.hpp"'
 put src/tls/tls_session.cpp '#include "tls/tls_session.hpp"' '#include "crypto/suite.hpp"' '#include <gnutls/gnutls.h>'
 mkdir -p src/train && put src/train/learn.cpp '#include "train/learn.hpp"' '// RFC 9002 §7.8, docs/ndm-lkm.md §1.6'
+put docs/architecture.md 'src/transport, src/cc (src/cc/ndm), src/io, src/sim, src/util,' 'src/crypto src/tls (src/train/)' \
+    'bursts (picoquic issue 1110, quinn issue 1835, ngtcp2'"'"'s issue 12, Picoquic Issue #7); issues 3 and sessions'
 git add -A
 
 fail() { echo "FAIL: $*"; exit 1; }
@@ -62,7 +64,26 @@ expect_violation src/tls/bad.cpp '#include "ndm/connection.hpp"'
 expect_violation src/crypto/bad.hpp '#include "io/backend.hpp"'
 expect_violation src/cc/bad.cpp '// as ndm-spec.md §1.6 says'
 expect_violation docs/bad.md 'see ../shared/docs/transport-notes.md'
-# A new private directory of src/ is private at once.
+# Rule 6: this project's tracker and work sessions, in any case, also beside an
+# upstream tracker's number; README.md, tests/ and python/ count.
+mkdir -p tests python bench
+expect_violation src/cc/bad.cpp '// the pacing limit of issue 18'
+expect_violation README.md 'measured in Session 4'
+expect_violation tests/bad.cpp '// see issue #7'
+expect_violation python/bad.py '# session 12: more per turn'
+expect_violation docs/bad.md 'as picoquic issue 1110 and issue 18 found'
+expect_violation bench/bad.md 'the ISSUE 5 targets'
+# Rule 7: a src/ folder that docs/architecture.md does not name is printed.
+mkdir -p src/simd && put src/simd/x.cpp '#include "ndm/time.hpp"'
+rc=0
+out=$(bash "$check" "$scratch" 2>&1) || rc=$?
+rm -rf src/simd
+[ "$rc" = 1 ] || fail "src/simd, not in docs/architecture.md: exit $rc, want 1: $out"
+grep -qx '  src/simd' <<<"$out" || fail "src/simd not printed: $out"
+echo "caught src/simd: not named in docs/architecture.md (src/sim is)"
+# A new private directory of src/ is private at once (and named in docs/architecture.md
+# here, so that only the include is the violation).
 mkdir -p src/newlayer && put src/newlayer/x.cpp '#include "ndm/time.hpp"'
+echo 'src/newlayer' >> docs/architecture.md
 expect_violation tools/bad.cpp '#include "newlayer/x.hpp"'
 echo "PASS"

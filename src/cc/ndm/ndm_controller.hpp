@@ -25,7 +25,7 @@
 //   rate with a window above 1.25× what the path delivers per round trip
 //   (a tiny buffer overflows with almost no queue). There is
 //   deliberately no loss-rate rule: on a lossy path the loss rate is exactly
-//   what must not decide (issue 7; queueing evidence at the loss does).
+//   what must not decide (docs/ndm-controller.md §3.3; queueing evidence at the loss does).
 #pragma once
 
 #include <array>
