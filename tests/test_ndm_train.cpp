@@ -301,17 +301,27 @@ TEST_CASE("ndm-train: gradients pass a finite-difference check") {
     }
 }
 
-TEST_CASE("ndm-train: the compiled-in default is data/models/ndm-default.ndmm, byte for byte") {
-    const std::string path = std::string(NDM_SOURCE_DIR) + "/data/models/ndm-default.ndmm";
+namespace {
+
+// A compiled-in model is its shipped file byte for byte, and its image is
+// export-cpp of that file (`ndm-train ship --root . --name NAME` writes both).
+void check_compiled_in(const std::string& name, const nn::Model& compiled, const std::string& image) {
+    const std::string path = std::string(NDM_SOURCE_DIR) + "/data/models/" + name + ".ndmm";
     std::ifstream in(path, std::ios::binary);
     REQUIRE_MESSAGE(in.good(), "missing ", path);
     const std::vector<std::uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    CHECK(file == nn::serialize_model(*nn::default_model()));
-    // export-cpp of the file is what default_model.cpp includes.
-    std::ifstream inc(std::string(NDM_SOURCE_DIR) + "/src/cc/ndm/default_model.inc");
+    CHECK(file == nn::serialize_model(compiled));
+    std::ifstream inc(std::string(NDM_SOURCE_DIR) + "/" + image);
     REQUIRE(inc.good());
     const std::string text((std::istreambuf_iterator<char>(inc)), std::istreambuf_iterator<char>());
-    CHECK(text == tr::model_to_cpp(nn::load_model(path), "data/models/ndm-default.ndmm"));
+    CHECK(text == tr::model_to_cpp(nn::load_model(path), "data/models/" + name + ".ndmm"));
+}
+
+}  // namespace
+
+TEST_CASE("ndm-train: the compiled-in defaults are data/models/ndm-default.ndmm and ndm-bbr.ndmm, byte for byte") {
+    check_compiled_in("ndm-default", *nn::default_model(), "src/cc/ndm/default_model.inc");
+    check_compiled_in("ndm-bbr", *nn::ndm_bbr_model(), "src/cc/ndm/ndm_bbr_model.inc");
 }
 
 namespace {
@@ -354,6 +364,8 @@ TEST_CASE("ndm-train: the shipped models reach their recorded AUC on a regenerat
     REQUIRE_MESSAGE(nn::default_model()->description.find("check_auc=") != std::string::npos,
                     "the compiled-in default is not a model written by ndm-train ship");
     check_recorded_auc(dir + "ndm-default.ndmm", 0.65);
+    // ndm's GRU, trained on the losses of ndm, bbr and cubic senders.
+    check_recorded_auc(dir + "ndm-bbr.ndmm", 0.85);
 }
 
 TEST_CASE("ndm-train: sharpen and shift_bias give P = sigmoid(k s + shift)") {

@@ -68,7 +68,7 @@ void add_generate_options(CLI::App* c, GenArgs& a) {
     c->add_option("--cc", a.gen.controllers, "sender controllers, assigned round-robin to scenarios")
         ->delimiter(',')
         ->capture_default_str();
-    c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm-cubic sender (e.g. model=x.ndmm)");
+    c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm-cubic and ndm senders (e.g. model=x.ndmm: the default pins the model they run)");
     c->add_option("--compete", a.gen.compete,
                   "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm-cubic flows (0: none, as the shipped "
                   "models were trained)")
@@ -472,7 +472,8 @@ public:
             ->capture_default_str();
         sub_->add_option("--name", name_,
                          "model name: ndm-default writes data/models/ndm-default.ndmm and src/cc/ndm/default_model.inc (the "
-                         "compiled-in default); any other name writes only data/models/NAME.ndmm")
+                         "compiled-in default of ndm-cubic), ndm-bbr data/models/ndm-bbr.ndmm and src/cc/ndm/ndm_bbr_model.inc "
+                         "(ndm's); any other name writes only data/models/NAME.ndmm")
             ->capture_default_str();
         sub_->add_flag("-q,--quiet", tr_.quiet, "no progress");
         sub_->add_option("--recipe", recipe_,
@@ -509,6 +510,13 @@ private:
     static constexpr const char* kDataPath = "/tmp/ndm-default-dataset.tsv";
 
     [[nodiscard]] bool is_default() const { return name_ == "ndm-default"; }
+    // The compiled-in image a shipped model also writes: ndm-cubic's default
+    // and ndm's (ndm/ndm_model.hpp); nullptr for other names.
+    [[nodiscard]] const char* compiled_image() const {
+        if (is_default()) return "src/cc/ndm/default_model.inc";
+        if (name_ == "ndm-bbr") return "src/cc/ndm/ndm_bbr_model.inc";
+        return nullptr;
+    }
 
     // Bad lists are bad command lines: rejected before minutes of generation.
     void check_lists() {
@@ -624,9 +632,9 @@ private:
         const auto model_path = root / "data/models" / (name_ + ".ndmm");
         cc::ndm::save_model(m, model_path);
         std::cout << fmt::format("wrote {}", model_path.string());
-        if (is_default()) {
-            const auto inc = root / "src/cc/ndm/default_model.inc";
-            write_text(inc.string(), model_to_cpp(m, "data/models/ndm-default.ndmm"));
+        if (const char* image = compiled_image()) {
+            const auto inc = root / image;
+            write_text(inc.string(), model_to_cpp(m, "data/models/" + name_ + ".ndmm"));
             std::cout << fmt::format(", {}", inc.string());
         }
         std::cout << fmt::format(" and {} in {:.1f} s (generation {:.1f} s)\n", kDataPath, seconds_since(t0), gen_s);

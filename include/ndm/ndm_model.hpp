@@ -106,7 +106,7 @@ void save_model(const Model& model, const std::filesystem::path& path);
 
 // ---------------------------------------------------------------- the default
 
-// The default model of the "ndm" controller, compiled in from
+// The default model of the "ndm-cubic" controller, compiled in from
 // src/cc/ndm/default_model.inc: the exact C++ image (every float as a
 // hexadecimal literal) of data/models/ndm-default.ndmm, both written by
 // `ndm-train ship --root . --name ndm-default` (docs/ndm-training.md §6;
@@ -123,6 +123,14 @@ Model make_default_model();
 
 // The compiled-in default, built once and shared by every connection.
 const std::shared_ptr<const Model>& default_model();
+
+// The default model of the "ndm" controller (BBRv3 with loss
+// discrimination, docs/ndm-controller.md §7): a GRU trained on the loss
+// events of ndm, bbr and cubic senders, compiled in from
+// src/cc/ndm/ndm_bbr_model.inc, the image of data/models/ndm-bbr.ndmm, both
+// written by `ndm-train ship --root . --name ndm-bbr` (docs/ndm-training.md §6).
+Model make_ndm_bbr_model();
+const std::shared_ptr<const Model>& ndm_bbr_model();
 
 }  // namespace ndm::cc::ndm
 

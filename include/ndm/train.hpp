@@ -129,9 +129,9 @@ struct GenerateOptions {
     std::size_t scenarios = 600;
     double seconds = 12;  // upper bound on a scenario's virtual sending time
     std::vector<std::string> controllers{"cubic", "reno", "ndm-cubic"};
-    // For the ndm sender. The default pins the model the dataset's ndm flows
-    // run (the hand-set v1 the shipped learned model was trained with), so a
-    // dataset does not change when the compiled-in default does.
+    // For the ndm-cubic and ndm senders. The default pins the model the
+    // dataset's ndm flows run (the hand-set v1 the shipped learned models were
+    // trained with), so a dataset does not change when a compiled-in default does.
     std::string ndm_options = default_ndm_options();
     // Fraction of bottleneck scenarios (loss, burst, codel families) given
     // 1–3 competing cubic/reno/ndm flows on the bottleneck. Drawn from a

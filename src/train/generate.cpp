@@ -373,7 +373,7 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
         sc.info.seed = util::splitmix64(o.seed * 0x100000001b3ULL + i);
         Sampler s{util::Xoshiro256(sc.info.seed)};
         sc.controller = o.controllers[i % o.controllers.size()];
-        if (sc.controller == "ndm-cubic") sc.cc_options = o.ndm_options;
+        if (sc.controller == "ndm-cubic" || sc.controller == "ndm") sc.cc_options = o.ndm_options;
 
         const double rtt_ms = s.log_uniform(5, 300);
         const double rate_mbit = s.log_uniform(1, 200);

@@ -24,7 +24,7 @@ NdmBbr::NdmBbr(const Params& params, const Options& options)
       disc_(static_cast<float>(get_double(options, "cap", LossDiscriminator::kDefaultCap, 0.01, 0.5, kName)),
             static_cast<float>(get_double(options, "queue", LossDiscriminator::kDefaultQueue, 0.05, 10, kName)),
             static_cast<float>(get_double(options, "threshold", LossDiscriminator::kDefaultThreshold, 0, 1, kName))),
-      model_(pick_model(options, default_model().get(), kName, kMaxState)),
+      model_(pick_model(options, ndm_bbr_model().get(), kName, kMaxState)),
       kernels_(pick_kernels(options, kName)),
       probe_rule_(get_bool(options, "probe", true, kName)) {
     reject_unknown(options, {"model", "simd", "cap", "queue", "threshold", "probe", "loss_thresh", "beta", "headroom"}, kName);
