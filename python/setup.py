@@ -18,8 +18,12 @@ the tree. Where the extension comes from, the first that applies:
                               options (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache),
                               CMAKE_BUILD_PARALLEL_LEVEL sets the jobs
 
-Building needs the checkout around python/ (CMakeLists.txt, src/, include/):
-a source distribution alone cannot build the extension.
+The traces and models ndm ships (data/traces, data/models) go into the
+package as ndm/data/, as `cmake --install` puts them in share/ndm: the
+installed package finds them (ndm/__init__.py) after the checkout is gone.
+
+Building needs the checkout around python/ (CMakeLists.txt, src/, include/,
+data/): a source distribution alone cannot build the extension.
 """
 
 import os
@@ -33,6 +37,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent  # the repository: CMakeLists.txt, src/, include/
@@ -48,6 +53,20 @@ def project_version():
     if not m:
         sys.exit(f"ndm setup.py: no project(ndm VERSION ...) in {ROOT / 'CMakeLists.txt'}")
     return m.group(1)
+
+
+class BuildPyWithData(build_py):
+    """build_py, then data/traces and data/models into the package's ndm/data/ (not generate.sh, a
+    developer's script, as CMakeLists.txt's install leaves it out)."""
+
+    def run(self):
+        super().run()
+        for kind in ("traces", "models"):
+            source, target = ROOT / "data" / kind, Path(self.build_lib) / "ndm" / "data" / kind
+            if not source.is_dir():
+                sys.exit(f"ndm setup.py: {source} not found: build from the repository's python/ folder")
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("generate.sh"))
 
 
 class CMakeBuildExt(build_ext):
@@ -102,5 +121,5 @@ setup(
     version=project_version(),
     packages=["ndm", "ndm_train_torch"],
     ext_modules=[Extension("ndm._ndm", sources=[])],
-    cmdclass={"build_ext": CMakeBuildExt},
+    cmdclass={"build_py": BuildPyWithData, "build_ext": CMakeBuildExt},
 )

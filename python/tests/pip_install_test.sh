@@ -4,10 +4,11 @@
 # with --system-site-packages (Debian's numpy, setuptools and wheel; no
 # network), the extension this build's own (NDM_PYTHON_EXTENSION: no second
 # CMake build). Then, from / with no PYTHONPATH: `import ndm` is the venv's
-# and runs a simulation, pip knows the package at the CMake project's version,
+# and runs a simulation on a shipped trace that it finds in the package, not
+# in the checkout; pip knows the package at the CMake project's version,
 # the console scripts ndm-train-torch, ndm-sweep and ndm-plot answer --help,
-# and a bad NDM_PYTHON_EXTENSION is a one-line error. The build runs in a copy
-# of python/, since setuptools writes build/ and *.egg-info/ where it builds.
+# and pip refuses a missing NDM_PYTHON_EXTENSION, naming it. The build runs in a copy
+# of python/ and data/, since setuptools writes build/ and *.egg-info/ where it builds.
 # Skips (77) without Debian's venv module (python3-venv).
 set -eu
 py="$1"   # the interpreter the extension is built for (Debian's python3)
@@ -19,7 +20,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/src"
 cp "$src/CMakeLists.txt" "$tmp/src/"  # setup.py reads the project's version there
-tar -C "$src" --exclude=./python/build --exclude='*.egg-info' --exclude=__pycache__ -cf - ./python | tar -C "$tmp/src" -xf -
+tar -C "$src" --exclude=./python/build --exclude='*.egg-info' --exclude=__pycache__ -cf - ./python ./data/traces \
+  ./data/models | tar -C "$tmp/src" -xf -
 
 t0=$(date +%s)
 "$py" -m venv --system-site-packages "$tmp/venv"
@@ -37,9 +39,12 @@ import ndm
 venv, version = sys.argv[1], sys.argv[2]
 assert ndm.__file__.startswith(venv + "/"), f"ndm imported from {ndm.__file__}, not the venv"
 assert importlib.metadata.version("ndm") == version, (importlib.metadata.version("ndm"), version)
-r = ndm.simulate(profile="delay=10ms,rate=10mbit", cc="cubic", duration=1, packet_size=1452)
+trace = {t.name: t for t in ndm.traces()}["Verizon-LTE-short"]
+assert trace.up.startswith(venv + "/"), f"the trace is {trace.up}, not the package's"
+r = ndm.simulate(profile=trace.profile("delay=10ms"), cc="cubic", duration=1, packet_size=1452)
 assert r["byte_exact"] and r["error"] == "", r["error"]
-print(f"import ndm: {ndm.__file__}, version {version}, simulate: {r['goodput_bps'] / 1e6:.2f} Mbit/s, byte-exact")
+print(f"import ndm: {ndm.__file__}, version {version}; simulate on {trace.up}: "
+      f"{r['goodput_bps'] / 1e6:.2f} Mbit/s, byte-exact")
 PY
 for cmd in ndm-train-torch ndm-sweep ndm-plot; do
   out=$("$tmp/venv/bin/$cmd" --help) || { echo "FAIL: $cmd --help exits $?"; exit 1; }
