@@ -42,6 +42,8 @@ TEST_PACKAGES=(
   python3-torch                      # python/ndm_train_torch: the loss classifier trained in PyTorch (~250 MB with libtorch)
   python3-distributed                # ndm.sweep / ndm-sweep --scheduler: sweeps on a Dask cluster (docs/python.md)
   python3-matplotlib                 # ndm.plots / ndm-plot: the evaluation figures (docs/python.md)
+  python3-pytest                     # the Python tests (python/tests, docs/python.md)
+  python3-venv python3-pip python3-setuptools python3-wheel  # pip install ./python into a venv: its CTest case
   man-db dpkg-dev file               # CI's Debian package step: man -w, cpack -G DEB's dpkg-shlibdeps and file
 )
 

@@ -9,7 +9,17 @@ Errors in what you pass raise ValueError with the one-line message the
 command-line tools print.
 """
 
-from ._ndm import (  # noqa: F401  (the package's API)
+import os as _os
+
+# An installed package (pip, python/setup.py) carries the traces and models ndm
+# ships in ndm/data; the library finds them through NDM_DATA_DIR
+# (src/util/data_dir.hpp), unless the environment names a directory already.
+# The build tree's package has none: the library finds the checkout's data/.
+_DATA = _os.path.join(_os.path.dirname(__file__), "data")
+if _os.path.isdir(_DATA):
+    _os.environ.setdefault("NDM_DATA_DIR", _DATA)
+
+from ._ndm import (  # noqa: E402, F401  (the package's API)
     AckEvent,
     CongestionEvent,
     PacketLost,
@@ -29,8 +39,8 @@ from ._ndm import (  # noqa: F401  (the package's API)
     simulate,
     trace_search_path,
 )
-from .controller import Controller, register_controller  # noqa: F401
-from .traces import Trace, traces  # noqa: F401
+from .controller import Controller, register_controller  # noqa: E402, F401
+from .traces import Trace, traces  # noqa: E402, F401
 
 
 def sweep(spec, out=None, workers=None, progress=False, scheduler=None, connect_timeout=5):

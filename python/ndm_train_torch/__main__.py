@@ -1,5 +1,5 @@
-"""python3 -m ndm_train_torch: the ndm loss classifier trained in PyTorch
-(docs/ndm-training.md §9). Subcommands:
+"""ndm-train-torch (or python3 -m ndm_train_torch): the ndm loss classifier
+trained in PyTorch (docs/ndm-training.md §9). Subcommands:
   train    dataset (ndm-train generate) → model file the engine runs (.ndmm)
   score    a model file run by PyTorch on a dataset split: metrics, per-event P
   compare  two score files (e.g. ndm-train evaluate --scores and train --scores):
@@ -15,7 +15,10 @@ import sys
 
 import numpy as np
 
-PROG = "ndm_train_torch"
+PROG = "ndm-train-torch"  # the command pip installs (python/pyproject.toml)
+# Names the trainer in the model files it writes (the .ndmm description), as
+# "ndm-train 1" does the C++ one: a file's provenance, not the command's name.
+TRAINER = "ndm_train_torch 1"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,7 +123,7 @@ def _train(a: argparse.Namespace) -> None:
     print("validation: " + format_metrics(f.val))
     print("held-out test: " + format_metrics(f.test))
     kind = "GRU + dense sigmoid" if o.hidden else "logistic regression"
-    description = (f"{PROG} 1 (PyTorch {torch.__version__}, {a.dtype}) {kind}: P(loss is congestive) "
+    description = (f"{TRAINER} (PyTorch {torch.__version__}, {a.dtype}) {kind}: P(loss is congestive) "
                    f"(hidden {o.hidden}), seed {a.seed}, {f.n_train} training events of {a.data}; held-out (test split: "
                    f"RTT 100-160 ms, ATT driving trace) heldout_auc={f.test['auc']:.4f} heldout_ece={f.test['ece']:.4f} "
                    f"heldout_accuracy={f.test['accuracy']:.4f} n={f.test['n']}; validation auc={f.val['auc']:.4f}; "

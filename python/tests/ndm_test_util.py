@@ -1,22 +1,29 @@
-"""Shared by the Python tests: the package under test (PYTHONPATH, set by
-CTest to <build>/python) and the source tree (NDM_SOURCE_DIR)."""
+"""Shared by the Python tests: optional packages whose tests skip without
+them, and the command lines of the package under test."""
 
+import importlib
 import os
 import sys
 
-SOURCE_DIR = os.environ.get("NDM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "examples", "python"))
+import pytest
 
 
 def import_or_skip(module, require_var, debian_package):
-    """`module` imported, or exit 77 (CTest's SKIP_RETURN_CODE) when it is not installed, unless
-    the environment sets `require_var`=1 (.ci/run: setup.sh installed it, so a skip is a failure)."""
-    import importlib
-
+    """`module` imported, or the calling test module skipped when it is not installed, unless the
+    environment sets `require_var`=1 (.ci/run: setup.sh installed it, so a skip is a failure)."""
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except ImportError as e:
         if os.environ.get(require_var) == "1":
-            raise
-        print(f"SKIP: {module} is not importable (Debian's {debian_package})", file=sys.stderr)
-        sys.exit(77)
+            pytest.fail(f"{module} is not importable (Debian's {debian_package}) and {require_var}=1: {e}",
+                        pytrace=False)
+        pytest.skip(f"{module} is not importable (Debian's {debian_package})", allow_module_level=True)
+
+
+def ndm_sweep_command():
+    """ndm-sweep as the package under test has it: <build>/python/ndm-sweep beside the build tree's
+    package, else `python3 -m ndm.sweeps` (an installed package's console script is the same code)."""
+    import ndm
+
+    script = os.path.join(os.path.dirname(os.path.dirname(ndm.__file__)), "ndm-sweep")
+    return [sys.executable, script] if os.path.exists(script) else [sys.executable, "-m", "ndm.sweeps"]
