@@ -223,5 +223,9 @@ inline int Backend::adopt(const OpenedSocket& s) {
 
 std::unique_ptr<Backend> make_uring_backend(const SocketOptions& opt);  // throws EndpointError
 std::unique_ptr<Backend> make_epoll_backend(const SocketOptions& opt);
+// The socket `cfg` asks for under the backend it names; IoBackend::automatic
+// is io_uring where the kernel allows it, else the epoll fallback
+// (endpoint_config.cpp). Throws EndpointError (BindError) as the backends do.
+std::unique_ptr<Backend> open_backend(const EndpointConfig& cfg);
 
 }  // namespace ndm::io

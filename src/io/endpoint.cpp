@@ -1,9 +1,17 @@
 // The Endpoint: routes datagrams to sans-I/O Connections by destination
 // connection ID (admitting new ones from Initials), drives their timers and
-// the service loop, hands what they send to a TransmitBatch (one batch per
-// connection turn, so a batch never exceeds what the pacer released: the send
-// quantum), runs the optional impairment Links, and turns connection events
-// into callbacks. The blocking facade is blocking_stream.cpp.
+// the service loop, runs the optional impairment Links, and turns connection
+// events into callbacks. What they send goes to a TransmitBatch, which may
+// span connections (transmit_batch.hpp): consecutive datagrams to one
+// destination with one ECN codepoint share a GSO send while they keep its
+// rule (one size, a shorter last, at most 64 and 65507 bytes), whoever wrote
+// them (ndm-send -P's connections share one peer address); a change of
+// destination, a datagram off the rule and the end of each pass over the
+// connections with work end it. Bursts are the pacer's to bound: a connection
+// adds only what its pacer released (RFC 9002 §7.7), at most kMaxTurnBursts
+// send quanta a turn. Beside it: receive_budget.cpp (the receive budget),
+// endpoint_config.cpp (EndpointConfig's names, host checks, the backend
+// choice) and blocking_stream.cpp (the blocking facade).
 #include "ndm/endpoint.hpp"
 #include "ndm/qlog.hpp"
 
@@ -21,7 +29,7 @@
 
 #include "crypto/random.hpp"
 #include "io/backend.hpp"
-#include "io/probe.hpp"
+#include "io/receive_budget.hpp"
 #include "io/retry_gate.hpp"
 #include "io/stateless_reset_responder.hpp"
 #include "util/timer_heap.hpp"
@@ -30,78 +38,11 @@
 
 namespace ndm {
 
-IoBackend parse_io_backend(const std::string& name) {
-    if (name == "auto") return IoBackend::automatic;
-    if (name == "uring" || name == "io_uring") return IoBackend::uring;
-    if (name == "epoll") return IoBackend::epoll;
-    throw std::invalid_argument(fmt::format("unknown I/O backend '{}' (expected auto, uring or epoll)", name));
-}
-
-void check_numeric_address(const std::string& host, const std::string& what) {
-    try {
-        (void)io::Address::parse(host, 0);
-    } catch (const EndpointError&) {
-        throw std::invalid_argument(fmt::format("{}: '{}' is not a numeric IPv4/IPv6 address (or localhost)", what, host));
-    }
-}
-
-namespace {
-int socket_family(AddressFamily f) { return f == AddressFamily::ipv4 ? AF_INET : f == AddressFamily::ipv6 ? AF_INET6 : AF_UNSPEC; }
-}  // namespace
-
-std::string resolve_host(const std::string& host, AddressFamily family) {
-    std::string text = io::Address::resolve(host, 0, socket_family(family)).to_string();
-    text.erase(text.rfind(':'));  // the port
-    if (text.size() >= 2 && text.front() == '[') text = text.substr(1, text.size() - 2);
-    return text;
-}
-
-void check_host(const std::string& host, const std::string& what) {
-    try {
-        (void)io::Address::parse(host, 0);
-    } catch (const EndpointError&) {
-        if (!io::is_host_name(host))
-            throw std::invalid_argument(
-                fmt::format("{}: '{}' is neither a host name nor a numeric IPv4/IPv6 address", what, host));
-    }
-}
-
-RetryPolicy parse_retry_policy(const std::string& name) {
-    if (name == "auto") return RetryPolicy::under_load;
-    if (name == "always") return RetryPolicy::always;
-    if (name == "never") return RetryPolicy::never;
-    throw std::invalid_argument(fmt::format("unknown Retry policy '{}' (expected auto, always or never)", name));
-}
-
-const char* to_string(RetryPolicy p) {
-    switch (p) {
-        case RetryPolicy::never: return "never";
-        case RetryPolicy::under_load: return "auto";
-        case RetryPolicy::always: return "always";
-    }
-    return "?";
-}
-
-const char* to_string(IoBackend b) {
-    switch (b) {
-        case IoBackend::automatic: return "auto";
-        case IoBackend::uring: return "uring";
-        case IoBackend::epoll: return "epoll";
-    }
-    return "?";
-}
-
 namespace {
 
 constexpr std::size_t kClosedInfoKept = 4096;
 constexpr std::size_t kAcceptQueueMax = 4096;
 constexpr unsigned kMaxTurnBursts = 8;  // pacer quanta one connection may send per turn
-// The receive budget's AIMD (adapt_receive_budget): credit given before a
-// cut still arrives for about a window's time, so cuts are spaced; the
-// floor keeps every share of a few connections above kMinReceiveShare.
-constexpr Duration kBudgetCutInterval = std::chrono::milliseconds(20);
-constexpr Duration kBudgetRaiseInterval = std::chrono::milliseconds(50);
-constexpr std::uint64_t kMinReceiveBudget = 4u << 20;
 
 // Routing key of a connection ID: the 8 bytes ndm issues as an integer, other
 // lengths hashed (the Connection checks the full CID anyway).
@@ -207,10 +148,7 @@ struct Endpoint::Impl final : io::RxHandler {
     std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
     EndpointStats st;
-    // The receive budget: at most what the socket holds, and in use now (adapt_receive_budget).
-    std::uint64_t budget_max = 0, budget_now = 0;
-    std::uint64_t drops_seen = 0;                   // the kernel's receive drops when last looked at
-    Instant budget_changed{};
+    io::ReceiveBudget budget;  // EndpointConfig::receive_budget, once the socket's size is known
     // RFC 9000 §10.3: the tokens of the IDs accepted connections issue, and the
     // resets for datagrams to IDs no connection has (a server endpoint's).
     std::shared_ptr<io::StatelessResetResponder> resets;
@@ -230,43 +168,9 @@ struct Endpoint::Impl final : io::RxHandler {
                 throw EndpointError(fmt::format("ndm: {}", e.what()));
             }
         }
-        io::SocketOptions opt;
-        opt.bind = io::Address::parse(cfg.bind_address, cfg.port);
-        opt.gso = cfg.gso;
-        opt.gro = cfg.gro;
-        opt.buffer_bytes = cfg.socket_buffer_bytes;
-        opt.reuse_port = cfg.reuse_port;
-        opt.report_errors = !cfg.accept_connections;
-        // A data sender reads ACKs, one small datagram per 64 KiB provided
-        // buffer: with 16, ndm-send -P 128 read at most 16 a wait and the rest
-        // queued (150 ms of RTT on loopback); 64 cost 16 % less CPU per GB.
-        // A listening endpoint keeps 16: under a flood of Initials, reading
-        // more per wait only answers more of them, and the kernel's drops of
-        // the rest are what cost the server nothing (with 64 the flood test's
-        // client got no handshake within 6.5 s under ASan; docs/security.md).
-        opt.gro_receive_buffers = cfg.accept_connections ? 16 : 64;
-        switch (cfg.backend) {
-            case IoBackend::uring: backend = io::make_uring_backend(opt); break;
-            case IoBackend::epoll: backend = io::make_epoll_backend(opt); break;
-            case IoBackend::automatic: {
-                const auto probe = io::probe_uring();
-                if (probe.available) {
-                    try {
-                        backend = io::make_uring_backend(opt);
-                    } catch (const io::BindError&) {
-                        throw;
-                    } catch (const EndpointError& e) {
-                        spdlog::info("ndm io: io_uring backend failed ({}); using the epoll fallback", e.what());
-                    }
-                } else {
-                    spdlog::info("ndm io: io_uring unavailable ({}); using the epoll fallback", probe.reason);
-                }
-                if (!backend) backend = io::make_epoll_backend(opt);
-                break;
-            }
-        }
+        backend = io::open_backend(cfg);
         batch.emplace(*backend);
-        budget_max = budget_now = receive_budget_ceiling();
+        budget = io::ReceiveBudget(cfg.receive_budget, backend->receive_buffer_bytes());
         std::random_device rd;
         seed_state = (std::uint64_t{rd()} << 32) ^ rd();
         spdlog::debug("ndm: endpoint on {} with the {} backend (gso={}, gro={})", backend->local_address().to_string(),
@@ -427,57 +331,15 @@ struct Endpoint::Impl final : io::RxHandler {
         }
     }
 
-    // The configured receive budget, but no more than the socket's receive
-    // buffer: while this endpoint reads slower than its peers send, what
-    // they were given credit for waits in that buffer, and more credit than
-    // it holds is dropped by the kernel. 128 connections sharing 64 MiB
-    // over a socket of 16 MiB lost whole GSO batches every few hundred ms
-    // (3.2-6.0 Gbit/s, up to 27 000 retransmissions in 3 s); with the
-    // budget at the socket's size, none (bench/RESULTS.md, "Connections on
-    // one endpoint"). Raising socket_buffer_bytes raises the ceiling. An
-    // unprivileged socket may get only twice net.core.rmem_max (416 KiB by
-    // the kernel's default): the ceiling is then kMinReceiveBudget, as a
-    // window that small would cap one connection at 34 Mbit/s over 100 ms,
-    // and the budget's cuts handle the drops.
-    [[nodiscard]] std::uint64_t receive_budget_ceiling() const {
-        const std::uint64_t socket = backend->receive_buffer_bytes();
-        if (cfg.receive_budget == 0 || socket == 0) return cfg.receive_budget;
-        return std::min(cfg.receive_budget, std::max(socket, kMinReceiveBudget));
-    }
-
-    // A connection's share of the receive budget, with `n` connections.
-    [[nodiscard]] std::uint64_t receive_share(std::size_t n) const {
-        if (budget_max == 0) return UINT64_MAX;
-        return std::max(budget_now / std::max<std::size_t>(n, 1), kMinReceiveShare);
-    }
-
-    // The budget in use follows the socket: halved when the kernel still
-    // dropped receives for a full buffer (the buffer's bookkeeping takes
-    // more than the data when datagrams arrive one by one; credit given
-    // stays, so at most one cut per kBudgetCutInterval), down to half the
-    // ceiling or kMinReceiveBudget, and raised by an eighth of the ceiling
-    // per kBudgetRaiseInterval without drops, back to it (AIMD, as a
-    // congestion window; only flow control can slow the peers down for a
-    // queue that is ours, not the network's).
+    // The budget follows the kernel's receive drops (ReceiveBudget::adapt).
     void adapt_receive_budget(Instant now) {
-        if (budget_max == 0) return;
-        if (const std::uint64_t drops = backend->receive_drops(); drops != drops_seen) {
-            drops_seen = drops;
-            if (now - budget_changed >= kBudgetCutInterval) {
-                budget_now = std::max(budget_now / 2, std::min(budget_max / 2, kMinReceiveBudget));
-                budget_changed = now;
-                ++st.receive_budget_cuts;
-            }
-        } else if (budget_now < budget_max && now - budget_changed >= kBudgetRaiseInterval) {
-            budget_now = std::min(budget_max, budget_now + budget_max / 8);
-            budget_changed = now;
-        }
+        if (budget.enabled() && budget.adapt(backend->receive_drops(), now)) ++st.receive_budget_cuts;
     }
 
     // Caps r's receive window at its share of the budget now (at each turn:
     // the window moves only when the connection writes MAX_DATA).
     void apply_receive_share(Record& r) {
-        const std::uint64_t share = receive_share(conns.size());
+        const std::uint64_t share = budget.share(conns.size());
         if (r.receive_share == share) return;
         r.conn->cap_receive_window(share);
         r.receive_share = share;
@@ -488,7 +350,7 @@ struct Endpoint::Impl final : io::RxHandler {
     // receive budget as its initial window.
     ConnectionConfig for_new_connection(ConnectionConfig c) {
         c.seed = util::splitmix64_next(seed_state);
-        c.initial_max_data = std::min(c.initial_max_data, receive_share(conns.size() + 1));
+        c.initial_max_data = std::min(c.initial_max_data, budget.share(conns.size() + 1));
         // On a socket connection IDs are unpredictable (RFC 9000 §21.9): a seeded
         // generator would give the next connection's away from one observed ID.
         if (!c.random_bytes) c.random_bytes = [](std::span<std::uint8_t> out) { crypto::CryptoRandom{}.fill(out); };
@@ -774,10 +636,8 @@ struct Endpoint::Impl final : io::RxHandler {
         end_batch();
     }
 
-    // A batch may span connections: the -P connections of one client share
-    // its address, and their datagrams to it join one GSO send when sizes
-    // allow (each connection still sends only what its pacer released; the
-    // sends of one turn leave back to back either way).
+    // One pass over the connections with work; the batch they share (it may
+    // span connections, as the opening comment says) ends with it.
     void pump_all(Instant now) {
         for (int round = 0; round < 4 && !dirty.empty(); ++round) {
             auto work = std::move(dirty);
@@ -931,8 +791,8 @@ EndpointStats Endpoint::stats() const {
     s.send_calls = impl_->backend->send_calls();
     s.send_errors = impl_->backend->send_errors();
     s.receive_drops = impl_->backend->receive_drops();
-    s.receive_budget = impl_->budget_now;
-    s.receive_budget_max = impl_->budget_max;
+    s.receive_budget = impl_->budget.current();
+    s.receive_budget_max = impl_->budget.ceiling();
     return s;
 }
 

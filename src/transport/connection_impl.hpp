@@ -1,8 +1,13 @@
 // Connection::Impl, the private state of ndm::Connection, shared by the files
-// that implement it: connection.cpp (handshake, frame dispatch, packet
-// assembly, timers, the public API), connection_trace.cpp (tracing,
-// statistics and congestion-state time accounting) and, through StreamSet,
-// stream_set.cpp (streams, flow control, STREAM frame scheduling).
+// that implement it, one job each: connection.cpp (the public facade),
+// connection_lifecycle.cpp (construction, close, timers),
+// connection_receive.cpp (packets and frames in), connection_tls.cpp (the
+// TLS handshake, packet keys, the peer's transport parameters),
+// connection_recovery.cpp (sent packets, ACKs, ECN and losses into the
+// controller's events), connection_send.cpp (packet assembly),
+// connection_trace.cpp (tracing, statistics and congestion-state time
+// accounting) and, through StreamSet, stream_set.cpp (streams, flow control,
+// STREAM frame scheduling).
 #pragma once
 
 #include <array>
@@ -41,6 +46,25 @@ namespace ndm {
 namespace transport {
 // The trace form of a packet type.
 trace::PacketType trace_type(wire::PacketType t);
+
+// The type of a packet number space's packets.
+inline wire::PacketType type_of(PacketSpace s) {
+    if (s == PacketSpace::initial) return wire::PacketType::initial;
+    if (s == PacketSpace::handshake) return wire::PacketType::handshake;
+    return wire::PacketType::one_rtt;
+}
+// RFC 9000 §13.2.1: Initial and Handshake packets are acknowledged at once.
+inline AckTracker::Config ack_config(PacketSpace s, const ConnectionConfig& cfg) {
+    if (s != PacketSpace::application) return {Duration::zero(), 1, wire::kMaxAckRanges, cfg.limits.ack_ranges_tracked};
+    return {cfg.max_ack_delay, 2, cfg.max_ack_ranges, cfg.limits.ack_ranges_tracked};
+}
+// The ACK Delay exponent of a packet's ACK frames (RFC 9000 §18.2): the
+// sender's own in 1-RTT packets, the default in Initial and Handshake ones
+// (whose receiver may not have the sender's parameters yet, §19.3).
+inline unsigned ack_delay_exponent(wire::PacketType type, const wire::TransportParams* sender_params) {
+    if (type != wire::PacketType::one_rtt || !sender_params) return wire::kDefaultAckDelayExponent;
+    return static_cast<unsigned>(sender_params->ack_delay_exponent);
+}
 }  // namespace transport
 
 struct Connection::Impl {
@@ -206,9 +230,11 @@ struct Connection::Impl {
     // Reports a change of the ECN validation state (RFC 9000 §13.4.2).
     void trace_ecn_state(Instant now);
 
-    // ---- receiving
+    // ---- construction (connection_lifecycle.cpp)
     void make_controller(std::size_t datagram_size, Instant now);
     void encode_local_params(const ParamsEdit& edit, const ParamsBytesEdit& bytes_edit);
+
+    // ---- the handshake (connection_tls.cpp; the keys' functions are above)
     void start_tls();
     void on_crypto_frame(const wire::CryptoFrame& f, transport::PacketSpace space, Instant now);
     void drive_tls(Instant now);
@@ -217,6 +243,12 @@ struct Connection::Impl {
     bool crypto_pending(transport::PacketSpace s) const {
         return !loss.discarded(s) && has_write_keys(s) && crypto_of(s).has_pending();
     }
+    void on_peer_params(std::span<const std::uint8_t> data, Instant now);
+    bool check_peer_cids(Instant now);
+    void set_established(Instant now);
+    void discard_space(transport::PacketSpace space);
+
+    // ---- receiving (connection_receive.cpp)
     void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn);
     // One packet of `datagram`, opened into `into` (at the packet's offset);
     // false: read no further packets of it.
@@ -227,27 +259,37 @@ struct Connection::Impl {
     bool process_frame(const wire::Frame& f, transport::PacketSpace space, Instant now);
     bool on_stream_result(transport::StreamResult r, Instant now);
     void on_v1_frame(const wire::Frame& f, Instant now);
-    void on_ack_frame(const wire::AckFrame& ack, transport::PacketSpace space, Instant now);
-    void release_acked(const transport::SentPacket& p, transport::PacketSpace space);
-    void discard_space(transport::PacketSpace space);
-    void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, const cc::RateSample& rate, Instant now);
-    void on_ack_ecn(const wire::AckFrame& ack, transport::PacketSpace space, bool largest_is_new, Instant now);
-    void note_app_limited();
-    void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
-                         Instant now);
-    void on_peer_params(std::span<const std::uint8_t> data, Instant now);
-    bool check_peer_cids(Instant now);
+    // The receipt of the ACK frequency extension's two frames (ack-frequency-14 §4, §5).
+    bool on_ack_frequency_frame(const wire::Frame& frame, Instant now);
     void on_version_negotiation(const wire::quic::PacketView& vn);
     void on_retry(const wire::quic::PacketView& retry, Instant now);
-    void set_established(Instant now);
+    // Sequence 0 of the peer's IDs, which a client learns from the server's first packet.
+    void set_initial_peer_cid(const wire::ConnectionId& cid) {
+        peer_cids.set_initial(cid);
+        peer_cid = peer_cids.current();
+    }
 
-    // ---- closing
+    // ---- recovery: sent packets, ACKs, ECN, losses and the controller (connection_recovery.cpp)
+    void on_packet_built(std::uint64_t pn, transport::PacketSpace space, std::size_t len, transport::SentFrames frames,
+                         bool eliciting, bool padded, bool retransmission, Instant now);
+    bool note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now);
+    void update_pacer();
+    void note_app_limited();
+    void on_ack_frame(const wire::AckFrame& ack, transport::PacketSpace space, Instant now);
+    void on_ack_ecn(const wire::AckFrame& ack, transport::PacketSpace space, bool largest_is_new, Instant now);
+    void release_acked(const transport::SentPacket& p, transport::PacketSpace space);
+    void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, const cc::RateSample& rate, Instant now);
+    void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
+                         Instant now);
+
+    // ---- closing (connection_lifecycle.cpp)
     void close_with_error(CloseCode code, std::string reason, Instant now);
     void start_close(std::uint64_t code, std::string reason, bool application, Instant now);
     void enter_draining(const wire::ConnectionCloseFrame& f, Instant now);
+    void on_stateless_reset(Instant now);
     void terminate();
 
-    // ---- sending
+    // ---- sending (connection_send.cpp)
     std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out);
     std::size_t write_version_negotiation(std::span<std::uint8_t> out);
     std::size_t pn_length(transport::PacketSpace space) const;
@@ -262,31 +304,20 @@ struct Connection::Impl {
     std::size_t seal(wire::quic::PacketBuilder& b, transport::PacketSpace space, std::size_t payload_len,
                      std::size_t pad_to);
     bool ack_due(transport::PacketSpace space, Instant now) const;
-    // The ACK frequency extension: whether to ask the peer for it, the
-    // frames that do, and the two frames' receipt (ack-frequency-14 §4, §5).
+    // The ACK frequency extension: whether to ask the peer for it, and the
+    // frames that do (ack-frequency-14 §4, §5).
     [[nodiscard]] bool requests_ack_frequency() const;
     void write_ack_frequency(transport::FrameSink& sink, Instant now);
     void write_immediate_ack(transport::FrameSink& sink, bool stream_data_written, bool probe);
-    bool on_ack_frequency_frame(const wire::Frame& frame, Instant now);
     void write_close_frame(transport::FrameSink& sink, wire::PacketType type);
     void write_ack_frame(transport::FrameSink& sink, transport::PacketSpace space, Instant now);
     bool write_eliciting_frames(transport::FrameSink& sink, transport::PacketSpace space, bool probe, Instant now);
-    void on_packet_built(std::uint64_t pn, transport::PacketSpace space, std::size_t len, transport::SentFrames frames,
-                         bool eliciting, bool padded, bool retransmission, Instant now);
     transport::PacketSpace close_space() const;
     bool can_send_eliciting(Instant now) const;
     bool has_eliciting_data() const;
     bool application_frames_pending() const;
-    void on_stateless_reset(Instant now);
-    // Sequence 0 of the peer's IDs, which a client learns from the server's first packet.
-    void set_initial_peer_cid(const wire::ConnectionId& cid) {
-        peer_cids.set_initial(cid);
-        peer_cid = peer_cids.current();
-    }
-    bool note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight, Instant now);
-    void update_pacer();
 
-    // ---- timers
+    // ---- timers (connection_lifecycle.cpp)
     Instant next_timeout() const;
     // Bytes the anti-amplification limit still allows (unbounded once validated).
     std::uint64_t amplification_budget() const;

@@ -262,7 +262,9 @@ private:
 
     // One packet number space's state (RFC 9002 §A.3). What timer() reads
     // comes first, in the space's first cache line: with many connections a
-    // connection's state is out of the cache at each of its turns (issue 18).
+    // connection's state is out of the cache at each of its turns (100
+    // simulated flows, bench/sim_flows.py: 4.18 -> 3.99 us a packet, 4.6 %
+    // fewer misses of a 2 MiB cache under cachegrind; commit 8af9dd8).
     struct alignas(64) Space {
         Instant loss_time = kNever;
         std::size_t eliciting_in_flight = 0;
