@@ -125,10 +125,7 @@ Dataset run_generate(const GenArgs& a) {
 }
 
 std::string dataset_comment(const GenArgs& a) {
-    return fmt::format("{} generate --seed {} --scenarios {} --seconds {} --cc {}{}{}", kTrainerVersion, a.gen.seed,
-                       a.gen.scenarios, a.gen.seconds, fmt::join(a.gen.controllers, ","),
-                       a.gen.ndm_options.empty() ? "" : " --ndm-options " + a.gen.ndm_options,
-                       a.gen.compete > 0 ? fmt::format(" --compete {}", a.gen.compete) : "");
+    return fmt::format("{} {}", kTrainerVersion, generate_command(a.gen));
 }
 
 void print_summary(const Dataset& d) {

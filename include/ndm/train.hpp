@@ -138,7 +138,20 @@ struct GenerateOptions {
     // separate random stream: every other parameter of every scenario is the
     // same as with 0 (the default, which the shipped models were trained with).
     double compete = 0;
+    // A shard: run only the scenarios [first, first + count) of the list
+    // (which is drawn whole, so a scenario is the same in every shard
+    // layout). The shards of a list, their datasets concatenated in order,
+    // are the whole list's dataset, record for record: how the runs are
+    // spread over Dask workers (docs/ndm-training.md §1).
+    std::size_t first = 0;
+    std::size_t count = SIZE_MAX;
 };
+
+// The generate command line that reproduces `o`'s whole list ("generate
+// --seed 1 --scenarios 600 --seconds 12 --cc cubic,reno,ndm-cubic
+// --ndm-options ..."; no shard): a dataset's provenance line, the same
+// whichever program ran the scenarios.
+std::string generate_command(const GenerateOptions& o);
 
 // The small fixed "check set" whose AUC `ndm-train ship` records in the
 // shipped model's description and tests/test_ndm_train.cpp regenerates.
@@ -159,7 +172,8 @@ struct ScenarioOutcome {
 };
 std::vector<Record> run_scenario(const ScenarioSpec& s, ScenarioOutcome* outcome = nullptr);
 
-// make_scenarios + run_scenario for each; progress(i, n) after each.
+// make_scenarios + run_scenario for each of the shard [first, first +
+// count); progress(i, n) after each (n: the shard's size).
 Dataset generate(const GenerateOptions& o,
                  const std::function<void(std::size_t, std::size_t, const ScenarioSpec&, const ScenarioOutcome&)>& progress = {});
 

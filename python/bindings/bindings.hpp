@@ -21,6 +21,7 @@ void bind_profiles(py::module_& m);
 void bind_controllers(py::module_& m);
 void bind_runs(py::module_& m);
 void bind_scenarios(py::module_& m);
+void bind_datasets(py::module_& m);
 
 // Thrown through the library's C++ frames when Python code called from them
 // (a controller written in Python) raised: not a std::exception, so no C++

@@ -33,6 +33,8 @@ from ._ndm import (  # noqa: E402, F401  (the package's API)
     compare,
     compete,
     controllers,
+    generate_dataset,
+    join_datasets,
     presets,
     run_live,
     scenarios,

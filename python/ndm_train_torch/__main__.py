@@ -1,5 +1,7 @@
 """ndm-train-torch (or python3 -m ndm_train_torch): the ndm loss classifier
 trained in PyTorch (docs/ndm-training.md §9). Subcommands:
+  generate the labelled dataset (as ndm-train generate), its scenarios run on
+           Dask workers: a local cluster, or a scheduler's
   train    dataset (ndm-train generate) → model file the engine runs (.ndmm)
   score    a model file run by PyTorch on a dataset split: metrics, per-event P
   compare  two score files (e.g. ndm-train evaluate --scores and train --scores):
@@ -11,6 +13,7 @@ write the output is exit code 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -49,6 +52,23 @@ def _parser() -> argparse.ArgumentParser:
     top = _Parser(prog=PROG, description="Train the ndm controller's loss classifier in PyTorch and export it "
                                          "for the engine (docs/ndm-training.md).")
     sub = top.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="run seeded scenarios on Dask workers and write the labelled dataset "
+                                         "(the file ndm-train generate writes for the same options, byte for byte)")
+    g.add_argument("--seed", type=_in(int, 0, 2**64 - 1), default=1, help="scenario seed (default 1)")
+    g.add_argument("-n", "--scenarios", type=_in(int, 1, 100000), default=600, help="number of scenarios (default 600)")
+    g.add_argument("--seconds", type=_in(float, 1.0, 600.0), default=12.0,
+                   help="longest virtual sending time of a scenario (default 12)")
+    g.add_argument("--cc", default="cubic,reno,ndm-cubic",
+                   help="sender controllers, comma-separated, assigned round-robin (default cubic,reno,ndm-cubic)")
+    g.add_argument("--ndm-options", help="options of the ndm-cubic and ndm senders (default: the pinned model)")
+    g.add_argument("--compete", type=_in(float, 0.0, 1.0), default=0.0,
+                   help="fraction of bottleneck scenarios with 1-3 competing flows (default 0)")
+    g.add_argument("--workers", type=_in(int, 1, 1024), default=os.cpu_count() or 1,
+                   help="processes of the local Dask cluster (default: one per core); ignored with --scheduler")
+    g.add_argument("--scheduler", help="a running Dask scheduler, tcp://HOST:PORT, whose workers run the scenarios")
+    g.add_argument("--shard", type=_in(int, 1, 100000), default=10, help="scenarios per task (default 10)")
+    g.add_argument("-o", "--out", default="ndm-dataset.tsv", help="dataset file (default ndm-dataset.tsv)")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress")
     t = sub.add_parser("train", help="train a model on a dataset and write it as .ndmm")
     _add_select(t)
     t.add_argument("--model", choices=("logistic", "gru"), default="gru", help="default gru")
@@ -101,6 +121,26 @@ def _write_scores(path: str, header: str, samples, p: np.ndarray) -> None:
     except OSError as e:
         raise RuntimeError(f"cannot write \"{path}\": {e.strerror}") from None
     print(f"wrote {len(samples)} scores to {path}")
+
+
+def _generate(a: argparse.Namespace) -> None:
+    from ndm.sweeps import _progress
+
+    from .generate import GenerateOptions, generate
+
+    ccs = [c for c in a.cc.split(",") if c]
+    if not ccs:
+        raise ValueError("--cc: at least one controller")
+    o = GenerateOptions(seed=a.seed, scenarios=a.scenarios, seconds=a.seconds, controllers=ccs,
+                        ndm_options=a.ndm_options, compete=a.compete)
+    g = generate(o, workers=a.workers, scheduler=a.scheduler, shard_size=a.shard,
+                 progress=None if a.quiet else _progress)
+    try:
+        with open(a.out, "w", encoding="utf-8") as fh:
+            fh.write(g.text)
+    except OSError as e:
+        raise RuntimeError(f"cannot write \"{a.out}\": {e.strerror}") from None
+    print(f"{o.scenarios} scenarios in {g.shards} shards on {g.workers} Dask workers: {g.seconds:.1f} s; wrote {a.out}")
 
 
 def _train(a: argparse.Namespace) -> None:
@@ -194,7 +234,9 @@ def _compare(a: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     try:
-        if a.command == "train":
+        if a.command == "generate":
+            _generate(a)
+        elif a.command == "train":
             _train(a)
         elif a.command == "score":
             _score(a)

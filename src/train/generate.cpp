@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cc/cubic.hpp"
 #include "cc/forwarding.hpp"
@@ -354,6 +355,12 @@ void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const L
 // A bare name: the controller finds it among the shipped models (util/data_dir.hpp).
 std::string default_ndm_options() { return "model=ndm-handset-v1.ndmm"; }
 
+std::string generate_command(const GenerateOptions& o) {
+    return fmt::format("generate --seed {} --scenarios {} --seconds {} --cc {}{}{}", o.seed, o.scenarios, o.seconds,
+                       fmt::join(o.controllers, ","), o.ndm_options.empty() ? "" : " --ndm-options " + o.ndm_options,
+                       o.compete > 0 ? fmt::format(" --compete {}", o.compete) : "");
+}
+
 GenerateOptions check_options() {
     GenerateOptions o;
     o.seed = 1001;
@@ -470,12 +477,14 @@ Dataset generate(const GenerateOptions& o,
                  const std::function<void(std::size_t, std::size_t, const ScenarioSpec&, const ScenarioOutcome&)>& progress) {
     Dataset d;
     const auto list = make_scenarios(o);
-    for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::size_t first = std::min(o.first, list.size());
+    const std::size_t last = first + std::min(o.count, list.size() - first);
+    for (std::size_t i = first; i < last; ++i) {
         d.scenarios.push_back(list[i].info);
         ScenarioOutcome outcome;
         auto r = run_scenario(list[i], &outcome);
         d.records.insert(d.records.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
-        if (progress) progress(i + 1, list.size(), list[i], outcome);
+        if (progress) progress(i - first + 1, last - first, list[i], outcome);
     }
     return d;
 }

@@ -1,0 +1,94 @@
+// The labelled datasets of ndm-train (ndm/train.hpp, docs/ndm-training.md
+// §1–3) from Python: one shard of a generate run as dataset text, and the
+// shards joined into the whole run's dataset. ndm_train_torch.generate
+// spreads the shards over Dask workers with these two.
+#include <pybind11/stl.h>
+
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "bindings.hpp"
+#include "ndm/train.hpp"
+
+namespace ndm::python {
+
+namespace {
+
+// The provenance line every shard and the joined file carry: the generate
+// command of the whole list, as `ndm-train generate` writes it.
+constexpr const char* kTrainer = "ndm-train 1";
+
+std::string dataset_text(const train::Dataset& d, const std::string& comment) {
+    std::ostringstream out;
+    train::write_dataset(out, d, comment);
+    return out.str();
+}
+
+// The comment write_dataset put in a dataset's header: its fourth line,
+// "# COMMENT", after the magic and the two column lines ("" if none).
+std::string header_comment(const std::string& text) {
+    std::size_t at = 0;
+    for (int line = 0; line < 3; ++line) {
+        at = text.find('\n', at);
+        if (at == std::string::npos) return "";
+        ++at;
+    }
+    if (text.compare(at, 2, "# ") != 0) return "";
+    const auto eol = text.find('\n', at);
+    return text.substr(at + 2, eol == std::string::npos ? std::string::npos : eol - at - 2);
+}
+
+}  // namespace
+
+void bind_datasets(py::module_& m) {
+    m.def(
+        "generate_dataset",
+        [](std::uint64_t seed, std::size_t scenarios, double seconds, std::vector<std::string> controllers,
+           std::optional<std::string> ndm_options, double compete, std::size_t first, std::optional<std::size_t> count) {
+            if (scenarios < 1 || scenarios > 100'000) throw std::invalid_argument("scenarios: must be 1 to 100000");
+            check_range("seconds", seconds, 1, 600);
+            check_range("compete", compete, 0, 1);
+            if (controllers.empty()) throw std::invalid_argument("controllers: at least one");
+            train::GenerateOptions o;
+            o.seed = seed;
+            o.scenarios = scenarios;
+            o.seconds = seconds;
+            o.controllers = std::move(controllers);
+            if (ndm_options) o.ndm_options = *ndm_options;
+            o.compete = compete;
+            o.first = first;
+            o.count = count.value_or(std::numeric_limits<std::size_t>::max());
+            const auto d = run_without_gil([&] { return train::generate(o); });
+            return dataset_text(d, std::string(kTrainer) + " " + train::generate_command(o));
+        },
+        py::kw_only(), py::arg("seed") = 1, py::arg("scenarios") = 600, py::arg("seconds") = 12.0,
+        py::arg("controllers") = std::vector<std::string>{"cubic", "reno", "ndm-cubic"},
+        py::arg("ndm_options") = py::none(), py::arg("compete") = 0.0, py::arg("first") = 0,
+        py::arg("count") = py::none(),
+        "The dataset text (docs/ndm-training.md §3) of the scenarios [first, first + count) of the list "
+        "`ndm-train generate --seed SEED --scenarios SCENARIOS ...` runs; the shards of a list joined in order "
+        "(join_datasets) are that command's file, byte for byte.");
+    m.def(
+        "join_datasets",
+        [](const std::vector<std::string>& parts) {
+            if (parts.empty()) throw std::invalid_argument("join_datasets: no parts");
+            train::Dataset all;
+            const std::string comment = header_comment(parts.front());
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                if (header_comment(parts[i]) != comment)
+                    throw std::invalid_argument("join_datasets: part " + std::to_string(i) +
+                                                " comes from another generate run (its provenance line differs)");
+                std::istringstream in(parts[i]);
+                auto d = train::read_dataset(in);
+                all.scenarios.insert(all.scenarios.end(), d.scenarios.begin(), d.scenarios.end());
+                all.records.insert(all.records.end(), std::make_move_iterator(d.records.begin()),
+                                   std::make_move_iterator(d.records.end()));
+            }
+            return dataset_text(all, comment);
+        },
+        py::arg("parts"),
+        "The dataset texts of a generate run's shards (generate_dataset), in list order, as one dataset text.");
+}
+
+}  // namespace ndm::python
