@@ -6,7 +6,7 @@
 // p50 and ≤ 1 ms at p99.9; this machine is shared, so the test allows 5 ms at
 // p50 and prints what it measured). Decisions stay deterministic: the same
 // seed drops the same datagrams as the model does in virtual time.
-#if __has_include("common/emu_relay.hpp")
+#if __has_include("tools/emu/relay.hpp")
 
 #include <doctest/doctest.h>
 #include <netinet/in.h>
@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/emu_relay.hpp"
 #include "loopback_udp.hpp"
 #include "ndm/emu.hpp"
+#include "tools/emu/relay.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "common/output.hpp"
+#include "tools/cli/output.hpp"
 
 namespace {
 std::string slurp(const std::filesystem::path& p) {

@@ -11,10 +11,10 @@
 #include <string>
 
 #include "cc_test_util.hpp"
-#include "common/idle_timeout.hpp"
 #include "ndm/connection.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/sim.hpp"
+#include "tools/cli/connection_flags.hpp"
 
 using namespace std::chrono_literals;
 using ndm::sim::TransferResult;

@@ -4,7 +4,7 @@
 // as iperf3 prints it.
 #include <doctest/doctest.h>
 
-#include "common/test_limits.hpp"
+#include "tools/perf/test_limits.hpp"
 
 using namespace ndm;
 using namespace std::chrono_literals;
