@@ -85,6 +85,18 @@ CLI::Option* add_cc_plugin_option(CLI::App& app, ConnectionFlags& flags) {
         ->type_name("FILE.so");
 }
 
+void add_test_connection_flags(CLI::App& app, ConnectionFlags& flags, TestSide side) {
+    add_loss_detection_option(app, flags);
+    add_ack_ranges_option(app, flags);
+    if (side == TestSide::client)
+        add_ack_frequency_flag(app, flags);
+    else
+        add_no_ack_frequency_flag(app, flags);
+    add_receive_budget_option(app, flags);
+    // Both ends: the server checks the client's controller name, and in -R runs it.
+    add_cc_plugin_option(app, flags);
+}
+
 void load_cc_plugins(const ConnectionFlags& flags) {
     for (const std::string& p : flags.plugins) (void)cc::load_plugin(p);
 }

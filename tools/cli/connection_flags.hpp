@@ -68,6 +68,12 @@ CLI::Option* add_receive_budget_option(CLI::App& app, ConnectionFlags& flags);
 // --cc-plugin FILE.so, the same in every tool that runs a controller.
 CLI::Option* add_cc_plugin_option(CLI::App& app, ConnectionFlags& flags);
 
+// The flags both ends of an ndm-send / ndm-recv test have, in this order:
+// --loss-detection, --ack-ranges, --ack-frequency (the client, which decides)
+// or --no-ack-frequency (the server), --receive-budget, --cc-plugin.
+enum class TestSide { client, server };
+void add_test_connection_flags(CLI::App& app, ConnectionFlags& flags, TestSide side);
+
 // Loads each --cc-plugin (ndm/cc_plugin.hpp) before any controller name is
 // checked, so its controllers are named, listed (--list-cc) and run like the
 // built-in ones. Throws std::invalid_argument (a bad-input error) naming the

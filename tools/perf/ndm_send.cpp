@@ -155,11 +155,7 @@ void add_ndm_options(CLI::App& app, Options& o, std::string& profile_name) {
     tools::add_client_tls_flags(app, o.tls_flags);
     tools::add_no_gso_flag(app, o.no_gso);
     tools::add_no_ecn_flag(app, o.no_ecn);
-    tools::add_loss_detection_option(app, o.conn);
-    tools::add_ack_ranges_option(app, o.conn);
-    tools::add_ack_frequency_flag(app, o.conn);
-    tools::add_receive_budget_option(app, o.conn);
-    tools::add_cc_plugin_option(app, o.conn);  // ndm-recv needs it too: it checks the name, and in -R runs it
+    tools::add_test_connection_flags(app, o.conn, tools::TestSide::client);
 }
 
 
