@@ -1,5 +1,5 @@
 // The emulator on the real-clock socket path: ndm-emu's relay
-// (tools/common/emu_relay) on loopback, driven by CLOCK_MONOTONIC.
+// (tools/emu/relay) on loopback, driven by CLOCK_MONOTONIC.
 // AC-4 (docs/emulator.md, acceptance criteria): jitter off, low rate → every one-way delay in
 // [d, d + ε]. The lower bound is exact (the emulator never releases early);
 // the scheduling tolerance ε is asserted generously (the target is ≤ 0.2 ms at

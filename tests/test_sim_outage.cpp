@@ -134,7 +134,7 @@ TransferResult ge_run(const std::string& cc, std::uint64_t seed, ndm::Duration i
 
 }  // namespace
 
-// The tools' default idle timeout (tools/common/idle_timeout.hpp, 120 s like
+// The tools' default idle timeout (tools/cli/connection_flags.hpp, 120 s like
 // iperf3's --rcv-timeout), which ndm-send, ndm-recv, ndm-compare and ndm-sim use.
 const ndm::Duration kToolsIdleTimeout = ndm::tools::idle_timeout_duration(ndm::tools::kDefaultIdleTimeoutSeconds);
 

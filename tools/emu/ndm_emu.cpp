@@ -1,10 +1,10 @@
 // ndm-emu: the network emulator as a command (docs/emulator.md).
 //   ndm-emu relay --listen HOST:PORT --to HOST:PORT --profile P
 // forwards UDP both ways through the emulator (src/emu), so any UDP program
-// can be measured under the same conditions as ndm (tools/common/emu_relay).
+// can be measured under the same conditions as ndm (tools/emu/relay).
 //   ndm-emu shell --profile P [--seed N] [--quiet] -- CMD [ARGS...]
 // runs CMD in a network namespace whose traffic crosses the emulator through
-// TUN devices, like Mahimahi's shells (tools/common/netns_shell).
+// TUN devices, like Mahimahi's shells (tools/emu/netns_shell).
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>

@@ -1,5 +1,5 @@
 // ndm-recv's state of a test: its flows (one direction of one connection
-// each) and the test they make up. The Server in tools/ndm_recv.cpp drives them.
+// each) and the test they make up. The Server in tools/perf/ndm_recv.cpp drives them.
 #pragma once
 
 #include <memory>
