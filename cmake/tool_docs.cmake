@@ -1,5 +1,5 @@
 # A tool's man page (help2man, from its --help and --version) and its bash
-# completion (the tool's own `--bash-completion`, common/completion.hpp): one
+# completion (the tool's own `--bash-completion`, tools/cli/completion.hpp): one
 # source, the tool's CLI11 option list, for both. Run by tools/CMakeLists.txt:
 #   cmake -DTOOL=<exe> -DNAME=<ndm-send> -DHELP2MAN=<path or empty> -DMAN=<out.1> -DCOMPLETION=<out> -P tool_docs.cmake
 set(ENV{ASAN_OPTIONS} "detect_leaks=0")  # a sanitizer build's tools print and exit

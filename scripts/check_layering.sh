@@ -5,10 +5,14 @@
 #   1. The transport core (src/transport, src/cc) includes nothing from the
 #      layers above it: io, emu, sim, trace, the workload, the tools, nor their
 #      public headers (ndm/endpoint.hpp, emu, sim, link, qlog, workload).
-#   2. src/ never includes tools/ (tools/common).
+#   2. src/ never includes tools/.
 #   3. tools/ (and python/, the bindings) include no private header outside tools/: nothing from a
 #      directory of src/ (transport/, cc/, io/, ...). Where a tool needs more
-#      than include/ndm offers, the library lacks an API.
+#      than include/ndm offers, the library lacks an API. The tools include
+#      their own headers by their path from the root ("tools/emu/relay.hpp"),
+#      so tools/emu is not mistaken for src/emu.
+#   3b. tools/cli, what every tool's command line is made of, includes no other
+#      folder of tools/ (perf, emu, compare, ...): they build on it.
 #   4. include/ndm/ includes only include/ndm/ and system or third-party
 #      headers.
 #   5. The cryptography (src/crypto, src/tls) sits below the core: it
@@ -49,13 +53,15 @@ rule() {  # rule <description> <extended regex> <pathspec...>
 }
 
 rule "the transport core (src/transport, src/cc) includes a higher layer" \
-    "${inc}((io|emu|sim|trace|workload|tools|common|train)/|ndm/(endpoint|emu|sim|link|qlog|workload)\.hpp)" \
+    "${inc}((io|emu|sim|trace|workload|tools|train)/|ndm/(endpoint|emu|sim|link|qlog|workload)\.hpp)" \
     src/transport src/cc
-rule "src/ includes tools/" "${inc}(tools|common)/" src
+rule "src/ includes tools/" "${inc}tools/" src
 rule "tools/ or python/ includes a private header of src/" "${inc}(${src_dirs})/" tools python
-rule "include/ndm/ includes a private header" "${inc}(${src_dirs}|tools|common|train)/" include
+tool_dirs=$(git ls-files --cached --others --exclude-standard -- tools | awk -F/ 'NF > 2 && $2 != "cli" { print $2 }' | sort -u | paste -sd'|')
+[[ -z $tool_dirs ]] || rule "tools/cli includes another folder of tools/" "${inc}tools/(${tool_dirs})/" tools/cli
+rule "include/ndm/ includes a private header" "${inc}(${src_dirs}|tools|train)/" include
 rule "src/crypto or src/tls includes a layer above it" \
-    "${inc}((transport|cc|io|emu|sim|trace|workload|tools|common|train)/|ndm/(connection|cc|emu|sim|endpoint|link|qlog|stats|train|ndm_model|udp_socket|workload|version)\.hpp)" \
+    "${inc}((transport|cc|io|emu|sim|trace|workload|tools|train)/|ndm/(connection|cc|emu|sim|endpoint|link|qlog|stats|train|ndm_model|udp_socket|workload|version)\.hpp)" \
     src/crypto src/tls
 rule "a comment or doc cites notes outside the repository" \
     'shared/docs|transport-notes|quic-tls-bbr|emulator-notes|ndm-spec\.md|ARCHITECTURE\.md|seed-experiment' \

@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# ndm-compare's options that take a value (tools/ndm_compare.cpp), short and long.
+# ndm-compare's options that take a value (tools/compare/ndm_compare.cpp), short and long.
 value_short=tli
 value_long=" --profile --cc --time --repeat --io --packets --length --interval --seed --out --stagger "
 

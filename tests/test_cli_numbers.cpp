@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cli.hpp"
+#include "tools/cli/command_line.hpp"
+#include "tools/cli/general_flags.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "common/emu_summary.hpp"
 #include "test_emu_util.hpp"
+#include "tools/emu/summary.hpp"
 
 using namespace emu_test;
 using ndm::emu::DropReason;

@@ -1,12 +1,12 @@
 // The emulator on the real-clock socket path: ndm-emu's relay
-// (tools/common/emu_relay) on loopback, driven by CLOCK_MONOTONIC.
+// (tools/emu/relay) on loopback, driven by CLOCK_MONOTONIC.
 // AC-4 (docs/emulator.md, acceptance criteria): jitter off, low rate → every one-way delay in
 // [d, d + ε]. The lower bound is exact (the emulator never releases early);
 // the scheduling tolerance ε is asserted generously (the target is ≤ 0.2 ms at
 // p50 and ≤ 1 ms at p99.9; this machine is shared, so the test allows 5 ms at
 // p50 and prints what it measured). Decisions stay deterministic: the same
 // seed drops the same datagrams as the model does in virtual time.
-#if __has_include("common/emu_relay.hpp")
+#if __has_include("tools/emu/relay.hpp")
 
 #include <doctest/doctest.h>
 #include <netinet/in.h>
@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/emu_relay.hpp"
 #include "loopback_udp.hpp"
 #include "ndm/emu.hpp"
+#include "tools/emu/relay.hpp"
 
 namespace {
 

@@ -79,10 +79,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/perf_session.hpp"
 #include "connection_pair.hpp"
 #include "frame_equal.hpp"
 #include "quic_test_util.hpp"
+#include "tools/perf/perf_session.hpp"
 #include "transport/frame.hpp"
 #include "transport/transport_params.hpp"
 

@@ -1,4 +1,4 @@
-// iperf3's -T, --logfile and --forceflush (tools/common/output.hpp): what
+// iperf3's -T, --logfile and --forceflush (tools/cli/output.hpp): what
 // reaches the log file, with which prefix, and when.
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "common/output.hpp"
+#include "tools/cli/output.hpp"
 
 namespace {
 std::string slurp(const std::filesystem::path& p) {

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/perf_session.hpp"
 #include "connection_pair.hpp"
 #include "ndm/cc.hpp"
+#include "tools/perf/perf_session.hpp"
 
 using namespace ndm;
 

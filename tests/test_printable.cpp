@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/printable.hpp"
+#include "tools/cli/printable.hpp"
 
 using ndm::tools::printable;
 

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/report.hpp"
-#include "common/seed_article.hpp"
-#include "common/units.hpp"
+#include "tools/cli/units.hpp"
+#include "tools/compare/report.hpp"
+#include "tools/compare/seed_article.hpp"
 
 using namespace ndm::tools;
 

@@ -11,10 +11,10 @@
 #include <string>
 
 #include "cc_test_util.hpp"
-#include "common/idle_timeout.hpp"
 #include "ndm/connection.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/sim.hpp"
+#include "tools/cli/connection_flags.hpp"
 
 using namespace std::chrono_literals;
 using ndm::sim::TransferResult;
@@ -134,7 +134,7 @@ TransferResult ge_run(const std::string& cc, std::uint64_t seed, ndm::Duration i
 
 }  // namespace
 
-// The tools' default idle timeout (tools/common/idle_timeout.hpp, 120 s like
+// The tools' default idle timeout (tools/cli/connection_flags.hpp, 120 s like
 // iperf3's --rcv-timeout), which ndm-send, ndm-recv, ndm-compare and ndm-sim use.
 const ndm::Duration kToolsIdleTimeout = ndm::tools::idle_timeout_duration(ndm::tools::kDefaultIdleTimeoutSeconds);
 

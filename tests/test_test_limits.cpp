@@ -1,10 +1,10 @@
-// ndm-recv's bounds on a test (tools/common/test_limits.hpp): the deadline
+// ndm-recv's bounds on a test (tools/perf/test_limits.hpp): the deadline
 // of -t and -n tests, the refusal of a -t beyond --max-test-time, the
 // progress watch behind --rcv-timeout/--snd-timeout, and the peer address
 // as iperf3 prints it.
 #include <doctest/doctest.h>
 
-#include "common/test_limits.hpp"
+#include "tools/perf/test_limits.hpp"
 
 using namespace ndm;
 using namespace std::chrono_literals;

@@ -2,7 +2,7 @@
 // (docs/ndm-training.md), as a library API: seeded scenarios in virtual time
 // → a labelled dataset → a model (logistic regression or the GRU the engine
 // runs) → metrics, selection by controller outcome, export as the
-// compiled-in default's C++ image. `ndm-train` (tools/ndm_train.cpp) is its
+// compiled-in default's C++ image. `ndm-train` (tools/train/ndm_train.cpp) is its
 // command line; the Python bindings (python/, docs/python.md) are meant to call the same API.
 //
 // Why the trainer is a library component (src/train/) and not a tool: the

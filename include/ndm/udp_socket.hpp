@@ -4,7 +4,7 @@
 // datagram by datagram with sendmmsg where the path refuses GSO.
 //
 // Why a socket and not the Endpoint: the tools' second data path, the
-// `ndm-emu relay` (tools/common/emu_relay.*), forwards datagrams between
+// `ndm-emu relay` (tools/emu/relay.*), forwards datagrams between
 // addresses and carries no connection, so the connection-routing Endpoint
 // does not fit it; what it shares with the Endpoint is the socket. There is
 // one implementation of each socket job: the Endpoint's backends (src/io)

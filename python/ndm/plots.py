@@ -11,7 +11,7 @@ Every function takes what ndm.compare, ndm.compete, ndm.simulate and ndm.sweep r
 list of them, or ndm-compare's results.json / -J output, or a sweep's JSONL entries) and
 returns the matplotlib Figure, written to `out` (PDF, PNG or SVG by its extension) when given.
 No display is needed: figures are drawn by the Agg family of canvases, without pyplot. The
-quantities and labels are those of ndm-compare's plot.svg (tools/common/report.cpp), so the two
+quantities and labels are those of ndm-compare's plot.svg (tools/compare/report.cpp), so the two
 sit side by side. Command line: ndm-plot (python3 -m ndm.plots).
 """
 

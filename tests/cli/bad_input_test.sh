@@ -171,7 +171,7 @@ for row in "${rows[@]}"; do
   err=$(timeout 20 "${argv[@]}" 2>&1 >/dev/null < /dev/null); rc=$?
   took=$((SECONDS - start))
   lines=$(printf '%s\n' "$err" | wc -l)
-  # CLI11's own wording must not leak (ndm's validators and words, tools/common/cli.hpp).
+  # CLI11's own wording must not leak (ndm's validators and words, tools/cli/command_line.hpp).
   if printf '%s' "$err" | grep -qE 'Could not convert|not in range|Value .* not|FAILED|At Most|The following argument|\.000000'; then
     echo "FAIL: $cmd: CLI11's own message: $err"
     failures=$((failures + 1))

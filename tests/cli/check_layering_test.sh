@@ -12,7 +12,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$scratch"
 git init -q .
-mkdir -p include/ndm docs src/transport src/cc src/io src/sim src/util tools/common
+mkdir -p include/ndm docs src/transport src/cc src/io src/sim src/emu src/util tools/cli tools/perf tools/emu
 put() { printf '%s\n' "${@:2}" > "$1"; }
 put include/ndm/connection.hpp '#include <cstdint>' '#include "ndm/time.hpp"' '#include <nlohmann/json.hpp>'
 put src/transport/connection.cpp '#include "transport/frame.hpp"' '#include "cc/window.hpp"' '#include "ndm/connection.hpp"' \
@@ -21,7 +21,11 @@ put src/cc/reno.cpp '#include "cc/reno.hpp"' '#include "ndm/cc.hpp"'
 put src/io/endpoint.cpp '#include "io/backend.hpp"' '#include "transport/frame.hpp"' '#include "ndm/endpoint.hpp"'
 put src/sim/simulator.cpp '#include "ndm/sim.hpp"' '#include "ndm/workload.hpp"'
 put src/util/clock.cpp '#include "ndm/time.hpp"'
-put tools/ndm_send.cpp '#include "common/cli.hpp"' '#include "ndm/endpoint.hpp"' '#include <CLI/CLI.hpp>'
+put src/emu/pipeline.cpp '#include "emu/pipeline.hpp"' '#include "ndm/emu.hpp"'
+put tools/perf/ndm_send.cpp '#include "tools/cli/command_line.hpp"' '#include "tools/emu/shared_path.hpp"' \
+    '#include "tools/perf/send_client.hpp"' '#include "ndm/endpoint.hpp"' '#include <CLI/CLI.hpp>'
+put tools/emu/relay.cpp '#include "tools/emu/relay.hpp"' '#include "tools/cli/printable.hpp"' '#include "ndm/emu.hpp"'
+put tools/cli/units.cpp '#include "tools/cli/units.hpp"' '#include <fmt/format.h>'
 mkdir -p src/crypto src/tls && put src/crypto/aead.cpp '#include "crypto/aead.hpp"' '#include "ndm/time.hpp"' '#include "util/rng.hpp"'
 put src/tls/tls_session.cpp '#include "tls/tls_session.hpp"' '#include "crypto/suite.hpp"' '#include <gnutls/gnutls.h>'
 mkdir -p src/train && put src/train/learn.cpp '#include "train/learn.hpp"' '// RFC 9002 §7.8, docs/ndm-lkm.md §1.6'
@@ -51,14 +55,18 @@ expect_violation src/cc/bad.cpp '#include "trace/qlog_writer.hpp"'
 expect_violation src/cc/bad.cpp '#include "ndm/endpoint.hpp"'
 expect_violation src/transport/bad.cpp '#include "ndm/sim.hpp"'
 expect_violation src/transport/bad.cpp '#include "../io/backend.hpp"'
-expect_violation src/io/bad.cpp '#include "common/units.hpp"'
-expect_violation src/sim/bad.cpp '#include "tools/common/units.hpp"'
+expect_violation src/io/bad.cpp '#include "tools/cli/units.hpp"'
+expect_violation src/sim/bad.cpp '#include "../../tools/cli/units.hpp"'
+expect_violation src/transport/bad.cpp '#include "tools/perf/perf_session.hpp"'
 expect_violation tools/bad.cpp '#include "transport/frame.hpp"'
-expect_violation tools/common/bad.cpp '#include "io/backend.hpp"'
-expect_violation tools/common/bad.hpp '#include "cc/ndm/model.hpp"'
+expect_violation tools/perf/bad.cpp '#include "io/backend.hpp"'
+expect_violation tools/cli/bad.hpp '#include "cc/ndm/model.hpp"'
+expect_violation tools/emu/bad.cpp '#include "emu/pipeline.hpp"'
+expect_violation tools/cli/bad.cpp '#include "tools/perf/perf_session.hpp"'
+expect_violation tools/cli/bad.hpp '#include "tools/emu/relay.hpp"'
 expect_violation tools/bad.cpp '#include <util/rng.hpp>'
 expect_violation include/ndm/bad.hpp '#include "util/rng.hpp"'
-expect_violation include/ndm/bad.hpp '#include "common/cli.hpp"'
+expect_violation include/ndm/bad.hpp '#include "tools/cli/command_line.hpp"'
 expect_violation src/crypto/bad.cpp '#include "transport/packet.hpp"'
 expect_violation src/tls/bad.cpp '#include "ndm/connection.hpp"'
 expect_violation src/crypto/bad.hpp '#include "io/backend.hpp"'

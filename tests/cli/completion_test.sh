@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bash completion generated from the tools' option lists (tools/common/completion.hpp):
+# Bash completion generated from the tools' option lists (tools/cli/completion.hpp):
 # `ndm-send --lo` offers --logfile, every long option of --help is offered, a
 # file name follows an option that takes a value, and a subcommand's options
 # follow it (ndm-emu relay). Needs bash only, not the bash-completion package.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Hostile peers (issue 13). Against one ndm-recv -1: (1) the wedge: a
+# Hostile peers (docs/security.md, "Limits": nothing from the network is
+# trusted). Against one ndm-recv -1: (1) the wedge: a
 # reverse-mode hello, then an Initial that ACKs the server's packet 0 and a
 # packet never sent; (2) test parameters out of bounds (interval 1e-300, 1e10,
 # 9.2233715e9) and a controller name full of escape sequences: each refused

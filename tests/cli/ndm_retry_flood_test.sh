@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Address validation under a flood (RFC 9000 §8.1, §8.1.2; issue 15): while
+# Address validation under a flood (RFC 9000 §8.1, §8.1.2; docs/security.md, "Floods"): while
 # initial_flood sends 50 000 valid client Initials a second (real
 # ClientHellos, 1200 bytes each) from spoofed random source ports (as root; a
 # pool of sockets otherwise), an ndm-send test against ndm-recv (default

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ndm-send -P 2 --emu up.rate=20mbit: the two connections share one emulated
-# path (issue 13), so together they get at most the link's 20 Mbit/s (with a
+# path, as they would share a real bottleneck (tools/emu/shared_path.hpp), so
+# together they get at most the link's 20 Mbit/s (with a
 # private link per connection they got ~40), and the data stays byte-exact.
 set -euo pipefail
 send="$1"

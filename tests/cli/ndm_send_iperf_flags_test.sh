@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ndm-send / ndm-recv flags at iperf3 parity (issue 21), on loopback: -u is
+# ndm-send / ndm-recv flags at iperf3 parity (README.md, "ndm-send / ndm-recv"), on loopback: -u is
 # refused with the reason, --version names version and commit, -b paces the
 # sender to the asked rate (forward and -R), -O leaves the first seconds out
 # of the totals (rows and intervals marked omitted, forward and -R), -T and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# More ndm-send / ndm-recv flags at iperf3 parity (issue 21), on loopback:
+# More ndm-send / ndm-recv flags at iperf3 parity (README.md, "ndm-send / ndm-recv"), on loopback:
 # -F sends a file / writes what is received, byte-exact, both directions and
 # on both tools; --bidir loads both directions at once; --get-server-output
 # brings the server's text or -J document back; -w limits goodput to about

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A 3 s blackhole of both directions mid-test on real sockets (issue 13: it used
-# to end both sides with exit 1 at 6 s): ndm-send -t 8 --emu outage=3s@2s against
+# A 3 s blackhole of both directions mid-test on real sockets (the sender keeps
+# probing through it, docs/architecture.md "Bounded PTO backoff"; both sides
+# once ended with exit 1 at 6 s): ndm-send -t 8 --emu outage=3s@2s against
 # ndm-recv on loopback. Both exit 0, the data is byte-exact, the -J document
 # (docs/ndm-send-json.md's shape) counts the blackhole drops, the intervals
 # show the dark seconds, and the sender resumed after them.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The loss classifier trained in PyTorch (python/ndm_train_torch, issue 20,
+# The loss classifier trained in PyTorch (python/ndm_train_torch,
 # docs/ndm-training.md §9) against the C++ trainer on the same small seeded
 # dataset: for logistic regression and the GRU, the exported .ndmm runs in the
 # engine (scalar and the best SIMD kernel) with PyTorch's scores within 1e-5

@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "common/perf_session.hpp"
-#include "common/printable.hpp"
 #include "ndm/endpoint.hpp"
 #include "ndm/tls.hpp"
+#include "tools/cli/printable.hpp"
+#include "tools/perf/perf_session.hpp"
 
 using namespace ndm;
 

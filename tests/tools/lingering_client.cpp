@@ -18,7 +18,7 @@
 
 #include "ndm/endpoint.hpp"
 #include "ndm/tls.hpp"
-#include "common/perf_session.hpp"
+#include "tools/perf/perf_session.hpp"
 
 using namespace ndm;
 

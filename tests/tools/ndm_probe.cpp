@@ -10,7 +10,8 @@
 //       3 s (exit 1); a server that refuses the test closes within 1 s of the
 //       handshake. --bogus-ack: the client's Finished goes in a Handshake
 //       packet that also acknowledges a packet the server never sent: the
-//       server completes its handshake and closes at once (issue 13's wedge). --close-with TEXT: when the server accepted
+//       server completes its handshake and closes at once (an ACK of a packet never
+//       sent is a PROTOCOL_VIOLATION, RFC 9000 §13.1). --close-with TEXT: when the server accepted
 //       the test, close it with TEXT as the reason, byte for byte, and print
 //       "sent close". --keepalive: when the server accepted the test, send a
 //       PING every 300 ms (for at most 60 s) until the server closes.
@@ -33,11 +34,11 @@
 #include <string>
 #include <vector>
 
-#include "common/printable.hpp"
 #include "crypto/packet_protection.hpp"
 #include "ipv4_endpoint.hpp"
 #include "ndm/connection.hpp"
 #include "quic_test_util.hpp"
+#include "tools/cli/printable.hpp"
 #include "transport/frame.hpp"
 #include "transport/packet_codec.hpp"
 
@@ -115,6 +116,42 @@ bool drive(Connection& conn, int fd, const std::function<bool()>& pred, int time
     }
 }
 
+// --bogus-ack: the packet that completes the server's handshake (the
+// client's Finished) also acknowledges a packet the server never sent.
+// The client's own packets are opened with its write keys (the keys of
+// a direction are one, whoever holds them) and that one sealed again.
+void add_ack_of_unsent(Connection& conn, std::vector<std::uint8_t>& d) {
+    auto& c = Connection::Impl::of(conn);
+    wire::quic::DatagramPackets packets(d, wire::kShortCidLength);
+    for (wire::quic::PacketView v; packets.next(v);) {
+        if (v.kind != wire::quic::PacketKind::handshake) continue;
+        std::vector<std::uint8_t> copy(d.begin() + static_cast<std::ptrdiff_t>(v.offset),
+                                       d.begin() + static_cast<std::ptrdiff_t>(v.offset + v.packet.size()));
+        wire::quic::PacketView own;
+        wire::quic::OpenedPacket o;
+        if (wire::quic::parse_packet_header(copy, wire::kShortCidLength, own) != wire::quic::HeaderError::none ||
+            wire::quic::open_packet(copy, own, c.write_keys_of(transport::PacketSpace::handshake), std::nullopt, o) !=
+                wire::quic::OpenError::none)
+            return;
+        std::vector<wire::Frame> frames;
+        wire::Reader r(o.payload);
+        wire::Error err;
+        for (wire::Frame f; !r.empty() && wire::decode_frame(r, f, err);)
+            if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
+        if (!std::ranges::any_of(frames, [](const wire::Frame& f) { return std::holds_alternative<wire::CryptoFrame>(f); }))
+            return;
+        wire::AckFrame never;
+        never.ranges = {{1000, 1000}};
+        frames.push_back(never);
+        auto forged = test::seal(conn, transport::PacketSpace::handshake, o.packet_number, test::encode(frames));
+        // The rest of the datagram (a 1-RTT packet, if any) goes as it was.
+        forged.insert(forged.end(), d.begin() + static_cast<std::ptrdiff_t>(v.offset + v.packet.size()), d.end());
+        d.erase(d.begin() + static_cast<std::ptrdiff_t>(v.offset), d.end());
+        d.insert(d.end(), forged.begin(), forged.end());
+        return;
+    }
+}
+
 int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool keepalive,
           const std::optional<std::string>& close_with) {
     const int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -136,41 +173,7 @@ int hello(const sockaddr_in& to, const std::string& params, bool bogus_ack, bool
         ::close(fd);
         return 0;
     };
-    // --bogus-ack: the packet that completes the server's handshake (the
-    // client's Finished) also acknowledges a packet the server never sent.
-    // The client's own packets are opened with its write keys (the keys of
-    // a direction are one, whoever holds them) and that one sealed again.
-    const Rewrite wedge = [&conn](std::vector<std::uint8_t>& d) {
-        auto& c = Connection::Impl::of(*conn);
-        wire::quic::DatagramPackets packets(d, wire::kShortCidLength);
-        for (wire::quic::PacketView v; packets.next(v);) {
-            if (v.kind != wire::quic::PacketKind::handshake) continue;
-            std::vector<std::uint8_t> copy(d.begin() + static_cast<std::ptrdiff_t>(v.offset),
-                                           d.begin() + static_cast<std::ptrdiff_t>(v.offset + v.packet.size()));
-            wire::quic::PacketView own;
-            wire::quic::OpenedPacket o;
-            if (wire::quic::parse_packet_header(copy, wire::kShortCidLength, own) != wire::quic::HeaderError::none ||
-                wire::quic::open_packet(copy, own, c.write_keys_of(transport::PacketSpace::handshake), std::nullopt, o) !=
-                    wire::quic::OpenError::none)
-                return;
-            std::vector<wire::Frame> frames;
-            wire::Reader r(o.payload);
-            wire::Error err;
-            for (wire::Frame f; !r.empty() && wire::decode_frame(r, f, err);)
-                if (!std::holds_alternative<wire::PaddingFrame>(f)) frames.push_back(f);
-            if (!std::ranges::any_of(frames, [](const wire::Frame& f) { return std::holds_alternative<wire::CryptoFrame>(f); }))
-                return;
-            wire::AckFrame never;
-            never.ranges = {{1000, 1000}};
-            frames.push_back(never);
-            auto forged = test::seal(*conn, transport::PacketSpace::handshake, o.packet_number, test::encode(frames));
-            // The rest of the datagram (a 1-RTT packet, if any) goes as it was.
-            forged.insert(forged.end(), d.begin() + static_cast<std::ptrdiff_t>(v.offset + v.packet.size()), d.end());
-            d.erase(d.begin() + static_cast<std::ptrdiff_t>(v.offset), d.end());
-            d.insert(d.end(), forged.begin(), forged.end());
-            return;
-        }
-    };
+    const Rewrite wedge = [&conn](std::vector<std::uint8_t>& d) { add_ack_of_unsent(*conn, d); };
     if (!drive(*conn, fd, [&] { return conn->state() != ConnectionState::handshaking; }, 3000,
                bogus_ack ? wedge : Rewrite{})) {
         std::puts("no answer");
