@@ -32,7 +32,7 @@
 #include "../tests/connection_pair.hpp"
 #include "../tests/invariant_audit.hpp"
 #include "fuzz_check.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 namespace ndm::fuzz {
 

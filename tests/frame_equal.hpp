@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 namespace ndm::test {
 

@@ -11,8 +11,8 @@
 
 #include "ndm/connection.hpp"
 #include "transport/connection_impl.hpp"
-#include "transport/frame.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/frame.hpp"
+#include "wire/quic_header.hpp"
 
 namespace ndm::test {
 

@@ -11,7 +11,7 @@
 #include "ndm/sim.hpp"
 #include "quic_test_util.hpp"
 #include "sim_spec.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 using namespace std::chrono_literals;
 using namespace ndm;

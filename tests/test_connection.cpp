@@ -11,9 +11,9 @@
 #include "skip.hpp"
 #include "quic_test_util.hpp"
 #include "tls_test_util.hpp"
-#include "transport/frame.hpp"
-#include "transport/packet.hpp"
-#include "transport/transport_params.hpp"
+#include "wire/frame.hpp"
+#include "wire/packet.hpp"
+#include "wire/transport_params.hpp"
 
 using namespace ndm;
 using ndm::test::ConnectionPair;

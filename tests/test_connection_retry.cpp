@@ -11,9 +11,9 @@
 
 #include "connection_pair.hpp"
 #include "crypto/packet_protection.hpp"
-#include "transport/frame.hpp"
-#include "transport/packet_codec.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/frame.hpp"
+#include "wire/packet_codec.hpp"
+#include "wire/quic_header.hpp"
 
 using namespace ndm;
 using ndm::test::ConnectionPair;

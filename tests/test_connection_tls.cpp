@@ -11,7 +11,7 @@
 #include "quic_test_util.hpp"
 #include "tls/alert.hpp"
 #include "tls_test_util.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/quic_header.hpp"
 
 using namespace ndm;
 using ndm::test::ConnectionPair;

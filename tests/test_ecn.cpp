@@ -21,7 +21,7 @@
 #include "quic_test_util.hpp"
 #include "transport/ack_tracker.hpp"
 #include "transport/ecn_validator.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 using namespace std::chrono_literals;
 using ndm::Ecn;

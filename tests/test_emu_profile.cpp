@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "emu/trace.hpp"
+#include "emu/delivery_trace.hpp"
 #include "test_emu_util.hpp"
 
 using namespace emu_test;

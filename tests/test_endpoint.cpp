@@ -25,7 +25,7 @@
 
 #include "io/backend.hpp"
 #include "io/probe.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/quic_header.hpp"
 #include "util/rng.hpp"
 #include "ndm/emu.hpp"
 #include "ndm/endpoint.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "frame_equal.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 using namespace ndm::wire;
 using namespace std::chrono_literals;

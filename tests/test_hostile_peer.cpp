@@ -83,8 +83,8 @@
 #include "connection_pair.hpp"
 #include "frame_equal.hpp"
 #include "quic_test_util.hpp"
-#include "transport/frame.hpp"
-#include "transport/transport_params.hpp"
+#include "wire/frame.hpp"
+#include "wire/transport_params.hpp"
 
 using namespace ndm;
 using test::ConnectionPair;

@@ -15,7 +15,7 @@
 #include "endpoint_test_util.hpp"
 #include "ndm/endpoint.hpp"
 #include "quic_test_util.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 using namespace ndm;
 using namespace std::chrono_literals;

@@ -4,7 +4,7 @@
 #include <random>
 #include <vector>
 
-#include "transport/packet.hpp"
+#include "wire/packet.hpp"
 
 using namespace ndm::wire;
 

@@ -1,4 +1,4 @@
-// Protected QUIC v1 packets (src/transport/packet_codec): RFC 9001 A.2 and
+// Protected QUIC v1 packets (src/wire/packet_codec): RFC 9001 A.2 and
 // A.3 built byte for byte through PacketBuilder, build and open round trips
 // at every level and suite, coalescing, padding, tampering, wrong keys,
 // packet number expansion, reserved bits, key update and short packets.
@@ -15,7 +15,7 @@
 #include "crypto/key_phase.hpp"
 #include "crypto/packet_protection.hpp"
 #include "crypto_test_util.hpp"
-#include "transport/packet_codec.hpp"
+#include "wire/packet_codec.hpp"
 
 using namespace std::chrono_literals;
 using ndm::Instant;

@@ -1,4 +1,4 @@
-// QUIC v1 headers (src/transport/quic_header, RFC 9000 §17, §12.2): the
+// QUIC v1 headers (src/wire/quic_header, RFC 9000 §17, §12.2): the
 // RFC 9001 Appendix A headers parsed and written back byte for byte, the A.4
 // Retry, coalesced datagrams, every malformed case and truncation, Version
 // Negotiation, and packets protected and opened through src/crypto.
@@ -14,7 +14,7 @@
 
 #include "crypto/packet_protection.hpp"
 #include "crypto_test_util.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/quic_header.hpp"
 
 using ndm::test::hex;
 using ndm::test::unhex;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "io/retry_gate.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/quic_header.hpp"
 
 using namespace ndm;
 using namespace std::chrono_literals;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/transport_params.hpp"
+#include "wire/transport_params.hpp"
 
 using namespace ndm::wire;
 using ndm::CloseCode;

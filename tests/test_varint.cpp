@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "transport/varint.hpp"
+#include "wire/varint.hpp"
 
 using namespace ndm::wire;
 

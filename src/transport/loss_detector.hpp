@@ -21,7 +21,7 @@
 #include "ndm/loss_detection.hpp"
 #include "ndm/time.hpp"
 #include "transport/delivery_rate.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/packet_space.hpp"
 #include "transport/rack_reordering.hpp"
 #include "transport/rtt_estimator.hpp"

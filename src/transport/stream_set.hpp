@@ -18,7 +18,7 @@
 
 #include "ndm/connection.hpp"
 #include "transport/flow_control.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
 #include "transport/sent_frame.hpp"
 #include "transport/stream.hpp"

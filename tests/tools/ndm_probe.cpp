@@ -38,8 +38,8 @@
 #include "ipv4_endpoint.hpp"
 #include "ndm/connection.hpp"
 #include "quic_test_util.hpp"
-#include "transport/frame.hpp"
-#include "transport/packet_codec.hpp"
+#include "wire/frame.hpp"
+#include "wire/packet_codec.hpp"
 
 using namespace ndm;
 

@@ -2,7 +2,7 @@
 // values as varints exactly filling their length (§18.2). Duplicate ids of any
 // kind are rejected (§7.4); unknown and greasing ids are skipped (§7.4.2,
 // §18.1). Every failure is a TRANSPORT_PARAMETER_ERROR (§7.4, §18.2).
-#include "transport/transport_params.hpp"
+#include "wire/transport_params.hpp"
 
 #include <algorithm>
 #include <charconv>

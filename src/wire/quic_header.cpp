@@ -2,7 +2,7 @@
 // from the peer is compared with what is left of the datagram before it is
 // used; Reader refuses reads past its end, so a truncation anywhere is
 // HeaderError::truncated.
-#include "transport/quic_header.hpp"
+#include "wire/quic_header.hpp"
 
 #include <algorithm>
 

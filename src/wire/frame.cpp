@@ -2,7 +2,7 @@
 // never allocates more than kMaxAckRanges ranges; every failure names the
 // frame and field and carries the RFC's error code. Encoding and
 // encoded_size share one emitter so the size is exact by construction.
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 #include <algorithm>
 #include <charconv>

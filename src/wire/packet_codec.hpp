@@ -17,7 +17,7 @@
 #include "crypto/key_phase.hpp"
 #include "crypto/packet_protection.hpp"
 #include "ndm/time.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/quic_header.hpp"
 
 namespace ndm::wire::quic {
 

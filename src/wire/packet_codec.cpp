@@ -1,7 +1,7 @@
 // Protected QUIC v1 packets: quic_header's layout with src/crypto's
 // protection. Every size comes from the header just written or parsed and is
 // checked against the datagram before a byte is touched.
-#include "transport/packet_codec.hpp"
+#include "wire/packet_codec.hpp"
 
 #include <algorithm>
 

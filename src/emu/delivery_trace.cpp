@@ -1,4 +1,4 @@
-#include "emu/trace.hpp"
+#include "emu/delivery_trace.hpp"
 
 #include "util/data_dir.hpp"
 #include "util/input_file.hpp"

@@ -1,4 +1,4 @@
-#include "transport/packet.hpp"
+#include "wire/packet.hpp"
 
 #include <algorithm>
 

@@ -11,9 +11,9 @@
 
 #include "ndm/connection.hpp"
 #include "ndm/time.hpp"
-#include "transport/packet.hpp"  // ConnectionId
-#include "transport/varint.hpp"
-#include "transport/wire_error.hpp"
+#include "wire/packet.hpp"  // ConnectionId
+#include "wire/varint.hpp"
+#include "wire/wire_error.hpp"
 
 namespace ndm::wire {
 

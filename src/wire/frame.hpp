@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "ndm/time.hpp"
-#include "transport/varint.hpp"
-#include "transport/wire_error.hpp"
+#include "wire/varint.hpp"
+#include "wire/wire_error.hpp"
 
 namespace ndm::wire {
 

@@ -1,5 +1,5 @@
 // Bounds-checked cursors and QUIC variable-length integers (RFC 9000 §16).
-#include "transport/varint.hpp"
+#include "wire/varint.hpp"
 
 #include <cstring>
 

@@ -18,8 +18,8 @@
 #include <span>
 
 #include "crypto/packet_protection.hpp"  // kAeadTagSize, kMinBytesAfterPnOffset
-#include "transport/packet.hpp"  // ConnectionId, packet_number_length, decode_packet_number
-#include "transport/varint.hpp"
+#include "wire/packet.hpp"  // ConnectionId, packet_number_length, decode_packet_number
+#include "wire/varint.hpp"
 
 namespace ndm::wire::quic {
 
