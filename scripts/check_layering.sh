@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The layering of the tree (docs/architecture.md), checked on its #include
 # lines with plain `git grep`: include/ndm → crypto/tls → wire → transport/cc →
-# sim/emu/io/qlog → tools, never the other way.
+# sim/emu/io/qlog → tools, never the other way. The build enforces the part
+# that is about src/ folders: each is an object library compiled against only
+# the folders its layer may include (cmake/ndm_layers.cmake), so a forbidden
+# "folder/file.hpp" does not compile. This check keeps what a compiler cannot
+# see: the public headers a layer includes, a "../" path, src/ against tools/,
+# tools/ and python/ against src/, include/ndm, and the comments.
 #   1. The transport core (src/transport, src/wire, src/cc) includes nothing
 #      from the layers above it: io, emu, sim, qlog, the workload, the tools,
 #      nor their public headers (ndm/endpoint.hpp, emu, sim, link, qlog, workload).
