@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-#include "../tests/frame_equal.hpp"
+#include "../tests/support/frame_equal.hpp"
 #include "wire/frame.hpp"
 #include "wire/packet.hpp"
 #include "wire/quic_header.hpp"

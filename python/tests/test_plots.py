@@ -51,7 +51,7 @@ class StatsTest(unittest.TestCase):
         self.assertAlmostEqual(plots.t_quantile_975(1), math.tan(0.475 * math.pi), places=9)
         t2 = math.sqrt(2 * 0.95 ** 2 / (1 - 0.95 ** 2))
         self.assertAlmostEqual(plots.t_quantile_975(2), t2, places=9)
-        self.assertAlmostEqual(plots.t_quantile_975(40), 2.021075, places=5)  # as tests/test_report.cpp
+        self.assertAlmostEqual(plots.t_quantile_975(40), 2.021075, places=5)  # as tests/tools/test_report.cpp
         m, h = plots.mean_ci95([1, 2, 3])
         self.assertEqual(m, 2)
         self.assertAlmostEqual(h, t2 * 1 / math.sqrt(3), places=9)

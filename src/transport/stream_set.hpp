@@ -24,7 +24,7 @@
 #include "transport/stream.hpp"
 
 namespace ndm::test {
-struct InvariantAudit;  // tests/invariant_audit.hpp: reads the private state to check invariants
+struct InvariantAudit;  // tests/support/invariant_audit.hpp: reads the private state to check invariants
 }  // namespace ndm::test
 
 namespace ndm::transport {

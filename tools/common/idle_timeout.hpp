@@ -21,7 +21,7 @@ namespace ndm::tools {
 // for what kernel TCP rides out in a test (its RTO backs off to 120 s and it
 // retries for ~15 min), including a Gilbert–Elliott burst that swallows 66 ACKs
 // in a row, which at one ACK per probe period takes 45-60 s to cross
-// (tests/test_sim_outage.cpp); a vanished peer still ends a run within minutes.
+// (tests/tools/test_sim_outage.cpp); a vanished peer still ends a run within minutes.
 inline constexpr double kDefaultIdleTimeoutSeconds = 120;
 inline constexpr double kMinIdleTimeoutSeconds = 1;
 inline constexpr double kMaxIdleTimeoutSeconds = 86400;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../fuzz/connection_harness.hpp"
+#include "../../fuzz/connection_harness.hpp"
 
 namespace {
 

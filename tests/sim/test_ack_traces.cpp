@@ -226,7 +226,7 @@ TEST_CASE("ack traces: record (NDM_WRITE_ACK_TRACES=1 regenerates the fixtures)"
     if (mode == "1" || mode == "digests") {
         std::ofstream out(kDir + "/digests.txt", std::ios::trunc);
         out << "# <trace> <controller> <FNV-1a of (cwnd, ssthresh) after every event, hex>\n"
-               "# written by NDM_WRITE_ACK_TRACES=1|digests (tests/test_ack_traces.cpp)\n";
+               "# written by NDM_WRITE_ACK_TRACES=1|digests (tests/sim/test_ack_traces.cpp)\n";
         for (const auto& spec : trace_specs()) {
             const auto t = load(spec);
             for (const auto& cc : digest_controllers()) {

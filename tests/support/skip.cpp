@@ -1,4 +1,4 @@
-// skip_test() and the listener that reports skipped cases (tests/skip.hpp).
+// skip_test() and the listener that reports skipped cases (tests/support/skip.hpp).
 #include "skip.hpp"
 
 #include <algorithm>

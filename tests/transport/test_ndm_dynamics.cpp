@@ -1,6 +1,6 @@
 // ndm when the path changes under it, in deterministic virtual time, in the
 // style of BBR's example cases (draft-ietf-ccwg-bbr-06 Appendix A, the
-// scripted path of tests/bbr_scenario.hpp): the bottleneck's rate ×10 up and
+// scripted path of tests/support/bbr_scenario.hpp): the bottleneck's rate ×10 up and
 // ÷10 down, the RTT 20 → 200 ms, and a 3 s outage. Learned controllers are
 // known to fail exactly here (Mazilu et al., arXiv 2510.25105); ndm keeps
 // BBRv3's model, and these cases pin that its loss discrimination does not

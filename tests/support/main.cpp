@@ -1,4 +1,4 @@
-// doctest's main, plus the exit code for skipped cases (tests/skip.hpp).
+// doctest's main, plus the exit code for skipped cases (tests/support/skip.hpp).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
