@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../tests/ack_trace.hpp"
+#include "../tests/support/ack_trace.hpp"
 #include "ndm/cc.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 // (AEAD seal + header protection) and the receive side (remove header
 // protection + AEAD open) of a 1452-byte short header packet, the header
 // protection mask alone, and the packet codec's build + open of the same
-// packet through OneRttKeys (src/transport/packet_codec).
+// packet through OneRttKeys (src/wire/packet_codec).
 //   build/bench/bench_crypto [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -17,7 +17,7 @@
 #include "crypto/hkdf.hpp"
 #include "crypto/key_phase.hpp"
 #include "crypto/packet_protection.hpp"
-#include "transport/packet_codec.hpp"
+#include "wire/packet_codec.hpp"
 
 namespace {
 

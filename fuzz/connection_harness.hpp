@@ -1,10 +1,10 @@
 // The connection fuzzer's driver (fuzz/connection_fuzz.cpp; tests replay its
 // corpus and regressions through it). A client and a server Connection
-// (tests/connection_pair.hpp, virtual time, fixed seeds) first complete a
+// (tests/support/connection_pair.hpp, virtual time, fixed seeds) first complete a
 // real handshake, or not (the first byte chooses, and which side is the
 // target of forged packets); then each following operation of the input
 // moves, drops, duplicates, reorders or corrupts the pair's own datagrams,
-// injects packets sealed with the peer's real keys (tests/quic_test_util.hpp)
+// injects packets sealed with the peer's real keys (tests/support/quic_test_util.hpp)
 // whose payload is well-formed frames chosen by the input or raw input bytes,
 // steps the clock, or writes, reads, opens and closes streams. After every
 // step the invariants of both sides are checked (FUZZ_CHECK traps):
@@ -29,10 +29,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../tests/connection_pair.hpp"
-#include "../tests/invariant_audit.hpp"
+#include "../tests/support/connection_pair.hpp"
+#include "../tests/support/invariant_audit.hpp"
 #include "fuzz_check.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 namespace ndm::fuzz {
 

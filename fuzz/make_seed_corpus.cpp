@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "ndm/connection.hpp"
-#include "transport/frame.hpp"
-#include "transport/packet.hpp"
-#include "transport/quic_header.hpp"
-#include "transport/transport_params.hpp"
+#include "wire/frame.hpp"
+#include "wire/packet.hpp"
+#include "wire/quic_header.hpp"
+#include "wire/transport_params.hpp"
 
 using namespace ndm::wire;
 using Bytes = std::vector<std::uint8_t>;

@@ -12,11 +12,11 @@
 #include <variant>
 #include <vector>
 
-#include "../tests/frame_equal.hpp"
-#include "transport/frame.hpp"
-#include "transport/packet.hpp"
-#include "transport/quic_header.hpp"
-#include "transport/transport_params.hpp"
+#include "../tests/support/frame_equal.hpp"
+#include "wire/frame.hpp"
+#include "wire/packet.hpp"
+#include "wire/quic_header.hpp"
+#include "wire/transport_params.hpp"
 
 using namespace ndm::wire;
 

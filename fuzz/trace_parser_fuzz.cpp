@@ -1,4 +1,4 @@
-// libFuzzer target for the Mahimahi trace parser (src/emu/trace.cpp): any
+// libFuzzer target for the Mahimahi trace parser (src/emu/delivery_trace.cpp): any
 // text either parses into a trace that satisfies the emulator's assumptions
 // (non-empty, non-decreasing, positive period, lookups consistent) or is
 // rejected with std::invalid_argument. Nothing else may escape, crash or hang.
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "emu/trace.hpp"
+#include "emu/delivery_trace.hpp"
 #include "fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

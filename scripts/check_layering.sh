@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The layering of the tree (docs/architecture.md), checked on its #include
-# lines with plain `git grep`: include/ndm → transport/cc → sim/emu/io/trace →
-# tools, never the other way.
-#   1. The transport core (src/transport, src/cc) includes nothing from the
-#      layers above it: io, emu, sim, trace, the workload, the tools, nor their
-#      public headers (ndm/endpoint.hpp, emu, sim, link, qlog, workload).
+# lines with plain `git grep`: include/ndm → crypto/tls → wire → transport/cc →
+# sim/emu/io/qlog → tools, never the other way. The build enforces the part
+# that is about src/ folders: each is an object library compiled against only
+# the folders its layer may include (cmake/ndm_layers.cmake), so a forbidden
+# "folder/file.hpp" does not compile. This check keeps what a compiler cannot
+# see: the public headers a layer includes, a "../" path, src/ against tools/,
+# tools/ and python/ against src/, include/ndm, and the comments.
+#   1. The transport core (src/transport, src/wire, src/cc) includes nothing
+#      from the layers above it: io, emu, sim, qlog, the workload, the tools,
+#      nor their public headers (ndm/endpoint.hpp, emu, sim, link, qlog, workload).
 #   2. src/ never includes tools/.
 #   3. tools/ (and python/, the bindings) include no private header outside tools/: nothing from a
 #      directory of src/ (transport/, cc/, io/, ...). Where a tool needs more
@@ -17,6 +22,10 @@
 #      headers.
 #   5. The cryptography (src/crypto, src/tls) sits below the core: it
 #      includes nothing of ndm but itself, src/util and include/ndm/time.hpp.
+#   5b. The wire codec (src/wire) sits between the cryptography and the core:
+#      it includes only itself, src/crypto, src/util and the public headers of
+#      the basic types (ndm/connection.hpp and what it includes: time, ecn,
+#      stats, tls, observer, loss_detection), never src/transport or above.
 #   6. Comments and docs cite only what a clone of the repository holds (its
 #      docs, RFCs, papers, commits): no notes kept outside it, and no "issue N"
 #      or "session N" (any case, "#N" too), which point at a tracker and a
@@ -52,17 +61,24 @@ rule() {  # rule <description> <extended regex> <pathspec...>
     fi
 }
 
-rule "the transport core (src/transport, src/cc) includes a higher layer" \
-    "${inc}((io|emu|sim|trace|workload|tools|train)/|ndm/(endpoint|emu|sim|link|qlog|workload)\.hpp)" \
-    src/transport src/cc
-rule "src/ includes tools/" "${inc}tools/" src
+rule "the transport core (src/transport, src/wire, src/cc) includes a higher layer" \
+    "${inc}((io|emu|sim|qlog|workload|tools|train)/|ndm/(endpoint|emu|sim|link|qlog|workload)\.hpp)" \
+    src/transport src/wire src/cc
+rule "src/ includes tools/" "${inc}(tools|)/" src
 rule "tools/ or python/ includes a private header of src/" "${inc}(${src_dirs})/" tools python
 tool_dirs=$(git ls-files --cached --others --exclude-standard -- tools | awk -F/ 'NF > 2 && $2 != "cli" { print $2 }' | sort -u | paste -sd'|')
 [[ -z $tool_dirs ]] || rule "tools/cli includes another folder of tools/" "${inc}tools/(${tool_dirs})/" tools/cli
 rule "include/ndm/ includes a private header" "${inc}(${src_dirs}|tools|train)/" include
 rule "src/crypto or src/tls includes a layer above it" \
-    "${inc}((transport|cc|io|emu|sim|trace|workload|tools|train)/|ndm/(connection|cc|emu|sim|endpoint|link|qlog|stats|train|ndm_model|udp_socket|workload|version)\.hpp)" \
+    "${inc}((transport|wire|cc|io|emu|sim|qlog|workload|tools|train)/|ndm/(connection|observer|cc|emu|sim|endpoint|link|qlog|stats|train|ndm_model|udp_socket|workload|version)\.hpp)" \
     src/crypto src/tls
+# 5b: every src/ folder but wire, crypto and util, and every public header but
+# the basic types', listed from the tree so that a new one is forbidden at once.
+wire_src=$(tr '|' '\n' <<<"$src_dirs" | { grep -vxE 'wire|crypto|util' || true; } | paste -sd'|')
+wire_pub=$(git ls-files --cached --others --exclude-standard -- include/ndm | sed -n 's|^include/ndm/\([^/]*\)\.hpp$|\1|p' |
+    { grep -vxE 'connection|observer|time|ecn|stats|tls|loss_detection' || true; } | paste -sd'|')
+rule "src/wire includes the core or a layer above it" \
+    "${inc}((${wire_src:-transport}|tools)/|ndm/(${wire_pub:-endpoint})\.hpp)" src/wire
 rule "a comment or doc cites notes outside the repository" \
     'shared/docs|transport-notes|quic-tls-bbr|emulator-notes|ndm-spec\.md|ARCHITECTURE\.md|seed-experiment' \
     src include tools tests bench scripts docs README.md CMakeLists.txt data ':!scripts/check_layering.sh' \
@@ -99,4 +115,4 @@ if ((failed)); then
     echo "check_layering: the layering rules above are broken (scripts/check_layering.sh)" >&2
     exit 1
 fi
-echo "check_layering: include/ndm, src/transport+cc, src/ and tools/ keep their layers"
+echo "check_layering: include/ndm, src/transport+wire+cc, src/crypto+tls, src/ and tools/ keep their layers"

@@ -126,7 +126,7 @@ struct QueueConfig {
     bool ecn_step_ect1_only = false;
 };
 
-class Trace;  // a loaded Mahimahi trace (src/emu/trace.hpp)
+class Trace;  // a loaded Mahimahi trace (src/emu/delivery_trace.hpp)
 
 struct TraceConfig {
     std::shared_ptr<const Trace> trace;  // null = no trace

@@ -14,7 +14,7 @@
 #include <ostream>
 #include <string>
 
-#include "ndm/connection.hpp"
+#include "ndm/observer.hpp"
 
 // Exported from libndm.so; the library is built with -fvisibility=hidden (docs/library.md).
 #pragma GCC visibility push(default)

@@ -154,7 +154,7 @@ struct GenerateOptions {
 std::string generate_command(const GenerateOptions& o);
 
 // The small fixed "check set" whose AUC `ndm-train ship` records in the
-// shipped model's description and tests/test_ndm_train.cpp regenerates.
+// shipped model's description and tests/train/test_ndm_train.cpp regenerates.
 GenerateOptions check_options();
 
 // The deterministic scenario list of a seed (same options → same list).

@@ -49,7 +49,7 @@ def test_t_quantile_and_half_width():
     assert round(plots.t_quantile_975(1) - math.tan(0.475 * math.pi), 9) == 0
     t2 = math.sqrt(2 * 0.95 ** 2 / (1 - 0.95 ** 2))
     assert round(plots.t_quantile_975(2) - t2, 9) == 0
-    assert round(plots.t_quantile_975(40) - 2.021075, 5) == 0  # as tests/test_report.cpp
+    assert round(plots.t_quantile_975(40) - 2.021075, 5) == 0  # as tests/tools/test_report.cpp
     m, h = plots.mean_ci95([1, 2, 3])
     assert m == 2
     assert round(h - (t2 * 1 / math.sqrt(3)), 9) == 0

@@ -102,7 +102,7 @@ private:
     // Per-connection state is 272 bytes (it was 416; ndm embeds a Cubic):
     // the datagram size as 32 bits, flags in one byte, α as a flag, and an
     // undo copy without HyStart++. Same arithmetic, same decisions (pinned by
-    // the recorded-trace digests of tests/test_ack_traces.cpp).
+    // the recorded-trace digests of tests/sim/test_ack_traces.cpp).
     std::uint32_t mds_;
     bool fast_convergence_ : 1;
     bool hystart_enabled_ : 1;

@@ -17,7 +17,7 @@
 #include "emu/delay_model.hpp"
 #include "emu/loss_model.hpp"
 #include "emu/rate_queue.hpp"
-#include "emu/trace.hpp"
+#include "emu/delivery_trace.hpp"
 #include "ndm/emu.hpp"
 #include "util/input_file.hpp"
 

@@ -32,7 +32,7 @@
 #include "emu/codel.hpp"
 #include "emu/red.hpp"
 #include "emu/streams.hpp"
-#include "emu/trace.hpp"
+#include "emu/delivery_trace.hpp"
 #include "ndm/emu.hpp"
 
 namespace ndm::emu {

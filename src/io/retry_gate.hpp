@@ -17,7 +17,7 @@
 #include "io/backend.hpp"
 #include "ndm/connection.hpp"
 #include "ndm/endpoint.hpp"
-#include "transport/quic_header.hpp"
+#include "wire/quic_header.hpp"
 
 namespace ndm::io {
 

@@ -17,7 +17,7 @@
 #include <optional>
 
 #include "ndm/time.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 
 namespace ndm::transport {
 

@@ -10,7 +10,7 @@
 
 #include "ndm/ecn.hpp"
 #include "ndm/time.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/range_set.hpp"
 
 namespace ndm::transport {

@@ -29,17 +29,17 @@
 #include "transport/cwnd_usage.hpp"
 #include "transport/delivery_rate.hpp"
 #include "transport/ecn_validator.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
 #include "transport/loss_detector.hpp"
 #include "transport/pacer.hpp"
 #include "transport/peer_connection_ids.hpp"
-#include "transport/packet.hpp"
-#include "transport/packet_codec.hpp"
+#include "wire/packet.hpp"
+#include "wire/packet_codec.hpp"
 #include "transport/packet_space.hpp"
 #include "transport/pn_skip.hpp"
 #include "transport/stream_set.hpp"
-#include "transport/transport_params.hpp"
+#include "wire/transport_params.hpp"
 
 namespace ndm {
 

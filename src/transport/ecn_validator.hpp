@@ -17,7 +17,7 @@
 #include <string>
 
 #include "ndm/ecn.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/packet_space.hpp"
 
 namespace ndm::transport {

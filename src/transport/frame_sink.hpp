@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "ndm/connection.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/sent_frame.hpp"
-#include "transport/varint.hpp"
+#include "wire/varint.hpp"
 
 namespace ndm::transport {
 

@@ -21,14 +21,14 @@
 #include "ndm/loss_detection.hpp"
 #include "ndm/time.hpp"
 #include "transport/delivery_rate.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/packet_space.hpp"
 #include "transport/rack_reordering.hpp"
 #include "transport/rtt_estimator.hpp"
 #include "transport/sent_frame.hpp"
 
 namespace ndm::test {
-struct InvariantAudit;  // tests/invariant_audit.hpp: reads the private state to check invariants
+struct InvariantAudit;  // tests/support/invariant_audit.hpp: reads the private state to check invariants
 }  // namespace ndm::test
 
 namespace ndm::transport {

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "ndm/connection.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
-#include "transport/packet.hpp"
-#include "transport/transport_params.hpp"
+#include "wire/packet.hpp"
+#include "wire/transport_params.hpp"
 
 namespace ndm::transport {
 

@@ -18,13 +18,13 @@
 
 #include "ndm/connection.hpp"
 #include "transport/flow_control.hpp"
-#include "transport/frame.hpp"
+#include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
 #include "transport/sent_frame.hpp"
 #include "transport/stream.hpp"
 
 namespace ndm::test {
-struct InvariantAudit;  // tests/invariant_audit.hpp: reads the private state to check invariants
+struct InvariantAudit;  // tests/support/invariant_audit.hpp: reads the private state to check invariants
 }  // namespace ndm::test
 
 namespace ndm::transport {

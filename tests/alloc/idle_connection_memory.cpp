@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "../connection_pair.hpp"
+#include "../support/connection_pair.hpp"
 
 extern "C" void* __libc_malloc(std::size_t);
 extern "C" void* __libc_calloc(std::size_t, std::size_t);

@@ -15,10 +15,10 @@ git init -q .
 mkdir -p include/ndm docs src/transport src/cc src/io src/sim src/emu src/util tools/cli tools/perf tools/emu
 put() { printf '%s\n' "${@:2}" > "$1"; }
 put include/ndm/connection.hpp '#include <cstdint>' '#include "ndm/time.hpp"' '#include <nlohmann/json.hpp>'
-put src/transport/connection.cpp '#include "transport/frame.hpp"' '#include "cc/window.hpp"' '#include "ndm/connection.hpp"' \
+put src/transport/connection.cpp '#include "wire/frame.hpp"' '#include "cc/window.hpp"' '#include "ndm/connection.hpp"' \
     '#include "util/rng.hpp"' '// #include "io/backend.hpp" is not allowed here' '#include <vector>'
 put src/cc/reno.cpp '#include "cc/reno.hpp"' '#include "ndm/cc.hpp"'
-put src/io/endpoint.cpp '#include "io/backend.hpp"' '#include "transport/frame.hpp"' '#include "ndm/endpoint.hpp"'
+put src/io/endpoint.cpp '#include "io/backend.hpp"' '#include "wire/frame.hpp"' '#include "ndm/endpoint.hpp"'
 put src/sim/simulator.cpp '#include "ndm/sim.hpp"' '#include "ndm/workload.hpp"'
 put src/util/clock.cpp '#include "ndm/time.hpp"'
 put src/emu/pipeline.cpp '#include "emu/pipeline.hpp"' '#include "ndm/emu.hpp"'
@@ -26,6 +26,8 @@ put tools/perf/ndm_send.cpp '#include "tools/cli/command_line.hpp"' '#include "t
     '#include "tools/perf/send_client.hpp"' '#include "ndm/endpoint.hpp"' '#include <CLI/CLI.hpp>'
 put tools/emu/relay.cpp '#include "tools/emu/relay.hpp"' '#include "tools/cli/printable.hpp"' '#include "ndm/emu.hpp"'
 put tools/cli/units.cpp '#include "tools/cli/units.hpp"' '#include <fmt/format.h>'
+mkdir -p src/wire && put src/wire/frame.cpp '#include "wire/frame.hpp"' '#include "crypto/packet_protection.hpp"' \
+    '#include "ndm/connection.hpp"' '#include "util/rng.hpp"'
 mkdir -p src/crypto src/tls && put src/crypto/aead.cpp '#include "crypto/aead.hpp"' '#include "ndm/time.hpp"' '#include "util/rng.hpp"'
 put src/tls/tls_session.cpp '#include "tls/tls_session.hpp"' '#include "crypto/suite.hpp"' '#include <gnutls/gnutls.h>'
 mkdir -p src/train && put src/train/learn.cpp '#include "train/learn.hpp"' '// RFC 9002 §7.8, docs/ndm-lkm.md §1.6'
@@ -51,14 +53,14 @@ expect_violation() {
 expect_violation src/transport/bad.cpp '#include "io/backend.hpp"'
 expect_violation src/transport/bad.cpp '#include "sim/bulk_flow.hpp"'
 expect_violation src/transport/bad.hpp '  #  include "emu/pipeline.hpp"'
-expect_violation src/cc/bad.cpp '#include "trace/qlog_writer.hpp"'
+expect_violation src/cc/bad.cpp '#include "qlog/qlog_writer.hpp"'
 expect_violation src/cc/bad.cpp '#include "ndm/endpoint.hpp"'
 expect_violation src/transport/bad.cpp '#include "ndm/sim.hpp"'
 expect_violation src/transport/bad.cpp '#include "../io/backend.hpp"'
 expect_violation src/io/bad.cpp '#include "tools/cli/units.hpp"'
 expect_violation src/sim/bad.cpp '#include "../../tools/cli/units.hpp"'
 expect_violation src/transport/bad.cpp '#include "tools/perf/perf_session.hpp"'
-expect_violation tools/bad.cpp '#include "transport/frame.hpp"'
+expect_violation tools/bad.cpp '#include "wire/frame.hpp"'
 expect_violation tools/perf/bad.cpp '#include "io/backend.hpp"'
 expect_violation tools/cli/bad.hpp '#include "cc/ndm/model.hpp"'
 expect_violation tools/emu/bad.cpp '#include "emu/pipeline.hpp"'
@@ -67,7 +69,10 @@ expect_violation tools/cli/bad.hpp '#include "tools/emu/relay.hpp"'
 expect_violation tools/bad.cpp '#include <util/rng.hpp>'
 expect_violation include/ndm/bad.hpp '#include "util/rng.hpp"'
 expect_violation include/ndm/bad.hpp '#include "tools/cli/command_line.hpp"'
-expect_violation src/crypto/bad.cpp '#include "transport/packet.hpp"'
+expect_violation src/crypto/bad.cpp '#include "wire/packet.hpp"'
+expect_violation src/wire/bad.cpp '#include "transport/stream.hpp"'
+expect_violation src/wire/bad.hpp '#include "cc/window.hpp"'
+expect_violation src/wire/bad.cpp '#include "ndm/endpoint.hpp"'
 expect_violation src/tls/bad.cpp '#include "ndm/connection.hpp"'
 expect_violation src/crypto/bad.hpp '#include "io/backend.hpp"'
 expect_violation src/cc/bad.cpp '// as ndm-spec.md §1.6 says'
@@ -94,4 +99,5 @@ echo "caught src/simd: not named in docs/architecture.md (src/sim is)"
 mkdir -p src/newlayer && put src/newlayer/x.cpp '#include "ndm/time.hpp"'
 echo 'src/newlayer' >> docs/architecture.md
 expect_violation tools/bad.cpp '#include "newlayer/x.hpp"'
+expect_violation src/wire/bad.cpp '#include "newlayer/x.hpp"'
 echo "PASS"

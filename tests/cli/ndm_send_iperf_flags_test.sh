@@ -3,7 +3,7 @@
 # refused with the reason, --version names version and commit, -b paces the
 # sender to the asked rate (forward and -R), -O leaves the first seconds out
 # of the totals (rows and intervals marked omitted, forward and -R), -T and
-# --logfile (--forceflush: tests/test_output_redirect.cpp), -4/-6, -B,
+# --logfile (--forceflush: tests/tools/test_output_redirect.cpp), -4/-6, -B,
 # --cport, -k, ndm-recv -D with --pidfile, and -V.
 set -euo pipefail
 send="$1"

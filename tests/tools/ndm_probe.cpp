@@ -39,8 +39,8 @@
 #include "ndm/connection.hpp"
 #include "quic_test_util.hpp"
 #include "tools/cli/printable.hpp"
-#include "transport/frame.hpp"
-#include "transport/packet_codec.hpp"
+#include "wire/frame.hpp"
+#include "wire/packet_codec.hpp"
 
 using namespace ndm;
 

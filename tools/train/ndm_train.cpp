@@ -614,7 +614,7 @@ private:
             selection_line(r.scores[r.chosen]), tm.auc, tm.ece, tm.accuracy, tm.n, b.fit.val.auc)};
     }
 
-    // The check set's AUC, recorded for tests/test_ndm_train.cpp, completes the description.
+    // The check set's AUC, recorded for tests/train/test_ndm_train.cpp, completes the description.
     void describe(Shipped& s) const {
         const auto check = generate(check_options());
         const auto all = select_splits(check, "all", {});

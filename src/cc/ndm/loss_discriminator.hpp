@@ -4,7 +4,7 @@
 // round and from safety rules that override the model. It holds only the
 // bookkeeping the rules need (the forgiven-loss budget over recent rounds)
 // and sees the path through the typed LossEvidence below, so the rules are
-// tested on their own (tests/test_ndm_discriminator.cpp).
+// tested on their own (tests/transport/test_ndm_discriminator.cpp).
 //
 // The rules, in the order they are checked (each makes the loss congestive):
 //   1. ECN CE marks: a router said its queue is building (RFC 9002 §7.1).
