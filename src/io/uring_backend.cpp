@@ -12,7 +12,8 @@
 // not the default: each hand-off wakes the worker (about 10 µs of CPU per
 // wake-up on the 2-vCPU VM we measure on) and slots come back later, and once
 // an endpoint turn sends several pacer quanta inline sends were faster (1.07×
-// vs 0.92× the epoll fallback, bench/RESULTS.md "Session 4"). One worker
+// vs 0.92× the epoll fallback; bench/results/2026-11-30-loopback-io-uring.md,
+// "more data per turn"). One worker
 // (IORING_REGISTER_IOWQ_MAX_WORKERS) keeps async sends in submission order,
 // and a small send goes inline only when no asynchronous one is still queued,
 // so it cannot overtake; small sends are never handed off (about 2.5 µs of CPU

@@ -31,7 +31,7 @@ mkdir -p src/wire && put src/wire/frame.cpp '#include "wire/frame.hpp"' '#includ
 mkdir -p src/crypto src/tls && put src/crypto/aead.cpp '#include "crypto/aead.hpp"' '#include "ndm/time.hpp"' '#include "util/rng.hpp"'
 put src/tls/tls_session.cpp '#include "tls/tls_session.hpp"' '#include "crypto/suite.hpp"' '#include <gnutls/gnutls.h>'
 mkdir -p src/train && put src/train/learn.cpp '#include "train/learn.hpp"' '// RFC 9002 §7.8, docs/ndm-lkm.md §1.6'
-put docs/architecture.md 'src/transport, src/cc (src/cc/ndm), src/io, src/sim, src/util,' 'src/crypto src/tls (src/train/)' \
+put docs/architecture.md 'src/transport, src/cc (src/cc/ndm), src/io, src/sim, src/emu, src/wire, src/util,' 'src/crypto src/tls (src/train/)' \
     'bursts (picoquic issue 1110, quinn issue 1835, ngtcp2'"'"'s issue 12, Picoquic Issue #7); issues 3 and sessions'
 git add -A
 
