@@ -123,16 +123,23 @@ struct ScenarioSpec {
 // "model=ndm-handset-v1.ndmm": the shipped model, found where the library
 // finds its data (installed share/ndm/models, $NDM_DATA_DIR, the source tree).
 std::string default_ndm_options();
+// "model=ndm-default.ndmm".
+std::string default_ndm_bbr_options();
 
 struct GenerateOptions {
     std::uint64_t seed = 1;
     std::size_t scenarios = 600;
     double seconds = 12;  // upper bound on a scenario's virtual sending time
     std::vector<std::string> controllers{"cubic", "reno", "ndm-cubic"};
-    // For the ndm-cubic and ndm senders. The default pins the model the
-    // dataset's ndm flows run (the hand-set v1 the shipped learned models were
-    // trained with), so a dataset does not change when a compiled-in default does.
+    // For the ndm-cubic senders and competitors. The default pins the model
+    // the dataset's ndm-cubic flows run (the hand-set v1 the shipped learned
+    // models were trained with), so a dataset does not change when a
+    // compiled-in default does.
     std::string ndm_options = default_ndm_options();
+    // For the ndm senders (BBRv3 with loss discrimination): the default pins
+    // ndm-cubic's trained default file, not ndm's own model, so a dataset for
+    // ndm's model does not depend on the model trained from it.
+    std::string ndm_bbr_options = default_ndm_bbr_options();
     // Fraction of bottleneck scenarios (loss, burst, codel families) given
     // 1–3 competing cubic/reno/ndm flows on the bottleneck. Drawn from a
     // separate random stream: every other parameter of every scenario is the

@@ -45,7 +45,8 @@ void bind_datasets(py::module_& m) {
     m.def(
         "generate_dataset",
         [](std::uint64_t seed, std::size_t scenarios, double seconds, std::vector<std::string> controllers,
-           std::optional<std::string> ndm_options, double compete, std::size_t first, std::optional<std::size_t> count) {
+           std::optional<std::string> ndm_options, std::optional<std::string> ndm_bbr_options, double compete,
+           std::size_t first, std::optional<std::size_t> count) {
             if (scenarios < 1 || scenarios > 100'000) throw std::invalid_argument("scenarios: must be 1 to 100000");
             check_range("seconds", seconds, 1, 600);
             check_range("compete", compete, 0, 1);
@@ -56,6 +57,7 @@ void bind_datasets(py::module_& m) {
             o.seconds = seconds;
             o.controllers = std::move(controllers);
             if (ndm_options) o.ndm_options = *ndm_options;
+            if (ndm_bbr_options) o.ndm_bbr_options = *ndm_bbr_options;
             o.compete = compete;
             o.first = first;
             o.count = count.value_or(std::numeric_limits<std::size_t>::max());
@@ -64,7 +66,7 @@ void bind_datasets(py::module_& m) {
         },
         py::kw_only(), py::arg("seed") = 1, py::arg("scenarios") = 600, py::arg("seconds") = 12.0,
         py::arg("controllers") = std::vector<std::string>{"cubic", "reno", "ndm-cubic"},
-        py::arg("ndm_options") = py::none(), py::arg("compete") = 0.0, py::arg("first") = 0,
+        py::arg("ndm_options") = py::none(), py::arg("ndm_bbr_options") = py::none(), py::arg("compete") = 0.0, py::arg("first") = 0,
         py::arg("count") = py::none(),
         "The dataset text (docs/ndm-training.md §3) of the scenarios [first, first + count) of the list "
         "`ndm-train generate --seed SEED --scenarios SCENARIOS ...` runs; the shards of a list joined in order "

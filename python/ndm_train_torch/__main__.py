@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="longest virtual sending time of a scenario (default 12)")
     g.add_argument("--cc", default="cubic,reno,ndm-cubic",
                    help="sender controllers, comma-separated, assigned round-robin (default cubic,reno,ndm-cubic)")
-    g.add_argument("--ndm-options", help="options of the ndm-cubic and ndm senders (default: the pinned model)")
+    g.add_argument("--ndm-options", help="options of the ndm-cubic senders and competitors (default: the pinned model)")
+    g.add_argument("--ndm-bbr-options", help="options of the ndm senders (default: the pinned model=ndm-default.ndmm)")
     g.add_argument("--compete", type=_in(float, 0.0, 1.0), default=0.0,
                    help="fraction of bottleneck scenarios with 1-3 competing flows (default 0)")
     g.add_argument("--workers", type=_in(int, 1, 1024), default=os.cpu_count() or 1,
@@ -132,7 +133,7 @@ def _generate(a: argparse.Namespace) -> None:
     if not ccs:
         raise ValueError("--cc: at least one controller")
     o = GenerateOptions(seed=a.seed, scenarios=a.scenarios, seconds=a.seconds, controllers=ccs,
-                        ndm_options=a.ndm_options, compete=a.compete)
+                        ndm_options=a.ndm_options, ndm_bbr_options=a.ndm_bbr_options, compete=a.compete)
     g = generate(o, workers=a.workers, scheduler=a.scheduler, shard_size=a.shard,
                  progress=None if a.quiet else _progress)
     try:

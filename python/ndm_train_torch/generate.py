@@ -17,7 +17,8 @@ class GenerateOptions:
     scenarios: int = 600
     seconds: float = 12.0
     controllers: list = field(default_factory=lambda: ["cubic", "reno", "ndm-cubic"])
-    ndm_options: str | None = None  # None: the library's pinned default
+    ndm_options: str | None = None  # ndm-cubic's; None: the library's pinned default
+    ndm_bbr_options: str | None = None  # ndm's; None: the library's pinned default
     compete: float = 0.0
 
 
@@ -31,7 +32,7 @@ def _shard(job: dict) -> str:
 def shards(o: GenerateOptions, size: int) -> list[dict]:
     """The generate_dataset arguments of each shard of `size` scenarios, in list order."""
     base = dict(seed=o.seed, scenarios=o.scenarios, seconds=o.seconds, controllers=list(o.controllers),
-                ndm_options=o.ndm_options, compete=o.compete)
+                ndm_options=o.ndm_options, ndm_bbr_options=o.ndm_bbr_options, compete=o.compete)
     return [dict(base, first=first, count=min(size, o.scenarios - first)) for first in range(0, o.scenarios, size)]
 
 

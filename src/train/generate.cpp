@@ -354,10 +354,15 @@ void fill_outcome(ScenarioOutcome& out, const sim::TransferResult& flow, const L
 
 // A bare name: the controller finds it among the shipped models (util/data_dir.hpp).
 std::string default_ndm_options() { return "model=ndm-handset-v1.ndmm"; }
+std::string default_ndm_bbr_options() { return "model=ndm-default.ndmm"; }
 
 std::string generate_command(const GenerateOptions& o) {
-    return fmt::format("generate --seed {} --scenarios {} --seconds {} --cc {}{}{}", o.seed, o.scenarios, o.seconds,
+    return fmt::format("generate --seed {} --scenarios {} --seconds {} --cc {}{}{}{}", o.seed, o.scenarios, o.seconds,
                        fmt::join(o.controllers, ","), o.ndm_options.empty() ? "" : " --ndm-options " + o.ndm_options,
+                       std::find(o.controllers.begin(), o.controllers.end(), "ndm") == o.controllers.end() ||
+                               o.ndm_bbr_options.empty()
+                           ? ""
+                           : " --ndm-bbr-options " + o.ndm_bbr_options,
                        o.compete > 0 ? fmt::format(" --compete {}", o.compete) : "");
 }
 
@@ -380,7 +385,8 @@ std::vector<ScenarioSpec> make_scenarios(const GenerateOptions& o) {
         sc.info.seed = util::splitmix64(o.seed * 0x100000001b3ULL + i);
         Sampler s{util::Xoshiro256(sc.info.seed)};
         sc.controller = o.controllers[i % o.controllers.size()];
-        if (sc.controller == "ndm-cubic" || sc.controller == "ndm") sc.cc_options = o.ndm_options;
+        if (sc.controller == "ndm-cubic") sc.cc_options = o.ndm_options;
+        if (sc.controller == "ndm") sc.cc_options = o.ndm_bbr_options;
 
         const double rtt_ms = s.log_uniform(5, 300);
         const double rate_mbit = s.log_uniform(1, 200);

@@ -69,7 +69,11 @@ void add_generate_options(CLI::App* c, GenArgs& a) {
     c->add_option("--cc", a.gen.controllers, "sender controllers, assigned round-robin to scenarios")
         ->delimiter(',')
         ->capture_default_str();
-    c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm-cubic and ndm senders (e.g. model=x.ndmm: the default pins the model they run)");
+    c->add_option("--ndm-options", a.gen.ndm_options, "options of the ndm-cubic senders and competitors (e.g. model=x.ndmm)");
+    c->add_option("--ndm-bbr-options", a.gen.ndm_bbr_options,
+                  "options of the ndm senders (default: the pinned model=ndm-default.ndmm, so a dataset for ndm's own "
+                  "model does not depend on that model)")
+        ->capture_default_str();
     c->add_option("--compete", a.gen.compete,
                   "fraction of bottleneck scenarios with 1-3 competing cubic/reno/ndm-cubic flows (0: none, as the shipped "
                   "models were trained)")
@@ -283,6 +287,7 @@ public:
         // A bad --ndm-options (model=/dev/zero, a bad key) is bad input: refused
         // before the first scenario, not when a scenario first builds the controller.
         if (!a_.gen.ndm_options.empty()) (void)cc::make("ndm-cubic", cc::Params{}, a_.gen.ndm_options);
+        if (!a_.gen.ndm_bbr_options.empty()) (void)cc::make("ndm", cc::Params{}, a_.gen.ndm_bbr_options);
         if (a_.list) {
             for (const auto& sc : make_scenarios(a_.gen))
                 std::cout << fmt::format("{:4} {:<5} {}\n", sc.info.id, split_name(sc.info.split), sc.info.description);
@@ -495,10 +500,16 @@ public:
         save_dataset(kDataPath, d, dataset_comment(gen_));
         print_summary(d);
         const double gen_s = seconds_since(t0);
-        const std::string dataset = fmt::format("generate --seed {} --scenarios {} --seconds {}{} ({} events)",
-                                                gen_.gen.seed, gen_.gen.scenarios, gen_.gen.seconds,
-                                                gen_.gen.compete > 0 ? fmt::format(" --compete {}", gen_.gen.compete) : "",
-                                                d.records.size());
+        // The whole generate command when the senders are not the default
+        // ones; the short form otherwise (as the shipped ndm-default's
+        // description has it, which a rebuild must reproduce byte for byte).
+        const bool default_senders = gen_.gen.controllers == GenerateOptions{}.controllers;
+        const std::string dataset =
+            default_senders ? fmt::format("generate --seed {} --scenarios {} --seconds {}{} ({} events)", gen_.gen.seed,
+                                          gen_.gen.scenarios, gen_.gen.seconds,
+                                          gen_.gen.compete > 0 ? fmt::format(" --compete {}", gen_.gen.compete) : "",
+                                          d.records.size())
+                            : fmt::format("{} ({} events)", generate_command(gen_.gen), d.records.size());
         auto s = recipe_ == "gru" ? ship_gru(d, dataset) : ship_selected(d, dataset);
         describe(s);
         write(s.model, t0, gen_s);
