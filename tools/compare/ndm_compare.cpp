@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
                    "or a JSON file")
         ->capture_default_str();
     app.add_option("--cc", o.controllers,
-                   "controllers to compare, comma-separated; options after colons, e.g. ndm:forgive=4:standing=0.3")
+                   "controllers to compare, comma-separated; options after colons, e.g. ndm:threshold=0.6:queue=2 or ndm-cubic:forgive=4")
         ->delimiter(',')
         ->capture_default_str();
     app.add_option("-t,--time", o.seconds, "seconds each controller sends")->capture_default_str()->check(ndm::tools::number_in(0.5, 3600, "seconds"));
