@@ -89,7 +89,14 @@ struct ScenarioInfo {
 struct Dataset {
     std::vector<ScenarioInfo> scenarios;
     std::vector<Record> records;
+    // The header's comment (its provenance line, without "# "), as
+    // read_dataset found it; write_dataset writes the one it is given.
+    std::string comment;
 };
+
+// Names the trainer in the files it writes (datasets' provenance lines,
+// model descriptions).
+inline constexpr const char* kTrainerVersion = "ndm-train 1";
 
 inline constexpr const char* kDatasetMagic = "# ndm-dataset v1";
 
@@ -159,6 +166,9 @@ struct GenerateOptions {
 // --ndm-options ..."; no shard): a dataset's provenance line, the same
 // whichever program ran the scenarios.
 std::string generate_command(const GenerateOptions& o);
+// The provenance line of a dataset generated with `o` (or any shard of it):
+// kTrainerVersion and generate_command(o).
+std::string dataset_comment(const GenerateOptions& o);
 
 // The small fixed "check set" whose AUC `ndm-train ship` records in the
 // shipped model's description and tests/train/test_ndm_train.cpp regenerates.

@@ -15,28 +15,10 @@ namespace ndm::python {
 
 namespace {
 
-// The provenance line every shard and the joined file carry: the generate
-// command of the whole list, as `ndm-train generate` writes it.
-constexpr const char* kTrainer = "ndm-train 1";
-
 std::string dataset_text(const train::Dataset& d, const std::string& comment) {
     std::ostringstream out;
     train::write_dataset(out, d, comment);
     return out.str();
-}
-
-// The comment write_dataset put in a dataset's header: its fourth line,
-// "# COMMENT", after the magic and the two column lines ("" if none).
-std::string header_comment(const std::string& text) {
-    std::size_t at = 0;
-    for (int line = 0; line < 3; ++line) {
-        at = text.find('\n', at);
-        if (at == std::string::npos) return "";
-        ++at;
-    }
-    if (text.compare(at, 2, "# ") != 0) return "";
-    const auto eol = text.find('\n', at);
-    return text.substr(at + 2, eol == std::string::npos ? std::string::npos : eol - at - 2);
 }
 
 }  // namespace
@@ -62,7 +44,7 @@ void bind_datasets(py::module_& m) {
             o.first = first;
             o.count = count.value_or(std::numeric_limits<std::size_t>::max());
             const auto d = run_without_gil([&] { return train::generate(o); });
-            return dataset_text(d, std::string(kTrainer) + " " + train::generate_command(o));
+            return dataset_text(d, train::dataset_comment(o));
         },
         py::kw_only(), py::arg("seed") = 1, py::arg("scenarios") = 600, py::arg("seconds") = 12.0,
         py::arg("controllers") = std::vector<std::string>{"cubic", "reno", "ndm-cubic"},
@@ -76,18 +58,18 @@ void bind_datasets(py::module_& m) {
         [](const std::vector<std::string>& parts) {
             if (parts.empty()) throw std::invalid_argument("join_datasets: no parts");
             train::Dataset all;
-            const std::string comment = header_comment(parts.front());
             for (std::size_t i = 0; i < parts.size(); ++i) {
-                if (header_comment(parts[i]) != comment)
-                    throw std::invalid_argument("join_datasets: part " + std::to_string(i) +
-                                                " comes from another generate run (its provenance line differs)");
                 std::istringstream in(parts[i]);
                 auto d = train::read_dataset(in);
+                if (i == 0) all.comment = d.comment;
+                if (d.comment != all.comment)
+                    throw std::invalid_argument("join_datasets: part " + std::to_string(i) +
+                                                " comes from another generate run (its provenance line differs)");
                 all.scenarios.insert(all.scenarios.end(), d.scenarios.begin(), d.scenarios.end());
                 all.records.insert(all.records.end(), std::make_move_iterator(d.records.begin()),
                                    std::make_move_iterator(d.records.end()));
             }
-            return dataset_text(all, comment);
+            return dataset_text(all, all.comment);
         },
         py::arg("parts"),
         "The dataset texts of a generate run's shards (generate_dataset), in list order, as one dataset text.");

@@ -121,6 +121,8 @@ Dataset read_dataset(std::istream& in) {
             magic = true;
             continue;
         }
+        // write_header's fourth line is the comment, when there is one.
+        if (n == 4 && line.rfind("# ", 0) == 0) d.comment = line.substr(2);
         if (line.empty() || line[0] == '#') continue;
         const auto f = fields(line);
         if (f[0] == "S") {

@@ -357,13 +357,16 @@ std::string default_ndm_options() { return "model=ndm-handset-v1.ndmm"; }
 std::string default_ndm_bbr_options() { return "model=ndm-default.ndmm"; }
 
 std::string generate_command(const GenerateOptions& o) {
+    // --ndm-bbr-options only where an ndm sender takes it (older datasets' lines stay as they were).
+    const bool ndm_senders = std::find(o.controllers.begin(), o.controllers.end(), "ndm") != o.controllers.end();
     return fmt::format("generate --seed {} --scenarios {} --seconds {} --cc {}{}{}{}", o.seed, o.scenarios, o.seconds,
                        fmt::join(o.controllers, ","), o.ndm_options.empty() ? "" : " --ndm-options " + o.ndm_options,
-                       std::find(o.controllers.begin(), o.controllers.end(), "ndm") == o.controllers.end() ||
-                               o.ndm_bbr_options.empty()
-                           ? ""
-                           : " --ndm-bbr-options " + o.ndm_bbr_options,
+                       ndm_senders && !o.ndm_bbr_options.empty() ? " --ndm-bbr-options " + o.ndm_bbr_options : "",
                        o.compete > 0 ? fmt::format(" --compete {}", o.compete) : "");
+}
+
+std::string dataset_comment(const GenerateOptions& o) {
+    return std::string(kTrainerVersion) + " " + generate_command(o);
 }
 
 GenerateOptions check_options() {

@@ -30,8 +30,6 @@ using namespace ndm::train;
 
 namespace {
 
-constexpr const char* kTrainerVersion = "ndm-train 1";
-
 struct GenArgs {
     GenerateOptions gen;
     std::string out = "ndm-dataset.tsv";
@@ -127,10 +125,6 @@ Dataset run_generate(const GenArgs& a) {
     });
     if (progress) std::cerr << "\r\033[K" << std::flush;
     return d;
-}
-
-std::string dataset_comment(const GenArgs& a) {
-    return fmt::format("{} {}", kTrainerVersion, generate_command(a.gen));
 }
 
 void print_summary(const Dataset& d) {
@@ -295,7 +289,7 @@ public:
         }
         const auto t0 = steady_now();
         const auto d = run_generate(a_);
-        save_dataset(a_.out, d, dataset_comment(a_));
+        save_dataset(a_.out, d, dataset_comment(a_.gen));
         print_summary(d);
         std::cout << fmt::format("wrote {} in {:.1f} s\n", a_.out, seconds_since(t0));
     }
@@ -497,7 +491,7 @@ public:
         const auto t0 = steady_now();
         gen_.quiet = tr_.quiet;
         const auto d = run_generate(gen_);
-        save_dataset(kDataPath, d, dataset_comment(gen_));
+        save_dataset(kDataPath, d, dataset_comment(gen_.gen));
         print_summary(d);
         const double gen_s = seconds_since(t0);
         // The whole generate command when the senders are not the default
