@@ -62,12 +62,11 @@ def generate(o: GenerateOptions, workers: int = 1, scheduler: str | None = None,
              progress=None, connect_timeout: float = 5) -> Generated:
     """Runs o's scenarios on Dask (`scheduler`, or a local cluster of `workers` processes) and
     returns the joined dataset; progress(done, total) after each shard."""
-    import distributed
-
     import ndm
 
     jobs = shards(o, shard_size)
-    client, cluster = _client(workers, scheduler, connect_timeout)
+    client, cluster = _client(workers, scheduler, connect_timeout)  # a one-line error without Dask
+    import distributed
     try:
         n_workers = len(client.scheduler_info()["workers"])
         t0 = time.monotonic()
