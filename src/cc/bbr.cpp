@@ -307,6 +307,14 @@ void Bbr::adapt_lower_bounds_from_congestion() {
     inflight_shortterm_ = std::max(inflight_latest_, static_cast<std::uint64_t>(beta_ * static_cast<double>(inflight_shortterm_)));
 }
 
+void Bbr::cut_short_term(double factor) {
+    if (bw_latest_ <= 0) return;
+    if (std::isinf(bw_shortterm_)) bw_shortterm_ = max_bw_;  // InitLowerBounds
+    bw_shortterm_ = std::min(bw_shortterm_, factor * bw_latest_);
+    bound_bw_for_model();
+    set_pacing_rate_with_gain(pacing_gain_);
+}
+
 // §5.5.5 UpdateMaxBw: app-limited samples count only when they raise the estimate.
 void Bbr::update_max_bw(const Signals& rs) {
     update_round(rs);

@@ -53,6 +53,12 @@ public:
     void on_congestion_event(const CongestionEvent& ev) override;
     void on_spurious_congestion(const SpuriousEvent& ev) override;
 
+    // Bounds the short-term bandwidth model to `factor` × the latest round's
+    // delivery rate (never raising it), as a congestion signal other than a
+    // loss would bound it; pacing follows at once. ndm's cruise queue rule
+    // (src/cc/ndm/queue_response.hpp) is the caller; bbr itself never is.
+    void cut_short_term(double factor);
+
     [[nodiscard]] std::uint64_t cwnd() const override { return cwnd_; }
     [[nodiscard]] std::optional<double> pacing_rate() const override { return pacing_rate_; }
     [[nodiscard]] std::string_view state() const override { return to_string(state_); }

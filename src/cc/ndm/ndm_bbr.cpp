@@ -24,10 +24,16 @@ NdmBbr::NdmBbr(const Params& params, const Options& options)
       disc_(static_cast<float>(get_double(options, "cap", LossDiscriminator::kDefaultCap, 0.01, 0.5, kName)),
             static_cast<float>(get_double(options, "queue", LossDiscriminator::kDefaultQueue, 0.05, 10, kName)),
             static_cast<float>(get_double(options, "threshold", LossDiscriminator::kDefaultThreshold, 0, 1, kName))),
+      queue_(static_cast<float>(get_double(options, "qprobe", QueueResponse::kDefaultProbe, 0, 10, kName)),
+             static_cast<float>(get_double(options, "qcruise", QueueResponse::kDefaultCruise, 0, 10, kName)),
+             static_cast<float>(get_double(options, "qnoise", QueueResponse::kDefaultNoise, 0, 100, kName))),
       model_(pick_model(options, ndm_bbr_model().get(), kName, kMaxState)),
       kernels_(pick_kernels(options, kName)),
       probe_rule_(get_bool(options, "probe", true, kName)) {
-    reject_unknown(options, {"model", "simd", "cap", "queue", "threshold", "probe", "loss_thresh", "beta", "headroom"}, kName);
+    reject_unknown(options,
+                   {"model", "simd", "cap", "queue", "threshold", "probe", "qprobe", "qcruise", "qnoise", "loss_thresh",
+                    "beta", "headroom"},
+                   kName);
     pending_.reserve(64);
 }
 
@@ -60,12 +66,36 @@ void NdmBbr::on_ack(const AckEvent& ev) {
         bbr_.on_ack(e);
     }
     track_probe(round_end);
+    if (round_end) answer_queue(ev);
+}
+
+void NdmBbr::answer_queue(const AckEvent& ev) {
+    QueueRound r;
+    r.now = ev.now;
+    r.has_queue = features_.has_min_rtt();
+    r.standing = features_.standing_queue();
+    r.forgiving = disc_.forgiven_share() > 0.0F;
+    r.cruising = bbr_.state_id() == Bbr::State::probe_bw_cruise;
+    r.stalled_probe = in_up_ && up_rounds_ >= 1 && bbr_.max_bw() < 1.1 * up_start_bw_;
+    const QueueDecision d = queue_.on_round_end(r);
+    if (d.action == QueueAction::cut_short_term) {
+        bbr_.cut_short_term(d.factor);
+    } else if (d.action == QueueAction::end_probe) {
+        // As bbr answers a CE mark (its §3.7 response, Bbr::on_ce_marks).
+        CongestionEvent ce;
+        ce.now = ev.now;
+        ce.ecn_ce = 1;
+        ce.largest_lost_sent_time = ev.largest_acked_sent_time;
+        ce.bytes_in_flight = ev.bytes_in_flight;
+        bbr_.on_congestion_event(ce);
+    }
 }
 
 void NdmBbr::track_probe(bool round_end) {
     const bool up = bbr_.state_id() == Bbr::State::probe_bw_up;
     if (up && !in_up_) {
         up_start_bw_ = static_cast<float>(bbr_.max_bw());
+        queue_.on_probe_start(features_.standing_queue());
         up_rounds_ = 0;
     } else if (up && round_end && up_rounds_ < UINT8_MAX) {
         ++up_rounds_;

@@ -32,6 +32,7 @@
 #include "cc/ndm/forgiven_ledger.hpp"
 #include "cc/ndm/kernels.hpp"
 #include "cc/ndm/loss_discriminator.hpp"
+#include "cc/ndm/queue_response.hpp"
 #include "ndm/cc.hpp"
 #include "ndm/ndm_model.hpp"
 
@@ -42,14 +43,15 @@ public:
     static constexpr std::string_view kName = "ndm";
     static constexpr std::string_view kDescription =
         "BBRv3 whose loss response sees only the losses the NDM engine judges congestive (docs/ndm-controller.md); "
-        "options: model, simd, cap, queue, threshold, probe, loss_thresh, beta, headroom";
+        "options: model, simd, cap, queue, threshold, probe, qprobe, qcruise, qnoise, loss_thresh, beta, headroom";
     static constexpr std::uint32_t kMaxState = 8;  // GRU units a model may have in total
 
     // Options: model=PATH|default, simd=auto|scalar|sse42|avx2|avx512|neon,
     // cap=0.01..0.5 (forgiven share of packets), queue=0.05..10 (× min_rtt),
     // threshold=0..1 (the model's P from which a loss is congestive),
-    // probe=on|off (the saturated-probe rule), and bbr's loss_thresh, beta,
-    // headroom. Throws std::invalid_argument for
+    // probe=on|off (the saturated-probe rule), the queue rules' qprobe=0..10
+    // and qcruise=0..10 (× min_rtt; 0 turns the rule off) and qnoise=0..100,
+    // and bbr's loss_thresh, beta, headroom. Throws std::invalid_argument for
     // an unknown key, a bad value, a model that cannot be loaded or does not
     // have 8 inputs and 1 output, or a zero max_datagram_size.
     explicit NdmBbr(const Params& params, const Options& options = {});
@@ -72,6 +74,7 @@ public:
     [[nodiscard]] const Bbr& bbr() const noexcept { return bbr_; }
     [[nodiscard]] const FeatureTracker& features() const noexcept { return features_; }
     [[nodiscard]] const LossDiscriminator& discriminator() const noexcept { return disc_; }
+    [[nodiscard]] const QueueResponse& queue_response() const noexcept { return queue_; }
     [[nodiscard]] const ForgivenLedger& ledger() const noexcept { return ledger_; }
     [[nodiscard]] float last_p() const noexcept { return p_; }
     [[nodiscard]] Simd simd() const noexcept { return kernels_->simd; }
@@ -81,10 +84,12 @@ private:
     // Rule 6's evidence: probing for bandwidth found none.
     [[nodiscard]] bool saturated_probe() const;
     void track_probe(bool round_end);
+    void answer_queue(const AckEvent& ev);
 
     Bbr bbr_;
     FeatureTracker features_;
     LossDiscriminator disc_;
+    QueueResponse queue_;
     ForgivenLedger ledger_;
     const Model* model_;
     const Kernels* kernels_;
