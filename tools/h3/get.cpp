@@ -259,7 +259,17 @@ int Client::run() {
     h_ = ep_->connect(downloads_.front().url.host, downloads_.front().url.port);
     ep_->on_event([this](ConnectionHandle h, const Event& ev) { on_event(h, ev); });
     try {
-        tools::run_until(*ep_, [&] { return all_done() || closed_.has_value(); }, std::chrono::hours(24 * 365));
+        // The server's MAX_STREAMS may come in a packet that raises no event:
+        // requests still waiting for a stream are tried after every turn.
+        while (!all_done() && !closed_) {
+            ep_->run_once(steady_now() + std::chrono::milliseconds(100));
+            throw_if_interrupted();
+            if (next_ == downloads_.size() || !handshake_ms_) continue;
+            if (Connection* c = ep_->connection(h_); c && c->is_established() && session_->error().empty()) {
+                submit_pending(*c);
+                session_->flush(*c, steady_now());
+            }
+        }
     } catch (const Interrupted&) {
         for (Download& d : downloads_) finish(d, "interrupted");
     }
