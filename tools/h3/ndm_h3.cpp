@@ -12,6 +12,7 @@
 #include "tools/cli/logging.hpp"
 #include "tools/cli/tls_flags.hpp"
 #include "tools/h3/get.hpp"
+#include "tools/h3/interop.hpp"
 #include "tools/h3/serve.hpp"
 
 using namespace ndm;
@@ -58,12 +59,29 @@ void add_serve(CLI::App& app, h3t::ServeOptions& o) {
     h3t::add_common_options(*serve, o.common);
 }
 
+void add_interop(CLI::App& app, h3t::InteropOptions& o) {
+    auto* interop = app.add_subcommand(
+        "interop",
+        "an endpoint of the QUIC Interop Runner: ROLE=client|server and TESTCASE from the environment; a client\n"
+        "saves the URLs of REQUESTS into the downloads directory, a server serves the www directory with\n"
+        "CERTS/cert.pem and priv.key; SSLKEYLOGFILE and QLOGDIR are honoured. Only the http3 case is supported\n"
+        "(the others use ALPN hq-interop): any other exits 127, as the runner expects");
+    interop->add_option("--www", o.www, "the server's files")->capture_default_str();
+    interop->add_option("--downloads", o.downloads, "where the client saves its downloads")->capture_default_str();
+    interop->add_option("--certs", o.certs, "the server's certificate directory (cert.pem, priv.key)")
+        ->capture_default_str();
+    interop->add_option("-p,--port", o.port, "the server's UDP port")
+        ->capture_default_str()
+        ->check(tools::port_number(false));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     tools::log_to_stderr();
     h3t::GetOptions get;
     h3t::ServeOptions serve;
+    h3t::InteropOptions interop;
     CLI::App app{
         "ndm-h3: HTTP/3 (RFC 9114, ALPN h3) over ndm's QUIC, with Debian's nghttp3 for the framing and QPACK.\n"
         "  ndm-h3 get https://127.0.0.1:4433/a https://127.0.0.1:4433/b -o out --pin HEX\n"
@@ -76,10 +94,12 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     add_get(app, get);
     add_serve(app, serve);
+    add_interop(app, interop);
     tools::add_version_flag(app, "ndm-h3");
     if (const auto rc = tools::parse_command_line(app, argc, argv, "ndm-h3")) return *rc;
     try {
         if (app.got_subcommand("get")) return h3t::run_get(get);
+        if (app.got_subcommand("interop")) return h3t::run_interop(interop);
         return h3t::run_serve(serve);
     } catch (const std::exception& e) {  // bad input: 2; network: 1
         return tools::report_failure("ndm-h3", e);
