@@ -15,7 +15,7 @@ constexpr std::uint64_t kMinSendBuffer = 64 * 1024, kMaxSendBuffer = std::uint64
 }
 
 void add_common_options(CLI::App& app, CommonOptions& o) {
-    app.add_option("-C,--congestion", o.cc,
+    app.add_option("-C,--congestion,--cc", o.cc,
                    "congestion controller of this side: reno, cubic, bbr, bbr1, ndm, ndm-cubic, ndm-lkm or a "
                    "registered name, with options after colons (bbr:beta=0.8)")
         ->capture_default_str();

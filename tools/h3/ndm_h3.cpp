@@ -24,8 +24,9 @@ void add_get(CLI::App& app, h3t::GetOptions& o) {
     auto* get = app.add_subcommand(
         "get",
         "download URLs over one HTTP/3 connection, all requests in parallel (as many at once as the server's\n"
-        "stream limit allows; the others follow as streams finish). Bodies go to standard output in URL order,\n"
-        "or each into a file of -o DIR named after the URL's last path segment (index.html for '/').\n"
+        "stream limit allows; the others follow as streams finish). Bodies go to standard output in URL order\n"
+        "(each held in memory until those before it are written), or each into a file of -o DIR named after\n"
+        "the URL's last path segment (index.html for '/').\n"
         "Unlike curl: a status outside 2xx is a failure (as curl -f), the file of a download that did not\n"
         "arrive whole (or had such a status) is removed, and every URL must name the same server");
     get->add_option("url", o.urls, "https://HOST[:PORT]/PATH (port 443 by default), one or more")->required();
