@@ -137,7 +137,7 @@ TEST_CASE("h3 session: a body that fails midway closes the connection, and the c
     CHECK(h.p.client->close_info().application);
 }
 
-TEST_CASE("h3 session: the server's GOAWAY stops new requests; the one in progress completes") {
+TEST_CASE("h3 session: the server's GOAWAY stops new requests, and the one in progress completes") {
     H3Pair h;
     Fetch f;
     f.check = std::make_unique<workload::PayloadCheck>(500'000);

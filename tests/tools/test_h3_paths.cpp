@@ -50,7 +50,7 @@ struct Tree {
 
 }  // namespace
 
-TEST_CASE("ndm-h3 URLs: https only, host, port, path; the download's file name") {
+TEST_CASE("ndm-h3 URLs: https only, host, port, path, and the download's file name") {
     const Url u = parse_url("https://127.0.0.1:4433/dir/file.bin?x=1");
     CHECK(u.host == "127.0.0.1");
     CHECK(u.port == 4433);
@@ -69,7 +69,7 @@ TEST_CASE("ndm-h3 URLs: https only, host, port, path; the download's file name")
     CHECK_THROWS_AS(file_name(parse_url("https://127.0.0.1/a/..")), std::invalid_argument);
 }
 
-TEST_CASE("ndm-h3 serve: files, a directory's index, /N generated; nothing outside the directory") {
+TEST_CASE("ndm-h3 serve: files, a directory's index, /N generated, and nothing outside the directory") {
     Tree t;
     CHECK(body(respond(t.root, get("/a.txt"))) == "alpha");
     CHECK(respond(t.root, get("/a.txt")).status == 200);
