@@ -93,10 +93,10 @@ int main(int argc, char** argv) {
         "error); 2 for bad input. docs/h3.md says more.",
         "ndm-h3"};
     app.require_subcommand(1);
-    app.footer("Each subcommand's options: ndm-h3 get --help, ndm-h3 serve --help, ndm-h3 interop --help.");
     add_get(app, get);
     add_serve(app, serve);
     add_interop(app, interop);
+    app.footer("Each subcommand's options: ndm-h3 get --help, ndm-h3 serve --help, ndm-h3 interop --help.");
     tools::add_version_flag(app, "ndm-h3");
     if (const auto rc = tools::parse_command_line(app, argc, argv, "ndm-h3")) return *rc;
     try {
