@@ -104,8 +104,12 @@ void Session::Impl::read(StreamId id) {
         if (!s && !uni) return;
     }
     if (!conn->stream_finished(id)) return;
-    if (uni ? !uni_fin_read.insert(sid).second : s->fin_read) return;
+    if (s && s->fin_read) return;
     if (s) s->fin_read = true;
+    // A finished stream that is no request is forgotten here, so that a peer
+    // opening and ending streams of unknown types grows no state (RFC 9114
+    // §6.2.3: they are read and ignored); a late event for it finds nothing.
+    if (uni) peer_uni.erase(sid);
     if (!(s && s->discard)) {
         const nghttp3_ssize n = nghttp3_conn_read_stream(h3, sid, nullptr, 0, 1);
         if (n < 0) return fail(static_cast<int>(n), "the end of a stream");

@@ -60,8 +60,7 @@ struct Session::Impl {
     nghttp3_conn* h3 = nullptr;
     bool started = false;
     std::map<std::int64_t, RequestStream> streams;  // open request streams
-    std::set<std::int64_t> peer_uni;                 // the peer's streams that are not requests (control, QPACK, ...)
-    std::set<std::int64_t> uni_fin_read;             // those whose FIN went to nghttp3
+    std::set<std::int64_t> peer_uni;                 // the peer's streams that are not requests (control, QPACK, ...), until their FIN
     std::set<std::int64_t> blocked;                  // told nghttp3_conn_block_stream: the send buffer was full
     std::vector<std::int64_t> to_answer;             // server: requests complete, to respond to
     std::vector<std::int64_t> to_close;              // both halves done: nghttp3_conn_close_stream

@@ -151,6 +151,24 @@ TEST_CASE("h3 session: the server's GOAWAY stops new requests, and the one in pr
     CHECK_FALSE(h.client->submit(*h.p.client, {"GET", "https", "example.org", "/1", {}}, handler(late)));
 }
 
+TEST_CASE("h3 session: streams of unknown types are read and ignored (RFC 9114 §6.2.3), requests go on") {
+    H3Pair h;
+    for (int i = 0; i < 40; ++i) {  // beyond the 16 unidirectional streams allowed at once: each must finish
+        std::optional<StreamId> id;
+        REQUIRE(h.run_until([&] { return (id = h.p.client->open_uni_stream()).has_value(); }));
+        const std::uint8_t reserved_type_and_bytes[] = {0x40, 0x21, 'x', 'y', 'z'};  // type 0x21 (a reserved one)
+        CHECK(h.p.client->write(*id, reserved_type_and_bytes, true) == sizeof reserved_type_and_bytes);
+    }
+    Fetch f;
+    f.check = std::make_unique<workload::PayloadCheck>(10'000);
+    REQUIRE(h.client->submit(*h.p.client, {"GET", "https", "example.org", "/10000", {}}, handler(f)));
+    REQUIRE(h.run_until([&] { return f.done.has_value(); }));
+    CHECK(*f.done == "");
+    CHECK(f.check->checked() == 10'000);
+    CHECK(h.server->error().empty());
+    CHECK(h.p.server->is_established());
+}
+
 TEST_CASE("h3 session: error names and misuse") {
     CHECK(h3::error_name(0x100) == "H3_NO_ERROR");
     CHECK(h3::error_name(0x10c) == "H3_REQUEST_CANCELLED");
