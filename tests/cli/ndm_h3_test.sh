@@ -9,7 +9,8 @@
 #  3. A 404, a bad URL and a server that is not there fail with one line each
 #     (exit 1, 2, 1), and no file of a failed download is left.
 #  4. ndm-h3 interop, the QUIC Interop Runner's endpoint: its http3 case both
-#     roles, and 127 for a case it does not support.
+#     roles, and 127 for a case it does not support; get's bodies on standard
+#     output in URL order.
 # Skipped (exit 77) where ngtcp2's examples are not installed.
 set -uo pipefail
 h3="$1"
@@ -123,6 +124,11 @@ cmp -s "$out/dl5/b65536" "$www/b65536" || fail "gtlsclient from ndm-h3 interop: 
 TESTCASE=http3 ROLE=client REQUESTS="https://127.0.0.1:$port/b1024 https://127.0.0.1:$port/dir/s7" timeout 15 \
   "$h3" interop --downloads "$out/dl6" 2> "$out/interop_cli_err.txt" || fail "ndm-h3 interop client: exit $?"
 cmp -s "$out/dl6/b1024" "$www/b1024" && cmp -s "$out/dl6/s7" "$www/dir/s7" || fail "ndm-h3 interop client: files differ"
+# Without -o the bodies go to standard output, in URL order whatever order they finish in.
+timeout 15 "$h3" get "https://127.0.0.1:$port/b1048576" "https://127.0.0.1:$port/dir/s3" \
+  "https://127.0.0.1:$port/b1024" --insecure > "$out/stdout.bin" 2> "$out/stdout_err.txt" ||
+  fail "ndm-h3 get to standard output: exit $?"
+cat "$www/b1048576" "$www/dir/s3" "$www/b1024" | cmp -s - "$out/stdout.bin" || fail "standard output: not the bodies in URL order"
 kill "$srv_pid"; wait "$srv_pid" || fail "ndm-h3 interop server: exit $? after SIGTERM"
 srv_pid=""
 echo "PASS: ndm-h3 and ngtcp2's gtlsserver/gtlsclient exchange 1 KB..20 MB and 124 requests byte-exact both ways"

@@ -84,8 +84,8 @@ h3::ResponseHandler handler(Fetch& f) {
 
 }  // namespace
 
-TEST_CASE("h3 session: 60 GETs beyond a 20-stream limit arrive whole and byte-exact, 0 B to 2 MB") {
-    H3Pair h;
+namespace {
+void sixty_gets(H3Pair& h) {
     std::vector<Fetch> fetches(60);
     for (std::size_t i = 0; i < fetches.size(); ++i) {
         fetches[i].size = i == 0 ? 0 : i * i * 571;  // up to ~2 MB
@@ -120,6 +120,21 @@ TEST_CASE("h3 session: 60 GETs beyond a 20-stream limit arrive whole and byte-ex
     CHECK(h.server->open_requests() == 0);
     CHECK(h.client->error().empty());
     CHECK(h.p.client->is_established());
+}
+}  // namespace
+
+TEST_CASE("h3 session: 60 GETs beyond a 20-stream limit arrive whole and byte-exact, 0 B to 2 MB") {
+    H3Pair h;
+    sixty_gets(h);
+}
+
+TEST_CASE("h3 session: the same with every 23rd datagram lost one way and every 31st the other") {
+    H3Pair h;
+    std::uint64_t up = 0, down = 0;
+    h.p.to_server = [&](std::vector<std::uint8_t>&) { return ++up % 23 != 0; };
+    h.p.to_client = [&](std::vector<std::uint8_t>&) { return ++down % 31 != 0; };
+    sixty_gets(h);
+    CHECK(h.p.server->stats(h.p.now).packets_lost > 0);  // the losses were repaired, not absent
 }
 
 TEST_CASE("h3 session: a body that fails midway closes the connection, and the client is told") {
