@@ -144,7 +144,7 @@ void Client::prepare() {
 
 ::ndm::h3::ResponseHandler Client::handler(Download& d) {
     ::ndm::h3::ResponseHandler r;
-    r.headers = [this, &d](unsigned status, const std::vector<::ndm::h3::Field>&) {
+    r.headers = [&d](unsigned status, const std::vector<::ndm::h3::Field>&) {
         d.status = status;
         d.headers_ms = to_seconds(steady_now() - d.started) * 1e3;
         if (!d.file.empty()) {
