@@ -354,6 +354,16 @@ public:
     // and prepare() take nothing.
     using StreamSource = std::function<void(std::uint64_t offset, std::span<std::uint8_t> out)>;
     bool set_stream_source(StreamId id, StreamSource source);
+    // Coalescing of small writes (src/transport/send_coalescing.hpp): new
+    // stream data short of a full packet, when nothing else waits to be
+    // sent, waits up to max_hold for the application to write more, so that
+    // an application writing a few bytes at a time still sends full
+    // datagrams. A FIN, retransmissions, ACKs, the handshake and control
+    // frames never wait, and while data waits the sender counts as
+    // application-limited (RFC 9002 §7.8). Zero (the default) turns it off:
+    // data goes as soon as the window and the pacer allow, which a
+    // request/response protocol wants. ndm-send -b sets it from its rate.
+    void set_send_coalescing(Duration max_hold);
     std::size_t generate(StreamId id, std::size_t n, bool fin = false);
     // peek() shows the next in-order bytes without taking them: the longest
     // contiguous run, which may be shorter than what is readable where the

@@ -31,17 +31,29 @@ namespace ndm::sim {
 
 namespace {
 
+// The tag naming a datagram's flow on the shared link: one byte up to 255
+// flows (the byte accounting every run of up to 255 flows was recorded
+// with), two bytes, big-endian, beyond.
+constexpr std::size_t kMaxFlows = 65535;
+constexpr std::size_t tag_width(std::size_t flows) { return flows <= 255 ? 1 : 2; }
+
 // The shared link plus per-flow queues of what it delivered: a datagram is
 // taken off the shared link at its due time by whichever flow's simulator
-// asks first, and queued for the flow its leading byte names.
+// asks first, and queued for the flow its leading tag names.
 class Demux {
 public:
-    Demux(std::unique_ptr<Link> link, std::size_t flows) : link_(std::move(link)), queues_(flows) {}
+    Demux(std::unique_ptr<Link> link, std::size_t flows)
+        : link_(std::move(link)), queues_(flows), tag_(tag_width(flows)) {}
 
-    void send(std::uint8_t flow, std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
-        tagged_.resize(datagram.size() + 1);
-        tagged_[0] = flow;
-        std::copy(datagram.begin(), datagram.end(), tagged_.begin() + 1);
+    void send(std::size_t flow, std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
+        tagged_.resize(datagram.size() + tag_);
+        if (tag_ == 1) {
+            tagged_[0] = static_cast<std::uint8_t>(flow);
+        } else {
+            tagged_[0] = static_cast<std::uint8_t>(flow >> 8);
+            tagged_[1] = static_cast<std::uint8_t>(flow);
+        }
+        std::copy(datagram.begin(), datagram.end(), tagged_.begin() + static_cast<std::ptrdiff_t>(tag_));
         link_->send(tagged_, now, ecn);
     }
 
@@ -97,24 +109,32 @@ private:
             const Instant due = link_->next_delivery();
             Ecn ecn = Ecn::not_ect;
             if (!link_->deliver(now, rx_, ecn)) break;
-            if (rx_.empty() || rx_[0] >= queues_.size()) {
-                ++misrouted_;  // the flow byte itself was corrupted
+            const std::size_t flow = tag_of(rx_);
+            if (flow >= queues_.size()) {
+                ++misrouted_;  // the tag itself was corrupted (or cut short)
                 continue;
             }
-            auto& q = queues_[rx_[0]];
-            if (q.empty()) woken_.push_back(rx_[0]);
+            auto& q = queues_[flow];
+            if (q.empty()) woken_.push_back(flow);
             std::vector<std::uint8_t> d;
             if (!spares_.empty()) {
                 d = std::move(spares_.back());
                 spares_.pop_back();
             }
-            d.assign(rx_.begin() + 1, rx_.end());
+            d.assign(rx_.begin() + static_cast<std::ptrdiff_t>(tag_), rx_.end());
             q.push_back({due, std::move(d), ecn});
         }
     }
 
+    // The flow a delivered datagram's tag names, or SIZE_MAX if it is too short to have one.
+    [[nodiscard]] std::size_t tag_of(const std::vector<std::uint8_t>& d) const {
+        if (d.size() < tag_) return SIZE_MAX;
+        return tag_ == 1 ? d[0] : (std::size_t{d[0]} << 8) | d[1];
+    }
+
     std::unique_ptr<Link> link_;
     std::vector<std::deque<Queued>> queues_;
+    std::size_t tag_;
     std::vector<std::uint8_t> tagged_;
     std::vector<std::uint8_t> rx_;
     std::uint64_t misrouted_ = 0;
@@ -127,7 +147,7 @@ private:
 
 class Port final : public Link {
 public:
-    Port(Demux& demux, std::uint8_t flow) : demux_(demux), flow_(flow) {}
+    Port(Demux& demux, std::size_t flow) : demux_(demux), flow_(flow) {}
     void send(std::span<const std::uint8_t> datagram, Instant now) override { send(datagram, now, Ecn::not_ect); }
     void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
         demux_.send(flow_, datagram, now, ecn);
@@ -144,7 +164,7 @@ public:
 
 private:
     Demux& demux_;
-    std::uint8_t flow_;
+    std::size_t flow_;
 };
 
 struct Flow {
@@ -234,7 +254,7 @@ private:
     void start_flow(std::size_t i) {
         const FlowSpec& fs = spec_.flows[i];
         auto& f = flows_[i];
-        f.sim = std::make_unique<Simulator>(std::make_unique<Port>(demux_, static_cast<std::uint8_t>(i)),
+        f.sim = std::make_unique<Simulator>(std::make_unique<Port>(demux_, i),
                                             build_link(spec_.return_path, {}, "run_shared_path"),
                                             spec_.start + fs.start);
         f.sim->connect(fs.client, fs.server);
@@ -305,8 +325,9 @@ private:
 }  // namespace
 
 SharedPathResult run_shared_path(const SharedPathSpec& spec) {
-    if (spec.flows.empty() || spec.flows.size() > 255)
-        throw std::invalid_argument("run_shared_path: 1..255 flows, got " + std::to_string(spec.flows.size()));
+    if (spec.flows.empty() || spec.flows.size() > kMaxFlows)
+        throw std::invalid_argument("run_shared_path: 1.." + std::to_string(kMaxFlows) + " flows, got " +
+                                    std::to_string(spec.flows.size()));
     if (!spec.bottleneck || !spec.return_path)
         throw std::invalid_argument("run_shared_path: the bottleneck and return-path factories are required");
     if (spec.interval <= Duration::zero() || spec.deadline <= Duration::zero() || spec.send_until <= Duration::zero())

@@ -9,6 +9,7 @@
 // the driver gives the time.
 #include "ndm/connection.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -104,6 +105,10 @@ void Connection::commit(StreamId id, std::size_t n, bool fin) {
     }
     s->send.commit(n);
     if (fin) s->send.finish();
+}
+
+void Connection::set_send_coalescing(Duration max_hold) {
+    impl_->coalescing.set_max_hold(std::max(max_hold, Duration::zero()));
 }
 
 bool Connection::set_stream_source(StreamId id, StreamSource source) {

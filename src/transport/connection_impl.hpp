@@ -38,6 +38,7 @@
 #include "wire/packet_codec.hpp"
 #include "transport/packet_space.hpp"
 #include "transport/pn_skip.hpp"
+#include "transport/send_coalescing.hpp"
 #include "transport/stream_set.hpp"
 #include "wire/transport_params.hpp"
 
@@ -167,6 +168,7 @@ struct Connection::Impl {
     transport::AckTracker& acks_of(transport::PacketSpace s) { return acks[static_cast<std::size_t>(s)]; }
     const transport::AckTracker& acks_of(transport::PacketSpace s) const { return acks[static_cast<std::size_t>(s)]; }
     transport::Pacer pacer;
+    transport::SendCoalescing coalescing;  // small writes into full packets (Connection::set_send_coalescing)
     transport::CwndUsage cwnd_usage;  // RFC 9002 §7.8: is the window the limit?
     transport::DeliveryRate delivery;  // rate samples for AckEvent::rate
     transport::EcnValidator ecn;       // RFC 9000 §13.4.2: what to mark, whether the peer's counts hold
@@ -315,7 +317,12 @@ struct Connection::Impl {
     transport::PacketSpace close_space() const;
     bool can_send_eliciting(Instant now) const;
     bool has_eliciting_data() const;
-    bool application_frames_pending() const;
+    bool application_frames_pending(Instant now) const;
+    // send_coalescing.hpp: new stream data short of a packet and nothing
+    // else waits; whether it still waits at `now`; until when (or kNever).
+    bool coalescing_holdable() const;
+    bool coalescing_holds(Instant now) const;
+    Instant coalescing_deadline() const;
 
     // ---- timers (connection_lifecycle.cpp)
     Instant next_timeout() const;

@@ -373,7 +373,7 @@ Instant Connection::Impl::next_timeout() const {
     if (loss.bytes_in_flight() < cc->cwnd() && has_eliciting_data()) {
         t = std::min(t, cfg.pacing ? pacer.next_send_time(last_now) : last_now);
     }
-    return t;
+    return std::min(t, coalescing_deadline());
 }
 
 void Connection::Impl::on_timeout(Instant now) {

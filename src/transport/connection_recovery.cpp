@@ -106,10 +106,12 @@ void Connection::Impl::update_pacer() {
 
 // draft-cheng-iccrg-delivery-rate-estimation §3.4: the application has given
 // nothing more to send while the window has room for another packet, so
-// what is sent until then is delivered at the application's rate.
+// what is sent until then is delivered at the application's rate. Data that
+// waits to fill a packet (send_coalescing.hpp) counts as nothing, as Linux's
+// tcp_rate_check_app_limited counts less than an MSS unsent.
 void Connection::Impl::note_app_limited() {
-    if (state != ConnectionState::established || streams.has_unsent_data() || crypto_pending(PacketSpace::application))
-        return;
+    if (state != ConnectionState::established || crypto_pending(PacketSpace::application)) return;
+    if (streams.has_unsent_data() && !coalescing_holds(last_now)) return;
     if (loss.bytes_in_flight() + mds <= cc->cwnd()) delivery.on_app_limited(loss.bytes_in_flight());
 }
 

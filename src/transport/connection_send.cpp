@@ -39,13 +39,31 @@ bool Connection::Impl::has_eliciting_data() const {
     for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application})
         if (crypto_pending(s)) return true;
     if (state != ConnectionState::established) return false;
-    return application_frames_pending();
+    return application_frames_pending(last_now);
 }
 
-// 1-RTT frames other than ACK waiting to be sent.
-bool Connection::Impl::application_frames_pending() const {
+// 1-RTT frames other than ACK waiting to be sent at `now` (stream data that
+// waits to fill a packet does not count until its wait ends).
+bool Connection::Impl::application_frames_pending(Instant now) const {
     return handshake_done_pending || immediate_ack_pending || path_response || peer_cids.has_pending() ||
-           streams.has_control_frames() || streams.has_pending_data();
+           streams.has_control_frames() || (streams.has_pending_data() && !coalescing_holds(now));
+}
+
+bool Connection::Impl::coalescing_holdable() const {
+    if (!coalescing.enabled() || state != ConnectionState::established) return false;
+    if (handshake_done_pending || immediate_ack_pending || path_response || peer_cids.has_pending() ||
+        streams.has_control_frames())
+        return false;
+    const std::uint64_t room = transport::SendCoalescing::packet_room(mds);
+    return transport::SendCoalescing::holdable(streams.sendable_new_data(room), room, streams.only_new_data_waits());
+}
+
+bool Connection::Impl::coalescing_holds(Instant now) const {
+    return coalescing.enabled() && coalescing.holds(coalescing_holdable(), now);
+}
+
+Instant Connection::Impl::coalescing_deadline() const {
+    return coalescing.enabled() ? coalescing.deadline(coalescing_holdable(), last_now) : kNever;
 }
 
 bool Connection::Impl::can_send_eliciting(Instant now) const {
@@ -63,6 +81,7 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     const bool closing = state == ConnectionState::closing;
     if (closing && !close_frame_pending) return 0;
     if (amplification_blocked()) return 0;
+    if (coalescing.enabled()) coalescing.observe(coalescing_holdable(), now);
     // RFC 9000 §12.2: the spaces with something to send, coalesced in order.
     std::array<PacketSpace, kPacketSpaces> spaces{};
     std::size_t n = 0;
@@ -121,7 +140,7 @@ bool Connection::Impl::space_wants(PacketSpace s, Instant now) const {
     if (ack_due(s, now) || (probes_pending > 0 && probe_space == s)) return true;
     if (!can_send_eliciting(now)) return false;
     if (crypto_pending(s)) return true;
-    return s == PacketSpace::application && application_frames_pending();
+    return s == PacketSpace::application && application_frames_pending(now);
 }
 
 // At least 2 bytes: RFC 9000 §A.2's minimum assumes reordering within the

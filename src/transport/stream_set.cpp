@@ -353,6 +353,15 @@ bool StreamSet::has_unsent_data() const {
                        [](const auto& e) { return e.second.send.has_pending(UINT64_MAX); });
 }
 
+bool StreamSet::only_new_data_waits() const {
+    return std::none_of(streams_.begin(), streams_.end(), [&](const auto& e) {
+        const SendStream& s = e.second.send;
+        const std::uint64_t limit = new_data_limit(e.second);
+        // A limit at sent_end() leaves only retransmissions and a bare FIN.
+        return s.has_pending(s.sent_end()) || (s.finished() && s.has_pending(limit)) || s.written() > limit;
+    });
+}
+
 std::uint64_t StreamSet::sendable_new_data(std::uint64_t enough) const {
     const std::uint64_t conn = conn_credit_.available();
     std::uint64_t total = 0;

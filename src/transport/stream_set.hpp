@@ -150,6 +150,10 @@ public:
     // flow control allows: false means the application has given nothing
     // more to send (the draft's app-limited test, delivery_rate.hpp).
     [[nodiscard]] bool has_unsent_data() const;
+    // Whether all the stream data that waits is new data that more writes
+    // could add to: no lost data to send again, no stream finished with its
+    // FIN unsent, no bytes that flow control holds back (send_coalescing.hpp).
+    [[nodiscard]] bool only_new_data_waits() const;
     // New stream data flow control lets go now, counted up to `enough`.
     [[nodiscard]] std::uint64_t sendable_new_data(std::uint64_t enough) const;
     // Writes the pending MAX_DATA, MAX_STREAMS and MAX_STREAM_DATA frames.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -137,4 +139,30 @@ TEST_CASE("shared path: 100 flows at once each get a share of the bottleneck, by
     const double steps_per_datagram = static_cast<double>(r.steps) / static_cast<double>(r.bottleneck.delivered);
     MESSAGE("steps per datagram: ", steps_per_datagram);
     CHECK(steps_per_datagram < 2.0);
+}
+
+TEST_CASE("shared path: beyond 255 flows the two-byte flow tag routes every datagram to its flow") {
+    // 300 flows, 1 Mbit/s each for 200 ms: flow 299's datagrams carry tag 0x012b,
+    // which a one-byte tag would have sent to flow 43.
+    auto spec = dumbbell(std::vector<std::string>(300, "reno"), 0s);
+    ndm::sim::SimpleLinkConfig bottleneck;
+    bottleneck.delay = 25ms;
+    bottleneck.rate_bps = 300e6;
+    bottleneck.queue_packets = 1300;  // one BDP at 50 ms
+    spec.bottleneck = [bottleneck] { return std::make_unique<ndm::sim::SimpleLink>(bottleneck); };
+    spec.send_until = 200ms;
+    const auto r = ndm::sim::run_shared_path(spec);
+    REQUIRE(r.flows.size() == 300);
+    std::size_t exact = 0;
+    for (const auto& f : r.flows)
+        if (f.completed && f.hash_match && f.bytes_delivered > 0) ++exact;
+    CHECK(exact == 300);
+    CHECK(r.misrouted == 0);
+    CHECK(r.flows.back().bytes_delivered > 0);
+    CHECK_THROWS_AS(ndm::sim::run_shared_path([] {
+                        ndm::sim::SharedPathSpec s;
+                        s.flows.resize(65536);
+                        return s;
+                    }()),
+                    std::invalid_argument);
 }

@@ -339,10 +339,27 @@ TEST_CASE("perf session: a paced pump writes what the rate allows, no more (appl
     const StreamId burst_id = *c.open_stream();
     burst.pace(8'000'000, tools::kBlockSize);
     burst.pump(c, burst_id, t0);
-    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(1));
-    CHECK(burst.written() == tools::kBlockSize);  // behind: one whole block at once
-    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(2));
-    CHECK(burst.written() == tools::kBlockSize);  // then nothing until the average catches up
+    // 128 KiB at 1 MB/s: half of it is due after 65.5 ms.
+    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(65));
+    CHECK(burst.written() == 0);  // less than half a burst behind: waits
+    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(66));
+    CHECK(burst.written() == tools::kBlockSize);  // then one whole block at once
+    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(150));
+    CHECK(burst.written() == tools::kBlockSize);  // ahead, or behind by less than half a block: nothing more
+    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(196));
+    CHECK(burst.written() == tools::kBlockSize);
+    burst.pump(c, burst_id, t0 + std::chrono::milliseconds(197));  // 1.5 blocks due
+    CHECK(burst.written() == 2 * tools::kBlockSize);
+}
+
+TEST_CASE("perf session: -b's bound on holding a write short of a datagram") {
+    using std::chrono::microseconds;
+    CHECK(tools::write_coalescing(0, 1452) == Duration::zero());
+    // Two 1452-byte datagrams at the rate: 23.2 ms at 1 Mbit/s, 2.32 ms at 10, 0.232 ms at 100.
+    CHECK(std::chrono::duration_cast<microseconds>(tools::write_coalescing(1'000'000, 1452)).count() == 23232);
+    CHECK(std::chrono::duration_cast<microseconds>(tools::write_coalescing(10'000'000, 1452)).count() == 2323);
+    CHECK(std::chrono::duration_cast<microseconds>(tools::write_coalescing(100'000'000, 1452)).count() == 232);
+    CHECK(tools::write_coalescing(100'000, 1452) == std::chrono::milliseconds(25));  // capped
 }
 
 TEST_CASE("perf session: --bidir, -w, --get-server-output and the server's RTTs round-trip, bounded") {

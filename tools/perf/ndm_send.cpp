@@ -90,8 +90,11 @@ void add_client_options(CLI::App& app, Options& o) {
         ->check(ndm::tools::integer_in(100, 600000, "milliseconds"));
     app.add_option("-b,--bitrate", o.bitrate,
                    "target bitrate per connection in bits/s, K/M/G/T decimal as iperf3's (e.g. 20M), optionally "
-                   "/BURST: write BURST blocks of 128 KiB at a time; the application paces its writes, so the "
-                   "flow is application-limited (default: unlimited, as iperf3's TCP)");
+                   "/BURST: write BURST blocks of 128 KiB at a time, each once half of it is due (iperf3 writes one "
+                   "whenever it is behind at all, a burst ahead of the rate); the application paces its writes, so "
+                   "the flow is application-limited, and the connection coalesces them into full datagrams, "
+                   "holding a write short of one at most the time RATE takes to write two datagrams, 25 ms at "
+                   "most, as TCP's Nagle and autocorking do for iperf3 (default: unlimited, as iperf3's TCP)");
     auto* t = app.add_option("-t,--time", o.seconds, "seconds to send")
                   ->capture_default_str()
                   ->check(ndm::tools::number_in(0.1, 86400, "seconds"));

@@ -311,9 +311,19 @@ std::uint64_t PayloadPump::rate_limit(Instant now) const {
     if (bits_per_second_ == 0) return limit;
     if (!paced_from_) return std::min(limit, written + 1);
     const double due = static_cast<double>(bits_per_second_) / 8 * to_seconds(now - *paced_from_);
+    if (burst_bytes_) {
+        // A burst goes once half of it is due.
+        if (static_cast<double>(written) + static_cast<double>(burst_bytes_) / 2 > due) return written;
+        return std::min(limit, written + burst_bytes_);
+    }
     if (static_cast<double>(written) >= due) return written;  // ahead of the rate: wait
-    const auto upto = burst_bytes_ ? written + burst_bytes_ : static_cast<std::uint64_t>(std::ceil(due));
-    return std::min(limit, upto);
+    return std::min(limit, static_cast<std::uint64_t>(std::ceil(due)));
+}
+
+Duration write_coalescing(std::uint64_t bits_per_second, std::size_t datagram_size) {
+    if (bits_per_second == 0) return Duration::zero();
+    const double two_datagrams = 2.0 * 8 * static_cast<double>(datagram_size) / static_cast<double>(bits_per_second);
+    return std::min<Duration>(from_seconds(two_datagrams), std::chrono::milliseconds(25));
 }
 
 bool PayloadPump::wants(const Connection& c, StreamId id, const ConnectionStats& st, Instant now) const {
@@ -321,7 +331,10 @@ bool PayloadPump::wants(const Connection& c, StreamId id, const ConnectionStats&
 }
 
 void PayloadPump::pump(Connection& c, StreamId id, const ConnectionStats& st, Instant now) {
-    if (bits_per_second_ && !paced_from_) paced_from_ = now;  // -b's clock starts with the first write
+    if (bits_per_second_ && !paced_from_) {
+        paced_from_ = now;  // -b's clock starts with the first write
+        c.set_send_coalescing(write_coalescing(bits_per_second_, c.max_datagram_size()));
+    }
     writer_.write(c, id, st, rate_limit(now));
 }
 
