@@ -145,7 +145,7 @@ struct Endpoint::Impl final : io::RxHandler {
     bool tx_blocked = false;
     std::optional<io::TransmitBatch> batch;  // over `backend`, set once it exists
     std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(kMaxDatagramSize);  // poll buffer: never resized
-    std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
+    Datagram link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
     EndpointStats st;
     io::ReceiveBudget budget;  // EndpointConfig::receive_budget, once the socket's size is known
@@ -389,7 +389,7 @@ struct Endpoint::Impl final : io::RxHandler {
         if (Record* found = route(cid_key(hp.dcid))) {
             Record& r = *found;
             if (r.ingress) {
-                r.ingress->send(data, now, ecn);
+                r.ingress->send({data, ecn}, now);
                 service_needed = true;
                 rekey(r);
                 next_deadline = std::min(next_deadline, timers.top_time());
@@ -549,7 +549,7 @@ struct Endpoint::Impl final : io::RxHandler {
             if (r.egress) {
                 Ecn ecn = Ecn::not_ect;
                 while (std::size_t n = r.conn->poll_datagram(scratch, now, ecn)) {
-                    r.egress->send({scratch.data(), n}, now, ecn);
+                    r.egress->send({{scratch.data(), n}, ecn}, now);
                 }
             } else if (!tx_blocked) {
                 // One pacer quantum per clock reading would cap a turn at 64 KiB
@@ -610,15 +610,14 @@ struct Endpoint::Impl final : io::RxHandler {
     // Delivers what a connection's links release by now: egress to the
     // socket, ingress to the connection.
     void run_links(Record& r, Instant now) {
-        Ecn ecn = Ecn::not_ect;
         if (r.egress) {
-            while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out, ecn)) {
-                if (!r.abandoned && !batch->send_or_stash(r.peer, link_out, ecn)) tx_blocked = true;
+            while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out)) {
+                if (!r.abandoned && !batch->send_or_stash(r.peer, link_out.bytes, link_out.ecn)) tx_blocked = true;
             }
         }
         if (r.ingress) {
-            while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out, ecn)) {
-                r.conn->on_datagram(link_out, now, ecn);
+            while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out)) {
+                r.conn->on_datagram(link_out.bytes, now, link_out.ecn);
             }
         }
     }
