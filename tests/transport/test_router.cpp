@@ -7,12 +7,19 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "../../fuzz/router_harness.hpp"
 #include "ndm/connection.hpp"
 #include "ndm/sim.hpp"
 #include "transport/router.hpp"
+#include "util/rng.hpp"
 #include "wire/quic_header.hpp"
 
 using namespace ndm;
@@ -282,4 +289,41 @@ TEST_CASE("router: a short header for an unknown ID gets a smaller stateless res
     REQUIRE(offer.kind == Kind::offer_reset);
     CHECK(offer.candidates == std::vector<Router::Handle>{acc.handle});
     CHECK(router.reset(t0, short_header(cid, 50)).size() < 50);
+}
+
+// The router fuzz target's driver (fuzz/router_harness.hpp) on its seed
+// corpus and on seeded random inputs, in the ordinary build: every invariant
+// it checks (no answer over three times its prompt, handles the router holds,
+// the half-open cap, the connections held) must hold on each.
+TEST_CASE("router: the fuzz driver's seeds and 300 seeded random inputs keep every invariant") {
+    const auto dir = std::filesystem::path(NDM_SOURCE_DIR) / "fuzz/corpus/router";
+    std::map<std::string, fuzz::RouterRunStats> seeds;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        std::ifstream in(e.path(), std::ios::binary);
+        const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        seeds[e.path().filename().string()] = fuzz::run_router_input(bytes.data(), bytes.size());
+    }
+    // The seeds reach what they are named for.
+    REQUIRE(seeds.count("accept"));
+    CHECK(seeds["accept"].accepted == 1);
+    CHECK(seeds["accept"].routed >= 2);
+    CHECK(seeds["retry-accept"].responses >= 1);  // the Retry
+    CHECK(seeds["retry-accept"].accepted == 1);   // its token returned from the right address
+    CHECK(seeds["caps"].accepted == 2);
+    CHECK(seeds["version"].responses == 2);  // a Retry, then Version Negotiation for the other version
+    CHECK(seeds["version"].accepted == 0);
+    util::Xoshiro256 rng(2026);
+    fuzz::RouterRunStats total;
+    for (int i = 0; i < 300; ++i) {
+        std::vector<std::uint8_t> input(64 + rng.below(1024));
+        for (auto& b : input) b = static_cast<std::uint8_t>(rng.next());
+        const auto st = fuzz::run_router_input(input.data(), input.size());
+        total.accepted += st.accepted;
+        total.responses += st.responses;
+        total.drops += st.drops;
+    }
+    MESSAGE("random inputs: ", total.accepted, " accepted, ", total.responses, " answered, ", total.drops, " dropped");
+    CHECK(total.accepted > 0);
+    CHECK(total.responses > 0);
+    CHECK(total.drops > 0);
 }
