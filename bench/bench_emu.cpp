@@ -16,11 +16,12 @@ using namespace std::chrono_literals;
 void drive(benchmark::State& state, const char* spec, ndm::Duration spacing) {
     const auto profile = ndm::emu::parse_profile(spec);
     auto link = ndm::emu::make_link(profile, ndm::emu::Direction::up, 1);
-    std::vector<std::uint8_t> pkt(static_cast<std::size_t>(state.range(0)), 0x5a), out;
+    std::vector<std::uint8_t> pkt(static_cast<std::size_t>(state.range(0)), 0x5a);
+    ndm::Datagram out;
     ndm::Instant now{};
     std::uint64_t delivered = 0;
     for (auto _ : state) {
-        link->send(pkt, now);
+        link->send({pkt}, now);
         while (link->next_delivery() <= now)
             if (link->deliver(now, out)) ++delivered;
         now += spacing;

@@ -144,13 +144,13 @@ void BM_SimpleLinkPacket(benchmark::State& state) {
     cfg.reorder_extra_delay = 1ms;
     ndm::sim::SimpleLink link(cfg);
     const std::vector<std::uint8_t> datagram(1452, 0xab);
-    std::vector<std::uint8_t> out;
+    ndm::Datagram out;
     ndm::Instant now{};
     const ndm::Duration spacing = 240us;  // just slower than the link, so the queue stays short
     for (auto _ : state) {
-        link.send(datagram, now);
+        link.send({datagram}, now);
         now += spacing;
-        while (link.deliver(now, out)) benchmark::DoNotOptimize(out.data());
+        while (link.deliver(now, out)) benchmark::DoNotOptimize(out.bytes.data());
     }
     state.SetItemsProcessed(state.iterations());
 }

@@ -1,9 +1,8 @@
 // libFuzzer target for a server Endpoint's datagram routing (src/io/endpoint.cpp
-// with its retry gate and stateless reset responder), fed from many source
-// addresses. The Endpoint has no sans-I/O seam (its receive handler is
-// private to endpoint.cpp and the public API is a socket), and adding one
-// would change include/ndm/endpoint.hpp; so the target drives a real
-// Endpoint on loopback: the input's operations send datagrams to it from six
+// doing what its router, src/transport/router, decides), fed from many source
+// addresses. The router's decisions are fuzzed sans-I/O by fuzz/router_fuzz.cpp;
+// this target keeps the whole path, and the Endpoint's public API is a socket,
+// so it drives a real Endpoint on loopback: the input's operations send datagrams to it from six
 // UDP sockets bound to 127.0.0.2..7 (distinct source addresses), run its
 // event loop once, and read what it answers. Sockets 0 and 1 host real
 // clients (sans-I/O Connections that complete handshakes through it, Retry

@@ -28,17 +28,17 @@ void exercise(const ndm::emu::Profile& p, ndm::emu::Direction d) {
     const std::vector<std::uint8_t> datagram(1200, 0x5a);
     ndm::Instant now{};
     for (int i = 0; i < 20; ++i) {
-        link->send(datagram, now);
+        link->send({datagram}, now);
         now += std::chrono::milliseconds(50);
     }
-    std::vector<std::uint8_t> out;
+    ndm::Datagram out;
     std::size_t delivered = 0;
     for (int guard = 0; guard < 200; ++guard) {
         const ndm::Instant t = link->next_delivery();
         if (t == ndm::kNever) break;
         now = std::max(now, t);
         while (link->deliver(now, out)) {
-            FUZZ_CHECK(out.size() == datagram.size());
+            FUZZ_CHECK(out.bytes.size() == datagram.size());
             ++delivered;
         }
     }

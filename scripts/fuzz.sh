@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [TARGET|all|list] [SECONDS]     default: all, 60 s each
 # Targets: packet_parser (wire codec), connection (a Connection pair driven by
 # the input, invariants after each step), endpoint (a server Endpoint fed from
-# many source addresses on loopback), profile_parser, trace_parser,
+# many source addresses on loopback), router (the sans-I/O router fed arbitrary
+# datagrams from arbitrary addresses, no socket), profile_parser, trace_parser,
 # model_parser. Each runs on its seed corpus fuzz/corpus/TARGET/ (kept in the
 # repo, small) plus its working corpus build-fuzz/corpus/TARGET/, where new
 # inputs go. Crash reproducers: build-fuzz/TARGET-crash-<hash>; replay one with
@@ -13,7 +14,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-TARGETS=(packet_parser connection endpoint profile_parser trace_parser model_parser)
+TARGETS=(packet_parser connection endpoint router profile_parser trace_parser model_parser)
 WHICH="${1:-all}"
 SECONDS_TO_RUN="${2:-60}"
 if [[ "$WHICH" =~ ^[0-9]+$ ]]; then  # the old form: scripts/fuzz.sh SECONDS
@@ -74,6 +75,7 @@ len_options() {
   case "$1" in
     connection) echo "-max_len=1024 -len_control=0" ;;
     endpoint) echo "-max_len=2048 -len_control=0" ;;
+    router) echo "-max_len=2048 -len_control=0" ;;
     trace_parser) echo "-max_len=8192" ;;
     *) echo "-max_len=2048" ;;
   esac

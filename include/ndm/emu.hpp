@@ -285,17 +285,14 @@ public:
     EmulatedLink(const EmulatedLink&) = delete;
     EmulatedLink& operator=(const EmulatedLink&) = delete;
 
-    void send(std::span<const std::uint8_t> datagram, Instant now) override;
-    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override;
+    void send(const DatagramView& datagram, Instant now) override;
     [[nodiscard]] Instant next_delivery() const override;
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override;
-    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override;
+    bool deliver(Instant now, Datagram& out) override;
     [[nodiscard]] LinkStats stats() const override;
     // send()/deliver() with an opaque tag that travels with the datagram (and
     // its duplicate) and comes back on delivery: SharedLink's port number.
-    void send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag, Ecn ecn = Ecn::not_ect);
-    bool deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag);
-    bool deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag, Ecn& ecn);
+    void send_tagged(const DatagramView& datagram, Instant now, std::uint64_t tag);
+    bool deliver_tagged(Instant now, Datagram& out, std::uint64_t& tag);
 
     [[nodiscard]] const EmuStats& emu_stats() const;
     // Called for every drop, every scheduled copy and every delivery.
@@ -313,15 +310,9 @@ private:
 class LinkRef final : public Link {
 public:
     explicit LinkRef(std::shared_ptr<EmulatedLink> link) : link_(std::move(link)) {}
-    void send(std::span<const std::uint8_t> datagram, Instant now) override { link_->send(datagram, now); }
-    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
-        link_->send(datagram, now, ecn);
-    }
+    void send(const DatagramView& datagram, Instant now) override { link_->send(datagram, now); }
     [[nodiscard]] Instant next_delivery() const override { return link_->next_delivery(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return link_->deliver(now, out); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override {
-        return link_->deliver(now, out, ecn);
-    }
+    bool deliver(Instant now, Datagram& out) override { return link_->deliver(now, out); }
     [[nodiscard]] LinkStats stats() const override { return link_->stats(); }
 
 private:
@@ -364,7 +355,7 @@ private:
     std::unique_ptr<EmulatedLink> link_;
     std::unordered_map<std::uint64_t, std::deque<Queued>> queues_;  // by port number, never reused
     std::uint64_t next_port_ = 0;
-    std::vector<std::uint8_t> rx_;
+    Datagram rx_;
     std::vector<std::vector<std::uint8_t>> spare_;  // buffers for queued datagrams, reused
     std::uint64_t orphaned_ = 0;
 };

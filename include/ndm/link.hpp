@@ -33,38 +33,42 @@ struct LinkStats {
     std::uint64_t ce_marked = 0;  // ECT datagrams an AQM marked CE instead of dropping (RFC 3168 §5)
 };
 
+// One datagram as it crosses a link: its bytes and the ECN codepoint of its
+// IP header (the two ECN bits, ndm/ecn.hpp), one value as quinn-proto's
+// Transmit is. DatagramView is what send() takes (the caller keeps the bytes);
+// Datagram is what deliver() fills, reusing its buffer from one call to the next.
+struct DatagramView {
+    std::span<const std::uint8_t> bytes;
+    Ecn ecn = Ecn::not_ect;
+};
+
+struct Datagram {
+    std::vector<std::uint8_t> bytes;
+    Ecn ecn = Ecn::not_ect;
+    [[nodiscard]] DatagramView view() const { return {bytes, ecn}; }
+};
+
 // One direction of a path: a pure object with no clock of its own
 // (docs/architecture.md). The caller passes the time in; the same object can
 // sit between two connections in virtual time (ndm/sim.hpp) or on a real
 // socket path (ndm/endpoint.hpp). The emulator (ndm/emu.hpp) implements it.
+//
+// The codepoint travels with the datagram. A link that models ECN carries it
+// through and marks CE where its AQM would (the emulator); a link that does
+// not clears it to not-ECT, as a path that clears the TOS byte does, which
+// ECN validation notices (RFC 9000 §13.4.2) and answers by no longer marking.
 class Link {
 public:
     virtual ~Link() = default;
     // Enqueues one datagram sent at `now`; the link may drop, duplicate,
-    // corrupt or delay it. Calls must come with non-decreasing `now`.
-    virtual void send(std::span<const std::uint8_t> datagram, Instant now) = 0;
+    // corrupt, mark or delay it. Calls must come with non-decreasing `now`.
+    virtual void send(const DatagramView& datagram, Instant now) = 0;
     // When the next queued datagram is due, or kNever if nothing is queued.
     [[nodiscard]] virtual Instant next_delivery() const = 0;
-    // Pops one datagram due at or before `now` into `out` (replacing its
-    // contents); false if none is due.
-    virtual bool deliver(Instant now, std::vector<std::uint8_t>& out) = 0;
+    // Pops one datagram due at or before `now` into `out` (replacing its bytes
+    // and codepoint); false if none is due.
+    virtual bool deliver(Instant now, Datagram& out) = 0;
     [[nodiscard]] virtual LinkStats stats() const = 0;
-
-    // send() and deliver() with the datagram's ECN codepoint (the two ECN
-    // bits of its IP header, ndm/ecn.hpp). A link that models ECN overrides
-    // both and carries the codepoint through, marking CE where its AQM would
-    // (the emulator); it implements the two-argument forms as not-ECT. These
-    // defaults are a link that does not: the codepoint is lost on the way, as
-    // on a path that clears the TOS byte, which ECN validation notices
-    // (RFC 9000 §13.4.2) and answers by no longer marking.
-    virtual void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
-        (void)ecn;
-        send(datagram, now);
-    }
-    virtual bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
-        ecn = Ecn::not_ect;
-        return deliver(now, out);
-    }
 };
 
 // Makes one fresh Link (one per connection and direction).

@@ -62,11 +62,9 @@ public:
     SimpleLink(const SimpleLink&) = delete;
     SimpleLink& operator=(const SimpleLink&) = delete;
 
-    void send(std::span<const std::uint8_t> datagram, Instant now) override;
-    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override;
+    void send(const DatagramView& datagram, Instant now) override;
     [[nodiscard]] Instant next_delivery() const override;
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override;
-    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override;
+    bool deliver(Instant now, Datagram& out) override;
     [[nodiscard]] LinkStats stats() const override { return stats_; }
 
     [[nodiscard]] const SimpleLinkConfig& config() const { return config_; }

@@ -13,23 +13,16 @@ EmulatedLink::EmulatedLink(const DirectionConfig& config, std::uint64_t seed)
 
 EmulatedLink::~EmulatedLink() = default;
 
-void EmulatedLink::send(std::span<const std::uint8_t> datagram, Instant now) { pipeline_->send(datagram, now); }
-void EmulatedLink::send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
-    pipeline_->send(datagram, now, 0, ecn);
+void EmulatedLink::send(const DatagramView& datagram, Instant now) {
+    pipeline_->send(datagram.bytes, now, 0, datagram.ecn);
 }
 Instant EmulatedLink::next_delivery() const { return pipeline_->next_delivery(); }
-bool EmulatedLink::deliver(Instant now, std::vector<std::uint8_t>& out) { return pipeline_->deliver(now, out); }
-bool EmulatedLink::deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
-    return pipeline_->deliver(now, out, nullptr, &ecn);
+bool EmulatedLink::deliver(Instant now, Datagram& out) { return pipeline_->deliver(now, out.bytes, nullptr, &out.ecn); }
+void EmulatedLink::send_tagged(const DatagramView& datagram, Instant now, std::uint64_t tag) {
+    pipeline_->send(datagram.bytes, now, tag, datagram.ecn);
 }
-void EmulatedLink::send_tagged(std::span<const std::uint8_t> datagram, Instant now, std::uint64_t tag, Ecn ecn) {
-    pipeline_->send(datagram, now, tag, ecn);
-}
-bool EmulatedLink::deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag) {
-    return pipeline_->deliver(now, out, &tag);
-}
-bool EmulatedLink::deliver_tagged(Instant now, std::vector<std::uint8_t>& out, std::uint64_t& tag, Ecn& ecn) {
-    return pipeline_->deliver(now, out, &tag, &ecn);
+bool EmulatedLink::deliver_tagged(Instant now, Datagram& out, std::uint64_t& tag) {
+    return pipeline_->deliver(now, out.bytes, &tag, &out.ecn);
 }
 const EmuStats& EmulatedLink::emu_stats() const { return pipeline_->stats(); }
 std::size_t EmulatedLink::in_flight() const { return pipeline_->in_flight(); }

@@ -18,10 +18,7 @@ public:
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
 
-    void send(std::span<const std::uint8_t> datagram, Instant now) override { send(datagram, now, Ecn::not_ect); }
-    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
-        owner_->link_->send_tagged(datagram, now, id_, ecn);
-    }
+    void send(const DatagramView& datagram, Instant now) override { owner_->link_->send_tagged(datagram, now, id_); }
     // The head of this port's queue, else the link's next event, which may
     // turn out to be another port's datagram (deliver() then returns false
     // after queueing it for that port).
@@ -29,16 +26,12 @@ public:
         const auto& q = queue();
         return q.empty() ? owner_->link_->next_delivery() : q.front().due;
     }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
-        Ecn ecn = Ecn::not_ect;
-        return deliver(now, out, ecn);
-    }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override {
+    bool deliver(Instant now, Datagram& out) override {
         owner_->pull(now);
         auto& q = queue();
         if (q.empty() || q.front().due > now) return false;
-        out.swap(q.front().data);
-        ecn = q.front().ecn;
+        out.bytes.swap(q.front().data);
+        out.ecn = q.front().ecn;
         owner_->spare_.push_back(std::move(q.front().data));  // the caller's old buffer, reused later
         q.pop_front();
         return true;
@@ -64,8 +57,7 @@ std::unique_ptr<Link> SharedLink::port() {
 void SharedLink::pull(Instant now) {
     for (Instant due = link_->next_delivery(); due <= now; due = link_->next_delivery()) {
         std::uint64_t tag = 0;
-        Ecn ecn = Ecn::not_ect;
-        if (!link_->deliver_tagged(now, rx_, tag, ecn)) break;  // a lazy queue decision, nothing due yet
+        if (!link_->deliver_tagged(now, rx_, tag)) break;  // a lazy queue decision, nothing due yet
         const auto it = queues_.find(tag);
         if (it == queues_.end()) {
             ++orphaned_;
@@ -76,8 +68,8 @@ void SharedLink::pull(Instant now) {
             buf = std::move(spare_.back());
             spare_.pop_back();
         }
-        buf.swap(rx_);
-        it->second.push_back({std::min(due, now), std::move(buf), ecn});
+        buf.swap(rx_.bytes);
+        it->second.push_back({std::min(due, now), std::move(buf), rx_.ecn});
     }
 }
 

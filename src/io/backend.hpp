@@ -19,6 +19,7 @@
 #include "ndm/endpoint.hpp"
 #include "ndm/time.hpp"
 #include "ndm/udp_socket.hpp"
+#include "transport/peer_address.hpp"
 
 namespace ndm::io {
 
@@ -50,6 +51,8 @@ struct Address {
     bool convert_to(int family, Address& out) const;
     // The same host with port 0: the key of per-host bookkeeping.
     [[nodiscard]] Address host() const;
+    // The address as the sans-I/O router sees it (src/transport/router.hpp).
+    [[nodiscard]] transport::PeerAddress peer() const;
 };
 
 // A syntactically valid host name (RFC 1123 §2.1 labels, underscores allowed).

@@ -1,6 +1,7 @@
-// The Endpoint: routes datagrams to sans-I/O Connections by destination
-// connection ID (admitting new ones from Initials), drives their timers and
-// the service loop, runs the optional impairment Links, and turns connection
+// The Endpoint: hands each received datagram to the sans-I/O router
+// (src/transport/router.hpp: the connection-ID and address maps, admission,
+// Retry, Version Negotiation, stateless reset) and does what it decides,
+// drives the connections' timers and the service loop, runs the optional impairment Links, and turns connection
 // events into callbacks. What they send goes to a TransmitBatch, which may
 // span connections (transmit_batch.hpp): consecutive datagrams to one
 // destination with one ECN codepoint share a GSO send while they keep its
@@ -30,11 +31,10 @@
 #include "crypto/random.hpp"
 #include "io/backend.hpp"
 #include "io/receive_budget.hpp"
-#include "io/retry_gate.hpp"
-#include "io/stateless_reset_responder.hpp"
-#include "util/timer_heap.hpp"
 #include "io/transmit_batch.hpp"
+#include "transport/router.hpp"
 #include "util/rng.hpp"
+#include "util/timer_heap.hpp"
 
 namespace ndm {
 
@@ -44,42 +44,16 @@ constexpr std::size_t kClosedInfoKept = 4096;
 constexpr std::size_t kAcceptQueueMax = 4096;
 constexpr unsigned kMaxTurnBursts = 8;  // pacer quanta one connection may send per turn
 
-// Routing key of a connection ID: the 8 bytes ndm issues as an integer, other
-// lengths hashed (the Connection checks the full CID anyway).
-std::uint64_t cid_key(std::span<const std::uint8_t> cid) {
-    std::uint64_t k = 0;
-    if (cid.size() == 8) {
-        std::memcpy(&k, cid.data(), 8);
-        return k;
+transport::RetryMode retry_mode(RetryPolicy p) {
+    switch (p) {
+        case RetryPolicy::never: return transport::RetryMode::never;
+        case RetryPolicy::always: return transport::RetryMode::always;
+        case RetryPolicy::under_load: return transport::RetryMode::under_load;
     }
-    k = 1469598103934665603ull ^ cid.size();
-    for (auto b : cid) k = (k ^ b) * 1099511628211ull;
-    return k;
+    return transport::RetryMode::under_load;
 }
 
-constexpr std::size_t kShortHeaderCidLength = 8;  // the IDs ndm issues
-
-struct HeaderPeek {
-    std::span<const std::uint8_t> dcid;
-    bool initial = false;
-};
-
-// The destination CID without verifying the integrity tag: the Connection
-// does that once, on its own parse.
-bool peek_dcid(std::span<const std::uint8_t> d, HeaderPeek& out) {
-    if (d.empty()) return false;
-    if (d[0] & 0x80) {  // long header: flags | version u32 | dcid_len | dcid ...
-        if (d.size() < 6 || d[5] > 20 || d.size() < 6u + d[5]) return false;
-        out.dcid = d.subspan(6, d[5]);
-        const std::uint32_t version = (std::uint32_t{d[1]} << 24) | (std::uint32_t{d[2]} << 16) |
-                                      (std::uint32_t{d[3]} << 8) | d[4];
-        out.initial = version != 0 && ((d[0] & 0x30) >> 4) == 0;
-        return true;
-    }
-    if (d.size() < 1 + kShortHeaderCidLength) return false;
-    out.dcid = d.subspan(1, kShortHeaderCidLength);
-    return true;
-}
+bool short_header(std::span<const std::uint8_t> d) { return !d.empty() && (d[0] & 0x80) == 0; }
 
 }  // namespace
 
@@ -88,14 +62,11 @@ struct Endpoint::Impl final : io::RxHandler {
         ConnectionHandle handle = 0;
         std::unique_ptr<Connection> conn;
         io::Address peer;  // in the socket's address family
-        std::vector<std::uint64_t> keys;    // routing keys registered for it
         std::unique_ptr<Link> egress, ingress;
         std::optional<StreamId> peer_stream;
         bool dirty = false;
         bool turned = false;     // listed in `turned` (Endpoint::take_turned)
         bool abandoned = false;  // peer unreachable: remove without a closing period
-        bool half_open = false;  // accepted, handshake not complete (counted in half_open_count)
-        bool accepted = false;   // counted in accepted_per_host
         std::size_t timer_slot = util::kNoTimerSlot;  // in `timers`
         std::uint64_t receive_share = 0;  // the receive window cap last given to conn
     };
@@ -107,20 +78,14 @@ struct Endpoint::Impl final : io::RxHandler {
     std::unordered_map<ConnectionHandle, std::unique_ptr<Record>> conns;
     // The most connections held since memory was last given back (below).
     std::size_t conns_peak = 0;
-    std::unordered_map<std::uint64_t, Record*> routes;
-    // The route the last datagram took: a sender's datagrams come in runs of
-    // one connection's, and with many connections the table's buckets are
-    // not in the cache (its lookup was 1.5 % of ndm-recv's samples at -P 128).
-    // Forgotten whenever `routes` changes.
-    std::uint64_t last_key = 0;
-    Record* last_route = nullptr;
-    // The connections of each peer address: a datagram no ID routes (a
-    // possible stateless reset) and an ICMP error concern only these, so
-    // neither costs a scan over every connection (a flood could drive one).
-    std::unordered_multimap<io::Address, Record*, io::AddressHash> by_peer;
-    // Accepted connections per peer host (Address::host()), for
-    // EndpointConfig::max_connections_per_address; entries at 0 are erased.
-    std::unordered_map<io::Address, std::size_t, io::AddressHash> accepted_per_host;
+    // Which connection each datagram is for, and which new ones to admit
+    // (RFC 9000 §5.2); its handles are the connections' ConnectionHandles.
+    transport::Router router;
+    // The record the last datagram went to: a sender's datagrams come in runs
+    // of one connection's, and with many connections the table's buckets are
+    // not in the cache (the lookup was 1.5 % of ndm-recv's samples at -P 128).
+    ConnectionHandle last_handle = 0;
+    Record* last_record = nullptr;
     // A turn visits only connections with work, so its cost does not grow
     // with the number of idle ones: those marked (a datagram arrived, the
     // application reached them through connection(), an error) and those
@@ -134,33 +99,34 @@ struct Endpoint::Impl final : io::RxHandler {
     std::vector<ConnectionHandle> turned;    // marked since the last take_turned(), each once
     bool turns_tracked = false;              // from the first take_turned() on (else `turned` would only grow)
     std::deque<ConnectionHandle> accepted;
-    std::deque<ConnectionHandle> half_open_order;  // oldest first; may hold handles no longer half-open
-    std::size_t half_open_count = 0;
     std::unordered_map<ConnectionHandle, CloseInfo> close_infos;
     std::deque<ConnectionHandle> close_order;
-    ConnectionHandle next_handle = 1;
     std::uint64_t seed_state = 0;
     Instant next_deadline = kNever;
     bool service_needed = false;
     bool tx_blocked = false;
     std::optional<io::TransmitBatch> batch;  // over `backend`, set once it exists
     std::vector<std::uint8_t> scratch = std::vector<std::uint8_t>(kMaxDatagramSize);  // poll buffer: never resized
-    std::vector<std::uint8_t> link_out;  // Link::deliver replaces its contents
+    Datagram link_out;  // Link::deliver replaces its contents
     std::optional<Instant> rx_now;
     EndpointStats st;
     io::ReceiveBudget budget;  // EndpointConfig::receive_budget, once the socket's size is known
-    // RFC 9000 §10.3: the tokens of the IDs accepted connections issue, and the
-    // resets for datagrams to IDs no connection has (a server endpoint's).
-    std::shared_ptr<io::StatelessResetResponder> resets;
-    // Stateless answers (resets, Retries) waiting for the next service pass.
+    // Stateless answers (resets, Retries, Version Negotiation) waiting for the next service pass.
     std::vector<std::pair<io::Address, std::vector<std::uint8_t>>> stateless_to_send;
-    std::optional<io::RetryGate> retry_gate;  // a server endpoint's (RFC 9000 §8.1.2)
 
-    explicit Impl(EndpointConfig c) : cfg(std::move(c)) {
-        if (cfg.accept_connections) {
-            resets = std::make_shared<io::StatelessResetResponder>(cfg.stateless_reset_key);
-            retry_gate.emplace(cfg.retry, cfg.retry_threshold);
-        }
+    transport::RouterConfig router_config() {
+        transport::RouterConfig r;
+        r.accept_connections = cfg.accept_connections;
+        r.retry = retry_mode(cfg.retry);
+        r.retry_threshold = cfg.retry_threshold;
+        r.max_half_open = cfg.max_half_open;
+        r.max_connections_per_host = cfg.max_connections_per_address;
+        r.stateless_reset_key = cfg.stateless_reset_key;
+        r.connection_config = [this] { return for_new_connection(cfg.connection); };
+        return r;
+    }
+
+    explicit Impl(EndpointConfig c) : cfg(std::move(c)), router(router_config()) {
         if (!cfg.qlog_dir.empty()) {
             try {
                 qlog = qlog::file_observer(cfg.qlog_dir);
@@ -215,23 +181,15 @@ struct Endpoint::Impl final : io::RxHandler {
         return it == conns.end() ? nullptr : it->second.get();
     }
 
-    void add_route(Record& r, std::span<const std::uint8_t> cid) {
-        const auto k = cid_key(cid);
-        routes[k] = &r;
-        last_route = nullptr;
-        r.keys.push_back(k);
-    }
-
-    Record& add(std::unique_ptr<Connection> conn, const io::Address& peer) {
+    // The record of the connection the router registered as `handle`.
+    Record& add(ConnectionHandle handle, std::unique_ptr<Connection> conn, const io::Address& peer) {
         auto rec = std::make_unique<Record>();
-        rec->handle = next_handle++;
+        rec->handle = handle;
         rec->conn = std::move(conn);
         rec->peer = peer;
         if (cfg.egress_link) rec->egress = cfg.egress_link();
         if (cfg.ingress_link) rec->ingress = cfg.ingress_link();
-        add_route(*rec, rec->conn->local_cid());
         Record& r = *rec;
-        by_peer.emplace(peer, &r);
         conns.emplace(r.handle, std::move(rec));
         conns_peak = std::max(conns_peak, conns.size());
         mark(r);
@@ -251,76 +209,23 @@ struct Endpoint::Impl final : io::RxHandler {
     }
 
     void remove(Record& r) {
-        leave_half_open(r);
-        if (r.accepted) {
-            const auto it = accepted_per_host.find(r.peer.host());
-            if (it != accepted_per_host.end() && --it->second == 0) accepted_per_host.erase(it);
-        }
-        for (auto [it, end] = by_peer.equal_range(r.peer); it != end; ++it) {
-            if (it->second == &r) {
-                by_peer.erase(it);
-                break;
-            }
-        }
-        for (auto k : r.keys) {
-            auto it = routes.find(k);
-            if (it != routes.end() && it->second == &r) routes.erase(it);
-        }
-        last_route = nullptr;
+        router.remove(r.handle);
+        if (last_record == &r) last_record = nullptr;
         if (!close_infos.count(r.handle)) remember_close(r.handle, r.conn->close_info());
         timers.erase(r);
         conns.erase(r.handle);  // r is gone
         give_back_memory();
     }
 
-    void leave_half_open(Record& r) {
-        if (!r.half_open) return;
-        r.half_open = false;
-        --half_open_count;
-    }
-
-    // Completed handshakes leave their handles behind in half_open_order;
-    // they are swept when they outnumber the live ones, so it stays bounded.
-    void prune_half_open_order() {
-        if (half_open_order.size() <= 2 * half_open_count + 64) return;
-        std::erase_if(half_open_order, [&](ConnectionHandle h) {
-            const Record* r = find(h);
-            return !r || !r->half_open;
-        });
-    }
-
-    // Makes room for one more half-open connection (EndpointConfig::max_half_open):
-    // the oldest is dropped without a closing period, as an unreachable peer is.
-    void make_half_open_room(Instant now) {
-        while (half_open_count >= std::max<std::size_t>(cfg.max_half_open, 1) && !half_open_order.empty()) {
-            Record* r = find(half_open_order.front());
-            half_open_order.pop_front();
-            if (!r || !r->half_open) continue;  // completed or gone since
-            evict(*r, "server busy: too many handshakes in progress", now);
-        }
-    }
-
-    // Makes room for a connection from `host`, over max_connections_per_address
-    // with its address proven by a Retry token: its oldest handshake still in
-    // progress goes (a spoofer of the address cannot complete one). False
-    // when every connection of the host is established.
-    bool make_host_room(const io::Address& host, Instant now) {
-        for (const ConnectionHandle h : half_open_order) {
-            Record* r = find(h);
-            if (!r || !r->half_open || !(r->peer.host() == host)) continue;
-            evict(*r, "server busy: too many connections from this address", now);
-            return true;
-        }
-        return false;
-    }
+    // The handshake completed or the connection closed: no longer in the router's half-open count.
+    void leave_half_open(Record& r) { router.established(r.handle); }
 
     // Drops a half-open connection without a closing period, as an unreachable peer is.
+    // (The router has already taken it out of its half-open count and counted it.)
     void evict(Record& r, const char* why, Instant now) {
-        leave_half_open(r);
         r.conn->close(static_cast<std::uint64_t>(CloseCode::connection_refused), why, now, false);
         r.abandoned = true;
         mark(r);
-        ++st.half_open_evicted;
     }
 
     void remember_close(ConnectionHandle h, const CloseInfo& info) {
@@ -355,8 +260,7 @@ struct Endpoint::Impl final : io::RxHandler {
         // generator would give the next connection's away from one observed ID.
         if (!c.random_bytes) c.random_bytes = [](std::span<std::uint8_t> out) { crypto::CryptoRandom{}.fill(out); };
         if (!c.observer && qlog) c.observer = qlog;
-        if (!c.stateless_reset_token && resets)
-            c.stateless_reset_token = [r = resets](std::span<const std::uint8_t> cid) { return r->token_for(cid); };
+        if (!c.stateless_reset_token) c.stateless_reset_token = router.reset_tokens();
         // The edge reads the clocks the core does not: certificates are
         // checked against the system time.
         if (c.tls.wall_time == std::chrono::system_clock::time_point{}) c.tls.wall_time = std::chrono::system_clock::now();
@@ -370,118 +274,71 @@ struct Endpoint::Impl final : io::RxHandler {
         return *rx_now;
     }
 
-    Record* route(std::uint64_t key) {
-        if (last_route && key == last_key) return last_route;
-        const auto it = routes.find(key);
-        if (it == routes.end()) return nullptr;
-        last_key = key;
-        return last_route = it->second;
+    Record* record(ConnectionHandle h) {
+        if (last_record && h == last_handle) return last_record;
+        Record* r = find(h);
+        if (r) {
+            last_handle = h;
+            last_record = r;
+        }
+        return r;
     }
 
     void on_datagram(std::span<const std::uint8_t> data, const io::Address& from, Ecn ecn) override {
         ++st.datagrams_received;
-        HeaderPeek hp;
-        if (!peek_dcid(data, hp)) {
-            ++st.unroutable;
-            return;
-        }
         const Instant now = rx_time();
-        if (Record* found = route(cid_key(hp.dcid))) {
-            Record& r = *found;
-            if (r.ingress) {
-                r.ingress->send(data, now, ecn);
-                service_needed = true;
-                rekey(r);
-                next_deadline = std::min(next_deadline, timers.top_time());
-            } else {
-                r.conn->on_datagram(data, now, ecn);
-                mark(r);
+        using Kind = transport::Router::Routed::Kind;
+        auto routed = router.handle(now, from.peer(), data, ecn);
+        switch (routed.kind) {
+            case Kind::connection: {
+                Record* found = record(routed.handle);
+                if (!found) break;
+                Record& r = *found;
+                if (r.ingress) {
+                    r.ingress->send({data, ecn}, now);
+                    service_needed = true;
+                    rekey(r);
+                    next_deadline = std::min(next_deadline, timers.top_time());
+                } else {
+                    r.conn->on_datagram(data, now, ecn);
+                    mark(r);
+                }
+                return;
             }
-            return;
+            case Kind::accepted: {
+                for (const auto& e : routed.evicted)
+                    if (Record* old = find(e.handle)) evict(*old, e.why, now);
+                add(routed.handle, std::move(routed.connection), from);
+                spdlog::debug("ndm: accepted a connection from {}", from.to_string());
+                return;
+            }
+            case Kind::respond:
+                if (short_header(data)) ++st.unroutable;  // answered with a stateless reset
+                stateless_to_send.emplace_back(from, std::move(routed.response));
+                service_needed = true;
+                return;
+            case Kind::offer_reset:
+                if (!offer_reset(routed.candidates, data, from, now)) ++st.unroutable;
+                return;
+            case Kind::drop: break;
         }
-        if (!hp.initial) {
-            if (!stateless_reset(data, from, now)) ++st.unroutable;
-            return;
-        }
-        if (!cfg.accept_connections) {
+        using transport::RouteDrop;
+        if (routed.kind == Kind::drop && routed.reason != RouteDrop::invalid_token &&
+            routed.reason != RouteDrop::per_host_cap)
             ++st.unroutable;
-            return;
-        }
-        std::size_t& from_host = accepted_per_host[from.host()];
-        const bool host_full = from_host >= std::max<std::size_t>(cfg.max_connections_per_address, 1);
-        if (host_full && cfg.retry == RetryPolicy::never) {
-            ++st.per_address_refused;
-            return;
-        }
-        // Over the per-address cap only a proven address (a Retry token) gets in.
-        auto conn = admit(data, from, ecn, now, host_full);
-        if (conn && host_full && !make_host_room(from.host(), now)) {
-            ++st.per_address_refused;
-            return;
-        }
-        if (!conn) {
-            if (from_host == 0) accepted_per_host.erase(from.host());
-            return;
-        }
-        make_half_open_room(now);
-        Record& r = add(std::move(conn), from);
-        r.accepted = true;
-        ++from_host;
-        if (r.conn->state() == ConnectionState::handshaking) {
-            r.half_open = true;
-            ++half_open_count;
-            half_open_order.push_back(r.handle);
-            prune_half_open_order();
-        }
-        // Retransmitted Initials still carry the client's original DCID.
-        add_route(r, hp.dcid);
-        spdlog::debug("ndm: accepted a connection from {}", from.to_string());
     }
 
-    // A client's first datagram to this server: a connection, or a Retry
-    // (RFC 9000 §8.1.2) and nullptr, or nullptr when it is dropped. With
-    // `need_token`, only an Initial with a valid token makes a connection.
-    std::unique_ptr<Connection> admit(std::span<const std::uint8_t> data, const io::Address& from, Ecn ecn,
-                                      Instant now, bool need_token) {
-        wire::quic::PacketView first;
-        const bool initial =
-            wire::quic::parse_packet_header(data, wire::kShortCidLength, first) == wire::quic::HeaderError::none &&
-            first.kind == wire::quic::PacketKind::initial && data.size() >= kMinDatagramSize;
-        using Token = io::RetryGate::TokenCheck::Kind;
-        const auto token = initial ? retry_gate->check_token(first, from, now) : io::RetryGate::TokenCheck{};
-        std::unique_ptr<Connection> conn;
-        if (token.kind == Token::invalid) {
-            ++st.invalid_tokens;
-            return nullptr;
-        }
-        if (token.kind == Token::valid) {
-            conn = Connection::accept(for_new_connection(cfg.connection), data, now, token.retry, ecn);
-        } else if (initial && (need_token || retry_gate->wants_retry(half_open_count, now))) {
-            std::vector<std::uint8_t> retry(io::RetryGate::kMaxRetrySize);
-            retry.resize(retry_gate->write_retry(retry, first, from, now));
-            if (!retry.empty()) {
-                stateless_to_send.emplace_back(from, std::move(retry));
-                ++st.retries_sent;
-                service_needed = true;
-            }
-            return nullptr;
-        } else {
-            if (need_token) return nullptr;  // another version's Initial over the cap
-            conn = Connection::accept(for_new_connection(cfg.connection), data, now, ecn);  // also other versions (VN)
-        }
-        if (!conn) ++st.unroutable;
-        else if (initial) retry_gate->on_handshake_started(now);
-        return conn;
-    }
-
-    // RFC 9000 §10.3: a short-header datagram no ID routes may be a peer's
-    // stateless reset (its first bytes are random): the connections to that
-    // address look for their peer's token in it. Otherwise a server answers
-    // it with a reset of its own. True when a connection took it as a reset.
-    bool stateless_reset(std::span<const std::uint8_t> data, const io::Address& from, Instant now) {
+    // RFC 9000 §10.3.1: a short header no ID routes may be a peer's stateless
+    // reset (its first bytes are random): the connections to that address
+    // look for their peer's token in it. If none takes it, a server answers it
+    // with a reset of its own. True when a connection took it as a reset.
+    bool offer_reset(const std::vector<ConnectionHandle>& candidates, std::span<const std::uint8_t> data,
+                     const io::Address& from, Instant now) {
         bool taken = false;
-        for (auto [it, end] = by_peer.equal_range(from); it != end; ++it) {
-            Record& r = *it->second;
+        for (const ConnectionHandle h : candidates) {
+            Record* found = find(h);
+            if (!found) continue;
+            Record& r = *found;
             if (r.abandoned || r.conn->state() == ConnectionState::draining) continue;
             r.conn->on_datagram(data, now);
             if (r.conn->state() == ConnectionState::draining) {
@@ -491,14 +348,12 @@ struct Endpoint::Impl final : io::RxHandler {
                 rekey(r);
             }
         }
-        if (taken || !resets) return taken;
-        std::vector<std::uint8_t> reset(io::StatelessResetResponder::kMaxResetSize);
-        const std::size_t n = resets->answer(data, kShortHeaderCidLength, now, reset);
-        if (n == 0) return false;
-        reset.resize(n);
-        stateless_to_send.emplace_back(from, std::move(reset));
-        ++st.stateless_resets_sent;
-        service_needed = true;
+        if (taken) return true;
+        auto reset = router.reset(now, data);
+        if (!reset.empty()) {
+            stateless_to_send.emplace_back(from, std::move(reset));
+            service_needed = true;
+        }
         return false;
     }
 
@@ -507,8 +362,10 @@ struct Endpoint::Impl final : io::RxHandler {
         io::Address peer;
         if (!peer_in.convert_to(backend->local_address().family(), peer)) peer = peer_in;
         const Instant now = rx_time();
-        for (auto [it, end] = by_peer.equal_range(peer); it != end; ++it) {
-            Record& r = *it->second;
+        for (const ConnectionHandle h : router.connections_to(peer.peer())) {
+            Record* found = find(h);
+            if (!found) continue;
+            Record& r = *found;
             if (r.abandoned) continue;
             const auto s = r.conn->state();
             if (s != ConnectionState::handshaking && s != ConnectionState::established) continue;
@@ -549,7 +406,7 @@ struct Endpoint::Impl final : io::RxHandler {
             if (r.egress) {
                 Ecn ecn = Ecn::not_ect;
                 while (std::size_t n = r.conn->poll_datagram(scratch, now, ecn)) {
-                    r.egress->send({scratch.data(), n}, now, ecn);
+                    r.egress->send({{scratch.data(), n}, ecn}, now);
                 }
             } else if (!tx_blocked) {
                 // One pacer quantum per clock reading would cap a turn at 64 KiB
@@ -610,15 +467,14 @@ struct Endpoint::Impl final : io::RxHandler {
     // Delivers what a connection's links release by now: egress to the
     // socket, ingress to the connection.
     void run_links(Record& r, Instant now) {
-        Ecn ecn = Ecn::not_ect;
         if (r.egress) {
-            while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out, ecn)) {
-                if (!r.abandoned && !batch->send_or_stash(r.peer, link_out, ecn)) tx_blocked = true;
+            while (r.egress->next_delivery() <= now && r.egress->deliver(now, link_out)) {
+                if (!r.abandoned && !batch->send_or_stash(r.peer, link_out.bytes, link_out.ecn)) tx_blocked = true;
             }
         }
         if (r.ingress) {
-            while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out, ecn)) {
-                r.conn->on_datagram(link_out, now, ecn);
+            while (r.ingress->next_delivery() <= now && r.ingress->deliver(now, link_out)) {
+                r.conn->on_datagram(link_out.bytes, now, link_out.ecn);
             }
         }
     }
@@ -713,7 +569,8 @@ ConnectionHandle Endpoint::connect(const std::string& host, std::uint16_t port, 
     if (c.tls.server_name.empty())  // an IPv6 literal without its brackets (an IP address: no SNI, RFC 6066 §3)
         c.tls.server_name = host.size() >= 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
     auto conn = Connection::connect(c, steady_now());
-    auto& r = d.add(std::move(conn), peer);
+    const ConnectionHandle handle = d.router.add(peer.peer(), conn->local_cid());
+    auto& r = d.add(handle, std::move(conn), peer);
     spdlog::debug("ndm: connecting to {} (connection {})", peer.to_string(), r.handle);
     return r.handle;
 }
@@ -787,6 +644,12 @@ bool Endpoint::gro_enabled() const { return impl_->backend->gro(); }
 
 EndpointStats Endpoint::stats() const {
     EndpointStats s = impl_->st;
+    const transport::RouterStats& rs = impl_->router.stats();
+    s.per_address_refused = rs.drops(transport::RouteDrop::per_host_cap);
+    s.invalid_tokens = rs.drops(transport::RouteDrop::invalid_token);
+    s.retries_sent = rs.retries_sent;
+    s.stateless_resets_sent = rs.stateless_resets_sent;
+    s.half_open_evicted = rs.half_open_evicted;
     s.datagrams_sent = impl_->batch ? impl_->batch->queued() : 0;
     s.send_calls = impl_->backend->send_calls();
     s.send_errors = impl_->backend->send_errors();

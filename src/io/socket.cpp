@@ -61,6 +61,20 @@ Address Address::host() const {
     return out;
 }
 
+transport::PeerAddress Address::peer() const {
+    transport::PeerAddress p;
+    p.port = port();
+    if (family() == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+        std::memcpy(p.ip.data(), &a->sin6_addr, 16);
+        p.scope = a->sin6_scope_id;
+        p.v6 = true;
+    } else if (family() == AF_INET) {
+        std::memcpy(p.ip.data(), &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr, 4);
+    }
+    return p;
+}
+
 std::size_t Address::hash() const {
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&](const void* p, std::size_t n) {

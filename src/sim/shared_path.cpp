@@ -45,16 +45,16 @@ public:
     Demux(std::unique_ptr<Link> link, std::size_t flows)
         : link_(std::move(link)), queues_(flows), tag_(tag_width(flows)) {}
 
-    void send(std::size_t flow, std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
-        tagged_.resize(datagram.size() + tag_);
+    void send(std::size_t flow, const DatagramView& datagram, Instant now) {
+        tagged_.resize(datagram.bytes.size() + tag_);
         if (tag_ == 1) {
             tagged_[0] = static_cast<std::uint8_t>(flow);
         } else {
             tagged_[0] = static_cast<std::uint8_t>(flow >> 8);
             tagged_[1] = static_cast<std::uint8_t>(flow);
         }
-        std::copy(datagram.begin(), datagram.end(), tagged_.begin() + static_cast<std::ptrdiff_t>(tag_));
-        link_->send(tagged_, now, ecn);
+        std::copy(datagram.bytes.begin(), datagram.bytes.end(), tagged_.begin() + static_cast<std::ptrdiff_t>(tag_));
+        link_->send({tagged_, datagram.ecn}, now);
     }
 
     // The earliest time flow f may have a datagram: its own queue's head, or
@@ -80,13 +80,13 @@ public:
     // their own next event moved earlier.
     [[nodiscard]] std::vector<std::size_t>& woken() { return woken_; }
 
-    bool deliver(std::size_t f, Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
+    bool deliver(std::size_t f, Instant now, Datagram& out) {
         pull(now);
         auto& q = queues_[f];
         if (q.empty() || q.front().due > now) return false;
         // The caller's old buffer goes to the spares: no allocation per datagram.
-        out.swap(q.front().data);
-        ecn = q.front().ecn;
+        out.bytes.swap(q.front().data);
+        out.ecn = q.front().ecn;
         if (spares_.size() < kMaxSpares) spares_.push_back(std::move(q.front().data));
         q.pop_front();
         return true;
@@ -107,9 +107,8 @@ private:
     void pull(Instant now) {
         while (link_->next_delivery() <= now) {
             const Instant due = link_->next_delivery();
-            Ecn ecn = Ecn::not_ect;
-            if (!link_->deliver(now, rx_, ecn)) break;
-            const std::size_t flow = tag_of(rx_);
+            if (!link_->deliver(now, rx_)) break;
+            const std::size_t flow = tag_of(rx_.bytes);
             if (flow >= queues_.size()) {
                 ++misrouted_;  // the tag itself was corrupted (or cut short)
                 continue;
@@ -121,8 +120,8 @@ private:
                 d = std::move(spares_.back());
                 spares_.pop_back();
             }
-            d.assign(rx_.begin() + static_cast<std::ptrdiff_t>(tag_), rx_.end());
-            q.push_back({due, std::move(d), ecn});
+            d.assign(rx_.bytes.begin() + static_cast<std::ptrdiff_t>(tag_), rx_.bytes.end());
+            q.push_back({due, std::move(d), rx_.ecn});
         }
     }
 
@@ -136,7 +135,7 @@ private:
     std::vector<std::deque<Queued>> queues_;
     std::size_t tag_;
     std::vector<std::uint8_t> tagged_;
-    std::vector<std::uint8_t> rx_;
+    Datagram rx_;
     std::uint64_t misrouted_ = 0;
     std::vector<std::size_t> woken_;
     bool own_only_ = false;
@@ -148,18 +147,9 @@ private:
 class Port final : public Link {
 public:
     Port(Demux& demux, std::size_t flow) : demux_(demux), flow_(flow) {}
-    void send(std::span<const std::uint8_t> datagram, Instant now) override { send(datagram, now, Ecn::not_ect); }
-    void send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) override {
-        demux_.send(flow_, datagram, now, ecn);
-    }
+    void send(const DatagramView& datagram, Instant now) override { demux_.send(flow_, datagram, now); }
     [[nodiscard]] Instant next_delivery() const override { return demux_.next_for(flow_); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
-        Ecn ecn = Ecn::not_ect;
-        return deliver(now, out, ecn);
-    }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) override {
-        return demux_.deliver(flow_, now, out, ecn);
-    }
+    bool deliver(Instant now, Datagram& out) override { return demux_.deliver(flow_, now, out); }
     [[nodiscard]] LinkStats stats() const override { return demux_.stats(); }
 
 private:

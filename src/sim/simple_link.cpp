@@ -72,9 +72,8 @@ SimpleLink::~SimpleLink() = default;
 
 std::size_t SimpleLink::queued() const { return state_->in_order.size() + state_->held.size(); }
 
-void SimpleLink::send(std::span<const std::uint8_t> datagram, Instant now) { send(datagram, now, Ecn::not_ect); }
-
-void SimpleLink::send(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
+void SimpleLink::send(const DatagramView& sent, Instant now) {
+    const std::span<const std::uint8_t> datagram = sent.bytes;
     State& s = *state_;
     now = std::max(now, s.last_send);  // keep the queues sorted even if a caller goes back in time
     s.last_send = now;
@@ -117,7 +116,7 @@ void SimpleLink::send(std::span<const std::uint8_t> datagram, Instant now, Ecn e
             s.tx_free_at = at;
             s.tx_end.push_back(at);
         }
-        Packet p{at + config_.delay, s.seq++, s.buffer(datagram), ecn};
+        Packet p{at + config_.delay, s.seq++, s.buffer(datagram), sent.ecn};
         if (!p.data.empty() && s.corrupt.chance(config_.corrupt)) {
             ++stats_.corrupted;
             const std::uint64_t bit = s.corrupt.below(p.data.size() * 8);
@@ -141,12 +140,7 @@ Instant SimpleLink::next_delivery() const {
     return t;
 }
 
-bool SimpleLink::deliver(Instant now, std::vector<std::uint8_t>& out) {
-    Ecn ecn = Ecn::not_ect;
-    return deliver(now, out, ecn);
-}
-
-bool SimpleLink::deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) {
+bool SimpleLink::deliver(Instant now, Datagram& out) {
     State& s = *state_;
     std::deque<Packet>* q = nullptr;
     if (!s.in_order.empty()) q = &s.in_order;
@@ -155,8 +149,8 @@ bool SimpleLink::deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& ecn) 
         if (q == nullptr || h.at < q->front().at || (h.at == q->front().at && h.seq < q->front().seq)) q = &s.held;
     }
     if (q == nullptr || q->front().at > now) return false;
-    out.swap(q->front().data);
-    ecn = q->front().ecn;
+    out.bytes.swap(q->front().data);
+    out.ecn = q->front().ecn;
     s.pool.push_back(std::move(q->front().data));  // the caller's old buffer, reused later
     q->pop_front();
     ++stats_.delivered;

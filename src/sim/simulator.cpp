@@ -38,8 +38,8 @@ std::vector<std::uint8_t>& tx_scratch() {
 // rotates through theirs, and what it hands a link was just read (hot). One
 // per direction: a return link keeps what it is handed for that flow's next
 // ACK, which left a small ACK's cold buffer for the next full datagram.
-std::vector<std::uint8_t>& rx_scratch(int side) {
-    thread_local std::vector<std::uint8_t> buffers[2];
+Datagram& rx_scratch(int side) {
+    thread_local Datagram buffers[2];
     return buffers[side];
 }
 }  // namespace
@@ -114,7 +114,7 @@ void Simulator::drain(int side) {
     Link& link = *links_[side == kClient ? 0 : 1];
     Ecn ecn = Ecn::not_ect;
     std::vector<std::uint8_t>& tx = tx_scratch();
-    while (const std::size_t n = c->poll_datagram(tx, now_, ecn)) link.send({tx.data(), n}, now_, ecn);
+    while (const std::size_t n = c->poll_datagram(tx, now_, ecn)) link.send({{tx.data(), n}, ecn}, now_);
 }
 
 void Simulator::flush() { flush(kClientSide | kServerSide); }
@@ -165,29 +165,28 @@ unsigned Simulator::process(const Next& next) {
     }
     ++steps_;
 
-    Ecn rx_ecn = Ecn::not_ect;
     switch (next.kind) {
         case EventKind::to_server: {
-            std::vector<std::uint8_t>& rx = rx_scratch(kServer);
-            if (!links_[0]->deliver(now_, rx, rx_ecn)) return 0;
+            Datagram& rx = rx_scratch(kServer);
+            if (!links_[0]->deliver(now_, rx)) return 0;
             if (!server_) {
-                server_ = Connection::accept(server_config_, rx, now_, rx_ecn);
+                server_ = Connection::accept(server_config_, rx.bytes, now_, rx.ecn);
                 if (!server_) {
                     ++rejected_;
                     spdlog::debug("sim: t={} ns: accept() rejected a {}-byte datagram",
-                                  now_.time_since_epoch().count(), rx.size());
+                                  now_.time_since_epoch().count(), rx.bytes.size());
                     return 0;
                 }
             } else {
-                server_->on_datagram(rx, now_, rx_ecn);
+                server_->on_datagram(rx.bytes, now_, rx.ecn);
             }
             drain(kServer);
             return kServerSide;
         }
         case EventKind::to_client: {
-            std::vector<std::uint8_t>& rx = rx_scratch(kClient);
-            if (!links_[1]->deliver(now_, rx, rx_ecn)) return 0;
-            client_->on_datagram(rx, now_, rx_ecn);
+            Datagram& rx = rx_scratch(kClient);
+            if (!links_[1]->deliver(now_, rx)) return 0;
+            client_->on_datagram(rx.bytes, now_, rx.ecn);
             drain(kClient);
             return kClientSide;
         }

@@ -168,15 +168,22 @@ void register_tap() {
 }
 
 // The client → server link, reporting datagrams to the ledger; the two taps
-// below differ in which datagrams are the recorded flow's.
+// below differ in which datagrams are the recorded flow's. It does not model
+// ECN: a datagram's codepoint is cleared before the emulator sees it (so its
+// AQM drops rather than marks), as the datasets were generated.
 class LedgerLink : public Link {
 public:
     [[nodiscard]] Instant next_delivery() const override { return inner_->next_delivery(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_->deliver(now, out); }
+    bool deliver(Instant now, Datagram& out) override {
+        const bool got = inner_->deliver(now, out);
+        out.ecn = Ecn::not_ect;
+        return got;
+    }
     [[nodiscard]] LinkStats stats() const override { return inner_->stats(); }
 
 protected:
     LedgerLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : inner_(std::move(inner)), ledger_(ledger) {}
+    void forward(const DatagramView& datagram, Instant now) { inner_->send({datagram.bytes}, now); }
 
     std::unique_ptr<emu::EmulatedLink> inner_;
     LossLedger& ledger_;
@@ -188,9 +195,9 @@ public:
     TapLink(std::unique_ptr<emu::EmulatedLink> inner, LossLedger& ledger) : LedgerLink(std::move(inner), ledger) {
         inner_->set_observer([this](const emu::PacketEvent& ev) { ledger_.on_emulator(ev); });
     }
-    void send(std::span<const std::uint8_t> datagram, Instant now) override {
+    void send(const DatagramView& datagram, Instant now) override {
         ledger_.on_link_send();
-        inner_->send(datagram, now);
+        forward(datagram, now);
     }
 };
 
@@ -208,14 +215,14 @@ public:
             ledger_.on_emulator(mine);
         });
     }
-    void send(std::span<const std::uint8_t> datagram, Instant now) override {
-        if (!datagram.empty() && datagram[0] == 0) {
+    void send(const DatagramView& datagram, Instant now) override {
+        if (!datagram.bytes.empty() && datagram.bytes[0] == 0) {
             local_.push_back(static_cast<std::int64_t>(sent_++));
             ledger_.on_link_send();
         } else {
             local_.push_back(-1);
         }
-        inner_->send(datagram, now);
+        forward(datagram, now);
     }
 
 private:

@@ -30,7 +30,7 @@ void check_windows(const std::string& spec, const Trace& trace, int seconds) {
     std::vector<std::uint8_t> p = payload(0, 1500);
     for (std::size_t i = 0; i < t.size(); ++i) {
         deliver_until(link, t[i], t, out, false);
-        link.send(p, t[i]);
+        link.send({p}, t[i]);
     }
     const auto end = at(std::chrono::seconds(seconds));
     deliver_until(link, end, t, out, false);

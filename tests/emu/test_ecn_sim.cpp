@@ -42,15 +42,14 @@ struct Delivered {
 // collects everything the link delivers.
 Delivered burst(emu::EmulatedLink& l, std::size_t n, Ecn ecn, std::size_t size = 1200) {
     const std::vector<std::uint8_t> d(size, 1);
-    for (std::size_t i = 0; i < n; ++i) l.send(d, Instant{}, ecn);
+    for (std::size_t i = 0; i < n; ++i) l.send({d, ecn}, Instant{});
     Delivered out;
-    std::vector<std::uint8_t> buf;
-    Ecn got = Ecn::not_ect;
+    ndm::Datagram got;
     for (Instant t = l.next_delivery(); t != ndm::kNever; t = l.next_delivery()) {
-        while (l.deliver(t, buf, got)) {
+        while (l.deliver(t, got)) {
             ++out.count;
-            out.ce += got == Ecn::ce ? 1 : 0;
-            out.codepoints.push_back(got);
+            out.ce += got.ecn == Ecn::ce ? 1 : 0;
+            out.codepoints.push_back(got.ecn);
         }
     }
     return out;
@@ -64,14 +63,15 @@ TEST_CASE("emu ecn: the codepoint travels through the pipeline unchanged without
     CHECK(r.count == 20);
     for (Ecn e : r.codepoints) CHECK(e == Ecn::ect1);
     CHECK(l->emu_stats().total_marked() == 0);
-    // The two-argument Link calls are not-ECT.
+    // A datagram sent without a codepoint is not-ECT, and deliver() replaces
+    // the codepoint the caller's Datagram held.
     auto m = link("delay=5ms");
     const std::vector<std::uint8_t> d(100, 1);
-    m->send(d, Instant{});
-    std::vector<std::uint8_t> buf;
-    Ecn got = Ecn::ce;
-    REQUIRE(m->deliver(Instant{} + 5ms, buf, got));
-    CHECK(got == Ecn::not_ect);
+    m->send({d}, Instant{});
+    ndm::Datagram got{{}, Ecn::ce};
+    REQUIRE(m->deliver(Instant{} + 5ms, got));
+    CHECK(got.ecn == Ecn::not_ect);
+    CHECK(got.bytes == d);
 }
 
 TEST_CASE("emu ecn: RED marks ECT datagrams CE and drops not-ECT ones, on the queue length (Floyd & Jacobson 1993)") {
@@ -268,11 +268,9 @@ Marked run_marked(const std::string& cc, const std::string& aqm, bool ecn = true
     struct Ref final : ndm::Link {
         std::shared_ptr<emu::EmulatedLink> l;
         explicit Ref(std::shared_ptr<emu::EmulatedLink> x) : l(std::move(x)) {}
-        void send(std::span<const std::uint8_t> d, Instant now) override { l->send(d, now); }
-        void send(std::span<const std::uint8_t> d, Instant now, Ecn e) override { l->send(d, now, e); }
+        void send(const ndm::DatagramView& d, Instant now) override { l->send(d, now); }
         [[nodiscard]] Instant next_delivery() const override { return l->next_delivery(); }
-        bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return l->deliver(now, out); }
-        bool deliver(Instant now, std::vector<std::uint8_t>& out, Ecn& e) override { return l->deliver(now, out, e); }
+        bool deliver(Instant now, ndm::Datagram& out) override { return l->deliver(now, out); }
         [[nodiscard]] ndm::LinkStats stats() const override { return l->stats(); }
     };
     s.client_to_server_factory = [up] { return std::make_unique<Ref>(up); };
@@ -391,9 +389,14 @@ TEST_CASE("ecn in virtual time: SimpleLink carries the codepoints, and runs stay
 TEST_CASE("ecn in virtual time: a Link that does not carry ECN looks like a bleaching path") {
     struct Plain final : ndm::Link {
         ndm::sim::SimpleLink inner{ndm::sim::SimpleLinkConfig{}};
-        void send(std::span<const std::uint8_t> d, Instant now) override { inner.send(d, now); }
+        // Clears the codepoint both ways, as a path that rewrites the TOS byte.
+        void send(const ndm::DatagramView& d, Instant now) override { inner.send({d.bytes}, now); }
         [[nodiscard]] Instant next_delivery() const override { return inner.next_delivery(); }
-        bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner.deliver(now, out); }
+        bool deliver(Instant now, ndm::Datagram& out) override {
+            const bool got = inner.deliver(now, out);
+            out.ecn = Ecn::not_ect;
+            return got;
+        }
         [[nodiscard]] ndm::LinkStats stats() const override { return inner.stats(); }
     };
     ndm::sim::TransferSpec s;

@@ -60,7 +60,7 @@ TEST_CASE("emu AC-8: droptail bound in packets: no drop below Q, bounded delay, 
         deliver_until(link, t[i], t, out, false);
         if (i == 49) CHECK(link.emu_stats().total_dropped() == 0);
         std::memcpy(p.data(), &i, 8);
-        link.send(p, t[i]);
+        link.send({p}, t[i]);
         const auto& s = link.emu_stats();
         // drops = arrivals − departures − backlog
         REQUIRE(s.total_dropped() == s.sent - s.delivered - link.in_flight());

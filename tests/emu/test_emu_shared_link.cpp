@@ -41,14 +41,14 @@ struct PortRun {
 std::vector<PortRun> saturate(std::vector<std::unique_ptr<ndm::Link>>& ports, std::size_t size, Duration spacing,
                               int seconds) {
     std::vector<PortRun> runs(ports.size());
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     auto drain = [&](Instant now) {
         for (std::size_t k = 0; k < ports.size(); ++k) {
             while (ports[k]->next_delivery() <= now && ports[k]->deliver(now, buf)) {
                 std::uint64_t who = 0;
-                std::memcpy(&who, buf.data(), 8);
+                std::memcpy(&who, buf.bytes.data(), 8);
                 ++runs[k].delivered;
-                runs[k].delivered_bytes += buf.size();
+                runs[k].delivered_bytes += buf.bytes.size();
                 if (who != k) ++runs[k].foreign;
             }
         }
@@ -60,7 +60,7 @@ std::vector<PortRun> saturate(std::vector<std::unique_ptr<ndm::Link>>& ports, st
     for (std::uint64_t i = 0; i < n; ++i) {
         const Instant t = Instant{} + step * static_cast<std::int64_t>(i);
         drain(t);
-        ports[i % m]->send(tagged_payload(i % m, i / m, size), t);
+        ports[i % m]->send({tagged_payload(i % m, i / m, size)}, t);
     }
     drain(Instant{} + std::chrono::seconds(seconds));
     return runs;
@@ -122,21 +122,21 @@ TEST_CASE("emu shared link: datagrams in flight for a closed port are discarded,
     auto link = shared("delay=50ms");
     auto a = link->port();
     std::vector<std::uint8_t> d = tagged_payload(0, 0, 100);
-    a->send(d, Instant{});
-    a->send(d, Instant{});
+    a->send({d}, Instant{});
+    a->send({d}, Instant{});
     a.reset();  // the connection ended with two datagrams on the wire
     CHECK(link->open_ports() == 0);
     auto b = link->port();
     d = tagged_payload(1, 0, 100);
-    b->send(d, at(1ms));
-    std::vector<std::uint8_t> out;
+    b->send({d}, at(1ms));
+    ndm::Datagram out;
     CHECK(b->next_delivery() == at(50ms));  // a's datagram, still due on the link
     CHECK_FALSE(b->deliver(at(50ms), out));
     CHECK(link->orphaned() == 2);
     CHECK(b->next_delivery() == at(51ms));
     REQUIRE(b->deliver(at(51ms), out));
     std::uint64_t who = 0;
-    std::memcpy(&who, out.data(), 8);
+    std::memcpy(&who, out.bytes.data(), 8);
     CHECK(who == 1);
     CHECK(b->next_delivery() == ndm::kNever);
     // The ports keep the link alive.

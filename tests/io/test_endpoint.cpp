@@ -1497,17 +1497,18 @@ TEST_CASE("endpoint: a listening endpoint takes no ICMP errors: Retries to close
 
 namespace {
 // Forwards datagrams until *cut is set, then drops them: a server that
-// vanishes without a word (power loss, a crash).
+// vanishes without a word (power loss, a crash). It does not model ECN.
 class CuttableLink final : public Link {
 public:
     explicit CuttableLink(const bool* cut) : cut_(cut) {}
-    void send(std::span<const std::uint8_t> d, Instant now) override {
-        if (!*cut_) q_.push_back({now, std::vector<std::uint8_t>(d.begin(), d.end())});
+    void send(const DatagramView& d, Instant now) override {
+        if (!*cut_) q_.push_back({now, std::vector<std::uint8_t>(d.bytes.begin(), d.bytes.end())});
     }
     [[nodiscard]] Instant next_delivery() const override { return q_.empty() ? kNever : q_.front().first; }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+    bool deliver(Instant now, Datagram& out) override {
         if (q_.empty() || q_.front().first > now) return false;
-        out = std::move(q_.front().second);
+        out.bytes = std::move(q_.front().second);
+        out.ecn = Ecn::not_ect;
         q_.pop_front();
         return true;
     }

@@ -1,4 +1,5 @@
-// The server Endpoint's Retry gate (src/io/retry_gate, RFC 9000 §8.1.2):
+// The server's Retry gate (src/transport/retry_gate, RFC 9000 §8.1.2), with
+// the addresses of src/io's sockets (io::Address::peer()):
 // when it retries, the Retry it writes (RFC 9001 §5.8 tag, the client's SCID
 // echoed, a fresh SCID), and the token check: valid for the address and port
 // it was issued to within its lifetime, invalid when forged, expired or
@@ -8,12 +9,13 @@
 #include <chrono>
 #include <vector>
 
-#include "io/retry_gate.hpp"
+#include "io/backend.hpp"
+#include "transport/retry_gate.hpp"
 #include "wire/quic_header.hpp"
 
 using namespace ndm;
 using namespace std::chrono_literals;
-using Kind = io::RetryGate::TokenCheck::Kind;
+using Kind = transport::RetryGate::TokenCheck::Kind;
 
 namespace {
 
@@ -37,9 +39,9 @@ struct Retry {
     wire::quic::PacketView view;
 };
 
-Retry retry_from(io::RetryGate& gate, const io::Address& peer, Instant now) {
+Retry retry_from(transport::RetryGate& gate, const transport::PeerAddress& peer, Instant now) {
     Retry r;
-    r.bytes.resize(io::RetryGate::kMaxRetrySize);
+    r.bytes.resize(transport::RetryGate::kMaxRetrySize);
     r.bytes.resize(gate.write_retry(r.bytes, initial(), peer, now));
     REQUIRE(!r.bytes.empty());
     REQUIRE(wire::quic::parse_packet_header(r.bytes, wire::kShortCidLength, r.view) == wire::quic::HeaderError::none);
@@ -50,9 +52,9 @@ Retry retry_from(io::RetryGate& gate, const io::Address& peer, Instant now) {
 
 TEST_CASE("retry gate: never, always, and under load from the threshold of handshakes in progress on") {
     const Instant t = Instant{} + 10s;
-    CHECK_FALSE(io::RetryGate(RetryPolicy::never, 0).wants_retry(1000, t));
-    CHECK(io::RetryGate(RetryPolicy::always, 1000).wants_retry(0, t));
-    io::RetryGate load(RetryPolicy::under_load, 3);
+    CHECK_FALSE(transport::RetryGate(transport::RetryMode::never, 0).wants_retry(1000, t));
+    CHECK(transport::RetryGate(transport::RetryMode::always, 1000).wants_retry(0, t));
+    transport::RetryGate load(transport::RetryMode::under_load, 3);
     CHECK_FALSE(load.wants_retry(2, t));
     CHECK(load.wants_retry(3, t));
     CHECK(load.wants_retry(4, t));
@@ -66,7 +68,7 @@ TEST_CASE("retry gate: never, always, and under load from the threshold of hands
 TEST_CASE("retry gate: under load also counts the handshakes begun within the last second") {
     // Handshakes that end at once (spoofed ports answering with ICMP errors)
     // never pile up, but each cost a TLS handshake: their rate counts too.
-    io::RetryGate gate(RetryPolicy::under_load, 4);
+    transport::RetryGate gate(transport::RetryMode::under_load, 4);
     const Instant t0 = Instant{} + 100s;
     for (int i = 0; i < 3; ++i) gate.on_handshake_started(t0 + std::chrono::milliseconds(100 * i));
     CHECK_FALSE(gate.wants_retry(0, t0 + 300ms));
@@ -79,8 +81,8 @@ TEST_CASE("retry gate: under load also counts the handshakes begun within the la
 }
 
 TEST_CASE("retry gate: the Retry echoes the client's SCID, names a fresh SCID and carries a verified tag") {
-    io::RetryGate gate(RetryPolicy::always, 0);
-    const auto peer = io::Address::parse("127.0.0.1", 4000);
+    transport::RetryGate gate(transport::RetryMode::always, 0);
+    const auto peer = io::Address::parse("127.0.0.1", 4000).peer();
     const Retry a = retry_from(gate, peer, Instant{} + 1s);
     CHECK(a.view.kind == wire::quic::PacketKind::retry);
     CHECK(std::vector(a.view.dcid.begin(), a.view.dcid.end()) == kClientScid);
@@ -95,8 +97,8 @@ TEST_CASE("retry gate: the Retry echoes the client's SCID, names a fresh SCID an
 }
 
 TEST_CASE("retry gate: a token is valid from its address and port within 10 s, and nowhere else") {
-    io::RetryGate gate(RetryPolicy::always, 0);
-    const auto peer = io::Address::parse("127.0.0.1", 4000);
+    transport::RetryGate gate(transport::RetryMode::always, 0);
+    const auto peer = io::Address::parse("127.0.0.1", 4000).peer();
     const Instant t0 = Instant{} + 100s;
     const Retry r = retry_from(gate, peer, t0);
     const std::vector<std::uint8_t> token(r.view.token.begin(), r.view.token.end());
@@ -104,22 +106,22 @@ TEST_CASE("retry gate: a token is valid from its address and port within 10 s, a
     const auto ok = gate.check_token(initial(token, r.view.scid), peer, t0 + 9s);
     CHECK(ok.kind == Kind::valid);
     CHECK(ok.retry.original_dcid == kClientDcid);  // for original_destination_connection_id
-    CHECK(gate.check_token(initial(token), io::Address::parse("127.0.0.1", 4001), t0 + 1s).kind == Kind::invalid);
-    CHECK(gate.check_token(initial(token), io::Address::parse("127.0.0.2", 4000), t0 + 1s).kind == Kind::invalid);
-    CHECK(gate.check_token(initial(token), io::Address::parse("::1", 4000), t0 + 1s).kind == Kind::invalid);
+    CHECK(gate.check_token(initial(token), io::Address::parse("127.0.0.1", 4001).peer(), t0 + 1s).kind == Kind::invalid);
+    CHECK(gate.check_token(initial(token), io::Address::parse("127.0.0.2", 4000).peer(), t0 + 1s).kind == Kind::invalid);
+    CHECK(gate.check_token(initial(token), io::Address::parse("::1", 4000).peer(), t0 + 1s).kind == Kind::invalid);
     CHECK(gate.check_token(initial(token), peer, t0 + 11s).kind == Kind::invalid);  // expired
     for (std::size_t i = 1; i < token.size(); ++i) {
         auto bad = token;
         bad[i] ^= 0x01;
         CHECK(gate.check_token(initial(bad), peer, t0 + 1s).kind == Kind::invalid);
     }
-    io::RetryGate other(RetryPolicy::always, 0);  // another server's (or a restarted one's) key
+    transport::RetryGate other(transport::RetryMode::always, 0);  // another server's (or a restarted one's) key
     CHECK(other.check_token(initial(token), peer, t0 + 1s).kind == Kind::invalid);
 }
 
 TEST_CASE("retry gate: a token that is not a Retry token of this shape counts as none (RFC 9000 8.1.3)") {
-    io::RetryGate gate(RetryPolicy::always, 0);
-    const auto peer = io::Address::parse("127.0.0.1", 4000);
+    transport::RetryGate gate(transport::RetryMode::always, 0);
+    const auto peer = io::Address::parse("127.0.0.1", 4000).peer();
     CHECK(gate.check_token(initial(), peer, Instant{}).kind == Kind::none);
     const std::vector<std::uint8_t> foreign(40, 0x02);  // e.g. another server's NEW_TOKEN token
     CHECK(gate.check_token(initial(foreign), peer, Instant{}).kind == Kind::none);

@@ -11,18 +11,19 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Drops datagrams number [first, first + count) of one direction.
+// Drops datagrams number [first, first + count) of one direction. It does
+// not model ECN: datagrams go through not-ECT.
 class BurstDropLink final : public Link {
 public:
     BurstDropLink(sim::SimpleLinkConfig cfg, std::uint64_t first, std::uint64_t count)
         : inner_(std::move(cfg)), first_(first), count_(count) {}
-    void send(std::span<const std::uint8_t> d, Instant now) override {
+    void send(const DatagramView& d, Instant now) override {
         std::uint64_t i = n_++;
         if (i >= first_ && i < first_ + count_) return;
-        inner_.send(d, now);
+        inner_.send({d.bytes}, now);
     }
     [[nodiscard]] Instant next_delivery() const override { return inner_.next_delivery(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override { return inner_.deliver(now, out); }
+    bool deliver(Instant now, Datagram& out) override { return inner_.deliver(now, out); }
     [[nodiscard]] LinkStats stats() const override { return inner_.stats(); }
 
 private:

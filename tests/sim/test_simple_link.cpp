@@ -41,15 +41,15 @@ std::uint64_t seq_of(const std::vector<std::uint8_t>& d) {
 // Sends n datagrams 1 ms apart, then drains; returns the delivered sequence numbers in order.
 std::vector<std::uint64_t> run(SimpleLink& link, std::uint64_t n, Duration spacing = 1ms) {
     std::vector<std::uint64_t> out;
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     for (std::uint64_t i = 0; i < n; ++i) {
         const Instant now = at(spacing * static_cast<Duration::rep>(i));
-        while (link.deliver(now, buf)) out.push_back(seq_of(buf));
-        link.send(datagram(i), now);
+        while (link.deliver(now, buf)) out.push_back(seq_of(buf.bytes));
+        link.send({datagram(i)}, now);
     }
     while (link.next_delivery() != kNever) {
         REQUIRE(link.deliver(link.next_delivery(), buf));
-        out.push_back(seq_of(buf));
+        out.push_back(seq_of(buf.bytes));
     }
     return out;
 }
@@ -65,7 +65,7 @@ void check_rate(std::uint64_t count, std::uint64_t n, double p) {
 
 TEST_CASE("SimpleLink: empty link has nothing to deliver") {
     SimpleLink link({});
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     CHECK(link.next_delivery() == kNever);
     CHECK_FALSE(link.deliver(at(1s), buf));
     CHECK(link.stats().sent == 0);
@@ -76,12 +76,12 @@ TEST_CASE("SimpleLink: delay is exact and content is preserved") {
     cfg.delay = 25ms;
     SimpleLink link(cfg);
     const auto d = datagram(7, 1452);
-    link.send(d, at(100ms));
+    link.send({d}, at(100ms));
     CHECK(link.next_delivery() == at(125ms));
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     CHECK_FALSE(link.deliver(at(125ms) - 1ns, buf));
     REQUIRE(link.deliver(at(125ms), buf));
-    CHECK(buf == d);
+    CHECK(buf.bytes == d);
     CHECK(link.next_delivery() == kNever);
     CHECK(link.stats().delivered == 1);
 }
@@ -134,17 +134,17 @@ TEST_CASE("SimpleLink: rate limiting spaces packets by their serialization time"
     cfg.delay = 10ms;
     cfg.rate_bps = 8e6;  // 1000 bytes = 1 ms
     SimpleLink link(cfg);
-    for (std::uint64_t i = 0; i < 5; ++i) link.send(datagram(i, 1000), at(0ms));
-    std::vector<std::uint8_t> buf;
+    for (std::uint64_t i = 0; i < 5; ++i) link.send({datagram(i, 1000)}, at(0ms));
+    ndm::Datagram buf;
     for (std::uint64_t i = 0; i < 5; ++i) {
         const Instant due = at(10ms + 1ms * static_cast<Duration::rep>(i + 1));
         CHECK(link.next_delivery() == due);
         CHECK_FALSE(link.deliver(due - 1ns, buf));
         REQUIRE(link.deliver(due, buf));
-        CHECK(seq_of(buf) == i);
+        CHECK(seq_of(buf.bytes) == i);
     }
     // An idle transmitter starts serializing at the send time.
-    link.send(datagram(9, 500), at(100ms));
+    link.send({datagram(9, 500)}, at(100ms));
     CHECK(link.next_delivery() == at(100ms + 500us + 10ms));
 }
 
@@ -153,8 +153,8 @@ TEST_CASE("SimpleLink: fractional serialization times do not drift") {
     cfg.rate_bps = 50e6;  // 1452 bytes = 232.32 us
     cfg.queue_packets = 10000;
     SimpleLink link(cfg);
-    for (std::uint64_t i = 0; i < 1000; ++i) link.send(datagram(i, 1452), at(0ms));
-    std::vector<std::uint8_t> buf;
+    for (std::uint64_t i = 0; i < 1000; ++i) link.send({datagram(i, 1452)}, at(0ms));
+    ndm::Datagram buf;
     Instant last{};
     while (link.next_delivery() != kNever) {
         last = link.next_delivery();
@@ -170,19 +170,19 @@ TEST_CASE("SimpleLink: droptail at the queue bound") {
     cfg.rate_bps = 8e6;  // 1 ms per 1000-byte packet
     cfg.queue_packets = 3;
     SimpleLink link(cfg);
-    for (std::uint64_t i = 0; i < 5; ++i) link.send(datagram(i, 1000), at(0ms));
+    for (std::uint64_t i = 0; i < 5; ++i) link.send({datagram(i, 1000)}, at(0ms));
     CHECK(link.stats().dropped_queue == 2);
     CHECK(link.queued() == 3);
     // The first packet finished serializing at 1 ms: one slot frees even
     // though it is still propagating (the delay is not part of the queue).
-    link.send(datagram(5, 1000), at(1ms));
-    link.send(datagram(6, 1000), at(1ms));
+    link.send({datagram(5, 1000)}, at(1ms));
+    link.send({datagram(6, 1000)}, at(1ms));
     CHECK(link.stats().dropped_queue == 3);
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     std::vector<std::uint64_t> got;
     while (link.next_delivery() != kNever) {
         REQUIRE(link.deliver(link.next_delivery(), buf));
-        got.push_back(seq_of(buf));
+        got.push_back(seq_of(buf.bytes));
     }
     CHECK(got == std::vector<std::uint64_t>{0, 1, 2, 5});
     const auto s = link.stats();
@@ -245,16 +245,16 @@ TEST_CASE("SimpleLink: a corrupted datagram differs from the original in exactly
     SimpleLinkConfig cfg;
     cfg.corrupt = 1;
     SimpleLink link(cfg);
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     std::vector<int> bit_hits(1452 * 8);
     for (std::uint64_t i = 0; i < 2000; ++i) {
         const auto d = datagram(i, 1452);
-        link.send(d, at(1ms * static_cast<Duration::rep>(i)));
+        link.send({d}, at(1ms * static_cast<Duration::rep>(i)));
         REQUIRE(link.deliver(at(1ms * static_cast<Duration::rep>(i)), buf));
-        REQUIRE(buf.size() == d.size());
+        REQUIRE(buf.bytes.size() == d.size());
         int flipped = 0;
         for (std::size_t k = 0; k < d.size(); ++k) {
-            const auto x = static_cast<std::uint8_t>(d[k] ^ buf[k]);
+            const auto x = static_cast<std::uint8_t>(d[k] ^ buf.bytes[k]);
             flipped += std::popcount(x);
             if (x) ++bit_hits[k * 8 + static_cast<std::size_t>(std::countr_zero(x))];
         }

@@ -85,12 +85,14 @@ private:
 
 }  // namespace detail
 
-// A Link whose datagrams wait in a DeliveryQueue until the time send() gave them.
+// A Link whose datagrams wait in a DeliveryQueue until the time send() gave
+// them. It does not model ECN: what it delivers is not-ECT.
 class QueuedLink : public Link {
 public:
     [[nodiscard]] Instant next_delivery() const override { return queue_.next(); }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
-        if (!queue_.pop(now, out)) return false;
+    bool deliver(Instant now, Datagram& out) override {
+        if (!queue_.pop(now, out.bytes)) return false;
+        out.ecn = Ecn::not_ect;
         ++stats_.delivered;
         return true;
     }
@@ -105,7 +107,8 @@ class BottleneckLink final : public QueuedLink {
 public:
     BottleneckLink(std::shared_ptr<Bottleneck> cfg, std::uint64_t seed) : cfg_(std::move(cfg)), rng_(seed) {}
 
-    void send(std::span<const std::uint8_t> d, Instant now) override {
+    void send(const DatagramView& datagram, Instant now) override {
+        const std::span<const std::uint8_t> d = datagram.bytes;
         ++stats_.sent;
         const Bottleneck& c = *cfg_;
         const double bytes = static_cast<double>(d.size());
@@ -160,7 +163,7 @@ private:
 class ReturnLink final : public QueuedLink {
 public:
     explicit ReturnLink(std::shared_ptr<ReturnPath> cfg) : cfg_(std::move(cfg)) {}
-    void send(std::span<const std::uint8_t> d, Instant now) override {
+    void send(const DatagramView& d, Instant now) override {
         ++stats_.sent;
         Instant at = now + cfg_->delay;
         if (const Duration b = cfg_->batch; b > Duration::zero()) {
@@ -168,7 +171,7 @@ public:
             at = Instant{} + slots * b;
         }
         last_ = std::max(at, last_);  // a batch never reorders
-        queue_.push(last_, d);
+        queue_.push(last_, d.bytes);
     }
 
 private:

@@ -82,20 +82,22 @@ private:
 };
 
 // An on-path box with no delay: `filter` sees each datagram as it is sent,
-// may rewrite it in place, and returns false to drop it.
+// may rewrite it in place, and returns false to drop it. It does not model
+// ECN: what it delivers is not-ECT.
 class FilterLink final : public Link {
 public:
     using Filter = std::function<bool(std::vector<std::uint8_t>&)>;
     explicit FilterLink(Filter filter) : filter_(std::move(filter)) {}
-    void send(std::span<const std::uint8_t> d, Instant now) override {
+    void send(const DatagramView& d, Instant now) override {
         ++stats_.sent;
-        std::vector<std::uint8_t> copy(d.begin(), d.end());
+        std::vector<std::uint8_t> copy(d.bytes.begin(), d.bytes.end());
         if (filter_(copy)) q_.emplace_back(now, std::move(copy));
     }
     [[nodiscard]] Instant next_delivery() const override { return q_.empty() ? kNever : q_.front().first; }
-    bool deliver(Instant now, std::vector<std::uint8_t>& out) override {
+    bool deliver(Instant now, Datagram& out) override {
         if (q_.empty() || q_.front().first > now) return false;
-        out = std::move(q_.front().second);
+        out.bytes = std::move(q_.front().second);
+        out.ecn = Ecn::not_ect;
         q_.pop_front();
         ++stats_.delivered;
         return true;

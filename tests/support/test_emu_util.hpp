@@ -49,13 +49,13 @@ inline std::vector<std::uint8_t> payload(std::uint64_t i, std::size_t size) {
 
 inline void deliver_until(ndm::emu::EmulatedLink& link, Instant t, const std::vector<Instant>& sent_at,
                           std::vector<Delivered>& out, bool keep_data) {
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     for (Instant n = link.next_delivery(); n <= t; n = link.next_delivery()) {
         if (!link.deliver(n, buf)) continue;  // a lazy queue decision, nothing due yet
         std::uint64_t idx = 0;
-        std::memcpy(&idx, buf.data(), 8);
+        std::memcpy(&idx, buf.bytes.data(), 8);
         out.push_back({idx, idx < sent_at.size() ? sent_at[idx] : Instant{}, n,
-                       keep_data ? buf : std::vector<std::uint8_t>{}});
+                       keep_data ? buf.bytes : std::vector<std::uint8_t>{}});
     }
 }
 
@@ -68,7 +68,7 @@ inline std::vector<Delivered> drive(ndm::emu::EmulatedLink& link, const std::vec
     for (std::size_t i = 0; i < times.size(); ++i) {
         deliver_until(link, times[i], times, out, keep_data);
         std::memcpy(p.data(), &i, 8);
-        link.send(p, times[i]);
+        link.send({p}, times[i]);
     }
     deliver_until(link, ndm::kNever - 1ns, times, out, keep_data);
     return out;

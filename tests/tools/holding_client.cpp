@@ -46,21 +46,23 @@ namespace {
 }
 
 // A link that passes datagrams at once until `mute` is set, then drops them.
+// It does not model ECN: what it delivers is not-ECT.
 class MutableLink : public Link {
 public:
     explicit MutableLink(const bool& mute) : mute_(mute) {}
-    void send(std::span<const std::uint8_t> d, Instant) override {
+    void send(const DatagramView& d, Instant) override {
         ++stats_.sent;
         if (mute_) {
             ++stats_.dropped_outage;
             return;
         }
-        queue_.emplace_back(d.begin(), d.end());
+        queue_.emplace_back(d.bytes.begin(), d.bytes.end());
     }
     [[nodiscard]] Instant next_delivery() const override { return queue_.empty() ? kNever : Instant::min(); }
-    bool deliver(Instant, std::vector<std::uint8_t>& out) override {
+    bool deliver(Instant, Datagram& out) override {
         if (queue_.empty()) return false;
-        out = std::move(queue_.front());
+        out.bytes = std::move(queue_.front());
+        out.ecn = Ecn::not_ect;
         queue_.pop_front();
         ++stats_.delivered;
         return true;

@@ -161,15 +161,15 @@ TEST_CASE("emu on the socket path: the relay drops exactly the datagrams the mod
     // The same link in virtual time, fed the same sequence of datagrams.
     auto link = ndm::emu::make_link(ndm::emu::parse_profile(kProfile), ndm::emu::Direction::up, kSeed);
     std::set<std::uint64_t> expected;
-    std::vector<std::uint8_t> buf;
+    ndm::Datagram buf;
     for (std::uint64_t i = 0; i < kN; ++i) {
         Probe p{i, 0};
-        link->send({reinterpret_cast<const std::uint8_t*>(&p), sizeof p}, Instant{} + 1ms * static_cast<int>(i));
+        link->send({{reinterpret_cast<const std::uint8_t*>(&p), sizeof p}}, Instant{} + 1ms * static_cast<int>(i));
     }
     while (link->next_delivery() != ndm::kNever)
         if (link->deliver(link->next_delivery(), buf)) {
             Probe p{};
-            std::memcpy(&p, buf.data(), sizeof p);
+            std::memcpy(&p, buf.bytes.data(), sizeof p);
             expected.insert(p.seq);
         }
     CHECK(expected.size() < kN * 9 / 10);  // the profile does drop

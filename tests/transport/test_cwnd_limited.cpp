@@ -107,7 +107,8 @@ Observed run(const std::string& cc, const std::string& options, const Scenario& 
     auto client = Connection::connect(ccfg, now);
     std::unique_ptr<Connection> server;
     std::optional<StreamId> tx, rx;
-    std::vector<std::uint8_t> buf(ndm::kMaxDatagramSize), d, scratch(1 << 16);
+    std::vector<std::uint8_t> buf(ndm::kMaxDatagramSize), scratch(1 << 16);
+    ndm::Datagram d;
     Instant next_poll = now, next_write = now;
     std::uint64_t delivered = 0;
 
@@ -131,7 +132,7 @@ Observed run(const std::string& cc, const std::string& options, const Scenario& 
         if (server && server->next_timeout() <= now) server->on_timeout(now);
         if (now >= next_poll) {
             while (std::size_t n = client->poll_datagram(buf, now)) {
-                up.send({buf.data(), n}, now);
+                up.send({{buf.data(), n}}, now);
                 if (sc.cpu_gap > Duration{0}) {
                     next_poll = now + sc.cpu_gap;
                     break;
@@ -141,13 +142,13 @@ Observed run(const std::string& cc, const std::string& options, const Scenario& 
         while (server) {
             std::size_t n = server->poll_datagram(buf, now);
             if (n == 0) break;
-            down.send({buf.data(), n}, now);
+            down.send({{buf.data(), n}}, now);
         }
         while (up.deliver(now, d)) {
-            if (!server) server = Connection::accept(scfg, d, now);
-            else server->on_datagram(d, now);
+            if (!server) server = Connection::accept(scfg, d.bytes, now);
+            else server->on_datagram(d.bytes, now);
         }
-        while (down.deliver(now, d)) client->on_datagram(d, now);
+        while (down.deliver(now, d)) client->on_datagram(d.bytes, now);
         if (server) {
             while (auto ev = server->poll_event()) {
                 if (const auto* r = std::get_if<ndm::event::StreamReadable>(&*ev)) rx = r->id;

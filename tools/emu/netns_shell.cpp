@@ -341,19 +341,20 @@ pid_t spawn_command(const ShellOptions& o, const SignalScope& signals, int ns_fd
 // Returns its wait status.
 int relay(const Resources& r, pid_t child, emu::EmulatedLink& up, emu::EmulatedLink& down, const sigset_t* wait_mask,
           std::uint64_t& write_errors) {
-    std::vector<std::uint8_t> buf(65536), out;
+    std::vector<std::uint8_t> buf(65536);
+    Datagram out;
     int status = 0;
     Instant kill_at = kNever;
     const auto pump_in = [&](int fd, emu::EmulatedLink& link) {
         for (int i = 0; i < 64; ++i) {
             const ssize_t n = read(fd, buf.data(), buf.size());
             if (n <= 0) break;
-            link.send({buf.data(), static_cast<std::size_t>(n)}, monotonic_now());
+            link.send({{buf.data(), static_cast<std::size_t>(n)}}, monotonic_now());
         }
     };
     const auto pump_out = [&](emu::EmulatedLink& link, int fd, Instant now) {
         while (link.next_delivery() <= now)
-            if (link.deliver(now, out) && write(fd, out.data(), out.size()) < 0) ++write_errors;
+            if (link.deliver(now, out) && write(fd, out.bytes.data(), out.bytes.size()) < 0) ++write_errors;
     };
     for (;;) {
         const Instant now = monotonic_now();

@@ -96,7 +96,7 @@ struct EmuRelay::Tagged {
 // The datagrams the emulator delivered in one pass, each with the socket
 // that sends it (UdpDatagram::to is null for the connected upstream sockets).
 struct EmuRelay::Batch {
-    std::array<std::vector<std::uint8_t>, kBatch> out;
+    std::array<Datagram, kBatch> out;
     std::array<UdpDatagram, kBatch> datagram{};
     std::array<UdpSocket*, kBatch> socket{};
     std::size_t n = 0;
@@ -164,7 +164,7 @@ void EmuRelay::receive_listen(Instant) {
         std::memcpy(&from, rx_->from(i), rx_->from_len(i));
         const auto s = session_for(from, rx_->from_len(i), now);
         up_tags_->sent(s);
-        up_->send(rx_->payload(i), now, rx_->ecn(i));
+        up_->send({rx_->payload(i), rx_->ecn(i)}, now);
     }
 }
 
@@ -176,7 +176,7 @@ void EmuRelay::receive_upstream(std::uint32_t session, Instant) {
     sessions_[session].last_active = now;
     for (int i = 0; i < n; ++i) {
         down_tags_->sent(session);
-        down_->send(rx_->payload(i), now, rx_->ecn(i));
+        down_->send({rx_->payload(i), rx_->ecn(i)}, now);
     }
 }
 
@@ -208,15 +208,14 @@ void EmuRelay::deliver_due(Instant now) {
         while (link.next_delivery() <= now) {
             if (b.n == kBatch) flush_batch();
             const std::size_t k = b.n;
-            Ecn ecn = Ecn::not_ect;
-            if (!link.deliver(now, b.out[k], ecn)) continue;
+            if (!link.deliver(now, b.out[k])) continue;
             Session& s = sessions_[tags.delivered_session()];
             if (!s.socket) {
                 ++orphaned_;
                 continue;
             }
             s.last_active = now;
-            b.datagram[k] = {b.out[k], nullptr, 0, ecn};
+            b.datagram[k] = {b.out[k].bytes, nullptr, 0, b.out[k].ecn};
             if (is_up) {
                 b.socket[k] = s.socket.get();
             } else {

@@ -1,4 +1,4 @@
-// Address validation with Retry (RFC 9000 §8.1.2) for a server Endpoint:
+// Address validation with Retry (RFC 9000 §8.1.2) for a server's Router (router.hpp):
 // whether a client's Initial gets a Retry instead of a connection, the Retry
 // itself, and the check of the token the client returns. The token
 // (crypto::AddressTokenKey) binds the client's address and port and its
@@ -14,12 +14,15 @@
 
 #include "crypto/address_token.hpp"
 #include "crypto/random.hpp"
-#include "io/backend.hpp"
 #include "ndm/connection.hpp"
-#include "ndm/endpoint.hpp"
+#include "transport/peer_address.hpp"
 #include "wire/quic_header.hpp"
 
-namespace ndm::io {
+namespace ndm::transport {
+
+// When an Initial without a token gets a Retry (EndpointConfig::retry's
+// values, include/ndm/endpoint.hpp, which the core does not include).
+enum class RetryMode : std::uint8_t { never, under_load, always };
 
 class RetryGate {
 public:
@@ -28,7 +31,7 @@ public:
     static constexpr std::size_t kMaxRetrySize =
         7 + 2 * wire::kMaxCidLength + crypto::kMaxAddressTokenSize + crypto::kAeadTagSize;
 
-    RetryGate(RetryPolicy policy, std::size_t threshold);
+    RetryGate(RetryMode mode, std::size_t threshold);
 
     // An Initial without a (valid) token gets a Retry now: always, or under
     // load: once the threshold is reached by the `half_open` handshakes in
@@ -44,7 +47,7 @@ public:
     // `initial`, the parsed first packet of a client's datagram from `peer`,
     // and returns its size: its DCID is the client's SCID, its SCID a fresh
     // random ID the client will use as DCID from now on.
-    std::size_t write_retry(std::span<std::uint8_t> out, const wire::quic::PacketView& initial, const Address& peer,
+    std::size_t write_retry(std::span<std::uint8_t> out, const wire::quic::PacketView& initial, const PeerAddress& peer,
                             Instant now);
 
     // What the token of `initial` (a client's Initial from `peer`) proves.
@@ -59,7 +62,7 @@ public:
         Kind kind = Kind::none;
         RetryValidation retry;  // when valid: the client's first DCID
     };
-    [[nodiscard]] TokenCheck check_token(const wire::quic::PacketView& initial, const Address& peer, Instant now);
+    [[nodiscard]] TokenCheck check_token(const wire::quic::PacketView& initial, const PeerAddress& peer, Instant now);
 
 private:
     // Handshakes begun in the last second, from two one-second buckets (the
@@ -67,7 +70,7 @@ private:
     [[nodiscard]] double recent_handshakes(Instant now) const;
     void roll_window(Instant now);
 
-    RetryPolicy policy_;
+    RetryMode policy_;
     std::size_t threshold_;
     Instant window_start_{};
     std::size_t this_window_ = 0, last_window_ = 0;
@@ -75,4 +78,4 @@ private:
     crypto::AddressTokenKey key_;
 };
 
-}  // namespace ndm::io
+}  // namespace ndm::transport

@@ -1,11 +1,8 @@
-#include "io/retry_gate.hpp"
+#include "transport/retry_gate.hpp"
 
-#include <netinet/in.h>
-
-#include <algorithm>
 #include <array>
 
-namespace ndm::io {
+namespace ndm::transport {
 
 namespace {
 
@@ -17,33 +14,22 @@ struct AddressBytes {
     [[nodiscard]] std::span<const std::uint8_t> span() const { return {bytes.data(), size}; }
 };
 
-AddressBytes address_bytes(const Address& a) {
+AddressBytes address_bytes(const PeerAddress& a) {
     AddressBytes out;
-    const std::uint16_t port = a.port();
-    out.bytes[0] = static_cast<std::uint8_t>(port >> 8);
-    out.bytes[1] = static_cast<std::uint8_t>(port);
-    if (a.family() == AF_INET6) {
-        const auto* sa = reinterpret_cast<const sockaddr_in6*>(a.sa());
-        std::copy_n(sa->sin6_addr.s6_addr, 16, out.bytes.begin() + 2);
-        out.size = 18;
-    } else {
-        const auto* sa = reinterpret_cast<const sockaddr_in*>(a.sa());
-        std::copy_n(reinterpret_cast<const std::uint8_t*>(&sa->sin_addr.s_addr), 4, out.bytes.begin() + 2);
-        out.size = 6;
-    }
+    out.size = a.token_bytes(out.bytes);
     return out;
 }
 
 }  // namespace
 
-RetryGate::RetryGate(RetryPolicy policy, std::size_t threshold)
+RetryGate::RetryGate(RetryMode policy, std::size_t threshold)
     : policy_(policy), threshold_(threshold), key_(random_) {}
 
 bool RetryGate::wants_retry(std::size_t half_open, Instant now) const {
     switch (policy_) {
-        case RetryPolicy::never: return false;
-        case RetryPolicy::always: return true;
-        case RetryPolicy::under_load:
+        case RetryMode::never: return false;
+        case RetryMode::always: return true;
+        case RetryMode::under_load:
             return half_open >= threshold_ || recent_handshakes(now) >= static_cast<double>(threshold_);
     }
     return false;
@@ -70,7 +56,7 @@ double RetryGate::recent_handshakes(Instant now) const {
 }
 
 std::size_t RetryGate::write_retry(std::span<std::uint8_t> out, const wire::quic::PacketView& initial,
-                                   const Address& peer, Instant now) {
+                                   const PeerAddress& peer, Instant now) {
     const auto token = key_.issue(crypto::TokenKind::retry, address_bytes(peer).span(), now, initial.dcid, random_);
     wire::ConnectionId scid;
     scid.length = wire::kShortCidLength;  // the length ndm routes short headers by
@@ -81,7 +67,7 @@ std::size_t RetryGate::write_retry(std::span<std::uint8_t> out, const wire::quic
                                    unused);
 }
 
-RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initial, const Address& peer,
+RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initial, const PeerAddress& peer,
                                              Instant now) {
     using Kind = TokenCheck::Kind;
     const auto token = initial.token;
@@ -96,4 +82,4 @@ RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initi
     return {Kind::valid, RetryValidation{{odcid.begin(), odcid.end()}}};
 }
 
-}  // namespace ndm::io
+}  // namespace ndm::transport

@@ -3,7 +3,7 @@
 // that it can be recomputed without the connection (§10.3.2), and the reset
 // that answers a short-header datagram for an ID it no longer knows: always
 // smaller than the datagram it answers, so two endpoints cannot loop
-// (§10.3.3), at least 21 bytes, and at a bounded rate.
+// (§10.3.3), at least 21 bytes, and at a bounded rate. The Router (router.hpp) owns it.
 #pragma once
 
 #include <array>
@@ -16,7 +16,7 @@
 #include "crypto/stateless_reset.hpp"
 #include "ndm/time.hpp"
 
-namespace ndm::io {
+namespace ndm::transport {
 
 class StatelessResetResponder {
 public:
@@ -44,4 +44,4 @@ private:
     unsigned sent_in_window_ = 0;
 };
 
-}  // namespace ndm::io
+}  // namespace ndm::transport

@@ -1,8 +1,8 @@
-#include "io/stateless_reset_responder.hpp"
+#include "transport/stateless_reset_responder.hpp"
 
 #include <algorithm>
 
-namespace ndm::io {
+namespace ndm::transport {
 
 namespace {
 constexpr std::size_t kMinResetSize = 5 + crypto::kStatelessResetTokenSize;  // RFC 9000 §10.3
@@ -42,4 +42,4 @@ std::size_t StatelessResetResponder::answer(std::span<const std::uint8_t> datagr
     return size;
 }
 
-}  // namespace ndm::io
+}  // namespace ndm::transport
