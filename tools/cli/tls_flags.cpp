@@ -96,7 +96,7 @@ void add_cipher_flag(CLI::App& app, std::vector<std::string>& suites) {
                    "TLS 1.3 cipher suites to allow, in preference order: aes128-gcm, aes256-gcm, chacha20 "
                    "(comma-separated; default: all three). The handshake is GnuTLS's; the packets of the suite "
                    "are protected by OpenSSL's libcrypto or by GnuTLS, whichever a short run at start-up measures "
-                   "faster (OpenSSL for chacha20, about 8x GnuTLS's; NDM_AEAD_BACKEND=gnutls|openssl|auto "
+                   "faster (OpenSSL for chacha20, about twice nettle's; NDM_AEAD_BACKEND=gnutls|openssl|auto "
                    "chooses; -V names it)")
         ->delimiter(',')
         ->type_name("LIST")
