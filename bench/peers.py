@@ -29,6 +29,7 @@ Installs iperf3, ngtcp2-client and ngtcp2-server from Debian when missing. Print
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -83,12 +84,18 @@ def proc_cpu(pid):
 
 
 def run_child(cmd, env=None):
-    """Runs cmd to completion; returns (stdout, wall seconds, CPU seconds, exit code)."""
+    """Runs cmd to completion; returns (stdout, wall seconds, CPU seconds, exit code). A failure's
+    stderr goes to ours."""
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env)
+        out = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            sys.stderr.write(f"peers: {os.path.basename(cmd[0])} exit {p.returncode}: "
+                             f"{err.read().decode(errors='replace')[-300:]}\n")
     return out, time.monotonic() - t0, ru.ru_utime + ru.ru_stime, p.returncode
 
 
@@ -174,7 +181,7 @@ def ndm_cli(build, cipher, amount=None, backend=None):
     out, _, send_cpu, rc = run_child([build.exe("tools/ndm-send"), "-c", "127.0.0.1", "-p", str(port),
                                       *(amount or ["-n", str(BYTES)]), "-J", *trust, *suite], env=env)
     if rc != 0:
-        recv.kill()
+        os.kill(recv.pid, signal.SIGKILL)  # not recv.kill(): its poll() would reap the pid wait4 needs
     recv.stdout.read()
     _, _, ru = os.wait4(recv.pid, 0)
     if rc != 0:
