@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "crypto/aead.hpp"
+#include "crypto/error.hpp"
 #include "crypto/header_protection.hpp"
 
 namespace ndm::crypto {
@@ -80,13 +81,22 @@ BackendChoice measure_backends(CipherSuite suite, int rounds) {
     keys.iv.fill(0xa5);
     keys.hp.fill(0x3c);
     struct Candidate {
+        std::size_t index;
         Aead aead;
         HeaderProtection hp;
         double best = std::numeric_limits<double>::infinity();
     };
     std::vector<Candidate> candidates;
     candidates.reserve(kBackends.size());
-    for (const Backend b : kBackends) candidates.push_back({Aead(b, keys), HeaderProtection(b, keys)});
+    for (std::size_t i = 0; i < kBackends.size(); ++i) {
+        try {
+            candidates.push_back({i, Aead(kBackends[i], keys), HeaderProtection(kBackends[i], keys)});
+        } catch (const CryptoError& e) {  // a library that refuses the suite (a FIPS-only OpenSSL) is left out
+            spdlog::warn("packet protection for {}: {} is not usable ({})", to_string(suite), to_string(kBackends[i]),
+                         e.what());
+        }
+    }
+    if (candidates.empty()) throw CryptoError(std::string("no backend protects ") + std::string(to_string(suite)));
     std::vector<std::uint8_t> packet(kCalibrationPacket, 0x11);
     packet[0] = 0x41;
     // Calibrated: as many packets per round as make the first backend's round
@@ -104,10 +114,11 @@ BackendChoice measure_backends(CipherSuite suite, int rounds) {
     }
     BackendChoice choice;
     choice.why = BackendChoice::Why::measured;
-    for (std::size_t i = 0; i < kBackends.size(); ++i) {
-        choice.ns_per_packet[i] = candidates[i].best;
-        if (candidates[i].best < choice.ns_per_packet[static_cast<std::size_t>(choice.backend)])
-            choice.backend = kBackends[i];
+    choice.ns_per_packet.fill(std::numeric_limits<double>::infinity());  // a backend left out
+    choice.backend = kBackends[candidates.front().index];
+    for (const Candidate& c : candidates) {
+        choice.ns_per_packet[c.index] = c.best;
+        if (c.best < choice.ns_per_packet[static_cast<std::size_t>(choice.backend)]) choice.backend = kBackends[c.index];
     }
     return choice;
 }

@@ -24,7 +24,8 @@ struct BackendChoice {
     Backend backend = Backend::gnutls;
     enum class Why : std::uint8_t { measured, environment, override } why = Why::measured;
     // With `measured`: each backend's best time per packet, nanoseconds, in
-    // kBackends' order.
+    // kBackends' order; infinity for a backend whose library refused the
+    // suite's keys (it is left out, with a warning in the log).
     std::array<double, kBackends.size()> ns_per_packet{};
 };
 
