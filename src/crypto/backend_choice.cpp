@@ -16,6 +16,7 @@
 #include "crypto/aead.hpp"
 #include "crypto/error.hpp"
 #include "crypto/header_protection.hpp"
+#include "ndm/time.hpp"
 
 namespace ndm::crypto {
 
@@ -39,9 +40,8 @@ std::optional<Backend> from_environment() {
 // One timed round: `packets` packets sealed, masked, unmasked and opened
 // with one backend's keys, in nanoseconds; -1 if a packet failed to open.
 double time_round(Aead& aead, const HeaderProtection& hp, std::vector<std::uint8_t>& packet, int packets) {
-    using Clock = std::chrono::steady_clock;
     constexpr std::size_t kHeader = 11;  // a short header: first byte, 8-byte DCID, 2-byte pn
-    const auto start = Clock::now();
+    const Instant start = steady_now();  // ndm's one clock (src/util/clock.cpp)
     for (int i = 0; i < packets; ++i) {
         const auto pn = static_cast<std::uint64_t>(i);
         const auto header = std::span<const std::uint8_t>(packet).first(kHeader);
@@ -52,7 +52,7 @@ double time_round(Aead& aead, const HeaderProtection& hp, std::vector<std::uint8
         packet[0] = static_cast<std::uint8_t>(packet[0] ^ m1[0] ^ m2[0]);  // applied and removed: unchanged
         if (!aead.open(pn, header, body)) return -1;
     }
-    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(steady_now() - start).count());
 }
 
 std::size_t index_of(CipherSuite suite) { return static_cast<std::size_t>(suite); }
