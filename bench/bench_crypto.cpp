@@ -1,8 +1,10 @@
-// QUIC packet protection cost (src/crypto, RFC 9001 §5): per suite, protect
+// QUIC packet protection cost (src/crypto, RFC 9001 §5): per suite and
+// backend (GnuTLS/nettle, OpenSSL libcrypto: src/crypto/backend.hpp), protect
 // (AEAD seal + header protection) and the receive side (remove header
 // protection + AEAD open) of a 1452-byte short header packet, the header
 // protection mask alone, and the packet codec's build + open of the same
-// packet through OneRttKeys (src/wire/packet_codec).
+// packet through OneRttKeys (src/wire/packet_codec). BM_Choice is what the
+// start-up measurement (src/crypto/backend_choice) costs and chooses.
 //   build/bench/bench_crypto [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "crypto/backend_choice.hpp"
 #include "crypto/hkdf.hpp"
 #include "crypto/key_phase.hpp"
 #include "crypto/packet_protection.hpp"
@@ -41,8 +44,8 @@ std::vector<std::uint8_t> plain_packet(std::uint64_t pn) {
     return p;
 }
 
-void BM_Protect(benchmark::State& state, CipherSuite suite) {
-    DirectionKeys tx(keys_for(suite));
+void BM_Protect(benchmark::State& state, CipherSuite suite, Backend backend) {
+    DirectionKeys tx(backend, keys_for(suite));
     auto pkt = plain_packet(1);
     std::uint64_t pn = 0;
     for (auto _ : state) {
@@ -55,10 +58,10 @@ void BM_Protect(benchmark::State& state, CipherSuite suite) {
 
 // Opens the same protected packet each time from a fresh copy (the copy of
 // 1452 bytes is part of the measured time; it is small next to the AEAD).
-void BM_Unprotect(benchmark::State& state, CipherSuite suite) {
+void BM_Unprotect(benchmark::State& state, CipherSuite suite, Backend backend) {
     const auto keys = keys_for(suite);
-    DirectionKeys tx(keys);
-    DirectionKeys rx(keys);
+    DirectionKeys tx(backend, keys);
+    DirectionKeys rx(backend, keys);
     auto sealed = plain_packet(7);
     if (!protect(sealed, kPnOffset, 2, 7, tx.aead, tx.hp)) throw std::runtime_error("protect failed");
     std::vector<std::uint8_t> pkt(sealed.size());
@@ -73,8 +76,8 @@ void BM_Unprotect(benchmark::State& state, CipherSuite suite) {
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kPacket));
 }
 
-void BM_HeaderMask(benchmark::State& state, CipherSuite suite) {
-    const HeaderProtection hp(keys_for(suite));
+void BM_HeaderMask(benchmark::State& state, CipherSuite suite, Backend backend) {
+    const HeaderProtection hp(backend, keys_for(suite));
     std::array<std::uint8_t, kHpSampleSize> sample{};
     for (auto _ : state) {
         const HpMask m = hp.mask(sample);
@@ -85,7 +88,8 @@ void BM_HeaderMask(benchmark::State& state, CipherSuite suite) {
 
 // PacketBuilder + DatagramPackets-style parse + open_packet of a full 1-RTT
 // packet; the AEAD limits are lifted so long runs never hit them.
-void BM_CodecRoundTrip(benchmark::State& state, CipherSuite suite) {
+void BM_CodecRoundTrip(benchmark::State& state, CipherSuite suite, Backend backend) {
+    override_backend(backend);  // OneRttKeys makes its keys with the process's choice
     namespace quic = ndm::wire::quic;
     Secret read_secret = Secret{};
     read_secret.size = static_cast<std::uint8_t>(hash_size(suite));
@@ -112,16 +116,28 @@ void BM_CodecRoundTrip(benchmark::State& state, CipherSuite suite) {
         benchmark::DoNotOptimize(p.payload.data());
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kPacket));
+    override_backend(std::nullopt);
+}
+
+// The start-up measurement of one suite: its cost, and its pick as a label.
+void BM_Choice(benchmark::State& state, CipherSuite suite) {
+    BackendChoice choice;
+    for (auto _ : state) choice = measure_backends(suite);
+    state.SetLabel(describe(choice));
 }
 
 const bool registered = [] {
     for (const auto suite : {CipherSuite::aes128_gcm_sha256, CipherSuite::aes256_gcm_sha384,
                              CipherSuite::chacha20_poly1305_sha256}) {
         const std::string name(to_string(suite));
-        benchmark::RegisterBenchmark(("BM_Protect/" + name).c_str(), BM_Protect, suite);
-        benchmark::RegisterBenchmark(("BM_Unprotect/" + name).c_str(), BM_Unprotect, suite);
-        benchmark::RegisterBenchmark(("BM_HeaderMask/" + name).c_str(), BM_HeaderMask, suite);
-        benchmark::RegisterBenchmark(("BM_CodecRoundTrip/" + name).c_str(), BM_CodecRoundTrip, suite);
+        for (const Backend backend : kBackends) {
+            const std::string tail = name + "/" + std::string(to_string(backend));
+            benchmark::RegisterBenchmark(("BM_Protect/" + tail).c_str(), BM_Protect, suite, backend);
+            benchmark::RegisterBenchmark(("BM_Unprotect/" + tail).c_str(), BM_Unprotect, suite, backend);
+            benchmark::RegisterBenchmark(("BM_HeaderMask/" + tail).c_str(), BM_HeaderMask, suite, backend);
+            benchmark::RegisterBenchmark(("BM_CodecRoundTrip/" + tail).c_str(), BM_CodecRoundTrip, suite, backend);
+        }
+        benchmark::RegisterBenchmark(("BM_Choice/" + name).c_str(), BM_Choice, suite)->Iterations(3);
     }
     return true;
 }();

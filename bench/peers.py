@@ -10,13 +10,17 @@ medians of the same run. No impairment, one connection, 127.0.0.1.
     bench/peers.py [BUILD_DIR]     env: ROUNDS (>= 3, default 5), BYTES (ndm, default 1 GiB),
                                    SECONDS_IPERF (default 5), NGTCP2_BYTES (default 256 MiB),
                                    CIPHERS (default aes128-gcm,chacha20),
+                                   BACKENDS (packet protection, e.g. gnutls,openssl,auto; default:
+                                   the build's own choice, one row),
                                    BEFORE_BUILD (a second build to compare with, e.g. of an
                                    older commit; its rows are "before", BUILD_DIR's "after")
 
 CIPHERS gives one CLI row per cipher suite for each build whose ndm-send and ndm-recv take
 --cipher (older builds: one row, whatever they negotiate), the same for the in-process bench if
 it takes --cipher, and one ngtcp2 row per suite (gtlsclient --ciphers). CIPHERS= (empty) runs
-everything with its default suites. The CLI trusts ndm-recv's self-signed certificate with the
+everything with its default suites. BACKENDS gives the CLI rows once per packet protection backend
+(NDM_AEAD_BACKEND for both ndm-send and ndm-recv; docs/packet-protection.md) for builds whose
+ndm-send -V names one, and prints each backend's ChaCha20-Poly1305 / AES-128-GCM goodput ratio. The CLI trusts ndm-recv's self-signed certificate with the
 --pin it prints.
 
 Installs iperf3, ngtcp2-client and ngtcp2-server from Debian when missing. Prints the machine
@@ -25,6 +29,7 @@ Installs iperf3, ngtcp2-client and ngtcp2-server from Debian when missing. Print
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -42,6 +47,7 @@ BYTES = int(os.environ.get("BYTES", str(1 << 30)))
 SECONDS_IPERF = os.environ.get("SECONDS_IPERF", "5")  # iperf3 -t: whole seconds (0 would be "forever")
 NGTCP2_BYTES = int(os.environ.get("NGTCP2_BYTES", str(256 << 20)))
 CIPHERS = [c.strip() for c in os.environ.get("CIPHERS", "aes128-gcm,chacha20").split(",") if c.strip()]
+BACKENDS = [b.strip() for b in os.environ.get("BACKENDS", "").split(",") if b.strip()]
 
 # ndm's --cipher names -> how the table says them, and GnuTLS's name (gtlsclient --ciphers).
 CIPHER_NAMES = {"aes128-gcm": "AES-128-GCM", "aes256-gcm": "AES-256-GCM", "chacha20": "ChaCha20-Poly1305"}
@@ -77,13 +83,19 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_child(cmd):
-    """Runs cmd to completion; returns (stdout, wall seconds, CPU seconds, exit code)."""
+def run_child(cmd, env=None):
+    """Runs cmd to completion; returns (stdout, wall seconds, CPU seconds, exit code). A failure's
+    stderr goes to ours."""
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env)
+        out = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            sys.stderr.write(f"peers: {os.path.basename(cmd[0])} exit {p.returncode}: "
+                             f"{err.read().decode(errors='replace')[-300:]}\n")
     return out, time.monotonic() - t0, ru.ru_utime + ru.ru_stime, p.returncode
 
 
@@ -118,6 +130,8 @@ class Build:
         self.has_pin = "--pin" in send_help  # TLS: ndm-recv prints a self-signed certificate's --pin
         self.has_cipher = "--cipher" in send_help
         self.ciphers = (CIPHERS or [None]) if self.has_cipher else [None]
+        # NDM_AEAD_BACKEND: builds whose -V says which library protects the packets.
+        self.backends = (BACKENDS or [None]) if "library" in send_help and "protects" in send_help else [None]
         bench_help = help_text([self.exe("bench/ndm_loopback_bench")])
         self.bench_ciphers = (CIPHERS or [None]) if "--cipher" in bench_help else [None]
         # Its best path, as the CLI's: the sender's stream generated into the packets
@@ -147,13 +161,15 @@ def source_commit(build):
         return "?"
 
 
-def ndm_cli(build, cipher, amount=None):
+def ndm_cli(build, cipher, amount=None, backend=None):
     """One ndm-send -> ndm-recv test; amount: ndm-send's arguments for how much to send and how
-    (default -n BYTES). CPU per GB counts both processes over the bytes ndm-recv received."""
+    (default -n BYTES); backend: NDM_AEAD_BACKEND for both. CPU per GB counts both processes over
+    the bytes ndm-recv received."""
     port = free_port()
     suite = ["--cipher", cipher] if cipher else []
+    env = dict(os.environ, NDM_AEAD_BACKEND=backend) if backend else None
     recv = subprocess.Popen([build.exe("tools/ndm-recv"), "-1", "-B", "127.0.0.1", "-p", str(port), *suite],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     for _ in range(3):  # the banner: listening on ...
         recv.stdout.readline()
     trust = []
@@ -163,9 +179,9 @@ def ndm_cli(build, cipher, amount=None):
                 trust = ["--pin", line.split("--pin", 1)[1].split()[0]]
                 break
     out, _, send_cpu, rc = run_child([build.exe("tools/ndm-send"), "-c", "127.0.0.1", "-p", str(port),
-                                      *(amount or ["-n", str(BYTES)]), "-J", *trust, *suite])
+                                      *(amount or ["-n", str(BYTES)]), "-J", *trust, *suite], env=env)
     if rc != 0:
-        recv.kill()
+        os.kill(recv.pid, signal.SIGKILL)  # not recv.kill(): its poll() would reap the pid wait4 needs
     recv.stdout.read()
     _, _, ru = os.wait4(recv.pid, 0)
     if rc != 0:
@@ -249,6 +265,7 @@ class Row:
     run: Callable[[], Optional[dict]]
     build: Optional[Build] = None
     cipher: Optional[str] = None
+    backend: Optional[str] = None
 
 
 def suite_text(cipher, build=None):
@@ -270,8 +287,10 @@ def rows_for(builds, iperf_port, ng):
     rows = []
     for b in builds:
         for c in b.ciphers:
-            rows.append(Row("cli", f"ndm-send → ndm-recv {b.name()}{suite(b, c)} (the CLI, GSO/GRO, 1452 B)",
-                            lambda b=b, c=c: ndm_cli(b, c), b, c))
+            for k in b.backends:
+                via = f", NDM_AEAD_BACKEND={k}" if k else ""
+                rows.append(Row("cli", f"ndm-send → ndm-recv {b.name()}{suite(b, c)}{via} (the CLI, GSO/GRO, 1452 B)",
+                                lambda b=b, c=c, k=k: ndm_cli(b, c, backend=k), b, c, k))
     for b in builds:
         for c in b.bench_ciphers:
             rows.append(Row("inproc", f"ndm in-process bench {b.name()}{suite(b, c)} (ndm_loopback_bench{' --api generated' if b.bench_api else ''}, "
@@ -319,6 +338,23 @@ def print_ratios(rows, med):
                 print(ratio(med[id(cli)], med[id(peer)], f"{name} / {peer_name}{suite}"))
 
 
+def print_backend_ratios(rows, med):
+    """Per build and backend: ChaCha20-Poly1305 against AES-128-GCM, and against ngtcp2's ChaCha20."""
+    def cli(build, cipher, backend):
+        return next((r for r in rows if r.kind == "cli" and r.build is build and r.cipher == cipher
+                     and r.backend == backend and id(r) in med), None)
+
+    ng = next((r for r in rows if r.kind == "ngtcp2" and r.cipher == "chacha20" and id(r) in med), None)
+    for build in {id(r.build): r.build for r in rows if r.kind == "cli"}.values():
+        for backend in build.backends:
+            chacha, aes = cli(build, "chacha20", backend), cli(build, "aes128-gcm", backend)
+            name = f"ndm CLI {build.name()}" + (f", NDM_AEAD_BACKEND={backend}" if backend else "")
+            if chacha and aes:
+                print(ratio(med[id(chacha)], med[id(aes)], f"{name}: ChaCha20-Poly1305 / AES-128-GCM"))
+            if chacha and ng:
+                print(ratio(med[id(chacha)], med[id(ng)], f"{name}: ChaCha20-Poly1305 / ngtcp2's ChaCha20-Poly1305"))
+
+
 def print_summary(rows, med):
     """The table of bench/RESULTS.md's "Loopback goodput": each metric of the current build against the peers."""
     def find(kind, cipher=None, any_cipher=False):
@@ -354,6 +390,9 @@ def main():
     for c in CIPHERS:
         if c not in CIPHER_NAMES:
             die(f"CIPHERS: unknown suite {c!r} (known: {', '.join(CIPHER_NAMES)})")
+    for k in BACKENDS:
+        if k not in ("gnutls", "openssl", "auto"):
+            die(f"BACKENDS: unknown backend {k!r} (known: gnutls, openssl, auto)")
     builds = [Build(BUILD, "after" if BEFORE_BUILD else "")]
     if BEFORE_BUILD:
         builds.insert(0, Build(BEFORE_BUILD, "before"))
@@ -396,6 +435,7 @@ def main():
     print()
     print_summary(rows, med)
     print_ratios(rows, med)
+    print_backend_ratios(rows, med)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ MAIN_PACKAGES=(
   libspdlog-dev libfmt-dev           # logging
   libgnutls28-dev nettle-dev         # TLS 1.3 and QUIC packet protection (RFC 9001)
   libnghttp3-dev                     # HTTP/3 framing and QPACK (src/h3, ndm-h3)
+  libssl-dev                         # packet protection through OpenSSL 3 libcrypto (faster ChaCha20-Poly1305)
   doctest-dev                        # unit and integration tests (configuring the tree needs it)
   libcli11-dev                       # command lines of the tools
   nlohmann-json3-dev                 # JSON output, profiles, model files

@@ -74,7 +74,7 @@ AddressToken AddressTokenKey::issue(TokenKind kind, std::span<const std::uint8_t
     if (!aad) throw std::invalid_argument("address longer than 32 bytes");
     AddressToken token;
     token.bytes[0] = static_cast<std::uint8_t>(kind);
-    Aead::Nonce nonce{};
+    Nonce nonce{};
     random.fill(nonce);
     std::copy(nonce.begin(), nonce.end(), token.bytes.begin() + kKindSize);
     std::size_t n = kKindSize + kAeadIvSize;
@@ -96,7 +96,7 @@ std::optional<ValidatedToken> AddressTokenKey::validate(std::span<const std::uin
     }
     const auto aad = aad_of(token[0], address);
     if (!aad) return std::nullopt;
-    Aead::Nonce nonce{};
+    Nonce nonce{};
     std::copy_n(token.begin() + kKindSize, kAeadIvSize, nonce.begin());
     // Opened in a copy: the caller's token stays as received.
     std::array<std::uint8_t, kMaxAddressTokenSize> buf{};

@@ -1,6 +1,5 @@
 #include "crypto/aead.hpp"
 
-#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
 #include <algorithm>
@@ -8,57 +7,42 @@
 #include <string>
 #include <utility>
 
+#include "crypto/backend_choice.hpp"
 #include "crypto/error.hpp"
 
 namespace ndm::crypto {
 
-namespace {
-
-gnutls_cipher_algorithm_t cipher_of(CipherSuite suite) {
-    switch (suite) {
-    case CipherSuite::aes128_gcm_sha256: return GNUTLS_CIPHER_AES_128_GCM;
-    case CipherSuite::aes256_gcm_sha384: return GNUTLS_CIPHER_AES_256_GCM;
-    case CipherSuite::chacha20_poly1305_sha256: return GNUTLS_CIPHER_CHACHA20_POLY1305;
-    }
-    throw std::invalid_argument("unknown cipher suite");
-}
-
-}  // namespace
-
 Aead::Aead(CipherSuite suite, std::span<const std::uint8_t> key, std::span<const std::uint8_t, kAeadIvSize> iv)
-    : suite_(suite) {
+    : Aead(backend_for(suite).backend, suite, key, iv) {}
+
+Aead::Aead(Backend backend, CipherSuite suite, std::span<const std::uint8_t> key,
+           std::span<const std::uint8_t, kAeadIvSize> iv)
+    : suite_(suite), backend_(backend) {
     if (key.size() != key_size(suite)) {
         throw std::invalid_argument("AEAD key of " + std::to_string(key.size()) + " bytes for " +
                                     std::string(to_string(suite)));
     }
     std::copy(iv.begin(), iv.end(), iv_.begin());
-    const gnutls_datum_t key_datum{const_cast<unsigned char*>(key.data()), static_cast<unsigned>(key.size())};
-    if (const int rc = gnutls_aead_cipher_init(&handle_, cipher_of(suite), &key_datum); rc < 0) {
-        handle_ = nullptr;
-        throw CryptoError(std::string("gnutls_aead_cipher_init: ") + gnutls_strerror(rc));
-    }
+    cipher_ = backend_ops(backend).make_aead(suite, key);
 }
 
-Aead::~Aead() {
-    if (handle_ != nullptr) gnutls_aead_cipher_deinit(handle_);
-    gnutls_memset(iv_.data(), 0, iv_.size());
-}
+Aead::~Aead() { gnutls_memset(iv_.data(), 0, iv_.size()); }
 
 Aead::Aead(Aead&& other) noexcept
-    : suite_(other.suite_), iv_(other.iv_), handle_(std::exchange(other.handle_, nullptr)) {}
+    : suite_(other.suite_), backend_(other.backend_), iv_(other.iv_), cipher_(std::move(other.cipher_)) {}
 
 Aead& Aead::operator=(Aead&& other) noexcept {
     if (this != &other) {
-        if (handle_ != nullptr) gnutls_aead_cipher_deinit(handle_);
         suite_ = other.suite_;
+        backend_ = other.backend_;
         iv_ = other.iv_;
-        handle_ = std::exchange(other.handle_, nullptr);
+        cipher_ = std::move(other.cipher_);
     }
     return *this;
 }
 
-std::array<std::uint8_t, kAeadIvSize> Aead::nonce(std::uint64_t pn) const {
-    std::array<std::uint8_t, kAeadIvSize> n = iv_;
+Nonce Aead::nonce(std::uint64_t pn) const {
+    Nonce n = iv_;
     for (std::size_t i = 0; i < 8; ++i) n[kAeadIvSize - 1 - i] ^= static_cast<std::uint8_t>(pn >> (8 * i));
     return n;
 }
@@ -78,13 +62,10 @@ bool Aead::open(std::uint64_t pn, std::span<const std::uint8_t> header, std::spa
 
 void Aead::seal_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, std::span<std::uint8_t> payload) {
     if (payload.size() < kAeadTagSize) throw std::invalid_argument("AEAD seal: no room for the tag");
-    if (handle_ == nullptr) throw std::logic_error("AEAD seal on a moved-from context");
-    std::size_t out_size = payload.size();
-    const int rc = gnutls_aead_cipher_encrypt(handle_, n.data(), n.size(), aad.data(), aad.size(), kAeadTagSize,
-                                              payload.data(), payload.size() - kAeadTagSize, payload.data(), &out_size);
-    if (rc < 0 || out_size != payload.size()) {
-        throw CryptoError(std::string("gnutls_aead_cipher_encrypt: ") + gnutls_strerror(rc));
-    }
+    if (!cipher_) throw std::logic_error("AEAD seal on a moved-from context");
+    if (!cipher_->seal(n, aad, payload))
+        throw CryptoError("AEAD seal failed (" + std::string(to_string(backend_)) + ", " +
+                          std::string(to_string(suite_)) + ")");
 }
 
 bool Aead::open_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, std::span<std::uint8_t> payload) {
@@ -93,11 +74,8 @@ bool Aead::open_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, st
 
 bool Aead::open_with_nonce(const Nonce& n, std::span<const std::uint8_t> aad, std::span<const std::uint8_t> in,
                            std::span<std::uint8_t> out) {
-    if (in.size() < kAeadTagSize || out.size() < in.size() - kAeadTagSize || handle_ == nullptr) return false;
-    std::size_t out_size = out.size();
-    const int rc = gnutls_aead_cipher_decrypt(handle_, n.data(), n.size(), aad.data(), aad.size(), kAeadTagSize,
-                                              in.data(), in.size(), out.data(), &out_size);
-    return rc >= 0 && out_size == in.size() - kAeadTagSize;
+    if (in.size() < kAeadTagSize || out.size() < in.size() - kAeadTagSize || !cipher_) return false;
+    return cipher_->open(n, aad, in, out);
 }
 
 }  // namespace ndm::crypto

@@ -1,4 +1,4 @@
-// The one exception src/crypto throws for a GnuTLS or nettle call that cannot
+// The one exception src/crypto throws for a GnuTLS, nettle or OpenSSL call that cannot
 // fail on valid input (library or memory failure). Peer input never throws:
 // it is refused with a false or an empty optional.
 #pragma once

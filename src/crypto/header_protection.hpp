@@ -1,48 +1,46 @@
 // Header protection (RFC 9001 §5.4): the 5-byte mask computed from a 16-byte
 // sample of the ciphertext, with AES-ECB for the AES suites (§5.4.3) or
-// ChaCha20 for ChaCha20-Poly1305 (§5.4.4), both from nettle. The key schedule
-// is expanded once per key; mask() copies nothing but a small context.
+// ChaCha20 for ChaCha20-Poly1305 (§5.4.4), by a backend (backend.hpp: nettle
+// or OpenSSL libcrypto; by default the one backend_choice.hpp measured fastest
+// for the suite). The key schedule is expanded once per key; mask() allocates
+// nothing.
 #pragma once
 
-#include <nettle/aes.h>
-#include <nettle/chacha.h>
-
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
+#include "crypto/backend.hpp"
 #include "crypto/packet_keys.hpp"
 #include "crypto/suite.hpp"
 
 namespace ndm::crypto {
-
-inline constexpr std::size_t kHpSampleSize = 16;  // RFC 9001 §5.4.2
-inline constexpr std::size_t kHpMaskSize = 5;
-using HpMask = std::array<std::uint8_t, kHpMaskSize>;
 
 class HeaderProtection {
 public:
     // key: 16 bytes for AES-128, 32 for AES-256 and ChaCha20 (std::invalid_argument).
     HeaderProtection(CipherSuite suite, std::span<const std::uint8_t> key);
     explicit HeaderProtection(const PacketKeys& keys) : HeaderProtection(keys.suite, keys.hp_span()) {}
+    // With a given backend (tests, the calibration).
+    HeaderProtection(Backend backend, CipherSuite suite, std::span<const std::uint8_t> key);
+    HeaderProtection(Backend backend, const PacketKeys& keys) : HeaderProtection(backend, keys.suite, keys.hp_span()) {}
+    HeaderProtection(HeaderProtection&&) noexcept = default;
+    HeaderProtection& operator=(HeaderProtection&&) noexcept = default;
     ~HeaderProtection();
-    HeaderProtection(const HeaderProtection&) = default;
-    HeaderProtection& operator=(const HeaderProtection&) = default;
 
     [[nodiscard]] CipherSuite suite() const { return suite_; }
+    [[nodiscard]] Backend backend() const { return backend_; }
 
     // §5.4.3: AES-ECB(hp, sample)[0..5]; §5.4.4: ChaCha20(hp, counter =
     // sample[0..4] little-endian, nonce = sample[4..16], {0,0,0,0,0}).
+    // Throws std::logic_error on a moved-from object.
     [[nodiscard]] HpMask mask(std::span<const std::uint8_t, kHpSampleSize> sample) const;
 
 private:
     CipherSuite suite_;
-    union {
-        aes128_ctx aes128;
-        aes256_ctx aes256;
-        chacha_ctx chacha;
-    } ctx_{};
+    Backend backend_;
+    std::unique_ptr<HpCipher> cipher_;
 };
 
 // RFC 9001 §5.4.1: the first byte's low bits (4 of a long header, 5 of a

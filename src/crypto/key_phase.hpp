@@ -22,6 +22,9 @@ public:
     // With explicit AEAD limits (tests, or a stricter policy).
     OneRttKeys(CipherSuite suite, const Secret& read_secret, const Secret& write_secret, AeadUsage usage);
 
+    // The backend that protects and opens (backend.hpp).
+    [[nodiscard]] Backend backend() const { return write_.backend(); }
+
     // ---- sending
     // The key phase bit of packets protected now (§6: starts at 0).
     [[nodiscard]] bool key_phase() const { return write_phase_; }

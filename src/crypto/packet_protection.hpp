@@ -27,6 +27,7 @@ inline constexpr std::size_t kMaxPacketNumberLength = 4;
 // One direction's keys at one level, ready for packets.
 struct DirectionKeys {
     explicit DirectionKeys(const PacketKeys& keys) : aead(keys), hp(keys) {}
+    DirectionKeys(Backend backend, const PacketKeys& keys) : aead(backend, keys), hp(backend, keys) {}
     Aead aead;
     HeaderProtection hp;
 };

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "crypto/backend_choice.hpp"
 #include "transport/connection_impl.hpp"
 
 namespace ndm {
@@ -222,7 +223,13 @@ HandshakeSummary Connection::handshake_summary() const {
     if (!impl_->tls) return h;
     h.retry = impl_->retry_scid.has_value();
     h.alpn = impl_->tls->alpn();
-    if (const auto suite = impl_->tls->suite()) h.cipher_suite = std::string(crypto::to_string(*suite));
+    if (const auto suite = impl_->tls->suite()) {
+        h.cipher_suite = std::string(crypto::to_string(*suite));
+        crypto::BackendChoice choice = crypto::backend_for(*suite);
+        if (impl_->one_rtt && impl_->one_rtt->backend() != choice.backend)  // keys made under an override
+            choice = {impl_->one_rtt->backend(), crypto::BackendChoice::Why::override, {}};
+        h.packet_protection = crypto::describe(choice);
+    }
     if (impl_->have_peer_params) h.peer = wire::to_public(impl_->peer_params);
     return h;
 }

@@ -1,9 +1,10 @@
 // Packet protection allocates nothing per packet (docs/packet-protection.md):
-// this program interposes malloc/calloc/realloc (for GnuTLS and nettle too,
-// by ELF symbol interposition), counts the calls made while 1000 packets per
-// suite are protected and opened, and fails if there is any. The count is
-// checked to work by a key setup inside the counted region of a first pass
-// (gnutls_aead_cipher_init allocates). Its own executable: a counting malloc
+// this program interposes malloc/calloc/realloc (for GnuTLS, nettle and
+// OpenSSL too, by ELF symbol interposition), counts the calls made while 1000
+// packets per suite and backend are protected and opened, and fails if there
+// is any. The count is checked to work by a key setup inside the counted
+// region of a first pass (gnutls_aead_cipher_init and EVP_CIPHER_CTX_new
+// allocate). Its own executable: a counting malloc
 // has no place in ndm_tests, nor under ASan (not built with NDM_SANITIZE).
 #include <cstddef>
 #include <cstdint>
@@ -59,25 +60,28 @@ int main() {
     int failures = 0;
     for (const auto suite : {CipherSuite::aes128_gcm_sha256, CipherSuite::aes256_gcm_sha384,
                              CipherSuite::chacha20_poly1305_sha256}) {
-        Secret s;
-        s.size = suite == CipherSuite::aes256_gcm_sha384 ? 48 : 32;
-        s.bytes.fill(7);
-        const PacketKeys keys = derive_packet_keys(suite, s);
-        DirectionKeys tx(keys);
-        DirectionKeys rx(keys);
-        g_allocations = 0;
-        g_counting = true;
-        { const DirectionKeys probe(keys); }  // the counter sees GnuTLS's allocations
-        g_counting = false;
-        const long setup = g_allocations;
-        std::vector<std::uint8_t> pkt(1452, 0x11);  // allocated outside the counted loop
-        g_allocations = 0;
-        g_counting = true;
-        const bool ok = round_trips(tx, rx, pkt, 1000);
-        g_counting = false;
-        std::printf("%s: %ld allocations for a key, %ld in 1000 protect+open, %s\n",
-                    std::string(to_string(suite)).c_str(), setup, g_allocations, ok ? "all opened" : "FAILED to open");
-        if (setup == 0 || g_allocations != 0 || !ok) ++failures;
+        for (const Backend backend : kBackends) {
+            Secret s;
+            s.size = suite == CipherSuite::aes256_gcm_sha384 ? 48 : 32;
+            s.bytes.fill(7);
+            const PacketKeys keys = derive_packet_keys(suite, s);
+            DirectionKeys tx(backend, keys);
+            DirectionKeys rx(backend, keys);
+            g_allocations = 0;
+            g_counting = true;
+            { const DirectionKeys probe(backend, keys); }  // the counter sees the library's allocations
+            g_counting = false;
+            const long setup = g_allocations;
+            std::vector<std::uint8_t> pkt(1452, 0x11);  // allocated outside the counted loop
+            g_allocations = 0;
+            g_counting = true;
+            const bool ok = round_trips(tx, rx, pkt, 1000);
+            g_counting = false;
+            std::printf("%s, %s: %ld allocations for a key, %ld in 1000 protect+open, %s\n",
+                        std::string(to_string(suite)).c_str(), std::string(to_string(backend)).c_str(), setup,
+                        g_allocations, ok ? "all opened" : "FAILED to open");
+            if (setup == 0 || g_allocations != 0 || !ok) ++failures;
+        }
     }
     return failures == 0 ? 0 : 1;
 }

@@ -4,7 +4,7 @@
 # sender to the asked rate (forward and -R), -O leaves the first seconds out
 # of the totals (rows and intervals marked omitted, forward and -R), -T and
 # --logfile (--forceflush: tests/tools/test_output_redirect.cpp), -4/-6, -B,
-# --cport, -k, ndm-recv -D with --pidfile, and -V.
+# --cport, -k, ndm-recv -D with --pidfile, -V, and NDM_AEAD_BACKEND.
 set -euo pipefail
 send="$1"
 recv="$2"
@@ -96,6 +96,7 @@ finish_server
 # -V: the parameters, the controller, TLS at the start; both sides' CPU and controllers at the end.
 for pat in "^my run:  Starting Test: protocol: NDM, 1 streams, [0-9]+ byte packets, omitting 0 seconds, 1 second test$" \
            "^my run:  Controller: cubic$" "^my run:  TLS: TLS 1.3, TLS_[A-Z0-9_]+, ALPN [a-z0-9]+, QUIC version 0x" \
+           "^my run:  Packet protection: (gnutls|openssl) \((GnuTLS|OpenSSL) [^;]+; measured gnutls [0-9.]+, openssl [0-9.]+ us per 1452-byte packet\)$" \
            "^my run:  CPU Utilization: local/sender [0-9.]+% \([0-9.]+%u/[0-9.]+%s\), remote/receiver [0-9.]+%" \
            "^my run:  snd_congestion cubic$" "^my run:  rcv_congestion reno$"; do
   grep -Eq "$pat" "$out/log.txt" || fail "-V: no line matching $pat"
@@ -163,5 +164,22 @@ if ip -6 addr show dev lo 2>/dev/null | grep -q "::1"; then
 else
   echo "note: no IPv6 loopback on this host: the -6 run was not made"
 fi
+
+# 7. NDM_AEAD_BACKEND names the library that protects the packets (docs/packet-protection.md,
+# "Backends"): both -V say which and why, and the data arrives byte-exact; a bad value is one line, exit 1.
+NDM_AEAD_BACKEND=openssl start_server -V --cipher chacha20
+NDM_AEAD_BACKEND=gnutls timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t 1 -V > "$out/k.txt" 2>&1 \
+  || fail "NDM_AEAD_BACKEND=gnutls: exit $?"
+finish_server
+grep -q "^Packet protection: gnutls (GnuTLS [0-9.]*; NDM_AEAD_BACKEND=gnutls)$" "$out/k.txt" \
+  || fail "ndm-send -V: $(grep -i protection "$out/k.txt")"
+grep -Eq "^\[  1\] TLS 1.3, TLS_CHACHA20_POLY1305_SHA256, packet protection: openssl \(OpenSSL 3[^;]*; NDM_AEAD_BACKEND=openssl\)$" \
+  "$out/recv.txt" || fail "ndm-recv -V: $(grep -i protection "$out/recv.txt")"
+grep -q "receiver  (byte-exact)" "$out/k.txt" || fail "NDM_AEAD_BACKEND: not byte-exact: $(tail -3 "$out/k.txt")"
+set +e
+NDM_AEAD_BACKEND=nss timeout 20 "$send" --insecure -c 127.0.0.1 -p "$(free_port)" -t 1 > /dev/null 2> "$out/k_err.txt"; rc=$?
+set -e
+[ "$rc" -eq 1 ] && [ "$(wc -l < "$out/k_err.txt")" -eq 1 ] || fail "NDM_AEAD_BACKEND=nss: exit $rc, $(cat "$out/k_err.txt")"
+grep -q "NDM_AEAD_BACKEND=nss: expected gnutls, openssl or auto" "$out/k_err.txt" || fail "$(cat "$out/k_err.txt")"
 
 echo PASS

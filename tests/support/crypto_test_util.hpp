@@ -1,5 +1,6 @@
 // Hex test vectors (RFC 9001 Appendix A is printed in hex with spaces and
-// line breaks) as bytes, and bytes back as hex for readable failures.
+// line breaks) as bytes, and bytes back as hex for readable failures; and
+// BackendScope, which runs a test's packet protection on one backend.
 #pragma once
 
 #include <algorithm>
@@ -11,9 +12,22 @@
 #include <string_view>
 #include <vector>
 
+#include "crypto/backend_choice.hpp"
 #include "crypto/suite.hpp"
 
 namespace ndm::test {
+
+// While it lives, every key made uses `backend` (crypto::override_backend):
+//   for (const auto b : crypto::kBackends) { const BackendScope scope(b); CAPTURE(scope.name); ... }
+struct BackendScope {
+    explicit BackendScope(crypto::Backend backend) : name(crypto::to_string(backend)) {
+        crypto::override_backend(backend);
+    }
+    ~BackendScope() { crypto::override_backend(std::nullopt); }
+    BackendScope(const BackendScope&) = delete;
+    BackendScope& operator=(const BackendScope&) = delete;
+    std::string name;
+};
 
 inline std::vector<std::uint8_t> unhex(std::string_view text) {
     std::vector<std::uint8_t> out;

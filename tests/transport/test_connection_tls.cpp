@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "connection_pair.hpp"
+#include "crypto/backend_choice.hpp"
 #include "quic_test_util.hpp"
 #include "tls/alert.hpp"
 #include "tls_test_util.hpp"
@@ -187,6 +188,10 @@ TEST_CASE("the handshake summary names the ALPN, the cipher suite TlsOptions all
     CHECK(s.alpn == "ndm");
     CHECK(c.cipher_suite == "TLS_CHACHA20_POLY1305_SHA256");
     CHECK(s.cipher_suite == c.cipher_suite);
+    // Which library protects the packets, as the process chose it for the suite (docs/packet-protection.md).
+    const auto choice = ndm::crypto::backend_for(ndm::crypto::CipherSuite::chacha20_poly1305_sha256);
+    CHECK(c.packet_protection == ndm::crypto::describe(choice));
+    CHECK(s.packet_protection.starts_with(std::string(ndm::crypto::to_string(choice.backend)) + " ("));
     CHECK(s.peer.initial_max_streams_bidi == 7);
     CHECK(s.peer.initial_max_streams_uni == 2);
     CHECK(s.peer.initial_max_stream_data_uni == p.client_cfg.initial_max_stream_data);

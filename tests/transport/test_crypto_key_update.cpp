@@ -11,6 +11,7 @@
 
 #include "crypto/key_phase.hpp"
 #include "crypto/limits.hpp"
+#include "crypto_test_util.hpp"
 
 using namespace std::chrono_literals;
 using ndm::Duration;
@@ -76,33 +77,37 @@ void client_updates(Pair& p, Instant now) {
 }  // namespace
 
 TEST_CASE("crypto key update: initiated, answered, late packets read with the previous keys for 3 PTO") {
-    Pair p;
-    const Instant t0{};
-    CHECK(receive(p.server, send(p.client, 0), t0) == Open::ok);
-    const auto late1 = send(p.client, 1);
-    const auto late2 = send(p.client, 2);
+    for (const auto backend : ndm::crypto::kBackends) {
+        const ndm::test::BackendScope scope(backend);
+        CAPTURE(scope.name);
+        Pair p;
+        const Instant t0{};
+        CHECK(receive(p.server, send(p.client, 0), t0) == Open::ok);
+        const auto late1 = send(p.client, 1);
+        const auto late2 = send(p.client, 2);
 
-    CHECK_FALSE(p.client.can_initiate_update());  // §6.1: nothing of this phase acknowledged yet
-    CHECK_FALSE(p.client.initiate_update());
-    p.client.on_packet_acked(0);
-    REQUIRE(p.client.initiate_update());
-    CHECK(p.client.key_phase());
-    CHECK_FALSE(p.client.can_initiate_update());  // the peer has not answered
+        CHECK_FALSE(p.client.can_initiate_update());  // §6.1: nothing of this phase acknowledged yet
+        CHECK_FALSE(p.client.initiate_update());
+        p.client.on_packet_acked(0);
+        REQUIRE(p.client.initiate_update());
+        CHECK(p.client.key_phase());
+        CHECK_FALSE(p.client.can_initiate_update());  // the peer has not answered
 
-    // The server reads phase 1 with its precomputed next keys and answers.
-    CHECK(receive(p.server, send(p.client, 3), t0 + 10ms) == Open::ok);
-    CHECK(p.server.key_phase());
-    CHECK(p.server.updates() == 1);
-    CHECK(p.server.previous_keys_discard_at() == t0 + 10ms + 3 * kPto);
-    CHECK(receive(p.client, send(p.server, 0), t0 + 20ms) == Open::ok);
-    CHECK(p.client.updates() == 1);
+        // The server reads phase 1 with its precomputed next keys and answers.
+        CHECK(receive(p.server, send(p.client, 3), t0 + 10ms) == Open::ok);
+        CHECK(p.server.key_phase());
+        CHECK(p.server.updates() == 1);
+        CHECK(p.server.previous_keys_discard_at() == t0 + 10ms + 3 * kPto);
+        CHECK(receive(p.client, send(p.server, 0), t0 + 20ms) == Open::ok);
+        CHECK(p.client.updates() == 1);
 
-    // A late phase-0 packet within 3 PTO: the previous keys; after: dropped.
-    CHECK(receive(p.server, late1, t0 + 10ms + 3 * kPto - 1ns) == Open::ok);
-    CHECK(receive(p.server, late2, t0 + 10ms + 3 * kPto) == Open::failed);
-    CHECK(p.server.previous_keys_discard_at() == ndm::kNever);
-    CHECK(p.server.key_phase());  // a failed packet changes no phase
-    CHECK(receive(p.server, send(p.client, 4), t0 + 400ms) == Open::ok);
+        // A late phase-0 packet within 3 PTO: the previous keys; after: dropped.
+        CHECK(receive(p.server, late1, t0 + 10ms + 3 * kPto - 1ns) == Open::ok);
+        CHECK(receive(p.server, late2, t0 + 10ms + 3 * kPto) == Open::failed);
+        CHECK(p.server.previous_keys_discard_at() == ndm::kNever);
+        CHECK(p.server.key_phase());  // a failed packet changes no phase
+        CHECK(receive(p.server, send(p.client, 4), t0 + 400ms) == Open::ok);
+    }
 }
 
 TEST_CASE("crypto key update: the server initiates the second update and the client answers") {
@@ -153,15 +158,19 @@ TEST_CASE("crypto key update: the peer's second update before any answer is KEY_
 }
 
 TEST_CASE("crypto key update: a forged packet with the other key phase fails and counts toward the integrity limit") {
-    Pair p;
-    const Instant t0{};
-    CHECK(receive(p.server, send(p.client, 0), t0) == Open::ok);
-    auto forged = send(p.client, 1);
-    forged[20] ^= 0x01;  // payload byte
-    CHECK(receive(p.server, forged, t0) == Open::failed);
-    CHECK(p.server.usage().failed() == 1);
-    CHECK_FALSE(p.server.key_phase());
-    CHECK_FALSE(p.server.integrity_limit_reached());
+    for (const auto backend : ndm::crypto::kBackends) {
+        const ndm::test::BackendScope scope(backend);
+        CAPTURE(scope.name);
+        Pair p;
+        const Instant t0{};
+        CHECK(receive(p.server, send(p.client, 0), t0) == Open::ok);
+        auto forged = send(p.client, 1);
+        forged[20] ^= 0x01;  // payload byte
+        CHECK(receive(p.server, forged, t0) == Open::failed);
+        CHECK(p.server.usage().failed() == 1);
+        CHECK_FALSE(p.server.key_phase());
+        CHECK_FALSE(p.server.integrity_limit_reached());
+    }
 }
 
 TEST_CASE("crypto key update: AEAD limits ask for an update at 3/4 and stop at the limit") {

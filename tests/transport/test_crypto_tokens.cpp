@@ -93,61 +93,69 @@ TEST_CASE("crypto stateless reset: HMAC-SHA256 token per CID, constant-time comp
 }
 
 TEST_CASE("crypto address token: Retry and NEW_TOKEN tokens round-trip with their fields") {
-    SeededRandom r(7);
-    AddressTokenKey key(r);
-    const auto retry = key.issue(TokenKind::retry, kAddress, kT0, kOdcid, r);
-    CHECK(retry.size == ndm::crypto::kAddressTokenOverhead + kOdcid.size());
-    const auto v = key.validate(retry.span(), kAddress, kT0 + 9s);
-    REQUIRE(v);
-    CHECK(v->kind == TokenKind::retry);
-    CHECK(v->issued == kT0);
-    CHECK(hex(v->original_dcid()) == hex(kOdcid));
+    for (const auto backend : ndm::crypto::kBackends) {
+        const ndm::test::BackendScope scope(backend);
+        CAPTURE(scope.name);
+        SeededRandom r(7);
+        AddressTokenKey key(r);
+        const auto retry = key.issue(TokenKind::retry, kAddress, kT0, kOdcid, r);
+        CHECK(retry.size == ndm::crypto::kAddressTokenOverhead + kOdcid.size());
+        const auto v = key.validate(retry.span(), kAddress, kT0 + 9s);
+        REQUIRE(v);
+        CHECK(v->kind == TokenKind::retry);
+        CHECK(v->issued == kT0);
+        CHECK(hex(v->original_dcid()) == hex(kOdcid));
 
-    const auto nt = key.issue(TokenKind::new_token, std::span(kAddress).first(4), kT0, {}, r);
-    const auto w = key.validate(nt.span(), std::span(kAddress).first(4), kT0 + 23h);
-    REQUIRE(w);
-    CHECK(w->kind == TokenKind::new_token);
-    CHECK(w->original_dcid().empty());
-    // Two tokens for the same input differ (random nonce).
-    CHECK(hex(key.issue(TokenKind::retry, kAddress, kT0, kOdcid, r).span()) != hex(retry.span()));
+        const auto nt = key.issue(TokenKind::new_token, std::span(kAddress).first(4), kT0, {}, r);
+        const auto w = key.validate(nt.span(), std::span(kAddress).first(4), kT0 + 23h);
+        REQUIRE(w);
+        CHECK(w->kind == TokenKind::new_token);
+        CHECK(w->original_dcid().empty());
+        // Two tokens for the same input differ (random nonce).
+        CHECK(hex(key.issue(TokenKind::retry, kAddress, kT0, kOdcid, r).span()) != hex(retry.span()));
+    }
 }
 
 TEST_CASE("crypto address token: tampered, expired, future, wrong-address and foreign tokens are rejected") {
-    SeededRandom r(8);
-    AddressTokenKey key(r);
-    const auto token = key.issue(TokenKind::retry, kAddress, kT0, kOdcid, r);
-    const std::vector<std::uint8_t> good(token.span().begin(), token.span().end());
-    REQUIRE(key.validate(good, kAddress, kT0));
-    for (std::size_t i = 0; i < good.size(); ++i) {
-        auto bad = good;
-        bad[i] ^= 0x01;
-        CHECK_FALSE(key.validate(bad, kAddress, kT0));
+    for (const auto backend : ndm::crypto::kBackends) {
+        const ndm::test::BackendScope scope(backend);
+        CAPTURE(scope.name);
+        SeededRandom r(8);
+        AddressTokenKey key(r);
+        const auto token = key.issue(TokenKind::retry, kAddress, kT0, kOdcid, r);
+        const std::vector<std::uint8_t> good(token.span().begin(), token.span().end());
+        REQUIRE(key.validate(good, kAddress, kT0));
+        for (std::size_t i = 0; i < good.size(); ++i) {
+            auto bad = good;
+            bad[i] ^= 0x01;
+            CHECK_FALSE(key.validate(bad, kAddress, kT0));
+        }
+        CHECK_FALSE(key.validate(good, kOtherPort, kT0));
+        CHECK_FALSE(key.validate(good, {}, kT0));
+        CHECK(key.validate(good, kAddress, kT0 + 10s));
+        CHECK_FALSE(key.validate(good, kAddress, kT0 + 10s + 1ns));  // Retry tokens live 10 s
+        CHECK_FALSE(key.validate(good, kAddress, kT0 - 1ns));        // not issued yet
+        for (std::size_t n = 0; n < good.size(); ++n) {
+            const std::vector<std::uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
+            CHECK_FALSE(key.validate(cut, kAddress, kT0));
+        }
+        auto longer = good;
+        longer.push_back(0);
+        CHECK_FALSE(key.validate(longer, kAddress, kT0));
+        CHECK_FALSE(key.validate(std::vector<std::uint8_t>(200, 1), kAddress, kT0));
+        // The kind is authenticated: relabelling a Retry token as NEW_TOKEN fails.
+        auto relabelled = good;
+        relabelled[0] = static_cast<std::uint8_t>(TokenKind::new_token);
+        CHECK_FALSE(key.validate(relabelled, kAddress, kT0));
+        // Another server key (another process) does not accept it.
+        SeededRandom r2(9);
+        AddressTokenKey other(r2);
+        CHECK_FALSE(other.validate(good, kAddress, kT0));
+        // NEW_TOKEN tokens last longer, but not forever.
+        const auto nt = key.issue(TokenKind::new_token, kAddress, kT0, {}, r);
+        CHECK(key.validate(nt.span(), kAddress, kT0 + 24h));
+        CHECK_FALSE(key.validate(nt.span(), kAddress, kT0 + 24h + 1ns));
     }
-    CHECK_FALSE(key.validate(good, kOtherPort, kT0));
-    CHECK_FALSE(key.validate(good, {}, kT0));
-    CHECK(key.validate(good, kAddress, kT0 + 10s));
-    CHECK_FALSE(key.validate(good, kAddress, kT0 + 10s + 1ns));  // Retry tokens live 10 s
-    CHECK_FALSE(key.validate(good, kAddress, kT0 - 1ns));        // not issued yet
-    for (std::size_t n = 0; n < good.size(); ++n) {
-        const std::vector<std::uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
-        CHECK_FALSE(key.validate(cut, kAddress, kT0));
-    }
-    auto longer = good;
-    longer.push_back(0);
-    CHECK_FALSE(key.validate(longer, kAddress, kT0));
-    CHECK_FALSE(key.validate(std::vector<std::uint8_t>(200, 1), kAddress, kT0));
-    // The kind is authenticated: relabelling a Retry token as NEW_TOKEN fails.
-    auto relabelled = good;
-    relabelled[0] = static_cast<std::uint8_t>(TokenKind::new_token);
-    CHECK_FALSE(key.validate(relabelled, kAddress, kT0));
-    // Another server key (another process) does not accept it.
-    SeededRandom r2(9);
-    AddressTokenKey other(r2);
-    CHECK_FALSE(other.validate(good, kAddress, kT0));
-    // NEW_TOKEN tokens last longer, but not forever.
-    const auto nt = key.issue(TokenKind::new_token, kAddress, kT0, {}, r);
-    CHECK(key.validate(nt.span(), kAddress, kT0 + 24h));
-    CHECK_FALSE(key.validate(nt.span(), kAddress, kT0 + 24h + 1ns));
 }
 
 TEST_CASE("crypto address token: oversized inputs are refused when issuing") {

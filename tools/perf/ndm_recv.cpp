@@ -75,6 +75,7 @@ struct Server {
     int finished = 0;
     Duration join_timeout = std::chrono::seconds(5);  // main() sets the connections' idle timeout
     tools::TestLimits limits;  // --rcv-timeout, --snd-timeout, --test-grace, --max-test-time
+    bool verbose = false;      // -V: each connection's suite and packet protection
 
     // A new connection joins the test it names, or starts one. Everything that
     // can refuse it (parameters, a busy server, its stream) is checked before
@@ -150,6 +151,11 @@ struct Server {
         // iperf3's line for each of its test streams.
         say(fmt::format("{} local {} port {} connected to {} port {}\n", id_label(p.index), test->local.host,
                         test->local.port, peer.host, peer.port));
+        if (verbose) {
+            const HandshakeSummary hs = c->handshake_summary();
+            say(fmt::format("{} TLS 1.3, {}, packet protection: {}\n", id_label(p.index), hs.cipher_suite,
+                            hs.packet_protection));
+        }
         if (test->connections() == test->params.streams) header();
         std::cout << std::flush;
     }
@@ -661,9 +667,10 @@ void add_iperf3_options(CLI::App& app, Options& o) {
     app.add_flag("-D,--daemon", o.daemon, "run in the background; output to --logfile, else discarded (as iperf3's -D)");
     app.add_flag("-1,--one-off", o.one_off, "exit after one test");
     app.add_flag("-V,--verbose", o.verbose,
-                 "at exit, also print the socket's totals: datagrams sent (in how many send calls) and received, "
-                 "service passes and connection turns, and the tests served and connections still open (to stderr "
-                 "with -J)");
+                 "for each connection, its cipher suite and which library protects its packets (OpenSSL or "
+                 "GnuTLS, docs/packet-protection.md); at exit, also print the socket's totals: datagrams sent (in "
+                 "how many send calls) and received, service passes and connection turns, and the tests served and "
+                 "connections still open (to stderr with -J)");
     app.add_flag("-4,--version4", o.ipv4, "IPv4 only: bind 0.0.0.0 (or -B's IPv4 address)")->excludes(
         app.add_flag("-6,--version6", o.ipv6, "IPv6: bind :: (or -B's IPv6 address); IPv4-mapped clients are still accepted"));
 }
@@ -782,7 +789,7 @@ int run(const Options& o, const EndpointConfig& cfg, const tools::ServerTls& tls
         tools::catch_interrupts();
         print_listening(o, ep, tls);
         Server s{o.json_out, o.json_out ? o.output_flags.title : "", cfg.connection.cc, o.file,
-                 o.output_flags.force_flush, ep, std::nullopt, 0, cfg.connection.idle_timeout, o.limits};
+                 o.output_flags.force_flush, ep, std::nullopt, 0, cfg.connection.idle_timeout, o.limits, o.verbose};
         serve(o, ep, s);
         // -V: what was still open at exit (an ended test's connections are
         // removed after their closing period, RFC 9000 §10.2).

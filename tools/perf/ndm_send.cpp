@@ -66,7 +66,8 @@ void add_general_options(CLI::App& app, Options& o) {
     app.add_option("-B,--bind", o.bind,
                    "numeric local address to send from (default: any, dual-stack; unlike iperf3's -B, not a host name)");
     app.add_flag("-V,--verbose", o.verbose,
-                 "also print the test parameters, controller and TLS parameters at the start, both sides' CPU "
+                 "also print the test parameters, controller and TLS parameters at the start (with which library "
+                 "protects the packets, OpenSSL or GnuTLS, and why: docs/packet-protection.md), both sides' CPU "
                  "use and controllers at the end (as iperf3's -V), and this socket's totals (datagrams sent in how many "
                  "send calls, received; service passes)");
     app.add_flag("-J,--json", o.json, "print one JSON document (iperf3's start/intervals/end shape) instead of text");

@@ -47,7 +47,8 @@ std::string verbose_header(const TestView& t) {
     const cc::Entry entry = cc::parse_entry(o.cc);
     return fmt::format("Starting Test: protocol: NDM, {} streams, {} byte packets, omitting {:g} seconds, {}{}\n"
                        "Controller: {}{}{}\n"
-                       "TLS: TLS 1.3, {}, ALPN {}, QUIC version 0x{:08x}{}\n",
+                       "TLS: TLS 1.3, {}, ALPN {}, QUIC version 0x{:08x}{}\n"
+                       "Packet protection: {}\n",
                        o.parallel, t.mds, t.base.omit,
                        t.base.bytes ? fmt::format("{} bytes to send", t.base.bytes)
                                     : fmt::format("{:g} second test", t.base.seconds),
@@ -55,7 +56,7 @@ std::string verbose_header(const TestView& t) {
                                       : "",
                        entry.name, entry.options.empty() ? "" : " (" + entry.options + ")",
                        o.reverse ? " on the server (reverse mode)" : "", t.handshake.cipher_suite, t.handshake.alpn,
-                       t.handshake.version, t.handshake.retry ? ", after a Retry" : "");
+                       t.handshake.version, t.handshake.retry ? ", after a Retry" : "", t.handshake.packet_protection);
 }
 
 // The receiving side's controller: ours in -R, else the server's, from its report.
