@@ -80,18 +80,18 @@ TEST_CASE("stream set: packets are filled in stream order from the cursor, which
     f.write(c, 1000);
     Packet p1;
     f.set.write_stream_frames(p1.sink);
-    // b drains first; c takes the rest of the packet and keeps the cursor.
+    // b drains first; c takes the rest of the packet, and passes the turn.
     CHECK(p1.stream_ids() == std::vector<StreamId>{b, c});
     CHECK(p1.bytes_of(b) == 1000);
     CHECK(p1.bytes_of(c) > 0);
     CHECK(p1.bytes_of(c) < 1000);
     CHECK(p1.sink.remaining() <= 16);
 
-    // The next packet starts at c, then wraps to a (below the cursor).
+    // The next packet starts after c, wrapping to a, then c again.
     f.write(a, 100);
     Packet p2;
     f.set.write_stream_frames(p2.sink);
-    CHECK(p2.stream_ids() == std::vector<StreamId>{c, a});
+    CHECK(p2.stream_ids() == std::vector<StreamId>{a, c});
     CHECK(p1.bytes_of(c) + p2.bytes_of(c) == 1000);
     CHECK(p2.bytes_of(a) == 100);
     CHECK_FALSE(f.set.has_pending_data());
