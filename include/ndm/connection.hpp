@@ -403,11 +403,15 @@ public:
     // or already finished): a read-only look, so that a driver of many
     // connections reaches only those with data through Endpoint::connection().
     [[nodiscard]] std::size_t stream_readable(StreamId id) const;
+    // True once the peer's FIN has been read (all of the stream's bytes);
+    // never for a stream the peer reset or this side stopped (stop_sending),
+    // whose reading ended without its end: event::StreamReset says so.
     [[nodiscard]] bool stream_finished(StreamId id) const;
     // True once the peer has acknowledged every byte written to the stream
     // and its FIN: what was sent is delivered to the peer's transport (not
     // necessarily read by its application). False for a stream we cannot
-    // send on or that was never opened.
+    // send on, that was never opened, or whose sending was reset (by
+    // reset_stream() or the peer's STOP_SENDING: event::StreamStopped).
     [[nodiscard]] bool stream_send_acked(StreamId id) const;
     // Bytes the application may still write before the send buffer is full
     // (0 once the stream is finished or reset).

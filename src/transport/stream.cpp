@@ -366,7 +366,7 @@ bool SendStream::has_pending(std::uint64_t new_data_limit) const {
 }
 
 bool SendStream::all_acked() const {
-    return fin_offset_ && fin_acked_ && end() == begin();
+    return !reset_ && fin_offset_ && fin_acked_ && end() == begin();
 }
 
 // ---- RecvStream -------------------------------------------------------------

@@ -187,15 +187,15 @@ bool StreamSet::opened(StreamId id) const {
 }
 
 bool StreamSet::finished(StreamId id) const {
-    if (const StreamState* s = find(id)) return s->recv.finished();
-    return opened(id);  // reaped
+    if (const StreamState* s = find(id)) return s->recv.finished() && !s->recv.discarding();
+    return opened(id) && !recv_aborted_.contains(id);  // reaped
 }
 
 bool StreamSet::send_acked(StreamId id) const {
     if (receive_only(id)) return false;
     if (const StreamState* s = find(id)) return s->send.all_acked();
-    // Reaped only once its send half was acknowledged to the FIN (maybe_reap).
-    return opened(id);
+    // Reaped once its send half was acknowledged to the FIN (maybe_reap), or reset.
+    return opened(id) && !send_aborted_.contains(id);
 }
 
 void StreamSet::maybe_reap(StreamId id) {
@@ -208,6 +208,8 @@ void StreamSet::maybe_reap(StreamId id) {
     const bool send_done = receive_only(id) || s.send.all_acked() || (s.reset_acked && !s.stopped_event_unread);
     const bool recv_done = send_only(id) || s.recv.finished() || (s.recv.is_reset() && !s.reset_event_unread);
     if (!send_done || !recv_done) return;
+    if (s.recv.discarding()) recv_aborted_.add(id);
+    if (s.reset_code) send_aborted_.add(id);
     streams_.erase(it);
     if (peer_initiated(id)) {
         // Let the peer open one more in its place (RFC 9000 §4.6).

@@ -22,6 +22,7 @@
 #include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
 #include "transport/sent_frame.hpp"
+#include "transport/range_set.hpp"
 #include "transport/stream.hpp"
 
 namespace ndm::test {
@@ -66,6 +67,23 @@ struct StreamState {
     // rather than throw (the application could not have known).
     bool stopped_by_peer = false;
     std::uint64_t served_in = 0;  // the last write_stream_frames() call that sent its data
+};
+
+// Stream IDs as one set of indices per type (RFC 9000 §2.1: the low two
+// bits), so that consecutive streams of a type merge into one range. At most
+// kMaxRanges ranges per type: beyond, the lowest (the oldest streams) go.
+class StreamIdSet {
+public:
+    static constexpr std::size_t kMaxRanges = 1024;
+    void add(std::uint64_t id) {
+        RangeSet& r = sets_[id & 3];
+        r.add(id >> 2, (id >> 2) + 1);
+        if (r.interval_count() > kMaxRanges) r.pop_first();
+    }
+    [[nodiscard]] bool contains(std::uint64_t id) const { return sets_[id & 3].contains(id >> 2); }
+
+private:
+    std::array<RangeSet, 4> sets_;
 };
 
 // A peer frame the stream set rejects: the connection closes with it.
@@ -272,6 +290,11 @@ private:
     // the next packet starts at the first such stream at or after it.
     std::array<StreamId, StreamPriority::kMaxUrgency + 1> rr_cursor_{};
     std::uint64_t packet_serial_ = 0;  // write_stream_frames() calls
+    // Streams released after their reading or sending ended by a reset or a
+    // stop, not a FIN: finished() and send_acked() must not report them
+    // delivered (the application was told by an event, a blocking reader
+    // was not).
+    StreamIdSet recv_aborted_, send_aborted_;
     StreamCounters counters_;
 };
 

@@ -113,6 +113,12 @@ TEST_CASE("stream cancel: reset_stream reaches the peer with its code and final 
         return streams_of(*p.client).size() == 0 && streams_of(*p.server).size() == 0;
     }));
     CHECK(streams_of(*p.server).local_max_streams() == max_streams + 1);
+    // Released, the stream still answers truthfully: the client's half was
+    // reset, the server's ended with its FIN.
+    CHECK_FALSE(p.server->stream_finished(id));
+    CHECK_FALSE(p.client->stream_send_acked(id));
+    CHECK(p.client->stream_finished(id));
+    CHECK(p.server->stream_send_acked(id));
     CHECK(p.client->is_established());
     CHECK(p.server->is_established());
 }
@@ -163,6 +169,8 @@ TEST_CASE("stream cancel: stop_sending drops what is held and the peer answers w
         drain(*p.client, id);
         return streams_of(*p.client).size() == 0 && streams_of(*p.server).size() == 0;
     }));
+    CHECK_FALSE(p.server->stream_finished(id));   // stopped
+    CHECK_FALSE(p.client->stream_send_acked(id));  // reset in answer
 }
 
 TEST_CASE("stream cancel: both directions, server-initiated streams, and uni streams") {

@@ -479,3 +479,17 @@ TEST_CASE("stream set: a reset stream sends RESET_STREAM with its final size and
     f.set.write_control_frames(p3.sink, Instant{}, std::chrono::milliseconds(10));
     CHECK(p3.frames.empty());
 }
+
+TEST_CASE("stream set: the IDs of streams released after a reset merge by type and stay bounded") {
+    StreamIdSet ids;
+    for (StreamId i = 0; i < 100; ++i) ids.add(i * 4);  // streams 0, 4, 8, ...: one range
+    CHECK(ids.contains(0));
+    CHECK(ids.contains(396));
+    CHECK_FALSE(ids.contains(400));
+    CHECK_FALSE(ids.contains(1));  // another type
+    // Every other stream: one range each, at most kMaxRanges; the oldest go first.
+    for (StreamId i = 0; i < 3000; ++i) ids.add(1 + i * 8);
+    CHECK(ids.contains(1 + 2999 * 8));
+    CHECK_FALSE(ids.contains(1));
+    CHECK(ids.contains(396));  // the other types' ranges stay
+}
