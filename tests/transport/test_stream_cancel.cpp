@@ -75,7 +75,7 @@ const std::uint8_t kData8[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 }  // namespace
 
-TEST_CASE("stream cancel: reset_stream reaches the peer with its code and final size; both sides release the stream") {
+TEST_CASE("stream cancel: reset_stream reaches the peer with its code and final size, and both sides release the stream") {
     ConnectionPair p;
     REQUIRE(p.handshake());
     const StreamId id = *p.client->open_stream();

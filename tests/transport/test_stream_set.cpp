@@ -428,7 +428,7 @@ TEST_CASE("stream set: incremental streams of one urgency take turns a packet ea
     CHECK(p3.bytes_of(c) == 300);
 }
 
-TEST_CASE("stream set: a lower urgency goes first; at one urgency non-incremental streams go one at a time, by ID") {
+TEST_CASE("stream set: a lower urgency goes first, and at one urgency non-incremental streams go one at a time by ID") {
     Fixture f;
     f.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 0, 10, 0});
     const StreamId a = *f.set.open(), b = *f.set.open(), c = *f.set.open(), d = *f.set.open();
