@@ -6,11 +6,14 @@
 // moves, drops, duplicates, reorders or corrupts the pair's own datagrams,
 // injects packets sealed with the peer's real keys (tests/support/quic_test_util.hpp)
 // whose payload is well-formed frames chosen by the input or raw input bytes,
-// steps the clock, or writes, reads, opens and closes streams. After every
+// steps the clock, or writes, reads, opens, resets, stops, reprioritizes
+// and closes streams (forged RESET_STREAM and STOP_SENDING frames reach the
+// receiver's cancellation too, RFC 9000 §3.5, §4.5). After every
 // step the invariants of both sides are checked (FUZZ_CHECK traps):
 //   - bytes in flight equal the sum of the in-flight packets' sizes, and the
 //     ack-eliciting count per space matches (RFC 9002 §A.2);
-//   - flow control holds both ways and stream offsets only grow (RFC 9000 §4);
+//   - flow control holds both ways and stream offsets only grow (RFC 9000 §4;
+//     but a reset stream's written bytes end at its final size);
 //   - what the application reads is exactly what the peer wrote there (both
 //     sides write pattern_byte(id, offset); forged STREAM frames carry the
 //     same bytes, so reassembly is checked byte for byte);
@@ -84,6 +87,8 @@ struct HarnessSummary {
     bool established = false;             // the handshake completed (before the operations, or during them)
     std::size_t steps = 0;                // operations run
     std::uint64_t bytes_read[2] = {0, 0};  // by the client's and the server's application, checked
+    std::uint64_t resets_seen[2] = {0, 0};  // event::StreamReset raised at the client and the server
+    std::uint64_t stops_seen[2] = {0, 0};   // event::StreamStopped
 };
 
 class ConnectionHarness {
@@ -151,6 +156,7 @@ private:
         case 11: open(side, (op & 0x10) != 0); break;
         case 12: read(side); break;
         case 13: close(side); break;
+        case 15: cancel(side); break;
         default: pump(); break;
         }
     }
@@ -463,6 +469,27 @@ private:
         drain_events(side);
     }
 
+    // reset_stream, stop_sending or set_stream_priority on a stream the
+    // application knows (or not); an urgency of 8 is out of range.
+    void cancel(int side) {
+        Connection* c = conn(side);
+        if (!c) return;
+        const std::uint8_t what = in_.byte();
+        const StreamId id = app_stream(side);
+        try {
+            switch (what % 3) {
+            case 0: c->reset_stream(id, in_.value()); break;
+            case 1: c->stop_sending(id, in_.value()); break;
+            default: c->set_stream_priority(id, {static_cast<std::uint8_t>(in_.byte() % 9), (what & 0x80) != 0}); break;
+            }
+        } catch (const std::invalid_argument&) {
+            // Not open, or an urgency above 7: documented.
+        } catch (const std::logic_error&) {
+            // The wrong half of a unidirectional stream: documented.
+        }
+        drain_events(side);
+    }
+
     void close(int side) {
         Connection* c = conn(side);
         if (!c) return;
@@ -481,6 +508,8 @@ private:
             if (std::holds_alternative<event::Closed>(*ev)) s.closed_seen = true;
             if (std::holds_alternative<event::Established>(*ev)) summary_.established = true;
             if (const auto* o = std::get_if<event::StreamOpened>(&*ev)) s.streams.push_back(o->id);
+            if (std::holds_alternative<event::StreamReset>(*ev)) ++summary_.resets_seen[side];
+            if (std::holds_alternative<event::StreamStopped>(*ev)) ++summary_.stops_seen[side];
         }
     }
 
@@ -507,8 +536,11 @@ private:
             const Side::Snapshot now{st.recv.read_offset(), st.recv.highest_received(), st.send.acked_end(),
                                      st.send.sent_end(), st.send.written(), st.window.limit(), st.credit.limit()};
             FUZZ_CHECK(now.read >= old.read && now.highest >= old.highest && now.acked >= old.acked &&
-                       now.sent >= old.sent && now.written >= old.written && now.window >= old.window &&
-                       now.credit >= old.credit);
+                       now.sent >= old.sent && (now.written >= old.written || st.send.is_reset()) &&
+                       now.window >= old.window && now.credit >= old.credit);
+            // A reset half holds no bytes (RFC 9000 §3.1, §3.5: memory follows bytes).
+            if (st.send.is_reset()) FUZZ_CHECK(st.send.written() == st.send.sent_end());
+            if (st.recv.discarding()) FUZZ_CHECK(st.recv.memory() == 0 && st.recv.held() == 0);
             old = now;
         }));
         const std::uint64_t window = test::InvariantAudit::conn_window_limit(impl.streams);

@@ -262,15 +262,40 @@ struct HandshakeSummary {
     TransportParameters peer;
 };
 
+// A stream's place in the send order, in the shape of RFC 9218's priority
+// (HTTP's Extensible Priorities, §4): streams of a lower urgency are sent
+// first; among streams of one urgency, incremental ones share the packets
+// round robin (one packet each in turn) and non-incremental ones are sent
+// one at a time, in stream ID order, ahead of the incremental ones. A
+// deliberate difference from RFC 9218, whose default is non-incremental
+// (one HTTP response after another): ndm's default is incremental, so
+// streams of equal urgency share the path fairly unless told otherwise.
+struct StreamPriority {
+    static constexpr std::uint8_t kMaxUrgency = 7;
+    static constexpr std::uint8_t kDefaultUrgency = 3;  // RFC 9218 §4.1
+    std::uint8_t urgency = kDefaultUrgency;  // 0 (first) .. 7 (last)
+    bool incremental = true;
+    bool operator==(const StreamPriority&) const = default;
+};
+
 namespace event {
 struct Established {};
 struct StreamOpened { StreamId id; };     // the peer opened a stream
 struct StreamReadable { StreamId id; };   // new in-order data or FIN can be read
 struct StreamWritable { StreamId id; };   // send buffer or flow-control credit opened up
+// The peer abandoned its sending on the stream (RESET_STREAM, RFC 9000
+// §19.4): bytes not yet read are gone and no FIN will come; final_size is
+// how many the peer had sent. Raised once, and not for a stream whose
+// reading this side stopped first (stop_sending()).
+struct StreamReset { StreamId id; std::uint64_t error_code; std::uint64_t final_size; };
+// The peer asked this side to stop sending on the stream (STOP_SENDING,
+// RFC 9000 §19.5). ndm has already reset the stream with the same code
+// (§3.5): bytes not yet acknowledged are dropped, and writes take nothing.
+struct StreamStopped { StreamId id; std::uint64_t error_code; };
 struct Closed { CloseInfo info; };
 }  // namespace event
 using Event = std::variant<event::Established, event::StreamOpened, event::StreamReadable,
-                           event::StreamWritable, event::Closed>;
+                           event::StreamWritable, event::StreamReset, event::StreamStopped, event::Closed>;
 
 class Connection {
 public:
@@ -394,18 +419,54 @@ public:
     // or already finished): a read-only look, so that a driver of many
     // connections reaches only those with data through Endpoint::connection().
     [[nodiscard]] std::size_t stream_readable(StreamId id) const;
+    // True once the peer's FIN has been read (all of the stream's bytes);
+    // never for a stream the peer reset or this side stopped (stop_sending),
+    // whose reading ended without its end: event::StreamReset says so.
     [[nodiscard]] bool stream_finished(StreamId id) const;
     // True once the peer has acknowledged every byte written to the stream
     // and its FIN: what was sent is delivered to the peer's transport (not
     // necessarily read by its application). False for a stream we cannot
-    // send on or that was never opened.
+    // send on, that was never opened, or whose sending was reset (by
+    // reset_stream() or the peer's STOP_SENDING: event::StreamStopped).
     [[nodiscard]] bool stream_send_acked(StreamId id) const;
-    // Bytes the application may still write before the send buffer is full.
+    // Bytes the application may still write before the send buffer is full
+    // (0 once the stream is finished or reset).
     [[nodiscard]] std::size_t stream_send_capacity(StreamId id) const;
     // The stream offset up to which the peer's flow control (its
     // MAX_STREAM_DATA and MAX_DATA) lets this side send now; 0 for a stream
     // it cannot send on.
     [[nodiscard]] std::uint64_t stream_send_limit(StreamId id) const;
+
+    // Cancellation (RFC 9000 §3). Error codes are the application's own,
+    // 0..2^62-1 (std::invalid_argument beyond); both calls throw
+    // std::invalid_argument for a stream that is not open and do nothing
+    // before the handshake completes or after the connection ends.
+    //
+    // reset_stream() abandons this side's sending: bytes not yet
+    // acknowledged are dropped (their memory with them) and the peer gets a
+    // RESET_STREAM with the code and the stream's final size, resent until
+    // acknowledged; the peer's application sees it as a reset (its bytes
+    // not yet read are gone too). Nothing happens once every byte and the
+    // FIN are acknowledged, or when the stream was reset already. Writing
+    // to a stream reset this way throws std::logic_error, as after finish;
+    // one reset because the peer sent STOP_SENDING (event::StreamStopped)
+    // takes nothing instead, since the application could not know.
+    // std::logic_error for the peer's unidirectional stream (receive-only).
+    void reset_stream(StreamId id, std::uint64_t error_code);
+    // stop_sending() abandons this side's reading: bytes received and not
+    // read are dropped, later ones are counted for flow control and
+    // dropped, and the peer gets a STOP_SENDING with the code, resent until
+    // acknowledged, asking it to reset the stream (RFC 9000 §3.5). read()
+    // and peek() find nothing from then on. Nothing is sent once the peer
+    // has reset the stream or every byte and the FIN have arrived.
+    // std::logic_error for a unidirectional stream of this side (send-only).
+    void stop_sending(StreamId id, std::uint64_t error_code);
+    // The stream's send priority (StreamPriority above), from the next
+    // packet on; std::invalid_argument for an urgency above 7 or a stream
+    // that is not open. A stream opened by either side starts at the
+    // default, which stream_priority() also returns for a stream not open.
+    void set_stream_priority(StreamId id, StreamPriority priority);
+    [[nodiscard]] StreamPriority stream_priority(StreamId id) const;
 
     // Replaces the congestion controller by registry name and option string,
     // e.g. a server adopting the controller its client asked for in the

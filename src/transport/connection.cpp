@@ -67,6 +67,7 @@ std::optional<Event> Connection::poll_event() {
     if (impl_->events.empty()) return std::nullopt;
     Event e = std::move(impl_->events.front());
     impl_->events.pop_front();
+    impl_->streams.on_event_delivered(e);  // a reset stream may go now that the application knows
     return e;
 }
 
@@ -179,6 +180,35 @@ std::uint64_t Connection::stream_send_limit(StreamId id) const {
     const StreamState* s = impl_->streams.find(id);
     if (!s || impl_->state != ConnectionState::established) return 0;
     return impl_->streams.new_data_limit(*s);
+}
+
+namespace {
+// Application error codes are varints (RFC 9000 §19.4, §19.5).
+void check_application_code(std::uint64_t code) {
+    if (code > wire::kVarintMax)
+        throw std::invalid_argument(fmt::format("application error code {} exceeds 2^62-1", code));
+}
+}  // namespace
+
+void Connection::reset_stream(StreamId id, std::uint64_t error_code) {
+    check_application_code(error_code);
+    if (impl_->state != ConnectionState::established) return;
+    impl_->streams.reset(id, error_code);
+}
+
+void Connection::stop_sending(StreamId id, std::uint64_t error_code) {
+    check_application_code(error_code);
+    if (impl_->state != ConnectionState::established) return;
+    impl_->streams.stop(id, error_code);
+}
+
+void Connection::set_stream_priority(StreamId id, StreamPriority priority) {
+    impl_->streams.set_priority(id, priority);
+}
+
+StreamPriority Connection::stream_priority(StreamId id) const {
+    const StreamState* s = impl_->streams.find(id);
+    return s ? StreamPriority{s->urgency, s->incremental} : StreamPriority{};
 }
 
 void Connection::set_receive_windows(std::uint64_t max_data, std::uint64_t max_stream_data, bool autotune) {

@@ -338,9 +338,12 @@ struct Connection::Impl {
     Duration effective_idle_timeout() const;
 
     // The stream the application may write to now, or nullptr before the
-    // handshake completes or after the connection ends.
+    // handshake completes, after the connection ends, or once the peer's
+    // STOP_SENDING reset the stream (event::StreamStopped says so).
     transport::StreamState* writable_stream(StreamId id) {
-        return state == ConnectionState::established ? &streams.writable(id) : nullptr;
+        if (state != ConnectionState::established) return nullptr;
+        transport::StreamState& s = streams.writable(id);
+        return s.stopped_by_peer ? nullptr : &s;
     }
 };
 

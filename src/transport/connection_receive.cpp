@@ -283,6 +283,10 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
                 streams.on_max_streams(f.maximum, f.bidi);
             } else if constexpr (std::is_same_v<T, wire::StreamDataBlockedFrame>) {
                 if (!on_stream_result(streams.on_stream_data_blocked(f), now)) return false;
+            } else if constexpr (std::is_same_v<T, wire::ResetStreamFrame>) {
+                if (!on_stream_result(streams.on_reset_stream(f), now)) return false;
+            } else if constexpr (std::is_same_v<T, wire::StopSendingFrame>) {
+                if (!on_stream_result(streams.on_stop_sending(f), now)) return false;
             } else if constexpr (std::is_same_v<T, wire::DataBlockedFrame> ||
                                  std::is_same_v<T, wire::StreamsBlockedFrame>) {
                 return true;  // informational: our windows and stream limit slide as the application reads
@@ -333,12 +337,6 @@ void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
                                      r->sequence),
                          now);
     } else {
-        // RESET_STREAM and STOP_SENDING: what RFC 9000 §19.4/§19.5 make an
-        // error of closes with its code; the frame itself is not supported.
-        StreamResult invalid;
-        if (const auto* rs = std::get_if<wire::ResetStreamFrame>(&frame)) invalid = streams.check_reset_stream(*rs);
-        else if (const auto* ss = std::get_if<wire::StopSendingFrame>(&frame)) invalid = streams.check_stop_sending(*ss);
-        if (!on_stream_result(invalid, now)) return;
         close_with_error(CloseCode::protocol_violation,
                          fmt::format("{} frame not supported", wire::frame_name(frame)), now);
     }

@@ -198,6 +198,8 @@ void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space) {
     for (const auto& sf : p.frames) {
         if (auto* s = std::get_if<sent::Stream>(&sf)) {
             streams.on_acked(*s);
+        } else if (auto* rs = std::get_if<sent::ResetStream>(&sf)) {
+            streams.on_acked(*rs);
         } else if (auto* a = std::get_if<sent::Ack>(&sf)) {
             acks_of(space).on_ack_acknowledged(a->largest);
         } else if (auto* c = std::get_if<sent::Crypto>(&sf)) {

@@ -176,6 +176,13 @@ void OffsetBuffer::drop_front_to(std::uint64_t off) {
     shrink_if_oversized();
 }
 
+void OffsetBuffer::release_to(std::uint64_t off) {
+    ring_ = Memory();
+    prepared_ = 0;
+    cap_ = head_ = size_ = 0;
+    begin_ = std::max(begin_, off);
+}
+
 // A ring that grew for a burst (slow start, a reader that fell behind) would
 // otherwise cycle through all of its capacity for good, touching far more
 // memory than it holds: payload written through a 64 MiB ring ran at a
@@ -192,7 +199,7 @@ void OffsetBuffer::shrink_if_oversized() {
 // ---- SendStream -------------------------------------------------------------
 
 std::size_t SendStream::capacity() const {
-    if (fin_offset_) return 0;
+    if (fin_offset_ || reset_) return 0;
     const std::uint64_t held = end() - begin();
     return held >= buffer_limit_ ? 0 : static_cast<std::size_t>(buffer_limit_ - held);
 }
@@ -254,6 +261,7 @@ std::pair<std::uint64_t, std::uint64_t> next_gap(const RangeSet& covered, std::u
 
 std::optional<SendStream::Chunk> SendStream::next_chunk(std::size_t max_len,
                                                         std::uint64_t new_data_limit) const {
+    if (reset_) return std::nullopt;
     // Retransmissions first: the lowest lost range that is not acknowledged.
     for (const auto& iv : lost_) {
         std::uint64_t lo = std::max(iv.lo, begin());
@@ -297,7 +305,22 @@ void SendStream::on_sent(const Chunk& c) {
     }
 }
 
+std::uint64_t SendStream::reset() {
+    if (reset_) return sent_end_;
+    reset_ = true;
+    // Nothing below sent_end_ is kept, nothing above it will be sent: the
+    // stream's written bytes end where its final size does.
+    source_ = nullptr;
+    buffer_.release_to(sent_end_);
+    generated_begin_ = generated_end_ = 0;
+    acked_ = RangeSet();  // their memory too
+    lost_ = RangeSet();
+    fin_lost_ = false;
+    return sent_end_;
+}
+
 std::uint64_t SendStream::on_acked(std::uint64_t offset, std::uint64_t length, bool fin) {
+    if (reset_) return 0;
     std::uint64_t lo = std::max(offset, begin());
     std::uint64_t hi = offset + length;
     std::uint64_t added = hi > lo ? acked_.add(lo, hi) : 0;
@@ -322,6 +345,7 @@ void SendStream::release_acked_prefix() {
 }
 
 void SendStream::on_lost(std::uint64_t offset, std::uint64_t length, bool fin) {
+    if (reset_) return;
     std::uint64_t lo = std::max(offset, begin());
     std::uint64_t hi = offset + length;
     if (hi > lo) lost_.add(lo, hi);
@@ -329,6 +353,7 @@ void SendStream::on_lost(std::uint64_t offset, std::uint64_t length, bool fin) {
 }
 
 bool SendStream::has_pending(std::uint64_t new_data_limit) const {
+    if (reset_) return false;
     // Exact, not approximate: a driver that is told there is work and then
     // finds none would spin. Without losses next_chunk() has only new data
     // or the FIN to offer, which this answers without building a chunk (a
@@ -341,7 +366,7 @@ bool SendStream::has_pending(std::uint64_t new_data_limit) const {
 }
 
 bool SendStream::all_acked() const {
-    return fin_offset_ && fin_acked_ && end() == begin();
+    return !reset_ && fin_offset_ && fin_acked_ && end() == begin();
 }
 
 // ---- RecvStream -------------------------------------------------------------
@@ -358,6 +383,14 @@ RecvStream::Result RecvStream::on_frame(std::uint64_t offset, std::span<const st
         if (end < highest_) return Result::final_size_error;
         final_size_ = end;
         new_fin = true;
+    }
+    if (discarding_) {
+        // Stopped or reset: counted, not kept (discard()).
+        if (end <= highest_) return new_fin ? Result::ok : Result::duplicate;
+        skipped_ += end - highest_;
+        highest_ = read_offset_ = end;
+        buffer_.release_to(end);
+        return Result::ok;
     }
     if (end <= read_offset_) return new_fin ? Result::ok : Result::duplicate;
 
@@ -399,6 +432,28 @@ RecvStream::Result RecvStream::on_frame(std::uint64_t offset, std::span<const st
     if (!far_.empty()) pull_far_into_ring();
     if (sink_) drain_to_sink();
     return Result::ok;
+}
+
+std::uint64_t RecvStream::discard() {
+    discarding_ = true;
+    const std::uint64_t skipped = highest_ - read_offset_;
+    buffer_.release_to(highest_);
+    far_ = FarBytes();
+    received_ = RangeSet();
+    held_ = 0;
+    read_offset_ = highest_;
+    sink_ = nullptr;
+    return skipped;
+}
+
+std::uint64_t RecvStream::on_reset(std::uint64_t final_size) {
+    std::uint64_t skipped = discard();
+    reset_ = true;
+    final_size_ = final_size;
+    skipped += final_size - highest_;
+    highest_ = read_offset_ = final_size;
+    buffer_.release_to(final_size);
+    return skipped;
 }
 
 void RecvStream::store(std::uint64_t offset, std::span<const std::uint8_t> data, std::uint64_t lo, std::uint64_t hi,

@@ -52,6 +52,10 @@ public:
     void read_at(std::uint64_t off, std::span<std::uint8_t> out) const;
     // Drops the bytes before off; may shrink the ring (see the class comment).
     void drop_front_to(std::uint64_t off);
+    // Drops every byte and gives the ring's memory back: an empty buffer
+    // starting at `off` (>= begin()), for a stream whose bytes no longer
+    // matter (reset or stopped, RFC 9000 §3.5).
+    void release_to(std::uint64_t off);
     // The ring's capacity in use now (0 before the first byte).
     [[nodiscard]] std::size_t ring_capacity() const { return cap_; }
     // An empty buffer's next byte goes to the ring's start, the part most
@@ -114,7 +118,14 @@ public:
     // then commit(n) of what was filled in. See OffsetBuffer::prepare.
     std::span<std::uint8_t> prepare(std::size_t max);
     void commit(std::size_t n) { buffer_.commit(n); }
-    void finish() { if (!fin_offset_) fin_offset_ = end(); }
+    void finish() { if (!fin_offset_ && !reset_) fin_offset_ = end(); }
+    // Abandons the stream (RFC 9000 §3.1 "Reset Sent"): unsent and
+    // unacknowledged bytes are dropped with their memory, nothing more is
+    // sent or resent, acknowledgements and losses of earlier frames change
+    // nothing. Returns the final size for RESET_STREAM: the bytes sent so
+    // far, which is what the peer's flow control counted (§4.5).
+    std::uint64_t reset();
+    [[nodiscard]] bool is_reset() const { return reset_; }
 
     // A generated stream stores nothing: `source` makes the bytes of a
     // chunk each time it is sent or resent (Connection::set_stream_source).
@@ -178,6 +189,7 @@ private:
     bool fin_sent_ = false;
     bool fin_acked_ = false;
     bool fin_lost_ = false;
+    bool reset_ = false;
 };
 
 // Received bytes wait in a ring that spans [read offset, highest byte), so
@@ -214,9 +226,33 @@ public:
     [[nodiscard]] bool has_sink() const { return static_cast<bool>(sink_); }
     // The bytes handed to the sink since the last call (they count as read).
     std::size_t take_sunk() { return std::exchange(sunk_, std::size_t{0}); }
-    // FIN received and every byte read by the application.
-    [[nodiscard]] bool finished() const { return final_size_ && read_offset_ == *final_size_; }
-    [[nodiscard]] bool fin_pending() const { return final_size_ && readable() == 0 && !fin_reported_; }
+    // FIN received and every byte read by the application (or discarded
+    // after discard()); never for a reset stream.
+    [[nodiscard]] bool finished() const { return !reset_ && final_size_ && read_offset_ == *final_size_; }
+    [[nodiscard]] bool fin_pending() const {
+        return final_size_ && readable() == 0 && !fin_reported_ && !discarding_;
+    }
+    // The receive half has ended, by its FIN or by the peer's reset.
+    [[nodiscard]] bool done() const { return reset_ || finished(); }
+    // Every byte up to the FIN has arrived (RFC 9000 §3.2 "Data Recvd"),
+    // or the stream was reset: nothing more is wanted from the peer.
+    [[nodiscard]] bool all_received() const {
+        return reset_ || (final_size_ && received_.contiguous_end(read_offset_) == *final_size_);
+    }
+    // The application stops reading (STOP_SENDING, RFC 9000 §3.5): what is
+    // held is dropped with its memory, and from now on frames are checked
+    // (final size) and counted but not kept. Returns the bytes this skipped
+    // past the read offset, which count as consumed for flow control; later
+    // frames' bytes come back from on_frame's skipped().
+    std::uint64_t discard();
+    // The peer's RESET_STREAM (RFC 9000 §3.2 "Reset Recvd"), its final
+    // size checked by the caller: what is held is dropped as by discard().
+    // Returns the bytes skipped past the read offset, up to the final size.
+    std::uint64_t on_reset(std::uint64_t final_size);
+    [[nodiscard]] bool is_reset() const { return reset_; }
+    [[nodiscard]] bool discarding() const { return discarding_; }
+    // Bytes a discarding stream skipped since the last call (they count as consumed).
+    std::uint64_t take_skipped() { return std::exchange(skipped_, std::uint64_t{0}); }
     [[nodiscard]] std::uint64_t highest_received() const { return highest_; }
     [[nodiscard]] std::optional<std::uint64_t> final_size() const { return final_size_; }
     [[nodiscard]] std::uint64_t read_offset() const { return read_offset_; }
@@ -236,6 +272,9 @@ private:
     std::uint64_t highest_ = 0;
     std::optional<std::uint64_t> final_size_;
     bool fin_reported_ = false;
+    bool discarding_ = false;  // discard() or on_reset(): bytes are counted, not kept
+    bool reset_ = false;
+    std::uint64_t skipped_ = 0;
     Sink sink_;
     std::size_t sunk_ = 0;
 

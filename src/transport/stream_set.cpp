@@ -24,7 +24,8 @@ void StreamSet::set_receive_windows(std::uint64_t max_data, std::uint64_t max_st
     if (conn_window_.should_update()) max_data_pending_ = true;
     for (auto& [id, s] : streams_) {
         s.window.resize(max_stream_data, autotune);
-        if (!send_only(id) && s.window.should_update() && !s.recv.finished()) s.max_stream_data_pending = true;
+        if (!send_only(id) && s.window.should_update() && !s.recv.finished() && !s.recv.discarding())
+            s.max_stream_data_pending = true;
     }
 }
 
@@ -87,8 +88,73 @@ StreamState& StreamSet::require(StreamId id) {
 StreamState& StreamSet::writable(StreamId id) {
     StreamState& s = require(id);
     if (receive_only(id)) throw std::logic_error(fmt::format("stream {} is the peer's unidirectional stream: receive-only", id));
+    if (s.reset_code && !s.stopped_by_peer) throw std::logic_error(fmt::format("stream {}: write after reset", id));
     if (s.send.finished()) throw std::logic_error(fmt::format("stream {}: write after finish", id));
     return s;
+}
+
+void StreamSet::reset_send(StreamState& s, std::uint64_t code) {
+    s.reset_code = code;
+    s.reset_final_size = s.send.reset();
+    s.reset_pending = true;
+    s.writable_wanted = false;
+    s.blocked_sent_at = UINT64_MAX;
+}
+
+void StreamSet::reset(StreamId id, std::uint64_t code) {
+    StreamState& s = require(id);
+    if (receive_only(id)) throw std::logic_error(fmt::format("stream {} is the peer's unidirectional stream: receive-only", id));
+    // RFC 9000 §3.1: "Data Recvd" is terminal; a reset stream stays reset.
+    if (s.reset_code || s.send.all_acked()) return;
+    reset_send(s, code);
+}
+
+void StreamSet::stop(StreamId id, std::uint64_t code) {
+    StreamState& s = require(id);
+    if (send_only(id)) throw std::logic_error(fmt::format("stream {} is a unidirectional stream of ours: send-only", id));
+    if (s.recv.discarding()) return;  // stopped already, or reset by the peer
+    // RFC 9000 §3.5: no STOP_SENDING once every byte is here ("Data Recvd").
+    const bool wanted = !s.recv.all_received();
+    credit_discarded(s.recv.discard());
+    s.max_stream_data_pending = false;
+    s.readable_notified = false;
+    if (wanted) {
+        s.stop_code = code;
+        s.stop_pending = true;
+    }
+    maybe_reap(id);
+}
+
+void StreamSet::credit_discarded(std::uint64_t n) {
+    // Bytes that will never be read count as consumed for the connection's
+    // window, so that a stopped or reset stream cannot hold its credit for
+    // good (RFC 9000 §4.5). Not for the stream's own window: a stopped
+    // stream gets no more credit, and a reset one needs none.
+    if (n == 0) return;
+    conn_window_.on_consumed(n);
+    if (conn_window_.should_update()) max_data_pending_ = true;
+}
+
+void StreamSet::set_priority(StreamId id, StreamPriority p) {
+    if (p.urgency > StreamPriority::kMaxUrgency)
+        throw std::invalid_argument(fmt::format("stream urgency {} is not 0..{}", p.urgency, StreamPriority::kMaxUrgency));
+    StreamState& s = require(id);
+    s.urgency = p.urgency;
+    s.incremental = p.incremental;
+}
+
+void StreamSet::on_event_delivered(const Event& e) {
+    if (const auto* r = std::get_if<event::StreamReset>(&e)) {
+        if (StreamState* s = find(r->id)) {
+            s->reset_event_unread = false;
+            maybe_reap(r->id);
+        }
+    } else if (const auto* st = std::get_if<event::StreamStopped>(&e)) {
+        if (StreamState* s = find(st->id)) {
+            s->stopped_event_unread = false;
+            maybe_reap(st->id);
+        }
+    }
 }
 
 void StreamSet::on_consumed(StreamId id, std::size_t n) {
@@ -98,7 +164,7 @@ void StreamSet::on_consumed(StreamId id, std::size_t n) {
         counters_.delivered += n;
         s->window.on_consumed(n);
         conn_window_.on_consumed(n);
-        if (s->window.should_update() && !s->recv.finished()) s->max_stream_data_pending = true;
+        if (s->window.should_update() && !s->recv.finished() && !s->recv.discarding()) s->max_stream_data_pending = true;
         if (conn_window_.should_update()) max_data_pending_ = true;
     }
     if (s->recv.finished()) {
@@ -121,23 +187,29 @@ bool StreamSet::opened(StreamId id) const {
 }
 
 bool StreamSet::finished(StreamId id) const {
-    if (const StreamState* s = find(id)) return s->recv.finished();
-    return opened(id);  // reaped
+    if (const StreamState* s = find(id)) return s->recv.finished() && !s->recv.discarding();
+    return opened(id) && !recv_aborted_.contains(id);  // reaped
 }
 
 bool StreamSet::send_acked(StreamId id) const {
     if (receive_only(id)) return false;
     if (const StreamState* s = find(id)) return s->send.all_acked();
-    // Reaped only once its send half was acknowledged to the FIN (maybe_reap).
-    return opened(id);
+    // Reaped once its send half was acknowledged to the FIN (maybe_reap), or reset.
+    return opened(id) && !send_aborted_.contains(id);
 }
 
 void StreamSet::maybe_reap(StreamId id) {
     auto it = streams_.find(id);
     if (it == streams_.end()) return;
     const auto& s = it->second;
-    // A unidirectional stream is done when its one half is.
-    if ((!receive_only(id) && !s.send.all_acked()) || (!send_only(id) && !s.recv.finished())) return;
+    // A unidirectional stream is done when its one half is. A reset half is
+    // done once its reset is acknowledged ("Reset Recvd", RFC 9000 §3.1) or
+    // received ("Reset Read", §3.2), and the application has been told.
+    const bool send_done = receive_only(id) || s.send.all_acked() || (s.reset_acked && !s.stopped_event_unread);
+    const bool recv_done = send_only(id) || s.recv.finished() || (s.recv.is_reset() && !s.reset_event_unread);
+    if (!send_done || !recv_done) return;
+    if (s.recv.discarding()) recv_aborted_.add(id);
+    if (s.reset_code) send_aborted_.add(id);
     streams_.erase(it);
     if (peer_initiated(id)) {
         // Let the peer open one more in its place (RFC 9000 §4.6).
@@ -213,6 +285,12 @@ StreamResult StreamSet::on_stream_frame(const wire::StreamFrame& f) {
                            fmt::format("stream {} final size changed or exceeded", f.stream_id)};
     }
     if (end > prev_high) counters_.received += end - prev_high;
+    if (s->recv.discarding()) {
+        // Stopped or reset: the bytes were counted and go (RecvStream::discard).
+        credit_discarded(s->recv.take_skipped());
+        maybe_reap(f.stream_id);
+        return std::nullopt;
+    }
     // Holes cost memory and time per insertion: a peer sending 1-byte frames
     // at every other offset made millions. Real losses leave at most one hole
     // per lost packet in the window, far fewer than one per KiB.
@@ -258,9 +336,9 @@ StreamResult StreamSet::on_stream_data_blocked(const wire::StreamDataBlockedFram
     return error;  // the limit it states is a hint: our window slides as the application reads
 }
 
-StreamResult StreamSet::check_reset_stream(const wire::ResetStreamFrame& f) {
+StreamResult StreamSet::on_reset_stream(const wire::ResetStreamFrame& f) {
     StreamResult error;
-    const StreamState* s = stream_for_peer_frame(f.stream_id, Half::receive, "RESET_STREAM", error);
+    StreamState* s = stream_for_peer_frame(f.stream_id, Half::receive, "RESET_STREAM", error);
     if (!s) return error;
     // RFC 9000 §4.5: the final size never changes and is never below the
     // data received; §4.1: it counts against flow control like data.
@@ -275,13 +353,41 @@ StreamResult StreamSet::check_reset_stream(const wire::ResetStreamFrame& f) {
         return StreamError{CloseCode::flow_control_error,
                            fmt::format("RESET_STREAM final size {} of stream {} exceeds the flow-control limit",
                                        f.final_size, f.stream_id)};
+    // A repeat, or every byte already here (RFC 9000 §3.2 lets the data be
+    // delivered then, "Data Recvd"): nothing changes.
+    if (s->recv.all_received()) return std::nullopt;
+    const bool stopped = s->recv.discarding();  // our STOP_SENDING asked for it
+    // RFC 9000 §4.5: the connection's flow control counts the stream at its
+    // final size; what the application will not read now comes back.
+    if (const std::uint64_t prev = s->recv.highest_received(); f.final_size > prev) {
+        counters_.received += f.final_size - prev;
+        (void)s->window.on_received(f.final_size);
+        (void)conn_window_.on_received(counters_.received);
+    }
+    credit_discarded(s->recv.on_reset(f.final_size));
+    s->stop_pending = false;
+    s->max_stream_data_pending = false;
+    s->readable_notified = false;
+    if (!stopped) {
+        s->reset_event_unread = true;
+        events_.push_back(event::StreamReset{f.stream_id, f.error_code, f.final_size});
+    }
+    maybe_reap(f.stream_id);
     return std::nullopt;
 }
 
-StreamResult StreamSet::check_stop_sending(const wire::StopSendingFrame& f) {
+StreamResult StreamSet::on_stop_sending(const wire::StopSendingFrame& f) {
     StreamResult error;
-    (void)stream_for_peer_frame(f.stream_id, Half::send, "STOP_SENDING", error);
-    return error;
+    StreamState* s = stream_for_peer_frame(f.stream_id, Half::send, "STOP_SENDING", error);
+    if (!s) return error;
+    // RFC 9000 §3.5: answered with RESET_STREAM, the peer's code copied,
+    // unless the stream is reset already or delivered ("Data Recvd").
+    if (s->reset_code || s->send.all_acked()) return std::nullopt;
+    reset_send(*s, f.error_code);
+    s->stopped_by_peer = true;
+    s->stopped_event_unread = true;
+    events_.push_back(event::StreamStopped{f.stream_id, f.error_code});
+    return std::nullopt;
 }
 
 void StreamSet::on_max_data(std::uint64_t maximum) {
@@ -306,6 +412,14 @@ void StreamSet::on_acked(const sent::Stream& f) {
     maybe_reap(f.id);
 }
 
+void StreamSet::on_acked(const sent::ResetStream& f) {
+    StreamState* s = find(f.id);
+    if (!s) return;
+    s->reset_acked = true;
+    s->reset_pending = false;
+    maybe_reap(f.id);
+}
+
 bool StreamSet::on_lost(const SentFrame& frame) {
     return std::visit(
         [&](const auto& f) {
@@ -322,6 +436,11 @@ bool StreamSet::on_lost(const SentFrame& frame) {
                 if (data_blocked_sent_at_ == f.limit) data_blocked_sent_at_ = UINT64_MAX;
             } else if constexpr (std::is_same_v<T, sent::StreamDataBlocked>) {
                 if (StreamState* s = find(f.id); s && s->blocked_sent_at == f.limit) s->blocked_sent_at = UINT64_MAX;
+            } else if constexpr (std::is_same_v<T, sent::ResetStream>) {
+                if (StreamState* s = find(f.id); s && !s->reset_acked) s->reset_pending = true;
+            } else if constexpr (std::is_same_v<T, sent::StopSending>) {
+                // Not once the peer's reset or every byte arrived (RFC 9000 §3.5).
+                if (StreamState* s = find(f.id); s && s->stop_code && !s->recv.all_received()) s->stop_pending = true;
             } else {
                 return false;
             }
@@ -339,8 +458,9 @@ std::uint64_t StreamSet::new_data_limit(const StreamState& s) const {
 
 bool StreamSet::has_control_frames() const {
     if (max_data_pending_ || max_streams_pending_[0] || max_streams_pending_[1]) return true;
-    return std::any_of(streams_.begin(), streams_.end(),
-                       [](const auto& e) { return e.second.max_stream_data_pending; });
+    return std::any_of(streams_.begin(), streams_.end(), [](const auto& e) {
+        return e.second.max_stream_data_pending || e.second.reset_pending || e.second.stop_pending;
+    });
 }
 
 bool StreamSet::has_pending_data() const {
@@ -385,6 +505,7 @@ void StreamSet::write_control_frames(FrameSink& sink, Instant now, Duration rtt)
             max_streams_pending_[d] = false;
     }
     for (auto& [id, s] : streams_) {
+        if (!write_cancel_frames(sink, id, s)) break;
         if (!s.max_stream_data_pending) continue;
         std::uint64_t m = s.window.update(now, rtt);
         if (!sink.put(wire::MaxStreamDataFrame{id, m}, sent::MaxStreamData{id, m})) break;
@@ -392,25 +513,96 @@ void StreamSet::write_control_frames(FrameSink& sink, Instant now, Duration rtt)
     }
 }
 
-// Round-robin from the cursor so that no stream starves; a stream keeps the
-// packet while it has data, the next packet starts where this one stopped.
+bool StreamSet::write_cancel_frames(FrameSink& sink, StreamId id, StreamState& s) {
+    if (s.reset_pending) {
+        if (!sink.put(wire::ResetStreamFrame{id, *s.reset_code, s.reset_final_size},
+                      sent::ResetStream{id, *s.reset_code, s.reset_final_size}))
+            return false;
+        s.reset_pending = false;
+    }
+    if (s.stop_pending) {
+        if (!s.recv.all_received() &&
+            !sink.put(wire::StopSendingFrame{id, *s.stop_code}, sent::StopSending{id, *s.stop_code}))
+            return false;
+        s.stop_pending = false;
+    }
+    return true;
+}
+
+// The order of RFC 9218 §10 (ndm::StreamPriority): the lowest urgency with
+// data to send; within it the non-incremental streams one at a time, lowest
+// ID first, then the incremental ones round robin from the urgency's cursor.
+std::optional<StreamId> StreamSet::next_to_send() const {
+    unsigned best = StreamPriority::kMaxUrgency + 1;
+    std::optional<StreamId> sequential, at_cursor, first;
+    for (const auto& [id, s] : streams_) {
+        if (s.urgency > best || !s.send.has_pending(new_data_limit(s))) continue;
+        if (s.urgency < best) {
+            best = s.urgency;
+            sequential = at_cursor = first = std::nullopt;
+        }
+        if (!s.incremental) {
+            if (!sequential) sequential = id;
+        } else {
+            if (!first) first = id;
+            if (!at_cursor && id >= rr_cursor_[best]) at_cursor = id;
+        }
+    }
+    if (sequential) return sequential;
+    return at_cursor ? at_cursor : first;
+}
+
+// A stream keeps the packet while it has data; an incremental one then
+// passes the turn, so the next packet starts at the next stream of its
+// urgency: a small stream beside a bulk one waits a packet, not the bulk
+// stream's whole backlog. Then the *_BLOCKED frames of streams held back by
+// flow control that sent nothing in this packet.
 bool StreamSet::write_stream_frames(FrameSink& sink) {
     bool retransmission = false;
     if (streams_.empty()) return false;
-    auto it = streams_.lower_bound(rr_cursor_);
-    std::size_t visited = 0;
-    const std::size_t n = streams_.size();
-    while (visited < n && sink.remaining() > 16) {
-        if (it == streams_.end()) it = streams_.begin();
-        const Step step = write_stream_step(sink, it->first, it->second, retransmission);
-        if (step == Step::full) break;
-        if (step == Step::drained) {
-            ++it;
-            ++visited;
-        }
+    const std::uint64_t serial = ++packet_serial_;
+    StreamState* holding = nullptr;  // an incremental stream that still has data, and its ID
+    StreamId holding_id = 0;
+    bool full = false;
+    while (!full && sink.remaining() > 16) {
+        const auto id = next_to_send();
+        if (!id) break;
+        StreamState& s = streams_.find(*id)->second;
+        const std::size_t before = sink.remaining();
+        const Step step = write_stream_step(sink, *id, s, retransmission);
+        const bool wrote = sink.remaining() < before;
+        if (wrote) s.served_in = serial;
+        holding = s.incremental && step == Step::sent ? &s : nullptr;
+        holding_id = *id;
+        // A stream that wrote passes the turn; one that found no room keeps it.
+        if (s.incremental && step != Step::sent) rr_cursor_[s.urgency] = wrote ? *id + 1 : *id;
+        full = step == Step::full;
     }
-    rr_cursor_ = it == streams_.end() ? 0 : it->first;
+    // It filled the packet: the next one starts at the stream after it.
+    if (holding) rr_cursor_[holding->urgency] = holding_id + 1;
+    if (full) return retransmission;
+    for (auto& [id, s] : streams_) {
+        if (s.served_in == serial) continue;
+        if (!write_blocked(sink, id, s)) break;
+    }
     return retransmission;
+}
+
+bool StreamSet::write_blocked(FrameSink& sink, StreamId id, StreamState& s) {
+    const std::uint64_t lim = new_data_limit(s);
+    if (!s.send.blocked_at(lim)) return true;
+    const std::size_t overhead =
+        1 + wire::varint_size(id) + wire::varint_size(s.send.written()) + wire::varint_size(sink.remaining());
+    if (sink.remaining() <= 16 || sink.remaining() <= overhead) return false;
+    // Tell the peer when flow control, not the application, holds data back.
+    if (lim == s.credit.limit() && s.blocked_sent_at != lim &&
+        sink.put(wire::StreamDataBlockedFrame{id, lim}, sent::StreamDataBlocked{id, lim})) {
+        s.blocked_sent_at = lim;
+    } else if (conn_credit_.available() == 0 && data_blocked_sent_at_ != conn_credit_.limit() &&
+               sink.put(wire::DataBlockedFrame{conn_credit_.limit()}, sent::DataBlocked{conn_credit_.limit()})) {
+        data_blocked_sent_at_ = conn_credit_.limit();
+    }
+    return true;
 }
 
 StreamSet::Step StreamSet::write_stream_step(FrameSink& sink, StreamId id, StreamState& s, bool& retransmission) {
@@ -419,19 +611,7 @@ StreamSet::Step StreamSet::write_stream_step(FrameSink& sink, StreamId id, Strea
         1 + wire::varint_size(id) + wire::varint_size(s.send.written()) + wire::varint_size(sink.remaining());
     if (sink.remaining() <= overhead) return Step::full;
     auto chunk = s.send.next_chunk(sink.remaining() - overhead, lim);
-    if (!chunk) {
-        // Tell the peer when flow control, not the application, holds data back.
-        if (s.send.blocked_at(lim)) {
-            if (lim == s.credit.limit() && s.blocked_sent_at != lim &&
-                sink.put(wire::StreamDataBlockedFrame{id, lim}, sent::StreamDataBlocked{id, lim})) {
-                s.blocked_sent_at = lim;
-            } else if (conn_credit_.available() == 0 && data_blocked_sent_at_ != conn_credit_.limit() &&
-                       sink.put(wire::DataBlockedFrame{conn_credit_.limit()}, sent::DataBlocked{conn_credit_.limit()})) {
-                data_blocked_sent_at_ = conn_credit_.limit();
-            }
-        }
-        return Step::drained;
-    }
+    if (!chunk) return Step::drained;
     std::uint64_t prev_end = s.send.sent_end();
     if (!sink.put(wire::StreamFrame{id, chunk->offset, chunk->data, chunk->fin},
                   sent::Stream{id, chunk->offset, static_cast<std::uint32_t>(chunk->data.size()), chunk->fin}))

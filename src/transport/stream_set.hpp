@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -21,6 +22,7 @@
 #include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
 #include "transport/sent_frame.hpp"
+#include "transport/range_set.hpp"
 #include "transport/stream.hpp"
 
 namespace ndm::test {
@@ -40,6 +42,48 @@ struct StreamState {
     std::uint64_t blocked_sent_at = UINT64_MAX;  // STREAM_DATA_BLOCKED already sent at this limit
     bool readable_notified = false;
     bool writable_wanted = false;
+    // Scheduling (RFC 9218's shape, ndm::StreamPriority): lower urgency
+    // first; incremental streams of one urgency share packets round robin,
+    // non-incremental ones go one at a time in stream ID order.
+    std::uint8_t urgency = StreamPriority::kDefaultUrgency;
+    bool incremental = true;
+    // Cancellation (RFC 9000 §3.1-§3.5). Our sending reset with this code
+    // (by the application or in answer to the peer's STOP_SENDING): a
+    // RESET_STREAM carries it, with the final size, until acknowledged.
+    std::optional<std::uint64_t> reset_code;
+    std::uint64_t reset_final_size = 0;
+    bool reset_pending = false;
+    bool reset_acked = false;
+    // Our reading stopped with this code: a STOP_SENDING carries it until
+    // acknowledged or no longer needed (the peer's data all arrived).
+    std::optional<std::uint64_t> stop_code;
+    bool stop_pending = false;
+    // A StreamReset or StreamStopped event the application has not taken
+    // yet: the stream stays (as RFC 9000 §3.2's "Reset Read" waits for
+    // the application) so that it is never reaped unannounced.
+    bool reset_event_unread = false;
+    bool stopped_event_unread = false;
+    // The reset answered the peer's STOP_SENDING: writes take nothing
+    // rather than throw (the application could not have known).
+    bool stopped_by_peer = false;
+    std::uint64_t served_in = 0;  // the last write_stream_frames() call that sent its data
+};
+
+// Stream IDs as one set of indices per type (RFC 9000 §2.1: the low two
+// bits), so that consecutive streams of a type merge into one range. At most
+// kMaxRanges ranges per type: beyond, the lowest (the oldest streams) go.
+class StreamIdSet {
+public:
+    static constexpr std::size_t kMaxRanges = 1024;
+    void add(std::uint64_t id) {
+        RangeSet& r = sets_[id & 3];
+        r.add(id >> 2, (id >> 2) + 1);
+        if (r.interval_count() > kMaxRanges) r.pop_first();
+    }
+    [[nodiscard]] bool contains(std::uint64_t id) const { return sets_[id & 3].contains(id >> 2); }
+
+private:
+    std::array<RangeSet, 4> sets_;
 };
 
 // A peer frame the stream set rejects: the connection closes with it.
@@ -108,6 +152,22 @@ public:
     // set_sink), credited as consumed; false for a stream this side does not
     // receive on, or one not open. May reap the stream.
     bool set_sink(StreamId id, RecvStream::Sink sink);
+    // Abandons our sending (RFC 9000 §3.1): unsent and unacknowledged
+    // bytes go, a RESET_STREAM with `code` and the final size is sent until
+    // acknowledged. Nothing for a stream already reset or whose every byte
+    // and FIN were acknowledged. Throws as require(), and std::logic_error
+    // for a stream we do not send on.
+    void reset(StreamId id, std::uint64_t code);
+    // Stops our reading (RFC 9000 §3.5): what is held is dropped, a
+    // STOP_SENDING with `code` asks the peer to reset. Nothing once the
+    // receive half has ended or every byte has arrived (the buffer is still
+    // dropped). Throws as require(), and std::logic_error for a stream we
+    // do not receive on.
+    void stop(StreamId id, std::uint64_t code);
+    // The application took a StreamReset or StreamStopped event: the
+    // stream may go now (StreamState::reset_event_unread).
+    void on_event_delivered(const Event& e);
+    void set_priority(StreamId id, StreamPriority p);
     // Reaped streams were finished both ways.
     [[nodiscard]] bool finished(StreamId id) const;
     // Our half delivered: every byte written and the FIN acknowledged.
@@ -119,10 +179,16 @@ public:
     // RFC 9000 §19.13: informational, but only for a stream the peer may
     // send on; like STREAM it opens a peer's stream (§3.2).
     StreamResult on_stream_data_blocked(const wire::StreamDataBlockedFrame& f);
-    // The checks RFC 9000 §19.4/§4.5 (RESET_STREAM) and §19.5 (STOP_SENDING)
-    // make of the stream and final size named; ndm acts on neither frame.
-    StreamResult check_reset_stream(const wire::ResetStreamFrame& f);
-    StreamResult check_stop_sending(const wire::StopSendingFrame& f);
+    // RFC 9000 §19.4, §3.2, §4.5: the peer abandons its sending. The final
+    // size is checked against the data seen and flow control, what was
+    // received and not read is dropped, and the connection's window counts
+    // the stream at its final size and gives the unread bytes back.
+    // StreamReset tells the application.
+    StreamResult on_reset_stream(const wire::ResetStreamFrame& f);
+    // RFC 9000 §19.5, §3.5: the peer wants no more of our stream: it is
+    // reset with the peer's code (RESET_STREAM) and StreamStopped tells the
+    // application.
+    StreamResult on_stop_sending(const wire::StopSendingFrame& f);
     void on_max_data(std::uint64_t maximum);
     // Our receive windows from now on, for the connection and each stream
     // (existing and future); credit already advertised stays.
@@ -138,6 +204,7 @@ public:
 
     // ---- recovery: what became of frames the stream set wrote
     void on_acked(const sent::Stream& f);
+    void on_acked(const sent::ResetStream& f);
     // Queues again what a lost frame carried; false for frames not its own.
     bool on_lost(const SentFrame& f);
 
@@ -191,11 +258,22 @@ private:
     [[nodiscard]] StreamId make_id(std::uint64_t index, bool bidi, bool ours) const {
         return (index << 2) | (bidi ? 0u : 2u) | ((ours == cfg_.client) ? 0u : 1u);
     }
-    // Writes the STREAM frame for s's next chunk, or a *_BLOCKED frame when
-    // flow control holds data back. sent: s has more to send; drained: move
-    // on to the next stream; full: nothing more fits in this packet.
+    // Writes the STREAM frame for s's next chunk. sent: s has more to send;
+    // drained: move on to the next stream; full: nothing more fits in this
+    // packet.
     enum class Step { sent, drained, full };
     Step write_stream_step(FrameSink& sink, StreamId id, StreamState& s, bool& retransmission);
+    // The stream whose data goes next (RFC 9218 §10's order), or none.
+    [[nodiscard]] std::optional<StreamId> next_to_send() const;
+    // A STREAM_DATA_BLOCKED or DATA_BLOCKED frame where flow control, not
+    // the application, holds s's data back; false when nothing fits.
+    bool write_blocked(FrameSink& sink, StreamId id, StreamState& s);
+    // RESET_STREAM and STOP_SENDING frames due for s; false when one did not fit.
+    bool write_cancel_frames(FrameSink& sink, StreamId id, StreamState& s);
+    // Gives the connection's window back the bytes a stream will never deliver.
+    void credit_discarded(std::uint64_t n);
+    // Resets s's sending with `code` (RESET_STREAM due).
+    static void reset_send(StreamState& s, std::uint64_t code);
 
     Config cfg_;
     std::deque<Event>& events_;
@@ -212,7 +290,15 @@ private:
     std::uint64_t peer_max_streams_[2] = {0, 0};   // how many we may open
     std::uint64_t local_max_streams_[2];           // how many the peer may open
     bool max_streams_pending_[2] = {false, false};
-    StreamId rr_cursor_ = 0;  // round-robin position among streams
+    // Round-robin position among the incremental streams of each urgency:
+    // the next packet starts at the first such stream at or after it.
+    std::array<StreamId, StreamPriority::kMaxUrgency + 1> rr_cursor_{};
+    std::uint64_t packet_serial_ = 0;  // write_stream_frames() calls
+    // Streams released after their reading or sending ended by a reset or a
+    // stop, not a FIN: finished() and send_acked() must not report them
+    // delivered (the application was told by an event, a blocking reader
+    // was not).
+    StreamIdSet recv_aborted_, send_aborted_;
     StreamCounters counters_;
 };
 

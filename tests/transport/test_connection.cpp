@@ -455,12 +455,6 @@ TEST_CASE("hostile frames close the connection with a reason") {
 TEST_CASE("v1 frames ndm does not act on close with PROTOCOL_VIOLATION naming the frame") {
     static const std::uint8_t cid[] = {1, 2, 3, 4, 5, 6, 7, 8};
     static const std::uint8_t token[16] = {};
-    SUBCASE("RESET_STREAM") {
-        expect_close({wire::ResetStreamFrame{0, 1, 0}}, CloseCode::protocol_violation, "RESET_STREAM frame not supported");
-    }
-    SUBCASE("STOP_SENDING") {
-        expect_close({wire::StopSendingFrame{0, 1}}, CloseCode::protocol_violation, "STOP_SENDING frame not supported");
-    }
     SUBCASE("NEW_CONNECTION_ID beyond active_connection_id_limit (RFC 9000 5.1.1)") {
         static const std::uint8_t cid2[] = {2, 2, 3, 4, 5, 6, 7, 8};
         expect_close({wire::NewConnectionIdFrame{1, 0, cid, token}, wire::NewConnectionIdFrame{2, 0, cid2, token}},

@@ -56,3 +56,21 @@ TEST_CASE("fuzz: the connection driver completes a handshake and a checked trans
         CHECK(s.bytes_read[1] == 5000);  // the client wrote 5000 bytes with FIN; the server read them all
     }
 }
+
+// And cancellation both ways: cancel-0 resets the client's stream (the
+// server's application sees StreamReset), cancel-1 stops it from the server
+// (the client's sees StreamStopped) and then reprioritizes and writes to it.
+TEST_CASE("fuzz: the connection driver reaches stream cancellation both ways") {
+    const auto run = [](const char* name) {
+        const auto bytes = read_file(std::filesystem::path(NDM_SOURCE_DIR) / "fuzz/corpus/connection" / name);
+        REQUIRE(!bytes.empty());
+        return ndm::fuzz::run_connection_input(bytes.data(), bytes.size());
+    };
+    const auto reset = run("cancel-0");
+    CHECK(reset.established);
+    CHECK(reset.resets_seen[1] == 1);
+    CHECK(reset.bytes_read[1] == 0);
+    const auto stop = run("cancel-1");
+    CHECK(stop.stops_seen[0] == 1);
+    CHECK(stop.resets_seen[1] == 0);  // the server stopped it: no event for the reset it asked for
+}

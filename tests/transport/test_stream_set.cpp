@@ -80,18 +80,18 @@ TEST_CASE("stream set: packets are filled in stream order from the cursor, which
     f.write(c, 1000);
     Packet p1;
     f.set.write_stream_frames(p1.sink);
-    // b drains first; c takes the rest of the packet and keeps the cursor.
+    // b drains first; c takes the rest of the packet, and passes the turn.
     CHECK(p1.stream_ids() == std::vector<StreamId>{b, c});
     CHECK(p1.bytes_of(b) == 1000);
     CHECK(p1.bytes_of(c) > 0);
     CHECK(p1.bytes_of(c) < 1000);
     CHECK(p1.sink.remaining() <= 16);
 
-    // The next packet starts at c, then wraps to a (below the cursor).
+    // The next packet starts after c, wrapping to a, then c again.
     f.write(a, 100);
     Packet p2;
     f.set.write_stream_frames(p2.sink);
-    CHECK(p2.stream_ids() == std::vector<StreamId>{c, a});
+    CHECK(p2.stream_ids() == std::vector<StreamId>{a, c});
     CHECK(p1.bytes_of(c) + p2.bytes_of(c) == 1000);
     CHECK(p2.bytes_of(a) == 100);
     CHECK_FALSE(f.set.has_pending_data());
@@ -408,4 +408,88 @@ TEST_CASE("stream set: new receive windows keep the credit given, bind after it,
     auto past = server.set.on_stream_frame(stream_frame(4, 600, d600));  // beyond the advertised 1000
     REQUIRE(past);
     CHECK(past->code == CloseCode::flow_control_error);
+}
+
+TEST_CASE("stream set: incremental streams of one urgency take turns a packet each (RFC 9218 shape)") {
+    Fixture f;
+    f.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 0, 10, 0});
+    const StreamId a = *f.set.open(), b = *f.set.open(), c = *f.set.open();
+    f.write(a, 10'000);  // a bulk stream, written first
+    f.write(b, 10'000);
+    Packet p1, p2, p3;
+    f.set.write_stream_frames(p1.sink);
+    f.set.write_stream_frames(p2.sink);
+    CHECK(p1.stream_ids() == std::vector<StreamId>{a});
+    CHECK(p2.stream_ids() == std::vector<StreamId>{b});
+    // A small stream written now goes in the very next packet.
+    f.write(c, 300);
+    f.set.write_stream_frames(p3.sink);
+    CHECK(p3.stream_ids() == std::vector<StreamId>{c, a});
+    CHECK(p3.bytes_of(c) == 300);
+}
+
+TEST_CASE("stream set: a lower urgency goes first, and at one urgency non-incremental streams go one at a time by ID") {
+    Fixture f;
+    f.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 0, 10, 0});
+    const StreamId a = *f.set.open(), b = *f.set.open(), c = *f.set.open(), d = *f.set.open();
+    f.set.set_priority(a, {3, true});
+    f.set.set_priority(b, {3, false});
+    f.set.set_priority(c, {3, false});
+    f.set.set_priority(d, {1, true});
+    for (const StreamId id : {a, b, c, d}) f.write(id, 2000);
+    // The streams in the order their frames went, each once.
+    std::vector<StreamId> order;
+    for (int i = 0; i < 10 && f.set.has_pending_data(); ++i) {
+        Packet p;
+        f.set.write_stream_frames(p.sink);
+        for (const StreamId id : p.stream_ids())
+            if (order.empty() || order.back() != id) order.push_back(id);
+    }
+    CHECK_FALSE(f.set.has_pending_data());
+    // d (urgency 1) first, then b to its end, then c, then a (incremental last).
+    CHECK(order == std::vector<StreamId>{d, b, c, a});
+    CHECK_THROWS_AS(f.set.set_priority(a, {8, true}), std::invalid_argument);
+}
+
+TEST_CASE("stream set: a reset stream sends RESET_STREAM with its final size and no more data") {
+    Fixture f;
+    f.set.on_peer_params({1u << 20, 1u << 20, 1u << 20, 0, 10, 0});
+    const StreamId a = *f.set.open();
+    f.write(a, 3000);
+    Packet p1;
+    f.set.write_stream_frames(p1.sink);
+    const std::uint64_t sent = p1.bytes_of(a);
+    REQUIRE(sent < 3000);
+    f.set.reset(a, 5);
+    CHECK_FALSE(f.set.has_pending_data());
+    CHECK(f.set.has_control_frames());
+    Packet p2;
+    f.set.write_control_frames(p2.sink, Instant{}, std::chrono::milliseconds(10));
+    f.set.write_stream_frames(p2.sink);
+    REQUIRE(p2.find(FT::reset_stream) != nullptr);
+    CHECK(p2.find(FT::reset_stream)->value == 5);
+    CHECK(p2.find(FT::reset_stream)->offset == sent);
+    CHECK(p2.stream_ids().empty());
+    // Lost: queued again; acknowledged: done.
+    REQUIRE(p2.sent.size() == 1);
+    CHECK(f.set.on_lost(p2.sent[0]));
+    CHECK(f.set.has_control_frames());
+    f.set.on_acked(std::get<sent::ResetStream>(p2.sent[0]));
+    Packet p3;
+    f.set.write_control_frames(p3.sink, Instant{}, std::chrono::milliseconds(10));
+    CHECK(p3.frames.empty());
+}
+
+TEST_CASE("stream set: the IDs of streams released after a reset merge by type and stay bounded") {
+    StreamIdSet ids;
+    for (StreamId i = 0; i < 100; ++i) ids.add(i * 4);  // streams 0, 4, 8, ...: one range
+    CHECK(ids.contains(0));
+    CHECK(ids.contains(396));
+    CHECK_FALSE(ids.contains(400));
+    CHECK_FALSE(ids.contains(1));  // another type
+    // Every other stream: one range each, at most kMaxRanges; the oldest go first.
+    for (StreamId i = 0; i < 3000; ++i) ids.add(1 + i * 8);
+    CHECK(ids.contains(1 + 2999 * 8));
+    CHECK_FALSE(ids.contains(1));
+    CHECK(ids.contains(396));  // the other types' ranges stay
 }
