@@ -76,7 +76,7 @@ void NdmBbr::answer_queue(const AckEvent& ev) {
     r.standing = features_.standing_queue();
     r.forgiving = disc_.forgiven_share() > 0.0F;
     r.cruising = bbr_.state_id() == Bbr::State::probe_bw_cruise;
-    r.stalled_probe = in_up_ && up_rounds_ >= 1 && bbr_.max_bw() < 1.1 * up_start_bw_;
+    r.stalled_probe = stalled_probe(1);
     const QueueDecision d = queue_.on_round_end(r);
     if (d.action == QueueAction::cut_short_term) {
         bbr_.cut_short_term(d.factor);
@@ -103,10 +103,14 @@ void NdmBbr::track_probe(bool round_end) {
     in_up_ = up;
 }
 
+bool NdmBbr::stalled_probe(unsigned rounds) const {
+    // bbr's max_bw takes every sample of the probe: a probe that found bandwidth raised it.
+    return in_up_ && up_rounds_ >= rounds && bbr_.max_bw() < 1.1 * up_start_bw_;
+}
+
 bool NdmBbr::saturated_probe() const {
     if (!probe_rule_) return false;
-    // bbr's max_bw takes every sample of the probe: a probe that found bandwidth raised it.
-    if (in_up_) return up_rounds_ >= 2 && bbr_.max_bw() < 1.1 * up_start_bw_;
+    if (in_up_) return stalled_probe(2);
     if (bbr_.state_id() == Bbr::State::startup) return bbr_.full_bw_count() >= 1;
     return false;
 }

@@ -83,6 +83,9 @@ private:
     [[nodiscard]] float round_p(const CongestionEvent& ev);
     // Rule 6's evidence: probing for bandwidth found none.
     [[nodiscard]] bool saturated_probe() const;
+    // In ProbeBW_UP for `rounds` full rounds or more, and max_bw under 1.1x
+    // its value when the probe began.
+    [[nodiscard]] bool stalled_probe(unsigned rounds) const;
     void track_probe(bool round_end);
     void answer_queue(const AckEvent& ev);
 

@@ -23,22 +23,21 @@ float QueueResponse::floor() const noexcept {
 }
 
 QueueDecision QueueResponse::on_round_end(const QueueRound& r) noexcept {
-    float threshold_scale = 0;
     if (r.has_queue) {
-        const float q = r.standing;
-        floor_.update(r.now, std::chrono::microseconds(static_cast<std::int64_t>(q * kScale)), kFloorWindow);
-        jitter_ = 0.875F * jitter_ + 0.125F * std::abs(q - last_);
-        last_ = q;
-        threshold_scale = noise_ * jitter_;
-        const float excess = q - floor();
-        if (r.forgiving && cruise_ > 0 && r.cruising && floor() < kEmptyQueue &&
-            excess >= std::max(cruise_, threshold_scale)) {
+        floor_.update(r.now, std::chrono::microseconds(static_cast<std::int64_t>(r.standing * kScale)), kFloorWindow);
+        jitter_ = 0.875F * jitter_ + 0.125F * std::abs(r.standing - last_);
+        last_ = r.standing;
+    }
+    const float jitter_bound = noise_ * jitter_;
+    if (r.has_queue && r.forgiving && cruise_ > 0 && r.cruising) {
+        const float floor_now = floor();
+        const float excess = r.standing - floor_now;
+        if (floor_now < kEmptyQueue && excess >= std::max(cruise_, jitter_bound)) {
             bump(cuts_);
             return {QueueAction::cut_short_term, 1.0 / (1.0 + static_cast<double>(excess))};
         }
     }
-    threshold_scale = noise_ * jitter_;
-    if (r.forgiving && probe_ > 0 && r.stalled_probe && r.standing - probe_start_ >= std::max(probe_, threshold_scale)) {
+    if (r.forgiving && probe_ > 0 && r.stalled_probe && r.standing - probe_start_ >= std::max(probe_, jitter_bound)) {
         bump(probes_ended_);
         return {QueueAction::end_probe, 1.0};
     }
