@@ -315,6 +315,12 @@ void Bbr::cut_short_term(double factor) {
     set_pacing_rate_with_gain(pacing_gain_);
 }
 
+void Bbr::stop_probe(Instant now) {
+    if (state_ != State::probe_bw_up) return;
+    prev_probe_too_high_ = false;  // as UpdateProbeBWCyclePhase's exit on full_bw_now
+    start_probe_bw_down(now);
+}
+
 // §5.5.5 UpdateMaxBw: app-limited samples count only when they raise the estimate.
 void Bbr::update_max_bw(const Signals& rs) {
     update_round(rs);

@@ -58,6 +58,11 @@ public:
     // loss would bound it; pacing follows at once. ndm's cruise queue rule
     // (src/cc/ndm/queue_response.hpp) is the caller; bbr itself never is.
     void cut_short_term(double factor);
+    // Ends a ProbeBW_UP as its own full-bandwidth exit would (§5.3.3.6
+    // IsTimeToGoDown): ProbeBW_DOWN, with no congestion signal and the models
+    // unchanged; nothing in another state. ndm's stall rule is the caller
+    // (src/cc/ndm/queue_response.hpp); bbr itself never is.
+    void stop_probe(Instant now);
 
     [[nodiscard]] std::uint64_t cwnd() const override { return cwnd_; }
     [[nodiscard]] std::optional<double> pacing_rate() const override { return pacing_rate_; }

@@ -342,6 +342,7 @@ TEST_CASE("ndm controller: without forgiven losses a growing queue changes nothi
     }
     CHECK(f.cc.queue_response().cuts() == 0);
     CHECK(f.cc.queue_response().probes_ended() == 0);
+    CHECK(f.cc.queue_response().probes_stopped() == 0);
 }
 
 TEST_CASE("ndm controller: persistent congestion and ECN reach bbr whatever the model says") {
@@ -362,7 +363,10 @@ TEST_CASE("ndm controller: persistent congestion and ECN reach bbr whatever the 
 
 TEST_CASE("ndm controller: options") {
     const nn::NdmBbr tuned(cc_params(), {{"cap", "0.05"}, {"queue", "0.5"}, {"threshold", "0.9"}, {"probe", "off"},
-                                         {"qprobe", "0.2"}, {"qcruise", "0"}, {"qnoise", "3"}});
+                                         {"qprobe", "0.2"}, {"qcruise", "0"}, {"qnoise", "3"}, {"stall", "off"}});
+    CHECK_FALSE(tuned.queue_response().stall());
+    CHECK(nn::NdmBbr(cc_params()).queue_response().stall());
+    CHECK_THROWS_WITH_AS(nn::NdmBbr(cc_params(), {{"stall", "2"}}), doctest::Contains("stall"), std::invalid_argument);
     CHECK(tuned.queue_response().probe() == doctest::Approx(0.2));
     CHECK(tuned.queue_response().cruise() == 0);
     CHECK(tuned.queue_response().noise() == doctest::Approx(3));

@@ -26,13 +26,14 @@ NdmBbr::NdmBbr(const Params& params, const Options& options)
             static_cast<float>(get_double(options, "threshold", LossDiscriminator::kDefaultThreshold, 0, 1, kName))),
       queue_(static_cast<float>(get_double(options, "qprobe", QueueResponse::kDefaultProbe, 0, 10, kName)),
              static_cast<float>(get_double(options, "qcruise", QueueResponse::kDefaultCruise, 0, 10, kName)),
-             static_cast<float>(get_double(options, "qnoise", QueueResponse::kDefaultNoise, 0, 100, kName))),
+             static_cast<float>(get_double(options, "qnoise", QueueResponse::kDefaultNoise, 0, 100, kName)),
+             get_bool(options, "stall", true, kName)),
       model_(pick_model(options, ndm_bbr_model().get(), kName, kMaxState)),
       kernels_(pick_kernels(options, kName)),
       probe_rule_(get_bool(options, "probe", true, kName)) {
     reject_unknown(options,
-                   {"model", "simd", "cap", "queue", "threshold", "probe", "qprobe", "qcruise", "qnoise", "loss_thresh",
-                    "beta", "headroom"},
+                   {"model", "simd", "cap", "queue", "threshold", "probe", "qprobe", "qcruise", "qnoise", "stall",
+                    "loss_thresh", "beta", "headroom"},
                    kName);
     pending_.reserve(64);
 }
@@ -88,6 +89,8 @@ void NdmBbr::answer_queue(const AckEvent& ev) {
         ce.largest_lost_sent_time = ev.largest_acked_sent_time;
         ce.bytes_in_flight = ev.bytes_in_flight;
         bbr_.on_congestion_event(ce);
+    } else if (d.action == QueueAction::stop_probe) {
+        bbr_.stop_probe(ev.now);
     }
 }
 

@@ -43,14 +43,15 @@ public:
     static constexpr std::string_view kName = "ndm";
     static constexpr std::string_view kDescription =
         "BBRv3 whose loss response sees only the losses the NDM engine judges congestive (docs/ndm-controller.md); "
-        "options: model, simd, cap, queue, threshold, probe, qprobe, qcruise, qnoise, loss_thresh, beta, headroom";
+        "options: model, simd, cap, queue, threshold, probe, qprobe, qcruise, qnoise, stall, loss_thresh, beta, headroom";
     static constexpr std::uint32_t kMaxState = 8;  // GRU units a model may have in total
 
     // Options: model=PATH|default, simd=auto|scalar|sse42|avx2|avx512|neon,
     // cap=0.01..0.5 (forgiven share of packets), queue=0.05..10 (× min_rtt),
     // threshold=0..1 (the model's P from which a loss is congestive),
     // probe=on|off (the saturated-probe rule), the queue rules' qprobe=0..10
-    // and qcruise=0..10 (× min_rtt; 0 turns the rule off) and qnoise=0..100,
+    // and qcruise=0..10 (× min_rtt; 0 turns the rule off), qnoise=0..100 and
+    // stall=on|off (a probe that found no bandwidth in a round ends),
     // and bbr's loss_thresh, beta, headroom. Throws std::invalid_argument for
     // an unknown key, a bad value, a model that cannot be loaded or does not
     // have 8 inputs and 1 output, or a zero max_datagram_size.

@@ -41,6 +41,10 @@ QueueDecision QueueResponse::on_round_end(const QueueRound& r) noexcept {
         bump(probes_ended_);
         return {QueueAction::end_probe, 1.0};
     }
+    if (r.forgiving && stall_ && r.stalled_probe) {
+        bump(probes_stopped_);
+        return {QueueAction::stop_probe, 1.0};
+    }
     return {};
 }
 
