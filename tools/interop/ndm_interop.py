@@ -3,7 +3,7 @@
 
 For each case and direction (ndm client -> ngtcp2 server, ngtcp2 client ->
 ndm server) it starts the server, an `ndm-emu relay` shaped as the case's
-scenario, a loopback capture (dumpcap), and the client; then it re-runs the
+scenario, two loopback captures (dumpcap, one per leg), and the client; then it re-runs the
 runner's checks over `tshark -T fields` of the capture, decrypted with the
 endpoints' key logs, and compares every file byte for byte (sha256). Output:
 a Markdown and a JSON matrix of pass / fail / unsupported per case and
@@ -15,8 +15,7 @@ direction, and the goodput measurement beside ngtcp2 against itself.
 
 Deliberate differences from the public runner (docs/interop.md): every case
 runs over HTTP/3 (ALPN h3; Debian's ngtcp2 examples speak nothing else), the
-network is ndm's emulator on loopback instead of ns-3 in Docker, and one
-capture holds both legs of the relay. Needs root (or dumpcap's capture
+network is ndm's emulator on loopback instead of ns-3 in Docker. Needs root (or dumpcap's capture
 rights) for the capture. Exit status: 0 when no case failed, 1 when one did,
 2 for bad arguments, 77 when a program it needs is missing.
 """
@@ -59,33 +58,36 @@ def make_files(www, sizes, rng):
 
 
 def make_certs(openssl, directory, length):
-    """A chain as quic-interop-runner's certs.sh makes it: an RSA-2048 root, length-1
-    intermediates and a leaf; cert.pem holds the leaf and the intermediates, priv.key the leaf's key."""
+    """A chain shaped as quic-interop-runner's certs.sh makes it: an RSA-2048 root, length-1
+    intermediates and a leaf; cert.pem holds the leaf and the intermediates, priv.key the leaf's
+    key. Unlike certs.sh, every certificate of the chain has the same key: what the cases look at
+    is the chain's bytes (amplificationlimit wants 7500 of them), and one RSA key generation
+    instead of ten saves seconds on a loaded machine."""
     os.makedirs(directory, exist_ok=True)
     conf = os.path.join(directory, "ext.cnf")
+    key = os.path.join(directory, "priv.key")
     with open(conf, "w") as f:
         f.write("[v3_ca]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign,digitalSignature\n"
+                "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid:always,issuer\n"
                 "[leaf]\nsubjectAltName=DNS:localhost,DNS:server,IP:127.0.0.1,IP:::1\n")
 
     def run(*args):
         subprocess.run([openssl, *args], check=True, capture_output=True)
 
-    run("req", "-x509", "-sha256", "-nodes", "-days", "2", "-newkey", "rsa:2048", "-keyout",
-        f"{directory}/ca_0.key", "-out", f"{directory}/cert_0.pem", "-subj", "/O=ndm interop root/",
-        "-addext", "basicConstraints=critical,CA:TRUE")
+    run("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key)
+    run("req", "-x509", "-sha256", "-days", "2", "-key", key, "-out", f"{directory}/cert_0.pem",
+        "-subj", "/O=ndm interop root/", "-addext", "basicConstraints=critical,CA:TRUE")
     for i in range(1, length + 1):
         leaf = i == length
         subj = "/O=ndm interop leaf/" if leaf else f"/O=ndm interop intermediate {i}/"
-        run("req", "-out", f"{directory}/c.csr", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout",
-            f"{directory}/ca_{i}.key", "-subj", subj)
+        run("req", "-new", "-key", key, "-out", f"{directory}/c.csr", "-subj", subj)
         run("x509", "-req", "-sha256", "-days", "2", "-in", f"{directory}/c.csr", "-out", f"{directory}/cert_{i}.pem",
-            "-CA", f"{directory}/cert_{i - 1}.pem", "-CAkey", f"{directory}/ca_{i - 1}.key", "-CAcreateserial",
+            "-CA", f"{directory}/cert_{i - 1}.pem", "-CAkey", key, "-set_serial", str(i),
             "-extfile", conf, "-extensions", "leaf" if leaf else "v3_ca")
     with open(f"{directory}/cert.pem", "w") as out:
         for i in range(length, 0, -1):
             with open(f"{directory}/cert_{i}.pem") as f:
                 out.write(f.read())
-    os.replace(f"{directory}/ca_{length}.key", f"{directory}/priv.key")
 
 
 def sha256(path):
@@ -126,7 +128,7 @@ def run_checks(case, traces, www, downloads, names, rc_note):
         elif name == "handshakes":
             want = case.handshakes or len(names)
             n = T.handshakes(traces)
-            ok, detail = n == want, f"{n} handshakes (want {want})"
+            ok, detail = n == want, f"{n} handshake{'s' if n != 1 else ''} (want {want})"
         elif name == "version":
             v = T.versions(traces)
             ok, detail = v == {1}, "versions " + (", ".join(f"0x{x:08x}" for x in sorted(v)) or "none")
@@ -167,15 +169,18 @@ def run_one(args, tools, case, client, server, out_root, certs_cache, rep=0):
     addr = "::1" if case.ipv6 else "127.0.0.1"
     host = f"[{addr}]" if case.ipv6 else addr
     sport, rport = peers.free_udp_port(case.ipv6), peers.free_udp_port(case.ipv6)
-    pcap = os.path.join(run_dir, "trace.pcapng")
+    # One capture per leg: client <-> relay (the runner's client-side trace) and relay <-> server.
+    legs = [os.path.join(run_dir, f"{leg}.pcapng") for leg in ("client-side", "server-side")]
     started = []
     result = {"case": case.name, "client": client, "server": server, "dir": run_dir}
     try:
-        cap = peers.Proc("dumpcap", [tools.dumpcap, "-i", "lo", "-f", f"udp port {sport} or udp port {rport}",
-                                     "-w", pcap], run_dir)
-        started.append((cap, signal.SIGINT))
-        if not cap.wait_for("Capturing on"):
-            return dict(result, result="error", reason="dumpcap cannot capture on lo: " + cap.stderr().strip()[-200:])
+        caps = [peers.Proc(f"dumpcap-{leg}", [tools.dumpcap, "-i", "lo", "-f", f"udp port {port}", "-w", path],
+                           run_dir) for leg, port, path in zip(("client", "server"), (rport, sport), legs)]
+        started += [(cap, signal.SIGINT) for cap in caps]
+        for cap in caps:
+            if not cap.wait_for("Capturing on"):
+                return dict(result, result="error",
+                            reason="dumpcap cannot capture on lo: " + cap.stderr().strip()[-200:])
         skeys, ckeys = os.path.join(run_dir, "server.keys"), os.path.join(run_dir, "client.keys")
         srv, ok = peers.start_server(tools, server, case.test_name(False), run_dir, addr, sport, www, certs, skeys,
                                      os.path.join(qlog, "server"))
@@ -207,9 +212,7 @@ def run_one(args, tools, case, client, server, out_root, certs_cache, rep=0):
     bad = [c for c in codes if c != 0]
     rc_note = f"client exit codes {sorted(set(bad), key=str)}" if bad else ""
     keylog = merged_keylog(run_dir, [ckeys, skeys])
-    legs = [os.path.join(run_dir, f"{leg}.pcapng") for leg in ("client-side", "server-side")]
-    traces = T.Traces(T.read(pcap, keylog, f"udp.port=={rport}", legs[0]),
-                      T.read(pcap, keylog, f"udp.port=={sport}", legs[1]), rport, sport)
+    traces = T.Traces(*T.read_legs(legs, keylog), rport, sport)
     checks = run_checks(case, traces, www, downloads, names, rc_note)
     if case.drop_up:
         checks.append(relay_drops(relay.stderr(), len(case.drop_up.split(","))))
@@ -222,7 +225,7 @@ def run_one(args, tools, case, client, server, out_root, certs_cache, rep=0):
     if not args.keep and result["result"] == "pass":
         for d in (www, downloads):
             subprocess.run(["rm", "-rf", d], check=False)
-        for f in [pcap] + legs:
+        for f in legs:
             os.remove(f)
     return result
 
@@ -251,6 +254,20 @@ def cell(r):
     return f"**{r['result'].upper()}**"
 
 
+GENERIC = ("handshakes", "version", "files", "no_retry")
+
+
+def note(r):
+    """A run's line in the matrix: why it failed or was not run, or what its own checks saw."""
+    if r.get("reason"):
+        return r["reason"]
+    checks = r.get("checks") or []
+    own = [c["detail"] for c in checks if c["check"] not in GENERIC]
+    if own:
+        return "; ".join(own)
+    return "; ".join(c["detail"] for c in checks if c["check"] in ("handshakes", "files"))
+
+
 def markdown(report):
     lines = [f"Run {report['date']} UTC, ndm {report['ndm']}, ngtcp2 {report['ngtcp2']}"
              + (" (quick sizes)" if report["quick"] else "") + ".", "",
@@ -259,18 +276,12 @@ def markdown(report):
     by = {(r["case"], r["client"], r["server"]): r for r in report["results"]}
     for case in report["cases"]:
         a, b = by.get((case, "ndm", "ngtcp2")), by.get((case, "ngtcp2", "ndm"))
-        notes = []
-        for r in (a, b):
-            if r is None:
-                continue
-            if r.get("reason"):
-                who = f"{r['client']} → {r['server']}: " if (a and b and a.get("reason") != b.get("reason")) else ""
-                note = who + r["reason"]
-                if note not in notes and r["reason"] not in notes:
-                    notes.append(note)
-            elif r.get("checks") and not notes:
-                notes.append("; ".join(c["detail"] for c in r["checks"]))
-        lines.append(f"| {case} | {cell(a)} | {cell(b)} | {' / '.join(notes).replace('|', '/')} |")
+        notes = [(f"{r['client']} → {r['server']}", note(r)) for r in (a, b) if r is not None]
+        if len({n for _, n in notes}) == 1:
+            text = notes[0][1]
+        else:
+            text = " / ".join(f"{who}: {n}" for who, n in notes)
+        lines.append(f"| {case} | {cell(a)} | {cell(b)} | {text.replace('|', '/')} |")
     if report.get("goodput"):
         lines += ["", "Goodput (the runner's measurement: a file over the 10 Mbit/s, 15 ms link; "
                   "8 × size / time from the server's first to its last 1-RTT packet, client side):", "",
@@ -299,8 +310,15 @@ def ngtcp2_version():
     return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments: one line naming the problem, exit 2 (argparse would print the usage first)."""
+
+    def error(self, message):
+        die(message)
+
+
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="ndm-interop", description=__doc__.split("\n\n")[0],
+    ap = OneLineParser(prog="ndm-interop", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--build-dir", default="build", help="ndm's build directory (its tools/ndm-h3, tools/ndm-emu)")
@@ -316,6 +334,8 @@ def parse_args(argv):
     ap.add_argument("--markdown", default="", help="write the matrix as Markdown into this file")
     ap.add_argument("--update-doc", default="", help=f"replace the matrix between {BEGIN} and {END} in this file")
     ap.add_argument("--keep", action="store_true", help="keep the files and captures of passing runs too")
+    ap.add_argument("--from-json", default="", help="run nothing: write the matrix of an earlier run's --json file "
+                    "(to --markdown, --update-doc)")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     a = ap.parse_args(argv)
     if a.repetitions < 0 or a.repetitions > 20:
@@ -329,6 +349,12 @@ def main(argv):
         for c in C.CASES:
             print(f"{c.name:20} {'unsupported: ' + c.unsupported if c.unsupported else c.scenario}")
         return 0
+    if args.from_json:
+        try:
+            with open(args.from_json) as f:
+                return write_outputs(args, json.load(f))
+        except (OSError, ValueError, KeyError) as e:
+            die(f"--from-json {args.from_json}: {e}")
     names = [n for n in args.cases.split(",") if n] or [c.name for c in C.CASES]
     unknown = [n for n in names if n not in C.BY_NAME]
     if unknown:
@@ -380,9 +406,14 @@ def main(argv):
             worst = next((r for r in runs if r["result"] != "pass"), runs[-1])
             if (client, server) != C.BASELINE:
                 report["results"].append(worst)
+    return write_outputs(args, report)
+
+
+def write_outputs(args, report):
+    """Prints the matrix, writes the files asked for; the exit status: 1 when a case failed."""
     md = markdown(report)
     print("\n" + md)
-    if args.json:
+    if args.json and not args.from_json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
     if args.markdown:

@@ -1,13 +1,14 @@
 """The runner's trace checks over `tshark -T fields` (quic-interop-runner's trace.py and
 testcases_quic.py's check() methods, re-implemented on Wireshark's field output).
 
-A capture holds both legs of the relay: client <-> relay (the runner's
+Two captures, one per leg of the relay: client <-> relay (the runner's
 client-side trace, "trace_node_left") and relay <-> server (its server-side
 trace, "trace_node_right"). Each datagram is one row; a datagram that
 coalesces several QUIC packets gives each long-header field once per packet,
 in order, so the long header fields of one row line up with each other.
 """
 
+import os
 import subprocess
 from dataclasses import dataclass, field
 
@@ -58,21 +59,39 @@ def _strs(text):
     return [v for v in text.split(",") if v]
 
 
-def read(pcap, keylog, port_filter, leg_pcap):
-    """The datagrams of `pcap` that match the display filter, decrypted with `keylog`.
+def read_legs(pcaps, keylog):
+    """The datagrams of each leg's capture, decrypted with `keylog`; the tshark processes run at
+    once, each into a file beside its capture (most of a tshark run is its start-up).
 
-    The leg is written into a file of its own first: a capture of both legs
+    Each leg is captured into a file of its own: a capture of both legs
     holds every packet twice, with the same connection IDs, and Wireshark's
     QUIC dissector then ties the two legs into one connection and fails to
-    decrypt 1-RTT packets ("Missing TLS handshake"); each leg alone decrypts."""
-    subprocess.run(["tshark", "-r", pcap, "-Y", port_filter, "-w", leg_pcap], capture_output=True, check=True)
-    cmd = ["tshark", "-r", leg_pcap, "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
-           "-E", "aggregator=,"]
+    decrypt their 1-RTT packets ("Missing TLS handshake")."""
+    procs = []
+    for pcap in pcaps:
+        with open(pcap + ".tsv", "w") as out:
+            procs.append(subprocess.Popen(tshark_command(pcap, keylog), stdout=out, stderr=subprocess.DEVNULL))
+    rows = []
+    for p, pcap in zip(procs, pcaps):
+        if p.wait() != 0:
+            raise RuntimeError(f"tshark could not read {pcap} (exit {p.returncode})")
+        with open(pcap + ".tsv") as f:
+            rows.append(parse(f.read()))
+        os.remove(pcap + ".tsv")
+    return rows
+
+
+def tshark_command(pcap, keylog):
+    """tshark printing FIELDS, one datagram a line."""
+    cmd = ["tshark", "-r", pcap, "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=,"]
     if keylog:
         cmd += ["-o", f"tls.keylog_file:{keylog}"]
     for f in FIELDS:
         cmd += ["-e", f]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return cmd
+
+
+def parse(out):
     rows = []
     for line in out.splitlines():
         v = dict(zip(FIELDS, line.split("\t") + [""] * len(FIELDS)))
