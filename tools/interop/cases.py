@@ -106,10 +106,3 @@ BY_NAME = {c.name: c for c in CASES}
 DIRECTIONS = [("ndm", "ngtcp2"), ("ngtcp2", "ndm")]
 BASELINE = ("ngtcp2", "ngtcp2")  # goodput only: the reference pair in the same run
 
-
-def client_unsupported(case: Case, client: str) -> str:
-    """Why `client` cannot run this case as the client ("" when it can)."""
-    if case.name == "keyupdate" and client == "ndm":
-        return ("ndm answers a peer's key update but has no call to start one (RFC 9001 §6; "
-                "Connection has no request_key_update yet)")
-    return ""
