@@ -40,11 +40,16 @@ class Proc:
         return False
 
     def wait(self, timeout):
+        """Its exit code; None when it ran out of time (then it is killed). Interrupted (Ctrl-C), it is
+        stopped before the interruption goes on."""
         try:
             return self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.stop(signal.SIGKILL)
             return None
+        except KeyboardInterrupt:
+            self.stop(signal.SIGKILL)
+            raise
 
     def stop(self, sig=signal.SIGTERM, grace=5.0):
         if self.p.poll() is None:
