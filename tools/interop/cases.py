@@ -9,7 +9,7 @@ Sizes are the runner's; `quick` sizes are the CTest subset's
 (tests/cli/ndm_interop_matrix_test.sh). docs/interop.md says what differs.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 KB = 1 << 10
 MB = 1 << 20

@@ -145,10 +145,13 @@ def run_checks(case, traces, www, downloads, names, rc_note):
     return results
 
 
-def exit_127(stderr):
-    """ndm-h3 interop's line for a case it does not support, as the matrix shows it."""
-    lines = stderr.strip().splitlines()
-    return "ndm-h3 interop exits 127: " + (lines[-1].removeprefix("ndm-h3: ") if lines else "(no reason given)")
+def unsupported_or_error(result, stderr):
+    """An exit code 127: ndm-h3 interop's "not supported" when its line says so; anything else
+    with 127 (a shell's command not found, a loader's missing library) is an error of the run."""
+    lines = [line for line in stderr.strip().splitlines() if "is not supported" in line]
+    if lines and lines[-1].startswith("ndm-h3: test case "):
+        return dict(result, result="unsupported", reason="ndm-h3 interop exits 127: " + lines[-1][len("ndm-h3: "):])
+    return dict(result, result="error", reason="exit 127 without ndm-h3's reason: " + stderr.strip()[-300:])
 
 
 def relay_drops(relay_err, want):
@@ -194,7 +197,7 @@ def run_one(args, tools, case, client, server, out_root, certs_cache, rep=0):
         if not ok:
             rc = srv.p.poll()
             if rc == 127:
-                return dict(result, result="unsupported", reason=exit_127(srv.stderr()))
+                return unsupported_or_error(result, srv.stderr())
             return dict(result, result="fail", reason=f"the {server} server did not start: {srv.stderr()[-300:]}")
         relay_cmd = [tools.ndm_emu, "relay", "--listen", f"{host}:{rport}", "--to", f"{host}:{sport}", "--profile",
                      case.scenario, "--seed", str(args.seed), "--no-gso"]
@@ -210,7 +213,7 @@ def run_one(args, tools, case, client, server, out_root, certs_cache, rep=0):
         result["seconds"] = round(seconds, 2)
         if client == "ndm" and codes == [127]:
             with open(os.path.join(run_dir, "client.err")) as f:
-                return dict(result, result="unsupported", reason=exit_127(f.read()))
+                return unsupported_or_error(result, f.read())
         time.sleep(0.2)  # the last ACKs and CONNECTION_CLOSE into the capture
     finally:
         for p, sig in reversed(started):
@@ -275,7 +278,7 @@ def note(r):
 
 
 def markdown(report):
-    lines = [f"Run {report['date']} UTC, ndm {report['ndm']}, ngtcp2 {report['ngtcp2']}"
+    lines = [f"Run {report['date']} UTC, ndm at {report['ndm']}, ngtcp2 {report['ngtcp2']}"
              + (" (quick sizes)" if report["quick"] else "") + ".", "",
              "| case | ndm client → ngtcp2 server | ngtcp2 client → ndm server | what was checked, or why not |",
              "|---|---|---|---|"]
@@ -302,12 +305,12 @@ def markdown(report):
     return "\n".join(lines) + "\n"
 
 
-def version_of(cmd):
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
-        return (r.stdout + r.stderr).strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        return "unknown"
+def source_commit():
+    """The commit of the tree this script is in (git describe), as the matrix names ndm."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run(["git", "-C", here, "describe", "--always", "--dirty", "--abbrev=12"], capture_output=True,
+                       text=True)
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown commit"
 
 
 def ngtcp2_version():
@@ -377,14 +380,14 @@ def main(argv):
         [C.DIRECTIONS[0]] if args.directions == "ndm-client" else [C.DIRECTIONS[1]])
     reps = args.repetitions or (1 if args.quick else 3)
     report = {"date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "quick": args.quick, "cases": names,
-              "ndm": version_of([tools.ndm_h3, "--version"]), "ngtcp2": ngtcp2_version(),
+              "ndm": source_commit(), "ngtcp2": ngtcp2_version(),
               "results": [], "goodput": [], "out": out_root}
     certs = {}
     for name in names:
         case = C.BY_NAME[name]
         if case.unsupported:
             probe = ndm_probe_127(tools, case, out_root) if not case.measurement else []
-            wrong = [f"{role}: exit {rc}" for role, rc, _ in probe if rc != 127]
+            wrong = [f"{role}: exit {rc}" for role, rc, err in probe if rc != 127 or "is not supported" not in err]
             for client, server in directions:
                 res = "fail" if wrong else ("not run" if case.measurement else "unsupported")
                 reason = ("ndm-h3 interop did not exit 127: " + ", ".join(wrong)) if wrong else case.unsupported

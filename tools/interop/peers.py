@@ -123,6 +123,8 @@ def start_server(tools, who, case_test, run_dir, addr, port, www, certs, keylog,
             cmd.append("-V")
         if case_test == "ecn":  # its PMTUD probes leave not-ECT (ngtcp2's interop/run_endpoint.sh does the same)
             cmd.append("--no-pmtud")
+        if case_test == "multiconnect":  # 30 % loss each way can hold a handshake past its 10 s default
+            cmd.append("--handshake-timeout=180s")
         cmd += [addr, str(port), os.path.join(certs, "priv.key"), os.path.join(certs, "cert.pem")]
         p = Proc("server", cmd, run_dir, env)
         ok = wait_udp(port, ":" in addr, p)
