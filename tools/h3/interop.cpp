@@ -23,8 +23,9 @@ constexpr std::array<std::string_view, 14> kPlain{
     "handshake", "transfer", "http3", "ecn", "longrtt", "multiplexing", "blackhole", "transferloss",
     "transfercorruption", "amplificationlimit", "ipv6", "goodput", "crosstraffic", "keyupdate"};
 constexpr std::array<std::string_view, 3> kMulticonnect{"multiconnect", "handshakeloss", "handshakecorruption"};
-// multiconnect's handshakes, as ngtcp2's interop endpoint gives them (--handshake-timeout=180s).
-constexpr double kLongHandshake = 180;
+// Handshake timeouts (InteropCase::handshake_timeout_s): the runner's case timeout, and
+// multiconnect's as ngtcp2's interop endpoint gives them (--handshake-timeout=180s).
+constexpr double kCaseHandshake = 60, kLongHandshake = 180;
 
 bool in(std::string_view name, auto const& list) {
     for (const auto n : list)
@@ -62,6 +63,7 @@ InteropCase interop_case(const std::string& t, bool client) {
     } else {
         c.why = "an unknown test case";
     }
+    if (c.supported && c.handshake_timeout_s == 0) c.handshake_timeout_s = kCaseHandshake;
     return c;
 }
 
@@ -97,7 +99,7 @@ int run_interop(InteropOptions& o) {
     g.out_dir = o.downloads;
     g.tls.insecure = true;  // the runner's certificates are made per run, for no name a client could check
     if (c.chacha20_only) g.tls.ciphers = {"chacha20"};
-    if (c.handshake_timeout_s > 0) g.connect_timeout_s = c.handshake_timeout_s;
+    g.connect_timeout_s = c.handshake_timeout_s;
     g.common = common;
     if (!c.one_per_request) {
         g.urls = std::move(urls);

@@ -36,8 +36,10 @@ struct InteropCase {
     bool retry = false;           // server: a Retry for every new connection (retry)
     bool chacha20_only = false;   // client: offer TLS_CHACHA20_POLY1305_SHA256 only (chacha20)
     bool one_per_request = false; // client: one connection per URL, in turn (multiconnect)
-    // Seconds a handshake may take, both roles; 0: the default (10 s). multiconnect's 30 %
-    // loss or corruption each way can hold one past 10 s; the runner gives the case 300 s.
+    // Seconds a handshake may take, both roles: the runner bounds each case (60 s, 300 s for
+    // handshakeloss and handshakecorruption), so an endpoint's own 10 s default must not end one
+    // first: amplificationlimit's dropped datagrams leave the handshake to the client's PTO
+    // backoff, multiconnect's 30 % loss each way can hold a handshake past 10 s.
     double handshake_timeout_s = 0;
 };
 InteropCase interop_case(const std::string& testcase, bool client);
