@@ -214,7 +214,7 @@ def run_one(args, tools, case, client, server, out_root, certs_cache, rep=0):
         if client == "ndm" and codes == [127]:
             with open(os.path.join(run_dir, "client.err")) as f:
                 return unsupported_or_error(result, f.read())
-        time.sleep(0.2)  # the last ACKs and CONNECTION_CLOSE into the capture
+        time.sleep(0.1)  # the last ACKs and CONNECTION_CLOSE into the capture
     finally:
         for p, sig in reversed(started):
             p.stop(sig)
