@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/cli/printable.hpp"
+
 namespace ndm::tools::h3 {
 
 namespace {
@@ -70,11 +72,12 @@ InteropCase interop_case(const std::string& t, bool client) {
 int run_interop(InteropOptions& o) {
     const std::string role = env("ROLE"), testcase = env("TESTCASE");
     if (role != "client" && role != "server")
-        throw std::invalid_argument(fmt::format("ROLE \"{}\": expected client or server", role));
+        throw std::invalid_argument(fmt::format("ROLE \"{}\": expected client or server", printable(role)));
     if (testcase.empty()) throw std::invalid_argument("TESTCASE is not set");
     const InteropCase c = interop_case(testcase, role == "client");
     if (!c.supported) {
-        std::cerr << fmt::format("ndm-h3: test case {} is not supported as the {}: {}\n", testcase, role, c.why);
+        std::cerr << fmt::format("ndm-h3: test case {} is not supported as the {}: {}\n", printable(testcase), role,
+                                 c.why);
         return 127;
     }
     CommonOptions common = o.common;
