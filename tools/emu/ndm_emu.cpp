@@ -29,11 +29,16 @@ struct RelayOptions {
     std::string listen, to, profile = "none";
     std::uint64_t seed = 1;
     double stats_interval = 0;
+    bool no_gso = false;
+    std::vector<std::uint64_t> drop_up, drop_down;
 };
 
 int relay(const RelayOptions& o) {
     const ndm::emu::Profile profile = ndm::emu::parse_profile(o.profile);
     ndm::tools::EmuRelay relay(o.listen, o.to, profile, o.seed);
+    if (o.no_gso) relay.disable_gso();
+    relay.set_drop_list(ndm::emu::Direction::up, o.drop_up);
+    relay.set_drop_list(ndm::emu::Direction::down, o.drop_down);
     std::cerr << "ndm-emu relay: " << o.listen << " <-> " << o.to << ", profile " << profile.name << "\n  up:   "
               << ndm::emu::describe(profile.up) << "\n  down: " << ndm::emu::describe(profile.down) << std::endl;
     std::signal(SIGINT, on_signal);
@@ -77,6 +82,19 @@ int main(int argc, char** argv) {
         ->add_option("--stats-interval", ro.stats_interval,
                      "print statistics every S seconds (0 = only at exit; at most 86400)")
         ->check(ndm::tools::number_in(0, 86400, "seconds"));
+    relay_cmd->add_flag("--no-gso", ro.no_gso,
+                        "send every datagram on its own, never as a UDP GSO super-datagram: a capture on loopback "
+                        "(tcpdump, tshark) then shows one datagram per packet, which Wireshark's QUIC dissector needs");
+    relay_cmd
+        ->add_option("--drop-up", ro.drop_up,
+                     "drop the client's datagrams with these numbers (1 = the first to arrive, comma-separated, "
+                     "e.g. 2,3,4,5,6,7 as the QUIC Interop Runner's amplificationlimit case), before the emulator")
+        ->delimiter(',')
+        ->check(ndm::tools::integer_in(1, 1'000'000'000));
+    relay_cmd
+        ->add_option("--drop-down", ro.drop_down, "the same for the server's datagrams, numbered as they arrive")
+        ->delimiter(',')
+        ->check(ndm::tools::integer_in(1, 1'000'000'000));
 
     std::string shell_profile = "none";
     ndm::tools::ShellOptions so;

@@ -135,6 +135,18 @@ void EmuRelay::set_observer(emu::Direction d, std::function<void(const emu::Pack
     });
 }
 
+bool EmuRelay::DropList::drop_next() {
+    ++arrived;
+    if (!std::binary_search(numbers.begin(), numbers.end(), arrived)) return false;
+    ++dropped;
+    return true;
+}
+
+void EmuRelay::set_drop_list(emu::Direction d, std::vector<std::uint64_t> numbers) {
+    std::sort(numbers.begin(), numbers.end());
+    listed_[index(d)].numbers = std::move(numbers);
+}
+
 std::uint32_t EmuRelay::session_for(const sockaddr_storage& from, socklen_t len, Instant now) {
     const std::string key = client_key(from, len);
     if (const auto it = by_client_.find(key); it != by_client_.end()) {
@@ -163,6 +175,7 @@ void EmuRelay::receive_listen(Instant) {
         sockaddr_storage from{};
         std::memcpy(&from, rx_->from(i), rx_->from_len(i));
         const auto s = session_for(from, rx_->from_len(i), now);
+        if (listed_[0].drop_next()) continue;
         up_tags_->sent(s);
         up_->send({rx_->payload(i), rx_->ecn(i)}, now);
     }
@@ -175,6 +188,7 @@ void EmuRelay::receive_upstream(std::uint32_t session, Instant) {
     const Instant now = steady_now();
     sessions_[session].last_active = now;
     for (int i = 0; i < n; ++i) {
+        if (listed_[1].drop_next()) continue;
         down_tags_->sent(session);
         down_->send({rx_->payload(i), rx_->ecn(i)}, now);
     }
@@ -287,7 +301,10 @@ void EmuRelay::print_stats(std::ostream& os) const {
     os << "up (client -> server):\n" << emu::format_stats(up_->emu_stats()) << "\n"
        << "down (server -> client):\n" << emu::format_stats(down_->emu_stats()) << "\n"
        << "clients: " << sessions_.size() << " seen, " << active << " active; datagrams the relay could not send on: "
-       << send_errors_ << "; GSO sends: " << gso_sends_ << (gso_ ? "" : " (GSO refused on this path)") << "\n";
+       << send_errors_ << "; GSO sends: " << gso_sends_ << (gso_ ? "" : " (GSO off: --no-gso, or refused on this path)") << "\n";
+    if (!listed_[0].numbers.empty() || !listed_[1].numbers.empty())
+        os << "dropped by number (--drop-up, --drop-down): up " << listed_[0].dropped << ", down " << listed_[1].dropped
+           << "\n";
 }
 
 }  // namespace ndm::tools

@@ -65,6 +65,16 @@ public:
     [[nodiscard]] const emu::EmulatedLink& down() const { return *down_; }
     // Observe the emulator's decisions (tests, logs); called from run().
     void set_observer(emu::Direction d, std::function<void(const emu::PacketEvent&)> f);
+    // Sends each datagram on its own (sendmmsg), never as a GSO super-datagram:
+    // a capture on loopback then holds one QUIC datagram per frame, which
+    // Wireshark's dissector needs (ndm-emu relay --no-gso).
+    void disable_gso() { gso_ = false; }
+    // Drops the datagrams numbered `numbers` (1 = the first) that arrive in
+    // direction d, before the emulator sees them, as the QUIC Interop
+    // Runner's "droplist" scenario (--drops_to_server=2,3,4,5,6,7) does:
+    // ndm-emu relay --drop-up / --drop-down. Counted in listed_drops().
+    void set_drop_list(emu::Direction d, std::vector<std::uint64_t> numbers);
+    [[nodiscard]] std::uint64_t listed_drops(emu::Direction d) const { return listed_[index(d)].dropped; }
     [[nodiscard]] std::size_t sessions_total() const { return sessions_.size(); }
     [[nodiscard]] std::uint64_t send_errors() const { return send_errors_; }
     // Sends that carried several datagrams as one GSO super-datagram.
@@ -81,6 +91,12 @@ private:
         std::unique_ptr<UdpSocket> socket;  // connected to `to`; null once expired
         Instant last_active{};
     };
+    struct DropList {
+        std::vector<std::uint64_t> numbers;  // sorted
+        std::uint64_t arrived = 0, dropped = 0;
+        bool drop_next();  // counts an arrival; true when its number is listed
+    };
+    static std::size_t index(emu::Direction d) { return d == emu::Direction::up ? 0 : 1; }
     struct Tagged;  // a link plus the session of each datagram in flight
     struct Batch;
 
@@ -101,6 +117,7 @@ private:
     std::unordered_map<std::string, std::uint32_t> by_client_;
     std::unique_ptr<UdpReceiveBatch> rx_;
     std::unique_ptr<Batch> tx_;
+    DropList listed_[2];
     std::uint64_t send_errors_ = 0;
     std::uint64_t orphaned_ = 0;
     std::uint64_t gso_sends_ = 0;

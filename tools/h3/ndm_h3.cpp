@@ -65,8 +65,13 @@ void add_interop(CLI::App& app, h3t::InteropOptions& o) {
         "interop",
         "an endpoint of the QUIC Interop Runner: ROLE=client|server and TESTCASE from the environment; a client\n"
         "saves the URLs of REQUESTS into the downloads directory, a server serves the www directory with\n"
-        "CERTS/cert.pem and priv.key; SSLKEYLOGFILE and QLOGDIR are honoured. Only the http3 case is supported\n"
-        "(the others use ALPN hq-interop): any other exits 127, as the runner expects");
+        "CERTS/cert.pem and priv.key; SSLKEYLOGFILE and QLOGDIR (unless --qlog) are honoured. TESTCASE is the\n"
+        "runner's test name (handshake, transfer, http3, multiconnect, chacha20, retry, ecn, keyupdate as the\n"
+        "server) or a case name mapped to one (longrtt, multiplexing, blackhole, handshakeloss, ...); a case\n"
+        "this endpoint does not support (resumption, zerortt, v2, rebind-port, rebind-addr,\n"
+        "connectionmigration, keyupdate as the client) exits 127, as the runner expects, naming what it lacks.\n"
+        "Unlike the public runner's endpoints, every case runs over HTTP/3 (ALPN h3), never hq-interop: nghttp3\n"
+        "does not speak HTTP/0.9, so the peer must be an HTTP/3 one (docs/interop.md)");
     interop->add_option("--www", o.www, "the server's files")->capture_default_str();
     interop->add_option("--downloads", o.downloads, "where the client saves its downloads")->capture_default_str();
     interop->add_option("--certs", o.certs, "the server's certificate directory (cert.pem, priv.key)")
@@ -74,6 +79,9 @@ void add_interop(CLI::App& app, h3t::InteropOptions& o) {
     interop->add_option("-p,--port", o.port, "the server's UDP port")
         ->capture_default_str()
         ->check(tools::port_number(false));
+    interop->add_option("-B,--bind", o.bind, "the server's numeric address to bind (\"::\" = dual-stack)")
+        ->capture_default_str();
+    h3t::add_common_options(*interop, o.common);
 }
 
 }  // namespace

@@ -187,6 +187,7 @@ int Server::run() {
     cfg.port = o_.port;
     cfg.accept_connections = true;
     cfg.retry = parse_retry_policy(o_.retry);
+    if (o_.handshake_timeout_s > 0) cfg.connection.handshake_timeout = from_seconds(o_.handshake_timeout_s);
     ep_ = std::make_unique<Endpoint>(cfg);
     std::cerr << fmt::format("ndm-h3: serving {} over HTTP/3 on {} (UDP)\n", root_, ep_->local_address());
     if (!tls.self_signed_note.empty()) std::cerr << tls.self_signed_note << '\n';

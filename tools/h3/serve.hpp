@@ -18,6 +18,8 @@ struct ServeOptions {
     std::uint16_t port = 4433;
     std::uint64_t count = 0;  // -n: connections to serve before exiting; 0: until a signal
     std::string retry = "auto";
+    // Seconds a connection's handshake may take (ConnectionConfig::handshake_timeout); 0: its default.
+    double handshake_timeout_s = 0;
     ServerTlsFlags tls;
     CommonOptions common;
 };
