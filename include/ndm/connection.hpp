@@ -145,6 +145,13 @@ struct ConnectionConfig {
     // when `random_bytes` is set (the Endpoint's connections); from `seed`
     // otherwise.
     bool skip_packet_numbers = true;
+    // The latency spin bit of 1-RTT packets (RFC 9000 §17.4), with which an
+    // on-path observer measures the round trip time. On: this side spins,
+    // except on a random 1 in 16 connections, which §17.4 requires so that
+    // connections without it are common (ConnectionStats::spin_bit says
+    // which). Off, and on those, the bit is random in every packet and the
+    // peer's is ignored. Random as skip_packet_numbers is.
+    bool spin_bit = true;
     // Opaque bytes carried in the handshake (the tools put test parameters
     // here), as a transport parameter of ndm's private ID.
     std::vector<std::uint8_t> application_params;
@@ -401,6 +408,9 @@ public:
     // buffer wraps (consume and peek again); empty when nothing is readable.
     // consume() takes the first n of them (n beyond what is readable throws
     // std::logic_error) and returns flow-control credit as read() does.
+    // Once the stream's reading was stopped (stop_sending()) or reset by the
+    // peer, what peek() showed is gone and consume() takes nothing, so that
+    // an application may stop a stream between its peek and its consume.
     std::span<const std::uint8_t> peek(StreamId id);
     void consume(StreamId id, std::size_t n);
     // Reading without a receive buffer: once set, each in-order byte of the
@@ -487,6 +497,16 @@ public:
     // advertised stays. An Endpoint sets it to the connection's share of
     // EndpointConfig::receive_budget.
     void cap_receive_window(std::uint64_t bytes);
+
+    // Key update (RFC 9001 §6): this side's 1-RTT packets go out under the
+    // next key phase from the next one on, and the peer answers in kind. True
+    // when it started; false, nothing changed, when it is not allowed yet:
+    // before the handshake is confirmed (§6.1), while the previous update is
+    // unanswered or no packet of the current phase has been acknowledged
+    // (§6.1, §6.5), or once the connection ends. ndm also updates by itself
+    // before the AEAD's confidentiality limit (§6.6).
+    // ConnectionStats::key_updates counts the phases.
+    bool request_key_update();
 
     // Starts a graceful close with a code and reason; the peer is told.
     void close(std::uint64_t code, std::string reason, Instant now, bool application = true);

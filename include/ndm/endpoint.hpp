@@ -186,6 +186,28 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A BlockingStream call that cannot go on because the peer abandoned its
+// half of the stream (RESET_STREAM) or asked this side to abandon its own
+// (STOP_SENDING, RFC 9000 §3.5): the code is the peer's application error code.
+class StreamAbortedError : public EndpointError {
+public:
+    StreamAbortedError(const std::string& what, std::uint64_t code) : EndpointError(what), code_(code) {}
+    [[nodiscard]] std::uint64_t code() const { return code_; }
+
+private:
+    std::uint64_t code_;
+};
+
+// What the peer abandoned of one stream, as the connection's events said:
+// reset_code from event::StreamReset (its sending, our reading, ended),
+// stop_code from event::StreamStopped (it asked; our sending was reset).
+struct StreamAbort {
+    StreamId id = 0;
+    std::optional<std::uint64_t> reset_code, stop_code;
+};
+// Streams per connection whose aborts an Endpoint remembers (the newest).
+inline constexpr std::size_t kStreamAbortsKept = 64;
+
 // Checks `host` as Endpoint takes a bind address: a numeric IPv4/IPv6
 // address, optionally in brackets, or "localhost". Throws
 // std::invalid_argument naming `what` otherwise, so a tool refuses a bad
@@ -301,6 +323,11 @@ public:
     [[nodiscard]] const CloseInfo* close_info(ConnectionHandle h) const;
     // The first stream the peer opened on the connection, if any yet.
     [[nodiscard]] std::optional<StreamId> peer_stream(ConnectionHandle h) const;
+    // The peer's RESET_STREAM and STOP_SENDING codes for a stream, as the
+    // events said, for the last kStreamAbortsKept streams of a connection
+    // that had any, while the connection is held; nullopt for a stream the
+    // peer abandoned nothing of. BlockingStream reads it.
+    [[nodiscard]] std::optional<StreamAbort> stream_abort(ConnectionHandle h, StreamId id) const;
     // The address and port the connection's peer sends from, as
     // local_address() prints one ("192.0.2.1:4433", "[2001:db8::1]:4433"; an
     // IPv4-mapped IPv6 peer as IPv4), or "" once the connection is removed.
@@ -332,7 +359,10 @@ private:
 
 // Blocking facade: one bidirectional stream per connection, socket-like.
 // Each call runs the endpoint's loop until it can return. Throws EndpointError
-// with the close reason when the connection fails or the timeout passes.
+// with the close reason when the connection fails or the timeout passes, and
+// StreamAbortedError, naming the peer's code, when the peer reset the stream
+// (read) or asked this side to stop sending (write, close), instead of
+// waiting for bytes or acknowledgements that cannot come.
 class BlockingStream {
 public:
     // Connects and opens the stream (the peer sees it on its first write).
@@ -342,8 +372,11 @@ public:
     static BlockingStream accept(Endpoint& ep, Duration timeout = std::chrono::seconds(10));
 
     // Writes all of data (blocking while the send buffer is full).
+    // StreamAbortedError once the peer sent STOP_SENDING: nothing more is taken.
     void write(std::span<const std::uint8_t> data, Duration timeout = std::chrono::seconds(30));
     // Reads at least one byte; returns 0 at the end of the stream.
+    // StreamAbortedError once the peer reset the stream: bytes not read by
+    // then are gone with it (RFC 9000 §3.2), and no more will come.
     std::size_t read(std::span<std::uint8_t> out, Duration timeout = std::chrono::seconds(30));
     // Sends FIN (end of our direction). Queues it only: close() is what
     // waits for the peer to acknowledge it.
@@ -358,7 +391,8 @@ public:
     //
     // Throws EndpointError when data would be lost: the peer acknowledged
     // nothing new for `timeout`, or the connection ended first (the message
-    // says how many bytes were acknowledged of how many written, and why).
+    // says how many bytes were acknowledged of how many written, and why);
+    // StreamAbortedError at once when the peer asked to stop (STOP_SENDING).
     // The connection is closed in either case (with application error code
     // kCloseAbandoned and a reason naming the bytes when data was abandoned),
     // so nothing is left behind. Acknowledged means
@@ -374,6 +408,7 @@ private:
     BlockingStream(Endpoint& ep, ConnectionHandle h, StreamId s) : ep_(&ep), handle_(h), stream_(s) {}
     Connection& conn(const char* what);
     void note_delivery(const Connection& c);
+    void throw_if_aborted(const char* what, bool reading) const;
     Endpoint* ep_;
     ConnectionHandle handle_;
     StreamId stream_;

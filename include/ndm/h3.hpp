@@ -37,6 +37,7 @@ inline constexpr const char* kAlpn = "h3";
 // close code of a clean close, and a request given up.
 inline constexpr std::uint64_t kNoError = 0x100;
 inline constexpr std::uint64_t kInternalError = 0x102;
+inline constexpr std::uint64_t kRequestRejected = 0x10b;
 inline constexpr std::uint64_t kRequestCancelled = 0x10c;
 // The code's name as RFC 9114 §8.1 spells it ("H3_NO_ERROR"), "0x…" if none.
 std::string error_name(std::uint64_t code);
@@ -138,6 +139,16 @@ public:
     // after a later event: the peer's MAX_STREAMS comes as streams finish)
     // or the peer sent GOAWAY. Throws SessionError on a server or before start().
     std::optional<StreamId> submit(Connection& c, const Request& request, ResponseHandler handler);
+    // Gives up request `id` (RFC 9114 §4.1.1): the halves of its stream
+    // still open end with `code`, STOP_SENDING for the peer's and
+    // RESET_STREAM for ours, and the connection's other requests go on. A
+    // client's done() then says the response was cut, naming the code; a
+    // server abandons the response (H3_REQUEST_REJECTED for a request it
+    // will not process, §8.1). Nothing happens for a stream that is not an
+    // open request. The peer's own RESET_STREAM and STOP_SENDING arrive as
+    // the connection's events (on_event): a reset response ends its request
+    // with done() naming the peer's code.
+    void cancel(Connection& c, StreamId id, std::uint64_t code, Instant now);
     // Graceful shutdown (RFC 9114 §5.2): sends GOAWAY naming the first
     // request this side will not process. Requests in progress complete;
     // then close the connection with kNoError.

@@ -36,6 +36,13 @@ struct ConnectionStats {
     // 9002's pto_count, which doubles the probe period; 0 after such an ACK):
     // a peer silent for this many has heard nothing for ~2^n PTOs.
     std::uint64_t ptos_in_a_row = 0;
+    // 1-RTT key phases this side's packets moved to (RFC 9001 §6): updates
+    // it started (Connection::request_key_update, the AEAD limit) and those
+    // it answered.
+    std::uint64_t key_updates = 0;
+    // This side sets the latency spin bit (RFC 9000 §17.4): ConnectionConfig::spin_bit
+    // and not among the 1 in 16 connections that do not.
+    bool spin_bit = false;
     // ECN (RFC 9000 §13.4). Sent: packets this side marked ECT(0). Received:
     // the codepoints of the packets this side received and reports in its
     // ACK_ECN frames. Reported CE: the peer's CE count over our packets,

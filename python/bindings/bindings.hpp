@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ndm/emu.hpp"
+#include "ndm/stats.hpp"
 #include "ndm/time.hpp"
 
 namespace ndm::python {
@@ -22,6 +23,7 @@ void bind_controllers(py::module_& m);
 void bind_runs(py::module_& m);
 void bind_scenarios(py::module_& m);
 void bind_datasets(py::module_& m);
+void bind_connections(py::module_& m);
 
 // Thrown through the library's C++ frames when Python code called from them
 // (a controller written in Python) raised: not a std::exception, so no C++
@@ -53,6 +55,9 @@ struct ProfileArg {
     emu::Profile profile;
 };
 ProfileArg profile_arg(const py::handle& h);
+
+// A connection's statistics as a dict (runs.cpp: the runs' client_stats).
+py::dict stats_dict(const ConnectionStats& s);
 
 // Time as Python sees it: integer nanoseconds (exact, as the core counts).
 inline std::int64_t ns(Duration d) { return d.count(); }

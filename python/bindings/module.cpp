@@ -11,4 +11,5 @@ PYBIND11_MODULE(_ndm, m) {
     ndm::python::bind_runs(m);
     ndm::python::bind_scenarios(m);
     ndm::python::bind_datasets(m);
+    ndm::python::bind_connections(m);
 }

@@ -117,6 +117,8 @@ py::dict samples_dict(const std::vector<sim::IntervalSample>& s) {
     return d;
 }
 
+}  // namespace
+
 py::dict stats_dict(const ConnectionStats& s) {
     py::dict d;
     d["stream_bytes_sent"] = s.stream_bytes_sent;
@@ -136,8 +138,12 @@ py::dict stats_dict(const ConnectionStats& s) {
     d["smoothed_rtt_ms"] = to_seconds(s.smoothed_rtt) * 1e3;
     d["min_rtt_ms"] = to_seconds(s.min_rtt) * 1e3;
     d["cc_state"] = s.cc_state;
+    d["key_updates"] = s.key_updates;
+    d["spin_bit"] = s.spin_bit;
     return d;
 }
+
+namespace {
 
 // The arguments simulate and run_live share, checked, into a spec of either.
 template <typename Spec>

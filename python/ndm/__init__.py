@@ -20,6 +20,15 @@ if _os.path.isdir(_DATA):
     _os.environ.setdefault("NDM_DATA_DIR", _DATA)
 
 from ._ndm import (  # noqa: E402, F401  (the package's API)
+    Closed,
+    Connection,
+    Established,
+    SimulatedPair,
+    StreamOpened,
+    StreamReadable,
+    StreamReset,
+    StreamStopped,
+    StreamWritable,
     AckEvent,
     CongestionEvent,
     PacketLost,
@@ -54,7 +63,8 @@ def sweep(spec, out=None, workers=None, progress=False, scheduler=None, connect_
                         connect_timeout=connect_timeout)
 
 __all__ = [
-    "AckEvent", "CongestionEvent", "Controller", "PacketLost", "PacketSent", "Params", "Preset", "Profile",
+    "AckEvent", "Closed", "CongestionEvent", "Connection", "Controller", "Established", "SimulatedPair",
+    "StreamOpened", "StreamReadable", "StreamReset", "StreamStopped", "StreamWritable", "PacketLost", "PacketSent", "Params", "Preset", "Profile",
     "RateSample", "SpuriousEvent", "Trace", "compare", "compete", "controllers", "presets", "register_controller", "run_live", "scenarios",
     "simulate", "sweep", "trace_search_path", "traces",
 ]

@@ -1,6 +1,6 @@
 // What nghttp3 calls back while it reads the peer's streams or writes ours:
 // header fields and body bytes to the request's handler, body bytes released
-// once the transport holds them, stream cancellation to the transport's seam
+// once the transport holds them, stream cancellation to the transport
 // (stream_abort.hpp), the peer's GOAWAY. A callback never calls nghttp3 back:
 // what must follow (a response, a stream's close) is queued in the Impl.
 #include <algorithm>
@@ -11,7 +11,6 @@
 #include <spdlog/spdlog.h>
 
 #include "h3/session_impl.hpp"
-#include "h3/stream_abort.hpp"
 
 namespace ndm::h3 {
 namespace {
@@ -124,16 +123,30 @@ int end_stream(nghttp3_conn*, std::int64_t id, void* user, void*) {
     return 0;
 }
 
+// nghttp3 gives up a half of a stream (a stream of an unknown type, a
+// request refused after GOAWAY): the transport's STOP_SENDING or
+// RESET_STREAM with its code; nghttp3 has made its own half of the decision.
 int stop_sending(nghttp3_conn*, std::int64_t id, std::uint64_t code, void* user, void*) {
     Session::Impl& m = impl(user);
-    if (RequestStream* s = m.stream(id)) s->discard = true;
-    if (m.conn) abandon_receive(*m.conn, static_cast<StreamId>(id), code);
+    if (!m.conn) return 0;
+    try {
+        m.abort_receive(id, code, false);
+    } catch (const std::exception& e) {  // never through nghttp3's C frames
+        spdlog::warn("h3: stream {}: STOP_SENDING failed: {}", id, e.what());
+        return NGHTTP3_ERR_CALLBACK_FAILURE;
+    }
     return 0;
 }
 
 int reset_stream(nghttp3_conn*, std::int64_t id, std::uint64_t code, void* user, void*) {
     Session::Impl& m = impl(user);
-    if (m.conn && m.error.empty()) m.error = abandon_send(*m.conn, static_cast<StreamId>(id), code, m.now);
+    if (!m.conn) return 0;
+    try {
+        m.abort_send(id, code, false);
+    } catch (const std::exception& e) {
+        spdlog::warn("h3: stream {}: RESET_STREAM failed: {}", id, e.what());
+        return NGHTTP3_ERR_CALLBACK_FAILURE;
+    }
     return 0;
 }
 

@@ -15,7 +15,6 @@
 #include <spdlog/spdlog.h>
 
 #include "h3/session_impl.hpp"
-#include "h3/stream_abort.hpp"
 
 namespace ndm::h3 {
 namespace {
@@ -30,7 +29,8 @@ nghttp3_nv nv(const std::string& name, const std::string& value) {
 
 // The response body, a chunk at a time, kept until acked_stream_data.
 // A body that cannot make its bytes (Body::fill threw: a file that shrank)
-// cannot be finished whole: its stream is reset (stream_abort.hpp).
+// cannot be finished whole: the stream waits (WOULDBLOCK) and is reset once
+// nghttp3 has returned (abort_pending, stream_abort.cpp).
 nghttp3_ssize read_body(nghttp3_conn*, std::int64_t id, nghttp3_vec* vec, std::size_t veccnt, std::uint32_t* flags,
                         void* user, void*) {
     Session::Impl& m = *static_cast<Session::Impl*>(user);
@@ -43,9 +43,11 @@ nghttp3_ssize read_body(nghttp3_conn*, std::int64_t id, nghttp3_vec* vec, std::s
         try {
             body.fill(s->body_offset, chunk);
         } catch (const std::exception& e) {
-            spdlog::warn("h3: the body of {} failed at byte {}: {}", s->request.path, s->body_offset, e.what());
-            if (m.error.empty()) m.error = abandon_send(*m.conn, static_cast<StreamId>(id), kInternalError, m.now);
-            return NGHTTP3_ERR_CALLBACK_FAILURE;
+            spdlog::warn("h3: the body of {} failed at byte {}: {}; the stream is reset with H3_INTERNAL_ERROR",
+                         s->request.path, s->body_offset, e.what());
+            s->chunks.pop_back();
+            m.to_abort.push_back(id);
+            return NGHTTP3_ERR_WOULDBLOCK;
         }
         s->body_offset += n;
         vec[0] = {chunk.data(), chunk.size()};
@@ -87,34 +89,37 @@ Session::Impl::Impl(bool is_server, SessionConfig cfg) : server(is_server), conf
 Session::Impl::~Impl() { nghttp3_conn_del(h3); }
 
 // The peer's bytes of one stream into nghttp3, and its FIN once read.
+// A stream whose reading stopped (stop_sending, in a callback during
+// nghttp3_conn_read_stream: a stream of an unknown type) is read no further;
+// the consume of the bytes nghttp3 was given takes nothing then
+// (Connection::consume after stop_sending).
 void Session::Impl::read(StreamId id) {
     const auto sid = static_cast<std::int64_t>(id);
     RequestStream* s = stream(sid);
-    const bool uni = peer_uni.count(sid) > 0;
-    if (!s && !uni) return;  // closed already (a late event), or not ours to read
+    bool uni = peer_uni.count(sid) > 0;
+    const auto reading = [&] { return s ? !s->discard && !s->reset_by_peer : uni; };
+    if (!reading()) return;  // closed already (a late event), stopped, reset, or not ours to read
     for (;;) {
         const std::span<const std::uint8_t> bytes = conn->peek(id);
         if (bytes.empty()) break;
-        if (!(s && s->discard)) {
-            const nghttp3_ssize n = nghttp3_conn_read_stream(h3, sid, bytes.data(), bytes.size(), 0);
-            if (n < 0) return fail(static_cast<int>(n), "reading a stream");
-        }
+        const nghttp3_ssize n = nghttp3_conn_read_stream(h3, sid, bytes.data(), bytes.size(), 0);
+        if (n < 0) return fail(static_cast<int>(n), "reading a stream");
         conn->consume(id, bytes.size());
-        s = stream(sid);  // a callback may have closed it
-        if (!s && !uni) return;
+        s = stream(sid);  // a callback may have closed or stopped it
+        uni = peer_uni.count(sid) > 0;
+        if (!reading()) return;
     }
     if (!conn->stream_finished(id)) return;
     if (s && s->fin_read) return;
     if (s) s->fin_read = true;
-    // A finished stream that is no request is forgotten here, so that a peer
-    // opening and ending streams of unknown types grows no state (RFC 9114
-    // §6.2.3: they are read and ignored); a late event for it finds nothing.
+    // A finished stream that is no request is forgotten here, as one nghttp3
+    // stopped is in abort_receive, so that a peer opening and ending streams
+    // of unknown types grows no state (RFC 9114 §6.2.3: they are read and
+    // ignored); a late event for it finds nothing.
     if (uni) peer_uni.erase(sid);
-    if (!(s && s->discard)) {
-        const nghttp3_ssize n = nghttp3_conn_read_stream(h3, sid, nullptr, 0, 1);
-        if (n < 0) return fail(static_cast<int>(n), "the end of a stream");
-    }
-    if ((s = stream(sid)) && (s->fin_written || s->discard)) to_close.push_back(sid);
+    const nghttp3_ssize n = nghttp3_conn_read_stream(h3, sid, nullptr, 0, 1);
+    if (n < 0) return fail(static_cast<int>(n), "the end of a stream");
+    maybe_close(sid);
 }
 
 // Everything nghttp3 has to send, as far as the send buffers take it.
@@ -125,7 +130,7 @@ void Session::Impl::write_all() {
         int fin = 0;
         const nghttp3_ssize count = nghttp3_conn_writev_stream(h3, &sid, &fin, vec.data(), vec.size());
         if (count < 0) return fail(static_cast<int>(count), "writing a stream");
-        if (sid < 0) return;
+        if (sid < 0) break;
         const auto id = static_cast<StreamId>(sid);
         std::size_t total = 0, taken = 0;
         for (nghttp3_ssize i = 0; i < count; ++i) total += vec[i].len;
@@ -146,21 +151,29 @@ void Session::Impl::write_all() {
         if (fin_taken) {
             if (RequestStream* s = stream(sid)) {
                 s->fin_written = true;
-                if (s->fin_read) to_close.push_back(sid);
+                maybe_close(sid);
             }
         }
     }
+    abort_pending();
 }
 
 // Streams whose both halves are done leave nghttp3 (and, through
 // stream_close, the session).
 void Session::Impl::close_finished() {
+    while (!uni_to_close.empty() && error.empty()) {
+        const auto [sid, code] = uni_to_close.back();
+        uni_to_close.pop_back();
+        const int rv = nghttp3_conn_close_stream(h3, sid, code);
+        if (rv != 0 && rv != NGHTTP3_ERR_STREAM_NOT_FOUND) return fail(rv, "closing a stopped stream");
+    }
     while (!to_close.empty()) {
         const std::int64_t sid = to_close.back();
         to_close.pop_back();
         blocked.erase(sid);
-        if (!stream(sid)) continue;
-        const int rv = nghttp3_conn_close_stream(h3, sid, kNoError);
+        const RequestStream* s = stream(sid);
+        if (!s) continue;
+        const int rv = nghttp3_conn_close_stream(h3, sid, s->abort_code.value_or(kNoError));
         if (rv != 0 && rv != NGHTTP3_ERR_STREAM_NOT_FOUND) return fail(rv, "closing a stream");
     }
 }
@@ -252,6 +265,10 @@ void Session::on_event(Connection& c, const Event& ev, Instant now) {
         m.read(opened->id);
     } else if (const auto* readable = std::get_if<event::StreamReadable>(&ev)) {
         m.read(readable->id);
+    } else if (const auto* reset = std::get_if<event::StreamReset>(&ev)) {
+        m.on_peer_reset(static_cast<std::int64_t>(reset->id), reset->error_code);
+    } else if (const auto* stopped = std::get_if<event::StreamStopped>(&ev)) {
+        m.on_peer_stop(static_cast<std::int64_t>(stopped->id), stopped->error_code);
     } else if (const auto* writable = std::get_if<event::StreamWritable>(&ev)) {
         const auto sid = static_cast<std::int64_t>(writable->id);
         if (m.blocked.erase(sid)) {
@@ -298,6 +315,15 @@ std::optional<StreamId> Session::submit(Connection& c, const Request& request, R
         throw SessionError(fmt::format("request {}: {}", request.path, nghttp3_strerror(rv)));
     }
     return id;
+}
+
+void Session::cancel(Connection& c, StreamId id, std::uint64_t code, Instant now) {
+    Impl& m = *impl_;
+    m.conn = &c;
+    m.now = now;
+    if (!m.started || !m.error.empty()) return;
+    m.cancel(static_cast<std::int64_t>(id), code);
+    m.close_finished();
 }
 
 void Session::shutdown(Connection& c) {

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nghttp3/nghttp3.h>
@@ -33,7 +35,14 @@ struct RequestStream {
     std::uint64_t body_offset = 0;     // next byte read_data asks the body for
     bool fin_written = false;          // our FIN went to the connection
     bool fin_read = false;             // the peer's FIN went to nghttp3
-    bool discard = false;              // stop_sending: what the peer sends is dropped
+    bool discard = false;              // we stopped reading (STOP_SENDING): what the peer sends is dropped
+    bool reset_by_peer = false;        // the peer reset its sending (RESET_STREAM)
+    bool send_aborted = false;         // our sending was reset (by us, or at the peer's STOP_SENDING)
+    // The code of the first abandoned half, which the stream closes with
+    // in nghttp3 (a client's done() names it); none: H3_NO_ERROR.
+    std::optional<std::uint64_t> abort_code;
+    [[nodiscard]] bool read_ended() const { return fin_read || discard || reset_by_peer; }
+    [[nodiscard]] bool write_ended() const { return fin_written || send_aborted; }
 };
 
 struct Session::Impl {
@@ -49,6 +58,17 @@ struct Session::Impl {
     void fail(int rv, const char* what);
     void end_all(const std::string& why);
     void answer(std::int64_t id, RequestStream& s);
+    // stream_abort.cpp: a half given up by this side (tell_nghttp3: false
+    // inside an nghttp3 callback, where nghttp3 made the decision), the
+    // peer's RESET_STREAM and STOP_SENDING, a request whose halves both
+    // ended queued for nghttp3_conn_close_stream, Session::cancel.
+    void abort_send(std::int64_t sid, std::uint64_t code, bool tell_nghttp3);
+    void abort_receive(std::int64_t sid, std::uint64_t code, bool tell_nghttp3);
+    void on_peer_reset(std::int64_t sid, std::uint64_t code);
+    void on_peer_stop(std::int64_t sid, std::uint64_t code);
+    void maybe_close(std::int64_t sid);
+    void cancel(std::int64_t sid, std::uint64_t code);
+    void abort_pending();  // the bodies that failed inside read_data (to_abort)
 
     RequestStream* stream(std::int64_t id) {
         auto it = streams.find(id);
@@ -64,6 +84,8 @@ struct Session::Impl {
     std::set<std::int64_t> blocked;                  // told nghttp3_conn_block_stream: the send buffer was full
     std::vector<std::int64_t> to_answer;             // server: requests complete, to respond to
     std::vector<std::int64_t> to_close;              // both halves done: nghttp3_conn_close_stream
+    std::vector<std::pair<std::int64_t, std::uint64_t>> uni_to_close;  // the peer's streams we stopped, with the code
+    std::vector<std::int64_t> to_abort;              // server: a body failed in read_data: reset the response
     std::string error;                               // the fatal error that closed the connection
     bool goaway = false;
     // The connection and the time of the public call in progress, for the callbacks.

@@ -19,6 +19,21 @@ std::string close_reason(const Endpoint& ep, ConnectionHandle h) {
 }
 }  // namespace
 
+// The peer's RESET_STREAM (reading) or STOP_SENDING (writing) as an error
+// naming its code, once the endpoint has seen it.
+void BlockingStream::throw_if_aborted(const char* what, bool reading) const {
+    const auto a = ep_->stream_abort(handle_, stream_);
+    if (!a) return;
+    if (reading && a->reset_code)
+        throw StreamAbortedError(fmt::format("ndm: {} failed: the peer reset stream {} with code {:#x}", what, stream_,
+                                             *a->reset_code),
+                                 *a->reset_code);
+    if (!reading && a->stop_code)
+        throw StreamAbortedError(fmt::format("ndm: {} failed: the peer stopped stream {} with code {:#x} (STOP_SENDING)",
+                                             what, stream_, *a->stop_code),
+                                 *a->stop_code);
+}
+
 BlockingStream BlockingStream::connect(Endpoint& ep, const std::string& host, std::uint16_t port, Duration timeout) {
     const ConnectionHandle h = ep.connect(host, port);
     ep.run_until(
@@ -65,6 +80,7 @@ Connection& BlockingStream::conn(const char* what) {
 void BlockingStream::write(std::span<const std::uint8_t> data, Duration timeout) {
     const Instant end = steady_now() + timeout;
     while (!data.empty()) {
+        throw_if_aborted("write", false);
         const std::size_t n = conn("write").write(stream_, data);
         written_ += n;
         data = data.subspan(n);
@@ -83,6 +99,7 @@ std::size_t BlockingStream::read(std::span<std::uint8_t> out, Duration timeout) 
             if (std::size_t n = c->read(stream_, out)) return n;
             if (c->stream_finished(stream_)) return 0;
         }
+        throw_if_aborted("read", true);
         conn("read");  // throws once closed
         if (steady_now() >= end) throw EndpointError("ndm: read timed out");
         ep_->run_once(end);
@@ -99,6 +116,7 @@ void BlockingStream::note_delivery(const Connection& c) {
 }
 
 void BlockingStream::finish() {
+    throw_if_aborted("finish", false);
     conn("finish").finish(stream_);
     finished_ = true;
 }
@@ -111,7 +129,8 @@ bool is_open(const Connection* c) {
 
 void BlockingStream::close(Duration timeout) {
     Connection* c = ep_->connection(handle_);
-    if (is_open(c) && !finished_) {
+    const auto stopped = ep_->stream_abort(handle_, stream_);
+    if (is_open(c) && !finished_ && !(stopped && stopped->stop_code)) {
         c->finish(stream_);
         finished_ = true;
     }
@@ -126,6 +145,7 @@ void BlockingStream::close(Duration timeout) {
             acked_ = n;
             quiet_until = steady_now() + timeout;
         }
+        if (const auto a = ep_->stream_abort(handle_, stream_); a && a->stop_code) return true;  // nothing more will be
         return delivered_ || !is_open(cc);
     };
     while (!settled() && steady_now() < quiet_until) {
@@ -134,7 +154,12 @@ void BlockingStream::close(Duration timeout) {
     }
     c = ep_->connection(handle_);
     std::string failure;
-    if (!delivered_) {
+    const auto aborted = ep_->stream_abort(handle_, stream_);
+    if (!delivered_ && aborted && aborted->stop_code) {
+        failure = fmt::format("ndm: close: the peer stopped stream {} with code {:#x} (STOP_SENDING) after {} of {} bytes "
+                              "written were acknowledged",
+                              stream_, *aborted->stop_code, std::min(acked_, written_), written_);
+    } else if (!delivered_) {
         const std::string why = is_open(c) ? fmt::format("nothing acknowledged for {:g} s",
                                                          std::chrono::duration<double>(timeout).count())
                                            : "connection closed: " + close_reason(*ep_, handle_);
@@ -153,6 +178,7 @@ void BlockingStream::close(Duration timeout) {
     }
     // A few loop turns send the close frame.
     for (int i = 0; i < 3 && ep_->find(handle_); ++i) ep_->run_once(steady_now());
+    if (!failure.empty() && aborted && aborted->stop_code) throw StreamAbortedError(failure, *aborted->stop_code);
     if (!failure.empty()) throw EndpointError(failure);
 }
 

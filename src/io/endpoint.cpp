@@ -64,6 +64,7 @@ struct Endpoint::Impl final : io::RxHandler {
         io::Address peer;  // in the socket's address family
         std::unique_ptr<Link> egress, ingress;
         std::optional<StreamId> peer_stream;
+        std::deque<StreamAbort> aborts;  // the peer's RESET_STREAM / STOP_SENDING, newest last (Endpoint::stream_abort)
         bool dirty = false;
         bool turned = false;     // listed in `turned` (Endpoint::take_turned)
         bool abandoned = false;  // peer unreachable: remove without a closing period
@@ -446,11 +447,24 @@ struct Endpoint::Impl final : io::RxHandler {
             }
         } else if (auto* so = std::get_if<event::StreamOpened>(&ev)) {
             if (!r.peer_stream) r.peer_stream = so->id;
+        } else if (auto* rs = std::get_if<event::StreamReset>(&ev)) {
+            note_abort(r, rs->id).reset_code = rs->error_code;
+        } else if (auto* sp = std::get_if<event::StreamStopped>(&ev)) {
+            note_abort(r, sp->id).stop_code = sp->error_code;
         } else if (auto* cl = std::get_if<event::Closed>(&ev)) {
             leave_half_open(r);
             remember_close(r.handle, cl->info);
         }
         if (handler) handler(r.handle, ev);  // may re-enter: connect, connection(), ...
+    }
+
+    // The record of a stream's aborts, made for its first; the oldest go
+    // beyond kStreamAbortsKept.
+    static StreamAbort& note_abort(Record& r, StreamId id) {
+        for (StreamAbort& a : r.aborts)
+            if (a.id == id) return a;
+        if (r.aborts.size() == kStreamAbortsKept) r.aborts.pop_front();
+        return r.aborts.emplace_back(StreamAbort{id, std::nullopt, std::nullopt});
     }
 
     // When the connection next has timed work: its own timers (ACK delay,
@@ -616,6 +630,13 @@ const CloseInfo* Endpoint::close_info(ConnectionHandle h) const {
 std::optional<StreamId> Endpoint::peer_stream(ConnectionHandle h) const {
     auto* r = impl_->find(h);
     return r ? r->peer_stream : std::nullopt;
+}
+
+std::optional<StreamAbort> Endpoint::stream_abort(ConnectionHandle h, StreamId id) const {
+    if (const auto* r = impl_->find(h))
+        for (const StreamAbort& a : r->aborts)
+            if (a.id == id) return a;
+    return std::nullopt;
 }
 
 std::string Endpoint::peer_address(ConnectionHandle h) const {

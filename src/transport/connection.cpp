@@ -152,6 +152,9 @@ std::span<const std::uint8_t> Connection::peek(StreamId id) {
 }
 
 void Connection::consume(StreamId id, std::size_t n) {
+    // A stream whose reading was stopped or reset has dropped the bytes a
+    // peek() showed before: consuming them takes nothing (connection.hpp).
+    if (impl_->streams.reading_abandoned(id)) return;
     StreamState* s = impl_->streams.find(id);
     if (!s) {
         if (n > 0) throw std::logic_error(fmt::format("stream {}: consume of bytes never peeked", id));
@@ -201,6 +204,8 @@ void Connection::stop_sending(StreamId id, std::uint64_t error_code) {
     if (impl_->state != ConnectionState::established) return;
     impl_->streams.stop(id, error_code);
 }
+
+bool Connection::request_key_update() { return impl_->request_key_update(); }
 
 void Connection::set_stream_priority(StreamId id, StreamPriority priority) {
     impl_->streams.set_priority(id, priority);

@@ -39,6 +39,7 @@
 #include "transport/packet_space.hpp"
 #include "transport/pn_skip.hpp"
 #include "transport/send_coalescing.hpp"
+#include "transport/spin_bit.hpp"
 #include "transport/stream_set.hpp"
 #include "wire/transport_params.hpp"
 
@@ -162,6 +163,7 @@ struct Connection::Impl {
     transport::LossDetector loss;
     transport::AckOutcome ack_out;  // reused by every ACK frame (keeps its vectors' storage)
     transport::PacketNumberSkip pn_skip;  // 1-RTT numbers skipped against optimistic ACKs
+    transport::SpinBit spin;              // the latency spin bit (RFC 9000 §17.4)
     std::vector<wire::Frame> rx_frames;  // of the packet being read, reused likewise
     // RFC 9000 §12.3: one receive record per packet number space.
     std::array<transport::AckTracker, transport::kPacketSpaces> acks;
@@ -293,6 +295,7 @@ struct Connection::Impl {
 
     // ---- sending (connection_send.cpp)
     std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out);
+    bool request_key_update();  // Connection::request_key_update (RFC 9001 §6)
     std::size_t write_version_negotiation(std::span<std::uint8_t> out);
     std::size_t pn_length(transport::PacketSpace space) const;
     // Writes one packet of `space` at datagram[pos..]: its frames (the close
@@ -302,7 +305,7 @@ struct Connection::Impl {
                              bool closing, std::size_t pad_to, Instant now);
     bool space_wants(transport::PacketSpace s, Instant now) const;
     wire::quic::PacketBuilder builder(std::span<std::uint8_t> datagram, std::size_t pos, transport::PacketSpace space,
-                                      std::uint64_t pn, std::size_t pn_len, std::size_t& overhead) const;
+                                      std::uint64_t pn, std::size_t pn_len, std::size_t& overhead);
     std::size_t seal(wire::quic::PacketBuilder& b, transport::PacketSpace space, std::size_t payload_len,
                      std::size_t pad_to);
     bool ack_due(transport::PacketSpace space, Instant now) const;

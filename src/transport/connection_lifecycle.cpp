@@ -87,6 +87,18 @@ std::uint64_t skip_seed(const ConnectionConfig& cfg) {
     return util::splitmix64(seed);
 }
 
+// The secret of the spin bit's participation and random bits (transport/spin_bit.hpp).
+std::uint64_t spin_seed(const ConnectionConfig& cfg) {
+    std::uint64_t seed = cfg.seed ^ 0x3c6e'f372'fe94'f82bull;
+    if (cfg.random_bytes) {
+        std::array<std::uint8_t, 8> b{};
+        cfg.random_bytes(b);
+        seed = 0;
+        for (const std::uint8_t x : b) seed = seed << 8 | x;
+    }
+    return util::splitmix64(seed);
+}
+
 }  // namespace
 
 // ============================================================================
@@ -102,6 +114,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
       mds(config.max_datagram_size),
       loss(LossDetector::Config{config.max_ack_delay, config.max_pto_backoff, config.loss_detection}),
       pn_skip(skip_seed(config), config.skip_packet_numbers),
+      spin(is_client, config.spin_bit, spin_seed(config)),
       acks{AckTracker(ack_config(PacketSpace::initial, config)), AckTracker(ack_config(PacketSpace::handshake, config)),
            AckTracker(ack_config(PacketSpace::application, config))},
       ecn(config.ecn),

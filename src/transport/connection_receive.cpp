@@ -144,6 +144,8 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
         ++st.packets_dropped;  // duplicate
         return true;
     }
+    // RFC 9000 §17.4: the spin value follows the newest 1-RTT packet only.
+    if (space == PacketSpace::application) spin.on_received(pkt.spin, !largest || pkt.packet_number > *largest);
     ++st.packets_received;
     st.bytes_received += v.packet.size();
     trace_received(type, pkt.packet_number, v.packet.size(), now);

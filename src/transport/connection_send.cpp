@@ -115,6 +115,12 @@ std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant
     return pos;
 }
 
+// RFC 9001 §6.1: only once the handshake is confirmed, and
+// OneRttKeys::initiate_update refuses while the last update is unanswered.
+bool Connection::Impl::request_key_update() {
+    return state == ConnectionState::established && handshake_confirmed && one_rtt && one_rtt->initiate_update();
+}
+
 std::size_t Connection::Impl::write_version_negotiation(std::span<std::uint8_t> out) {
     send_version_negotiation = false;
     const std::uint32_t versions[] = {kProtocolVersion};
@@ -283,9 +289,9 @@ std::size_t Connection::Impl::seal_payload(std::span<std::uint8_t> out, PacketSp
 // A packet of `space` to the peer at datagram[pos..]; overhead: its header and AEAD tag.
 wire::quic::PacketBuilder Connection::Impl::builder(std::span<std::uint8_t> datagram, std::size_t pos,
                                                     PacketSpace space, std::uint64_t pn, std::size_t pn_len,
-                                                    std::size_t& overhead) const {
+                                                    std::size_t& overhead) {
     if (space == PacketSpace::application) {
-        const wire::quic::ShortHeader h{peer_cid, pn, pn_len, false, false};
+        const wire::quic::ShortHeader h{peer_cid, pn, pn_len, spin.next(), false};
         overhead = wire::quic::packet_overhead(h);
         return {datagram, pos, h};
     }

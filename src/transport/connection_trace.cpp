@@ -172,6 +172,8 @@ ConnectionStats Connection::Impl::stats(Instant now) const {
     s.ssthresh = cc->ssthresh();
     s.bytes_in_flight = loss.bytes_in_flight();
     s.ptos_in_a_row = loss.pto_count();
+    s.key_updates = one_rtt ? one_rtt->updates() : 0;
+    s.spin_bit = spin.participates();
     s.pacing_rate = pacing_rate;
     const auto& rtt = loss.rtt();
     s.smoothed_rtt = rtt.smoothed();

@@ -191,6 +191,11 @@ bool StreamSet::finished(StreamId id) const {
     return opened(id) && !recv_aborted_.contains(id);  // reaped
 }
 
+bool StreamSet::reading_abandoned(StreamId id) const {
+    if (const StreamState* s = find(id)) return s->recv.discarding();
+    return recv_aborted_.contains(id);
+}
+
 bool StreamSet::send_acked(StreamId id) const {
     if (receive_only(id)) return false;
     if (const StreamState* s = find(id)) return s->send.all_acked();

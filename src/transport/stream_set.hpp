@@ -170,6 +170,9 @@ public:
     void set_priority(StreamId id, StreamPriority p);
     // Reaped streams were finished both ways.
     [[nodiscard]] bool finished(StreamId id) const;
+    // The stream's reading ended without its end: stopped by this side or
+    // reset by the peer (reaped or not).
+    [[nodiscard]] bool reading_abandoned(StreamId id) const;
     // Our half delivered: every byte written and the FIN acknowledged.
     [[nodiscard]] bool send_acked(StreamId id) const;
 

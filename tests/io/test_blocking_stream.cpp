@@ -172,3 +172,86 @@ TEST_CASE("blocking stream: close() after the peer closed mid-transfer throws wi
     t.join();
     CHECK(server_error == "");
 }
+
+TEST_CASE("blocking stream: a blocked read ends with an error naming the peer's RESET_STREAM code") {
+    EndpointConfig scfg = loopback_config(), ccfg = loopback_config();
+    scfg.accept_connections = true;
+    Endpoint server(scfg);
+    Endpoint client(ccfg);
+    std::atomic<bool> done{false};
+    std::string error;
+    std::uint64_t code = 0;
+    std::size_t got = 0;
+    Duration blocked{};
+    std::thread t([&] {
+        try {
+            auto s = BlockingStream::accept(server, 10s);
+            std::vector<std::uint8_t> buf(4096);
+            got += s.read(buf, 10s);
+            const Instant t0 = steady_now();
+            try {
+                for (;;) got += s.read(buf, 10s);  // blocks: the client sends nothing more
+            } catch (const StreamAbortedError& e) {
+                blocked = steady_now() - t0;
+                error = e.what();
+                code = e.code();
+            }
+        } catch (const std::exception& e) {
+            error = std::string("unexpected: ") + e.what();
+        }
+        done = true;
+    });
+    auto s = BlockingStream::connect(client, "127.0.0.1", server.local_port());
+    s.write(seeded_bytes(1000, 9));
+    client.run_until([] { return false; }, 300ms);  // the bytes arrive, the reader blocks for more
+    Connection* c = client.connection(s.handle());
+    REQUIRE(c);
+    c->reset_stream(s.stream(), 42);
+    client.run_until([&] { return done.load(); }, 5s);
+    t.join();
+    CHECK(got == 1000);
+    CHECK(code == 42);
+    CHECK_MESSAGE(error.find("the peer reset stream 0 with code 0x2a") != std::string::npos, error);
+    CHECK(blocked < 5s);
+}
+
+TEST_CASE("blocking stream: a blocked write, and close(), end with an error naming the peer's STOP_SENDING code") {
+    EndpointConfig scfg = loopback_config(), ccfg = loopback_config();
+    scfg.accept_connections = true;
+    ccfg.connection.stream_send_buffer = 256 * 1024;  // the write blocks long before 64 MB
+    Endpoint server(scfg);
+    Endpoint client(ccfg);
+    std::atomic<bool> stop{false};
+    std::string server_error;
+    std::thread t([&] {
+        try {
+            auto s = BlockingStream::accept(server, 10s);
+            std::vector<std::uint8_t> buf(64 * 1024);
+            (void)s.read(buf, 10s);
+            if (Connection* c = server.connection(s.handle())) c->stop_sending(s.stream(), 9);
+            server.run_until([&] { return stop.load(); }, 10s);
+        } catch (const std::exception& e) {
+            server_error = e.what();
+        }
+    });
+    auto s = BlockingStream::connect(client, "127.0.0.1", server.local_port());
+    const auto data = seeded_bytes(64u << 20, 10);
+    const Instant t0 = steady_now();
+    std::uint64_t code = 0;
+    std::string error;
+    try {
+        s.write(data, 10s);
+    } catch (const StreamAbortedError& e) {
+        code = e.code();
+        error = e.what();
+    }
+    CHECK(steady_now() - t0 < 5s);
+    CHECK(code == 9);
+    CHECK_MESSAGE(error.find("the peer stopped stream 0 with code 0x9 (STOP_SENDING)") != std::string::npos, error);
+    CHECK(client.connection(s.handle())->is_established());  // the stream ended, not the connection
+    CHECK_THROWS_AS(s.finish(), StreamAbortedError);
+    CHECK_THROWS_WITH_AS(s.close(1s), doctest::Contains("the peer stopped stream 0 with code 0x9"), StreamAbortedError);
+    stop = true;
+    t.join();
+    CHECK(server_error == "");
+}

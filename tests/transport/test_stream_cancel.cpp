@@ -371,3 +371,45 @@ TEST_CASE("stream cancel and priority: the application's arguments are checked")
     p.client->set_stream_priority(id, {0, false});
     CHECK(p.client->stream_priority(id) == StreamPriority{0, false});
 }
+
+TEST_CASE("stream cancel: a consume after stop_sending takes nothing, whether the bytes were peeked before or not") {
+    ConnectionPair p;
+    REQUIRE(p.handshake());
+    const StreamId a = *p.client->open_stream(), b = *p.client->open_stream();
+    REQUIRE(p.client->write(a, bytes(5000)) == 5000);
+    REQUIRE(p.client->write(b, bytes(5000, 3)) == 5000);
+    p.exchange();
+    const std::uint64_t delivered = streams_of(*p.server).counters().delivered;
+
+    // peek, stop, consume: what the peek showed is gone; the consume takes
+    // nothing and counts nothing as read.
+    const auto shown = p.server->peek(a);
+    REQUIRE(shown.size() > 0);
+    p.server->stop_sending(a, 7);
+    CHECK_NOTHROW(p.server->consume(a, shown.size()));
+    CHECK(p.server->peek(a).empty());
+    CHECK(p.server->stream_readable(a) == 0);
+
+    // stop, then peek and consume: nothing to show or take.
+    p.server->stop_sending(b, 8);
+    CHECK(p.server->peek(b).empty());
+    CHECK_NOTHROW(p.server->consume(b, 0));
+    CHECK_NOTHROW(p.server->consume(b, 100));
+    CHECK(streams_of(*p.server).counters().delivered == delivered);
+
+    // A stream never stopped still refuses a consume of bytes it does not hold.
+    const StreamId c = *p.client->open_stream();
+    REQUIRE(p.client->write(c, bytes(10, 4)) == 10);
+    p.exchange();
+    CHECK_THROWS_AS(p.server->consume(c, 11), std::logic_error);
+
+    Events ev;
+    REQUIRE(p.run_until([&] {
+        ev.take(*p.client);
+        return ev.stops.size() == 2;
+    }));
+    CHECK(ev.stops[0].error_code == 7);
+    CHECK(ev.stops[1].error_code == 8);
+    CHECK(p.client->is_established());
+    CHECK(p.server->is_established());
+}

@@ -101,6 +101,7 @@ private:
     void prepare();
     void on_event(ConnectionHandle h, const Event& ev);
     void submit_pending(Connection& c);
+    void maybe_update_keys(Connection& c);
     ::ndm::h3::ResponseHandler handler(Download& d);
     void finish(Download& d, const std::string& error);
     void close_connection();
@@ -120,6 +121,8 @@ private:
     std::optional<double> handshake_ms_;
     HandshakeSummary summary_;
     std::optional<CloseInfo> closed_;
+    std::optional<double> key_update_ms_;  // --key-update: when it started, from the first packet
+    std::uint64_t key_updates_ = 0;        // ConnectionStats::key_updates at the end
 };
 
 void Client::prepare() {
@@ -234,10 +237,20 @@ void Client::on_event(ConnectionHandle h, const Event& ev) {
         submit_pending(*c);
         session_->flush(*c, now);
     }
+    maybe_update_keys(*c);
+}
+
+// --key-update: tried after every turn until the connection allows it
+// (Connection::request_key_update: confirmed, a first-phase packet acknowledged).
+void Client::maybe_update_keys(Connection& c) {
+    if (!o_.key_update || key_update_ms_ || !c.is_established() || !c.request_key_update()) return;
+    key_update_ms_ = to_seconds(steady_now() - start_) * 1e3;
+    if (o_.common.verbose) std::cerr << fmt::format("ndm-h3: key update started at {:.1f} ms\n", *key_update_ms_);
 }
 
 // GOAWAY, then a clean close (H3_NO_ERROR), waited for briefly.
 void Client::close_connection() {
+    if (const Connection* c = ep_->find(h_)) key_updates_ = c->stats(steady_now()).key_updates;
     if (Connection* c = ep_->connection(h_); c && c->is_established()) {
         session_->shutdown(*c);
         session_->flush(*c, steady_now());
@@ -264,6 +277,7 @@ int Client::run() {
         while (!all_done() && !closed_) {
             ep_->run_once(steady_now() + std::chrono::milliseconds(100));
             throw_if_interrupted();
+            if (Connection* c = ep_->connection(h_); c && o_.key_update && !key_update_ms_) maybe_update_keys(*c);
             if (next_ == downloads_.size() || !handshake_ms_) continue;
             if (Connection* c = ep_->connection(h_); c && c->is_established() && session_->error().empty()) {
                 submit_pending(*c);
@@ -291,6 +305,9 @@ int Client::report() {
     if (!handshake_ms_)
         std::cerr << fmt::format("ndm-h3: no HTTP/3 connection to {}{}\n", u.authority,
                                  closed_ ? ": " + printable(closed_->reason) : "");
+    const bool key_update_failed = o_.key_update && handshake_ms_ && !key_update_ms_;
+    if (key_update_failed)
+        std::cerr << "ndm-h3: --key-update: the connection allowed no key update before the downloads ended\n";
     if (o_.json) {
         json requests = json::array();
         for (const Download& d : downloads_) {
@@ -308,9 +325,12 @@ int Client::report() {
                              {"bits_per_second", seconds > 0 ? bytes * 8 / seconds : 0.0}}},
                     {"ok", ok == downloads_.size()}};
         if (handshake_ms_) doc["connection"]["handshake_ms"] = *handshake_ms_;
+        doc["connection"]["key_updates"] = key_updates_;
+        if (key_update_ms_) doc["connection"]["key_update_ms"] = *key_update_ms_;
+        if (key_update_failed) doc["ok"] = false;
         std::cout << doc.dump(2) << '\n';
     }
-    return ok == downloads_.size() ? 0 : 1;
+    return ok == downloads_.size() && !key_update_failed ? 0 : 1;
 }
 
 }  // namespace

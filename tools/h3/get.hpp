@@ -32,6 +32,9 @@ struct GetOptions {
     std::string out_dir;  // -o; empty: standard output
     bool json = false;    // -J
     double connect_timeout_s = 10;
+    // --key-update: ask for a 1-RTT key update (RFC 9001 §6) as soon as the
+    // connection allows one, as ngtcp2's gtlsclient --key-update does.
+    bool key_update = false;
     ClientTlsFlags tls;
     CommonOptions common;
 };

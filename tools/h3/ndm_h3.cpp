@@ -37,6 +37,11 @@ void add_get(CLI::App& app, h3t::GetOptions& o) {
     get->add_option("--connect-timeout", o.connect_timeout_s, "seconds the QUIC handshake may take")
         ->capture_default_str()
         ->check(tools::number_in(0.1, 600, "seconds"));
+    get->add_flag("--key-update", o.key_update,
+                  "update the 1-RTT keys once (RFC 9001 §6) as soon as allowed: the handshake confirmed and a "
+                  "packet of the first key phase acknowledged; the server answers in kind. -J reports the "
+                  "connection's key_updates; a key update that could not start before the downloads ended is a "
+                  "failure (exit 1)");
     tools::add_client_tls_flags(*get, o.tls);
     h3t::add_common_options(*get, o.common);
 }
