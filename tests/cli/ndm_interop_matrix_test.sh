@@ -40,7 +40,7 @@ grep -q "dumpcap cannot capture" "$out/runner.txt" && skip "$(grep -m1 "dumpcap 
 python3 - "$out/matrix.json" "$cases" <<'PY' > "$out/verdict.txt" 2>&1 || fail "$(cat "$out/verdict.txt")"
 import json, sys
 report = json.load(open(sys.argv[1]))
-want_unsupported = {("keyupdate", "ndm"), ("resumption", "ndm"), ("resumption", "ngtcp2")}
+want_unsupported = {("resumption", "ndm"), ("resumption", "ngtcp2")}
 seen = set()
 for r in report["results"]:
     key = (r["case"], r["client"])

@@ -21,9 +21,9 @@ std::string env(const char* name) {
 
 // Cases whose endpoint behaviour is plain HTTP/3 file transfer: the runner's
 // test names for them and the case names that map onto them.
-constexpr std::array<std::string_view, 14> kPlain{
+constexpr std::array<std::string_view, 13> kPlain{
     "handshake", "transfer", "http3", "ecn", "longrtt", "multiplexing", "blackhole", "transferloss",
-    "transfercorruption", "amplificationlimit", "ipv6", "goodput", "crosstraffic", "keyupdate"};
+    "transfercorruption", "amplificationlimit", "ipv6", "goodput", "crosstraffic"};
 constexpr std::array<std::string_view, 3> kMulticonnect{"multiconnect", "handshakeloss", "handshakecorruption"};
 // Handshake timeouts (InteropCase::handshake_timeout_s): the runner's case timeout, and
 // multiconnect's as ngtcp2's interop endpoint gives them (--handshake-timeout=180s).
@@ -48,8 +48,9 @@ InteropCase interop_case(const std::string& t, bool client) {
         c.why = "no preferred_address transport parameter and no client migration (RFC 9000 §9)";
     } else if (t == "rebind-port" || t == "rebind-addr") {
         c.why = "no path validation on a peer address change (RFC 9000 §9.3)";
-    } else if (t == "keyupdate" && client) {
-        c.why = "ndm answers a peer's key update but has no call to start one (RFC 9001 §6)";
+    } else if (t == "keyupdate") {
+        c.supported = true;
+        c.key_update = client;
     } else if (t == "chacha20") {
         c.supported = true;
         c.chacha20_only = client;
@@ -102,6 +103,7 @@ int run_interop(InteropOptions& o) {
     g.out_dir = o.downloads;
     g.tls.insecure = true;  // the runner's certificates are made per run, for no name a client could check
     if (c.chacha20_only) g.tls.ciphers = {"chacha20"};
+    g.key_update = c.key_update;
     g.connect_timeout_s = c.handshake_timeout_s;
     g.common = common;
     if (!c.one_per_request) {

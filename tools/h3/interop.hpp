@@ -36,6 +36,7 @@ struct InteropCase {
     bool retry = false;           // server: a Retry for every new connection (retry)
     bool chacha20_only = false;   // client: offer TLS_CHACHA20_POLY1305_SHA256 only (chacha20)
     bool one_per_request = false; // client: one connection per URL, in turn (multiconnect)
+    bool key_update = false;      // client: a key update as soon as one is allowed (keyupdate, RFC 9001 §6)
     // Seconds a handshake may take, both roles: the runner bounds each case (60 s, 300 s for
     // handshakeloss and handshakecorruption), so an endpoint's own 10 s default must not end one
     // first: amplificationlimit's dropped datagrams leave the handshake to the client's PTO
