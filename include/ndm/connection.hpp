@@ -60,8 +60,10 @@ struct ConnectionLimits {
     std::size_t stream_ranges_total = 65536;
     // The active_connection_id_limit this side advertises (RFC 9000 §18.2,
     // 2..64): connection IDs the peer may have active at once, and twice as
-    // many retirements awaiting acknowledgement (§5.1.2). Default 2 (ndm
-    // does not migrate). Breach: CONNECTION_ID_LIMIT_ERROR.
+    // many retirements awaiting acknowledgement (§5.1.2). Default 2: one in
+    // use and one spare, enough for a migration or a NAT rebinding (each
+    // spent ID is replaced). This side issues min(the peer's limit, 8)
+    // (src/transport/local_connection_ids.hpp). Breach: CONNECTION_ID_LIMIT_ERROR.
     std::uint64_t active_connection_ids = 2;
     // Received packet-number ranges remembered per packet number space for
     // duplicate detection (RFC 9000 §13.2.3), at least 128 (4 x the 32 ranges
@@ -74,6 +76,18 @@ struct ConnectionLimits {
     // side answers with. Default 131072 (190 MB in flight at 1452-byte
     // datagrams, far above any window ndm reaches). Breach: PROTOCOL_VIOLATION.
     std::size_t sent_packets_tracked = 1u << 17;
+};
+
+// A network path as the driver names it (RFC 9000 §9): this side's socket
+// and the peer's address. The Connection holds no address; the driver gives
+// each path it sees for the connection a number (`id`) and says which paths
+// differ only in a port (equal `network`: RFC 9000 §9.4 lets a port-only
+// change keep the congestion controller and RTT estimate). The first path
+// has id 0; a datagram on id 0 gives it its `network`.
+struct PathId {
+    std::uint64_t id = 0;
+    std::uint64_t network = 0;
+    bool operator==(const PathId&) const = default;
 };
 
 struct ConnectionConfig {
@@ -173,6 +187,13 @@ struct ConnectionConfig {
     // must be computable from the ID alone (§10.3.2); the Endpoint sets one
     // keyed by a secret of its own. Unset: no token is sent.
     std::function<std::array<std::uint8_t, 16>(std::span<const std::uint8_t> cid)> stateless_reset_token;
+    // Server: the disable_active_migration transport parameter (RFC 9000
+    // §18.2, §9): for a server that cannot follow a client to a new address
+    // (one behind an address-bound load balancer). Packets from any address
+    // but the connection's are then dropped, NAT rebindings included (§9:
+    // drop, without a stateless reset). Off by default: ndm follows a peer
+    // that moves (§9.3) and validates its new path.
+    bool disable_active_migration = false;
     // Optional tracing (see trace::ConnectionObserver); unset costs nothing.
     trace::ObserverFactory observer;
     // Caps on the state a peer can make this side hold (above).
@@ -300,9 +321,19 @@ struct StreamReset { StreamId id; std::uint64_t error_code; std::uint64_t final_
 // (§3.5): bytes not yet acknowledged are dropped, and writes take nothing.
 struct StreamStopped { StreamId id; std::uint64_t error_code; };
 struct Closed { CloseInfo info; };
+// The end of a path validation this side started (RFC 9000 §8.2): the
+// peer's new address after it moved, or this side's new path after
+// migrate(). `validated` false: no PATH_RESPONSE came within the timeout
+// (§8.2.4); the connection stays on (or went back to) the path it had.
+struct PathValidation { PathId path; bool validated; };
+// The peer's packets come from a new address (RFC 9000 §9.3: a NAT
+// rebinding or its migration): this side sends there from now on, and
+// validates it (PathValidation follows) unless it did before.
+struct PeerMigrated { PathId from; PathId to; };
 }  // namespace event
 using Event = std::variant<event::Established, event::StreamOpened, event::StreamReadable,
-                           event::StreamWritable, event::StreamReset, event::StreamStopped, event::Closed>;
+                           event::StreamWritable, event::StreamReset, event::StreamStopped, event::Closed,
+                           event::PathValidation, event::PeerMigrated>;
 
 class Connection {
 public:
@@ -345,6 +376,30 @@ public:
     // else not-ECT. A driver without ECN uses the form above, which sends
     // the same datagrams; validation then finds the path bleaching and stops.
     std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn);
+    // The path forms, for a driver that tells paths apart (RFC 9000 §9): the
+    // path a datagram arrived on, and the path the datagram written goes to
+    // (a PATH_CHALLENGE or PATH_RESPONSE may go to a path other than the
+    // active one). The forms above use the active path.
+    void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn, PathId path);
+    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn, PathId& path);
+    // The path packets go to (the peer's current address).
+    [[nodiscard]] PathId active_path() const;
+    // Client migration (RFC 9000 §9.2): the driver has a new local socket,
+    // `path`; the connection probes it with PATH_CHALLENGE under a peer
+    // connection ID not used before (§9.5) and moves there once it is
+    // validated (event::PathValidation), keeping the old path until then.
+    // False (nothing happens) when it cannot: not established and
+    // confirmed, the peer sent disable_active_migration, no unused peer
+    // connection ID, another migration under way, or a server.
+    bool migrate(PathId path, Instant now);
+    // The connection IDs this side issued (NEW_CONNECTION_ID, RFC 9000
+    // §5.1.1) or the peer retired (RETIRE_CONNECTION_ID) since the last
+    // call: a driver that routes by connection ID adds and forgets them.
+    struct ConnectionIdChange {
+        std::vector<std::uint8_t> cid;
+        bool added;
+    };
+    std::vector<ConnectionIdChange> take_connection_id_changes();
     // Earliest instant at which on_timeout() or poll_datagram() has work:
     // ACK delay, loss/PTO timer, idle timeout, or the pacer's next send time.
     [[nodiscard]] Instant next_timeout() const;

@@ -344,6 +344,19 @@ public:
     [[nodiscard]] int fd() const;
     [[nodiscard]] Instant next_deadline() const;
 
+    // Client migration (RFC 9000 §9.2): the endpoint's socket is replaced by
+    // a new one on the same address, port `port` (0: any free one), and each
+    // connection probes the new path with PATH_CHALLENGE under a connection
+    // ID the server has not seen (Connection::migrate), moving there once
+    // the server's PATH_RESPONSE validates it (event::PathValidation). The
+    // endpoint has one socket, so the old path goes at once: until the new
+    // one is validated its packets too leave from the new port, which the
+    // server follows as a NAT rebinding (§9.3). A connection that cannot
+    // migrate (the server sent disable_active_migration, no spare connection
+    // ID) is moved that way only. Throws EndpointError on an endpoint that
+    // accepts connections, or when the new socket cannot be bound (the old
+    // one is kept then).
+    void rebind(std::uint16_t port = 0);
     [[nodiscard]] std::uint16_t local_port() const;
     [[nodiscard]] std::string local_address() const;  // "[::]:4433" / "127.0.0.1:4433"
     [[nodiscard]] IoBackend backend() const;          // uring or epoll, as selected

@@ -70,7 +70,57 @@ struct Endpoint::Impl final : io::RxHandler {
         bool abandoned = false;  // peer unreachable: remove without a closing period
         std::size_t timer_slot = util::kNoTimerSlot;  // in `timers`
         std::uint64_t receive_share = 0;  // the receive window cap last given to conn
+        // The peer's addresses seen, each the connection's PathId (RFC 9000
+        // §9): the first (id 0) from connect or accept, the rest as datagrams
+        // arrive from them; at most kPathsKept, the oldest not in use forgotten.
+        struct KnownPath {
+            io::Address addr;
+            PathId id;
+        };
+        std::vector<KnownPath> paths;
+        std::uint64_t next_path = 1;
+        std::uint64_t active_path = 0;  // the PathId::id `peer` is the address of
     };
+    static constexpr std::size_t kPathsKept = 4;
+
+    // Paths that differ only in the port share this (RFC 9000 §9.4).
+    static std::uint64_t network_of(const io::Address& a) { return transport::PeerAddressHash{}(a.peer().host()); }
+
+    // The PathId of `from` for r's connection (a new one for a new address).
+    static PathId path_of(Record& r, const io::Address& from) {
+        for (const auto& p : r.paths)
+            if (p.addr == from) return p.id;
+        if (r.paths.size() >= kPathsKept) {
+            const auto old = std::ranges::find_if(r.paths, [&](const auto& p) { return p.id.id != r.active_path; });
+            r.paths.erase(old);
+        }
+        r.paths.push_back({from, PathId{r.next_path++, network_of(from)}});
+        return r.paths.back().id;
+    }
+    static const io::Address* address_of(const Record& r, PathId id) {
+        for (const auto& p : r.paths)
+            if (p.id.id == id.id) return &p.addr;
+        return nullptr;
+    }
+
+    // After the connection read or timed: its peer may have moved (RFC 9000
+    // §9.3; the router's address map follows), and IDs it issued or the
+    // peer retired are routed or forgotten (§5.1).
+    void follow_connection(Record& r) {
+        const PathId active = r.conn->active_path();
+        if (active.id != r.active_path) {
+            if (const io::Address* a = address_of(r, active)) {
+                spdlog::debug("ndm: connection {} now sends to {} (was {})", r.handle, a->to_string(), r.peer.to_string());
+                r.peer = *a;
+                router.set_peer(r.handle, a->peer());
+            }
+            r.active_path = active.id;
+        }
+        for (const auto& c : r.conn->take_connection_id_changes()) {
+            if (c.added) router.add_cid(r.handle, c.cid);
+            else router.remove_cid(r.handle, c.cid);
+        }
+    }
 
     EndpointConfig cfg;
     trace::ObserverFactory qlog;  // from cfg.qlog_dir
@@ -188,6 +238,7 @@ struct Endpoint::Impl final : io::RxHandler {
         rec->handle = handle;
         rec->conn = std::move(conn);
         rec->peer = peer;
+        rec->paths.push_back({peer, PathId{0, network_of(peer)}});
         if (cfg.egress_link) rec->egress = cfg.egress_link();
         if (cfg.ingress_link) rec->ingress = cfg.ingress_link();
         Record& r = *rec;
@@ -295,13 +346,17 @@ struct Endpoint::Impl final : io::RxHandler {
                 Record* found = record(routed.handle);
                 if (!found) break;
                 Record& r = *found;
-                if (r.ingress) {
+                // The ingress link carries no address: a datagram from a new
+                // one goes straight to the connection, which decides whether
+                // the peer moved (then the link carries its datagrams again).
+                if (r.ingress && from == r.peer) {
                     r.ingress->send({data, ecn}, now);
                     service_needed = true;
                     rekey(r);
                     next_deadline = std::min(next_deadline, timers.top_time());
                 } else {
-                    r.conn->on_datagram(data, now, ecn);
+                    r.conn->on_datagram(data, now, ecn, path_of(r, from));
+                    follow_connection(r);
                     mark(r);
                 }
                 return;
@@ -393,10 +448,26 @@ struct Endpoint::Impl final : io::RxHandler {
             std::uint8_t* at = batch->reserve(r.peer, room);
             if (!at) return false;
             Ecn ecn = Ecn::not_ect;
-            const std::size_t n = r.conn->poll_datagram({at, room}, now, ecn);
+            PathId path;
+            const std::size_t n = r.conn->poll_datagram({at, room}, now, ecn, path);
             if (n == 0) return true;
+            if (path.id != r.active_path) {
+                if (!send_elsewhere(r, path, {at, n}, ecn)) return false;
+                continue;
+            }
             if (!batch->commit(n, ecn)) return false;
         }
+    }
+
+    // A datagram for another path than the peer's current address (a
+    // PATH_CHALLENGE or PATH_RESPONSE, RFC 9000 §8.2): copied out of the
+    // slot, sent on its own. False when it was stashed (no slot free).
+    bool send_elsewhere(Record& r, PathId path, std::span<const std::uint8_t> d, Ecn ecn) {
+        const io::Address* to = address_of(r, path);
+        if (!to) return true;  // an address forgotten since: the probe is lost, as on the wire
+        const io::Address dest = *to;
+        const std::vector<std::uint8_t> copy(d.begin(), d.end());
+        return batch->send_or_stash(dest, copy, ecn);
     }
 
     // One connection's turn: links, datagrams out, events to the application.
@@ -406,8 +477,11 @@ struct Endpoint::Impl final : io::RxHandler {
         if (!r.abandoned) {
             if (r.egress) {
                 Ecn ecn = Ecn::not_ect;
-                while (std::size_t n = r.conn->poll_datagram(scratch, now, ecn)) {
-                    r.egress->send({{scratch.data(), n}, ecn}, now);
+                PathId path;
+                while (std::size_t n = r.conn->poll_datagram(scratch, now, ecn, path)) {
+                    // The egress link carries no address: another path's probe goes around it.
+                    if (path.id != r.active_path) send_elsewhere(r, path, {scratch.data(), n}, ecn);
+                    else r.egress->send({{scratch.data(), n}, ecn}, now);
                 }
             } else if (!tx_blocked) {
                 // One pacer quantum per clock reading would cap a turn at 64 KiB
@@ -430,6 +504,7 @@ struct Endpoint::Impl final : io::RxHandler {
                 mark(r);
             }
         }
+        follow_connection(r);
         while (auto ev = r.conn->poll_event()) dispatch(r, *ev);
         ++st.connection_turns;
         // Everything that can move its timers has run (the handler may have
@@ -542,6 +617,34 @@ struct Endpoint::Impl final : io::RxHandler {
         next_deadline = timers.top_time();
         if (!dirty.empty() || !batch->stash_empty()) next_deadline = now;
         service_needed = false;
+    }
+
+    void rebind(std::uint16_t port) {
+        if (cfg.accept_connections)
+            throw EndpointError("ndm: rebind moves a client endpoint; this one accepts connections");
+        const Instant now = steady_now();
+        pump_all(now);
+        backend->flush();
+        EndpointConfig c = cfg;
+        c.port = port;
+        auto fresh = io::open_backend(c);  // throws, leaving the old socket in place
+        batch.reset();
+        backend = std::move(fresh);
+        batch.emplace(*backend);
+        spdlog::debug("ndm: endpoint moved to {}", backend->local_address().to_string());
+        for (auto& [h, rp] : conns) {
+            Record& r = *rp;
+            if (r.abandoned) continue;
+            // The same peer address, now a new path (same network: only this side's port changed).
+            const PathId next{r.next_path++, network_of(r.peer)};
+            if (!r.conn->migrate(next, now)) {
+                mark(r);
+                continue;  // its packets leave from the new port: to the server, a NAT rebinding
+            }
+            for (auto& p : r.paths)
+                if (p.addr == r.peer) p.id = next;
+            mark(r);
+        }
     }
 
     void run_once(Instant deadline) {
@@ -657,6 +760,7 @@ bool Endpoint::run_until(const std::function<bool()>& pred, Duration timeout) {
 
 int Endpoint::fd() const { return impl_->backend->pollable_fd(); }
 Instant Endpoint::next_deadline() const { return impl_->service_needed ? Instant::min() : impl_->next_deadline; }
+void Endpoint::rebind(std::uint16_t port) { impl_->rebind(port); }
 std::uint16_t Endpoint::local_port() const { return impl_->backend->local_address().port(); }
 std::string Endpoint::local_address() const { return impl_->backend->local_address().to_string(); }
 IoBackend Endpoint::backend() const { return impl_->backend->kind(); }

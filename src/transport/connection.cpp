@@ -46,16 +46,34 @@ void Connection::on_datagram(std::span<const std::uint8_t> datagram, Instant now
     on_datagram(datagram, now, Ecn::not_ect);
 }
 void Connection::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn) {
+    on_datagram(datagram, now, ecn, impl_->paths.active().id);
+}
+void Connection::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn, PathId path) {
     impl_->last_now = now;
-    impl_->on_datagram(datagram, now, ecn);
+    impl_->on_datagram(datagram, now, ecn, path);
 }
 std::size_t Connection::poll_datagram(std::span<std::uint8_t> out, Instant now) {
     Ecn ecn = Ecn::not_ect;
     return poll_datagram(out, now, ecn);
 }
 std::size_t Connection::poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn) {
+    PathId path;
+    return poll_datagram(out, now, ecn, path);
+}
+std::size_t Connection::poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn, PathId& path) {
     impl_->last_now = now;
-    return impl_->poll_datagram(out, now, ecn);
+    return impl_->poll_datagram(out, now, ecn, path);
+}
+PathId Connection::active_path() const { return impl_->paths.active().id; }
+bool Connection::migrate(PathId path, Instant now) {
+    impl_->last_now = now;
+    return impl_->start_migration(path, now);
+}
+std::vector<Connection::ConnectionIdChange> Connection::take_connection_id_changes() {
+    std::vector<ConnectionIdChange> out;
+    for (const auto& c : impl_->local_cids.take_changes())
+        out.push_back({std::vector<std::uint8_t>(c.cid.span().begin(), c.cid.span().end()), c.added});
+    return out;
 }
 Instant Connection::next_timeout() const { return impl_->next_timeout(); }
 void Connection::on_timeout(Instant now) {

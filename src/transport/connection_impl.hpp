@@ -31,8 +31,10 @@
 #include "transport/ecn_validator.hpp"
 #include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
+#include "transport/local_connection_ids.hpp"
 #include "transport/loss_detector.hpp"
 #include "transport/pacer.hpp"
+#include "transport/paths.hpp"
 #include "transport/peer_connection_ids.hpp"
 #include "wire/packet.hpp"
 #include "wire/packet_codec.hpp"
@@ -152,10 +154,30 @@ struct Connection::Impl {
     std::uint64_t unvalidated_received = 0;
     std::uint64_t unvalidated_sent = 0;
     bool amplification_wait = false;  // the next packet did not fit the budget: wait for the client
-    std::optional<std::array<std::uint8_t, wire::kPathDataSize>> path_response;  // PATH_CHALLENGE data to echo
     // The IDs the peer issued (peer_cid is the one in use); the limit is the
     // active_connection_id_limit we advertise (ConnectionLimits).
     transport::PeerConnectionIds peer_cids;
+    // ---- connection IDs this side issues and the paths (connection_paths.cpp)
+    transport::LocalConnectionIds local_cids;
+    transport::PathSet paths{PathId{}};
+    PathId rx_path{};                          // the path of the datagram being read
+    std::span<const std::uint8_t> rx_dcid;     // the Destination Connection ID of the packet being read
+    wire::ConnectionId new_local_cid();        // connection_lifecycle.cpp: from the configured random source
+    void issue_connection_ids();
+    bool accept_path(std::size_t datagram_size);  // false: drop the datagram (an unknown path)
+    std::size_t rx_new_path_bytes = 0;            // the datagram's size, on a path not yet recorded
+    transport::Path& rx_path_record();            // the record of rx_path, made once a packet of it authenticates
+    void on_path_challenge(const wire::PathChallengeFrame& f);
+    void on_path_response(const wire::PathResponseFrame& f, Instant now);
+    bool on_retire_connection_id(const wire::RetireConnectionIdFrame& f, Instant now);
+    void on_new_peer_connection_id(const wire::NewConnectionIdFrame& f, Instant now);
+    void after_packet_paths(bool newest, Instant now);
+    void on_peer_migrated(Instant now);
+    bool start_migration(PathId path, Instant now);
+    void on_path_timeout(Instant now);
+    void adopt_active_path(const transport::Path& previous, Instant now);
+    std::size_t write_path_probe(std::span<std::uint8_t> out, transport::Path& p, Instant now);
+    [[nodiscard]] Duration path_validation_timeout() const;
     bool rx_opened = false;  // some packet of the datagram being read was authenticated
     std::size_t mds;
 
@@ -253,7 +275,7 @@ struct Connection::Impl {
     void discard_space(transport::PacketSpace space);
 
     // ---- receiving (connection_receive.cpp)
-    void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn);
+    void on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn, PathId path);
     // One packet of `datagram`, opened into `into` (at the packet's offset);
     // false: read no further packets of it.
     bool on_packet(std::span<const std::uint8_t> datagram, std::span<std::uint8_t> into,
@@ -294,8 +316,9 @@ struct Connection::Impl {
     void terminate();
 
     // ---- sending (connection_send.cpp)
-    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out);
+    std::size_t poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out, PathId& path_out);
     bool request_key_update();  // Connection::request_key_update (RFC 9001 §6)
+    void use_current_peer_cid();  // peer_cid from peer_cids, the spin bit restarted on a change
     std::size_t write_version_negotiation(std::span<std::uint8_t> out);
     std::size_t pn_length(transport::PacketSpace space) const;
     // Writes one packet of `space` at datagram[pos..]: its frames (the close

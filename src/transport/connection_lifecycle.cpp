@@ -23,12 +23,11 @@ using namespace transport;
 
 namespace {
 
-constexpr std::uint64_t kAmplificationFactor = 3;             // RFC 9000 §8.1
 // Below this budget no packet is built: a long header (27 bytes), the tag and
 // an ACK or a close frame need about this much.
 constexpr std::uint64_t kMinAmplificationPacket = 64;
-// ConnectionLimits bounds: more active IDs than this only cost memory (ndm
-// never migrates); fewer tracked packets than this would close real flows.
+// ConnectionLimits bounds: more active IDs than this only cost memory (one
+// spare suffices for a migration, §9.5); fewer tracked packets than this would close real flows.
 constexpr std::uint64_t kMaxActiveConnectionIds = 64;
 constexpr std::size_t kMinSentPacketsTracked = 1024;
 
@@ -136,6 +135,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
                                                 cfg.application_params.size(), wire::kMaxApplicationParams));
     }
     local_cid = random_cid(cfg, rng);
+    local_cids.set_initial(local_cid);
     local_params.max_idle_timeout_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.idle_timeout).count());
     local_params.max_udp_payload_size = cfg.max_datagram_size;
@@ -182,6 +182,8 @@ void Connection::Impl::make_controller(std::size_t datagram_size, Instant now) {
     update_pacer();
 }
 
+wire::ConnectionId Connection::Impl::new_local_cid() { return random_cid(cfg, rng); }
+
 // Our transport parameters, once the connection IDs they name are known.
 // RFC 9000 §7.3: both sides state the Source Connection ID of their first
 // packet, and the server the Destination Connection ID of the client's first
@@ -191,6 +193,7 @@ void Connection::Impl::encode_local_params(const ParamsEdit& edit, const ParamsB
     if (!client) local_params.original_destination_connection_id = original_dcid;
     if (!client) local_params.retry_source_connection_id = retry_scid;
     if (!client && cfg.stateless_reset_token) local_params.stateless_reset_token = cfg.stateless_reset_token(local_cid.span());
+    if (!client) local_params.disable_active_migration = cfg.disable_active_migration;
     if (edit) edit(local_params);
     encoded_params.resize(128 + wire::kMaxApplicationParams);
     wire::Writer w(encoded_params);
@@ -353,8 +356,7 @@ void Connection::Impl::reset_idle_timer(Instant now) { idle_deadline = now + eff
 
 std::uint64_t Connection::Impl::amplification_budget() const {
     if (address_validated) return std::numeric_limits<std::uint64_t>::max();
-    const std::uint64_t allowed = kAmplificationFactor * unvalidated_received;  // datagram bytes: no overflow
-    return allowed > unvalidated_sent ? allowed - unvalidated_sent : 0;
+    return amplification_room(unvalidated_received, unvalidated_sent);
 }
 
 bool Connection::Impl::amplification_blocked() const {
@@ -371,10 +373,13 @@ Instant Connection::Impl::next_timeout() const {
     // until the client speaks again, so a probe timeout that has fired and
     // waits for its probes is no deadline (RFC 9002 §6.2.2.1).
     if (amplification_blocked()) {
-        const Instant t = std::min(idle_deadline, handshake_deadline);
+        Instant t = std::min(idle_deadline, handshake_deadline);
+        // A path that stays silent still fails its validation (RFC 9000 §8.2.4).
+        if (state == ConnectionState::established) t = std::min(t, paths.next_timer());
         return probes_pending > 0 ? t : std::min(t, loss.timer());
     }
     Instant t = std::min({loss.timer(), idle_deadline, handshake_deadline});
+    if (state == ConnectionState::established) t = std::min(t, paths.next_timer());
     // A discarded space's tracker is a fresh one (discard_space): not read.
     transport::for_each_space(loss.live_spaces(), [&](PacketSpace s) {
         const AckTracker& a = acks_of(s);
@@ -414,6 +419,7 @@ void Connection::Impl::on_timeout(Instant now) {
         return;
     }
     if (one_rtt) one_rtt->discard_expired(now);  // RFC 9001 §6.5: old read keys after 3 PTOs
+    if (state == ConnectionState::established) on_path_timeout(now);
     if (loss.timer() <= now) {
         auto out = loss.on_timeout(now);
         if (!out.lost.empty()) on_lost_packets(out.lost, out.persistent_congestion, out.space, now);

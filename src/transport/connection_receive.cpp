@@ -51,8 +51,14 @@ std::span<std::uint8_t> open_buffer(std::size_t size) {
 }
 }  // namespace
 
-void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn_codepoint) {
+void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn_codepoint,
+                                   PathId path) {
     if (state == ConnectionState::closed || state == ConnectionState::draining) return;
+    rx_path = path;
+    if (!accept_path(datagram.size())) {
+        ++st.packets_dropped;
+        return;
+    }
     rx_ecn = ecn_codepoint;  // every packet of the datagram carries it (RFC 9000 §13.4.1)
     const std::span<std::uint8_t> into = open_buffer(datagram.size());
     wire::quic::DatagramPackets packets(datagram, wire::kShortCidLength);
@@ -100,7 +106,9 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
     }
     const PacketSpace space = space_of(v.kind);
     const wire::PacketType type = type_of(space);
+    // RFC 9000 §5.1: every ID this side issued and has not seen retired.
     const bool cid_ok = std::ranges::equal(v.dcid, local_cid.span()) ||
+                        (space == PacketSpace::application && local_cids.contains(v.dcid)) ||
                         (!client && v.kind == PacketKind::initial && std::ranges::equal(v.dcid, initial_dcid.span()));
     // RFC 9001 §4.9: packets of a discarded space are dropped, and so are
     // those of a space whose keys this side does not have yet (§4.1.4); §5.7:
@@ -125,8 +133,8 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
     rx_opened = true;
     // RFC 9000 §8.1: the limit counts what the client sent, once per datagram;
     // a Handshake packet proves the address (§8.1, only the client can have
-    // its keys).
-    if (!address_validated) {
+    // its keys). Another path than the active one counts its own (§9.3.1).
+    if (!address_validated && rx_path == paths.active().id) {
         if (!counted) unvalidated_received += datagram.size();
         amplification_wait = false;
         if (space == PacketSpace::handshake) address_validated = true;
@@ -139,6 +147,7 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
     }
 
     bool ack_eliciting = false;
+    rx_dcid = v.dcid;
     if (!decode_frames(pkt.payload, type, ack_eliciting, now)) return false;
     if (!tracker.on_packet_received(pkt.packet_number, ack_eliciting, now, rx_ecn)) {
         ++st.packets_dropped;  // duplicate
@@ -159,6 +168,8 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
     for (const auto& f : rx_frames) {
         if (!process_frame(f, space, now)) return false;  // connection closed
     }
+    if (space == PacketSpace::application)
+        after_packet_paths(!largest || pkt.packet_number > *largest, now);  // RFC 9000 §9.3
     // The rest of a Handshake packet that completed the handshake is still
     // read in its space (a second ACK frame in it is checked, not ignored).
     if (handshake_discard_due) {
@@ -316,28 +327,21 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
         frame);
 }
 
-// The v1 frames ndm does not act on yet (RFC 9000 §19): what it can answer
-// correctly now, it answers; the rest closes as PROTOCOL_VIOLATION naming it.
+// The v1 frames of paths and connection IDs (connection_paths.cpp) and
+// NEW_TOKEN; any other closes as PROTOCOL_VIOLATION naming it.
 void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
     if (const auto* c = std::get_if<wire::PathChallengeFrame>(&frame)) {
-        path_response = c->data;  // RFC 9000 §8.2.2: echoed in a PATH_RESPONSE; the latest one only
-    } else if (std::holds_alternative<wire::PathResponseFrame>(frame)) {
-        // ndm sends no PATH_CHALLENGE; an unsolicited response MAY be ignored (RFC 9000 §8.2.2).
+        on_path_challenge(*c);
+    } else if (const auto* pr = std::get_if<wire::PathResponseFrame>(&frame)) {
+        on_path_response(*pr, now);
     } else if (std::holds_alternative<wire::NewTokenFrame>(frame)) {
         // RFC 9000 §19.7: a server must not receive one; a client may keep
         // it for later connections (ndm keeps none).
         if (!client) close_with_error(CloseCode::protocol_violation, "NEW_TOKEN frame sent by a client", now);
     } else if (const auto* n = std::get_if<wire::NewConnectionIdFrame>(&frame)) {
-        if (auto err = peer_cids.on_new_connection_id(*n)) close_with_error(err->code, std::move(err->reason), now);
-        else peer_cid = peer_cids.current();
+        on_new_peer_connection_id(*n, now);
     } else if (const auto* r = std::get_if<wire::RetireConnectionIdFrame>(&frame)) {
-        // ndm issues only sequence number 0, the one the peer's packets carry
-        // (RFC 9000 §19.16: a higher number MUST, the packet's own MAY close).
-        close_with_error(CloseCode::protocol_violation,
-                         fmt::format("RETIRE_CONNECTION_ID frame for sequence number {}: only connection id 0 "
-                                     "was issued, and the packet carrying the frame uses it",
-                                     r->sequence),
-                         now);
+        on_retire_connection_id(*r, now);
     } else {
         close_with_error(CloseCode::protocol_violation,
                          fmt::format("{} frame not supported", wire::frame_name(frame)), now);

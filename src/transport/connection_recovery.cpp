@@ -260,6 +260,8 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
                 handshake_done_pending = true;
             } else if (auto* r = std::get_if<sent::RetireConnectionId>(&sf)) {
                 peer_cids.on_lost(r->sequence);
+            } else if (auto* n = std::get_if<sent::NewConnectionId>(&sf)) {
+                local_cids.on_lost(n->sequence);
             } else if (auto* af = std::get_if<sent::AckFrequency>(&sf)) {
                 ack_frequency.on_lost(af->sequence);
             }

@@ -2,9 +2,9 @@
 // spaces have something to send now (an ACK that is due, CRYPTO data, a
 // probe, what the window and the pacer let go), one datagram's packets
 // assembled and coalesced in order (RFC 9000 §12.2), each packet's frames
-// (ACK, CONNECTION_CLOSE, CRYPTO, HANDSHAKE_DONE, PATH_RESPONSE, flow
-// control, STREAM, and the ACK frequency extension's,
-// draft-ietf-quic-ack-frequency-14), padding (RFC 9000 §14.1, §8.2.2), the
+// (ACK, CONNECTION_CLOSE, CRYPTO, HANDSHAKE_DONE, NEW_CONNECTION_ID,
+// RETIRE_CONNECTION_ID, flow control, STREAM, and the ACK frequency extension's,
+// draft-ietf-quic-ack-frequency-14), padding (RFC 9000 §14.1), the
 // close's space (§10.2.3), Version Negotiation (§6.1) and sealing (RFC 9001
 // §5, §6.6). A sealed packet goes to recovery (on_packet_built,
 // connection_recovery.cpp).
@@ -45,13 +45,13 @@ bool Connection::Impl::has_eliciting_data() const {
 // 1-RTT frames other than ACK waiting to be sent at `now` (stream data that
 // waits to fill a packet does not count until its wait ends).
 bool Connection::Impl::application_frames_pending(Instant now) const {
-    return handshake_done_pending || immediate_ack_pending || path_response || peer_cids.has_pending() ||
+    return handshake_done_pending || immediate_ack_pending || local_cids.has_pending() || peer_cids.has_pending() ||
            streams.has_control_frames() || (streams.has_pending_data() && !coalescing_holds(now));
 }
 
 bool Connection::Impl::coalescing_holdable() const {
     if (!coalescing.enabled() || state != ConnectionState::established) return false;
-    if (handshake_done_pending || immediate_ack_pending || path_response || peer_cids.has_pending() ||
+    if (handshake_done_pending || immediate_ack_pending || local_cids.has_pending() || peer_cids.has_pending() ||
         streams.has_control_frames())
         return false;
     const std::uint64_t room = transport::SendCoalescing::packet_room(mds);
@@ -72,12 +72,27 @@ bool Connection::Impl::can_send_eliciting(Instant now) const {
     return !cfg.pacing || pacer.next_send_time(now) <= now;
 }
 
-std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out) {
+std::size_t Connection::Impl::poll_datagram(std::span<std::uint8_t> out, Instant now, Ecn& ecn_out,
+                                            PathId& path_out) {
     // RFC 9000 §13.4.2: one codepoint for the whole datagram, as its IP header has one.
     ecn_out = tx_ecn = ecn.codepoint();
+    path_out = paths.active().id;
     if (state == ConnectionState::closed || state == ConnectionState::draining) return 0;
     if (out.size() < mds) throw std::invalid_argument("poll_datagram: buffer smaller than the datagram size");
     if (send_version_negotiation) return write_version_negotiation(out);
+    // RFC 9000 §8.2: PATH_CHALLENGE and PATH_RESPONSE in datagrams of their
+    // own, to the path they are for (connection_paths.cpp).
+    if (state == ConnectionState::established) {
+        while (Path* p = paths.wants_probe_datagram(now)) {
+            const PathId to = p->id;
+            ecn_out = tx_ecn = Ecn::not_ect;  // not a packet ECN validation counts
+            if (const std::size_t n = write_path_probe(out, *p, now)) {
+                path_out = to;
+                return n;
+            }
+        }
+        ecn_out = tx_ecn = ecn.codepoint();
+    }
     const bool closing = state == ConnectionState::closing;
     if (closing && !close_frame_pending) return 0;
     if (amplification_blocked()) return 0;
@@ -171,7 +186,6 @@ std::size_t Connection::Impl::write_packet(std::span<std::uint8_t> datagram, std
     if (obs) trace_frames.clear();
     FrameSink sink(w, sent_frames, obs ? &trace_frames : nullptr, ack_delay_exponent(type, &local_params));
     bool retransmission = false;
-    const bool path_response_due = path_response.has_value();
     if (closing) {
         // An application's close acknowledges what arrived (an ACK frame may
         // share its packet, RFC 9000 §12.4): a peer whose last data we read
@@ -185,8 +199,6 @@ std::size_t Connection::Impl::write_packet(std::span<std::uint8_t> datagram, std
         const bool probe = probes_pending > 0 && probe_space == space;
         if (probe || can_send_eliciting(now)) retransmission = write_eliciting_frames(sink, space, probe, now);
     }
-    // PATH_RESPONSE datagrams are padded to 1200 bytes too (RFC 9000 §8.2.2).
-    if (path_response_due && !path_response) pad_to = std::max(pad_to, std::min(kMinDatagramSize, datagram.size()));
     if (w.position() == 0 && pad_to == 0) return 0;
     const std::size_t len = seal(b, space, w.position(), pad_to);
     if (len == 0) {
@@ -235,8 +247,7 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space
     if (space == PacketSpace::application && state == ConnectionState::established) {
         if (handshake_done_pending && sink.put(wire::HandshakeDoneFrame{}, sent::HandshakeDone{}))
             handshake_done_pending = false;
-        // Never retransmitted (RFC 9000 §13.3): no record for loss recovery.
-        if (path_response && sink.put(wire::PathResponseFrame{*path_response})) path_response.reset();
+        local_cids.write_frames(sink);
         peer_cids.write_frames(sink);
         streams.write_control_frames(sink, now, loss.rtt().smoothed());
         const bool ack_frequency_used = requests_ack_frequency();

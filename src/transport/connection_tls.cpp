@@ -239,6 +239,7 @@ void Connection::Impl::set_established(Instant now) {
         loss.set_handshake_confirmed(true);
         handshake_discard_due = true;  // once the packet being read is done
     }
+    issue_connection_ids();  // RFC 9000 §5.1.1: up to the peer's active_connection_id_limit
     spdlog::debug("ndm: {} established, datagram size {}", client ? "client" : "server", mds);
     // Built in place: from a temporary, GCC 12 warns that the variant's other
     // alternatives may be uninitialized in this file (a false positive).

@@ -189,6 +189,8 @@ public:
     // LossDetection::rack's reordering state.
     [[nodiscard]] const RackReorderingWindow& rack() const { return rack_; }
     [[nodiscard]] const RttEstimator& rtt() const { return rtt_; }
+    // RFC 9000 §9.4: a new path starts from kInitialRtt.
+    void reset_rtt() { rtt_ = RttEstimator{}; }
     // Packets of space s remembered: outstanding, plus acked/lost ones
     // awaiting cleanup.
     [[nodiscard]] std::size_t outstanding(PacketSpace s = kApp) const {

@@ -76,6 +76,34 @@ void PeerConnectionIds::retire(std::uint64_t sequence) {
         to_send_.push_back(sequence);
 }
 
+const PeerConnectionIds::Entry& PeerConnectionIds::current_entry() const {
+    for (const Entry& e : entries_)
+        if (e.sequence == in_use_) return e;
+    return entries_.front();
+}
+
+const wire::ConnectionId* PeerConnectionIds::find(std::uint64_t sequence) const {
+    for (const Entry& e : entries_)
+        if (e.sequence == sequence) return &e.cid;
+    return nullptr;
+}
+
+std::optional<std::uint64_t> PeerConnectionIds::spare(std::span<const std::uint64_t> taken) const {
+    const std::uint64_t cur = current_sequence();
+    for (const Entry& e : entries_)
+        if (e.sequence != cur && std::ranges::find(taken, e.sequence) == taken.end() && e.cid.length > 0)
+            return e.sequence;
+    return std::nullopt;
+}
+
+void PeerConnectionIds::retire_unused(std::uint64_t sequence) {
+    if (entries_.size() <= 1) return;
+    const auto it = std::ranges::find(entries_, sequence, &Entry::sequence);
+    if (it == entries_.end()) return;
+    entries_.erase(it);
+    retire(sequence);
+}
+
 bool PeerConnectionIds::is_stateless_reset(std::span<const std::uint8_t> datagram) const {
     bool found = false;  // every token compared: no early exit to time
     for (const Entry& e : entries_)

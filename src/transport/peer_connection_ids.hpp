@@ -40,8 +40,18 @@ public:
     // a Retire Prior To above its sequence number retires it.
     std::optional<ConnectionIdError> on_new_connection_id(const wire::NewConnectionIdFrame& f);
 
-    // The ID packets to the peer carry.
-    [[nodiscard]] const wire::ConnectionId& current() const { return entries_.front().cid; }
+    // The ID packets to the peer carry: the one use() chose while it is
+    // active, else the lowest.
+    [[nodiscard]] const wire::ConnectionId& current() const { return current_entry().cid; }
+    [[nodiscard]] std::uint64_t current_sequence() const { return current_entry().sequence; }
+    // Paths (RFC 9000 §9.5): the ID of a sequence number if active; the
+    // lowest active one none of `taken` names (and not current()); the ID
+    // packets carry from now on; an ID this side no longer uses, retired
+    // (RETIRE_CONNECTION_ID; never the last one).
+    [[nodiscard]] const wire::ConnectionId* find(std::uint64_t sequence) const;
+    [[nodiscard]] std::optional<std::uint64_t> spare(std::span<const std::uint64_t> taken) const;
+    void use(std::uint64_t sequence) { in_use_ = sequence; }
+    void retire_unused(std::uint64_t sequence);
     // RFC 9000 §10.3.1: whether the datagram ends in a reset token the peer
     // issued for an ID not retired (compared in constant time).
     [[nodiscard]] bool is_stateless_reset(std::span<const std::uint8_t> datagram) const;
@@ -61,6 +71,8 @@ private:
         std::optional<wire::ResetToken> reset_token;
     };
     void retire_below(std::uint64_t retire_prior_to);
+    [[nodiscard]] const Entry& current_entry() const;
+    std::uint64_t in_use_ = 0;
     void retire(std::uint64_t sequence);
 
     std::uint64_t limit_;

@@ -219,6 +219,7 @@ Router::Routed Router::initial(Instant now, const PeerAddress& from, std::span<c
     r.handle = insert(from, conn->local_cid());
     Entry& e = conns_.at(r.handle);
     e.accepted = true;
+    e.admitted_host = host;
     ++per_host_[host];
     if (conn->state() == ConnectionState::handshaking) {
         e.half_open = true;
@@ -280,6 +281,31 @@ void Router::add_cid(Handle h, std::span<const std::uint8_t> cid) {
     if (it != conns_.end()) add_key(h, it->second, cid);
 }
 
+void Router::remove_cid(Handle h, std::span<const std::uint8_t> cid) {
+    const auto it = conns_.find(h);
+    if (it == conns_.end()) return;
+    const std::uint64_t k = cid_key(cid);
+    const auto r = routes_.find(k);
+    if (r != routes_.end() && r->second == h) routes_.erase(r);
+    std::erase(it->second.keys, k);
+    last_route_ = 0;
+}
+
+void Router::set_peer(Handle h, const PeerAddress& peer) {
+    const auto it = conns_.find(h);
+    if (it == conns_.end() || it->second.peer == peer) return;
+    Entry& e = it->second;
+    for (auto [p, end] = by_peer_.equal_range(e.peer); p != end; ++p) {
+        if (p->second == h) {
+            by_peer_.erase(p);
+            break;
+        }
+    }
+    // The per-host count stays with the host that was admitted (docs/security.md).
+    e.peer = peer;
+    by_peer_.emplace(peer, h);
+}
+
 void Router::established(Handle h) {
     const auto it = conns_.find(h);
     if (it != conns_.end()) leave_half_open(it->second);
@@ -291,7 +317,7 @@ void Router::remove(Handle h) {
     Entry& e = it->second;
     leave_half_open(e);
     if (e.accepted) {
-        const auto c = per_host_.find(e.peer.host());
+        const auto c = per_host_.find(e.admitted_host);
         if (c != per_host_.end() && --c->second == 0) per_host_.erase(c);
     }
     for (auto [p, end] = by_peer_.equal_range(e.peer); p != end; ++p) {

@@ -112,6 +112,11 @@ public:
     Handle add(const PeerAddress& peer, std::span<const std::uint8_t> local_cid);
     // Another ID of a connection (one it issued): routes to it as well.
     void add_cid(Handle h, std::span<const std::uint8_t> cid);
+    // An ID the peer retired (RFC 9000 §19.16): no longer routes.
+    void remove_cid(Handle h, std::span<const std::uint8_t> cid);
+    // The connection's peer moved to `peer` (RFC 9000 §9.3): connections_to()
+    // and the stateless-reset candidates follow it.
+    void set_peer(Handle h, const PeerAddress& peer);
     // The connection's handshake completed (or it closed): no longer half-open.
     void established(Handle h);
     // Forgets the connection: its IDs, its address, its place in the caps.
@@ -137,6 +142,7 @@ private:
         std::vector<std::uint64_t> keys;  // routing keys of its IDs
         bool half_open = false;
         bool accepted = false;  // counted in per_host_
+        PeerAddress admitted_host;  // where it is counted (the peer may move, set_peer)
     };
 
     Routed drop(RouteDrop why);

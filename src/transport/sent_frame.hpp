@@ -25,6 +25,7 @@ struct DataBlocked { std::uint64_t limit; };
 struct StreamDataBlocked { std::uint64_t id; std::uint64_t limit; };
 struct HandshakeDone {};
 struct RetireConnectionId { std::uint64_t sequence; };
+struct NewConnectionId { std::uint64_t sequence; };  // RFC 9000 §19.15, resent while the ID is active
 struct Ping {};
 struct AckFrequency { std::uint64_t sequence; };  // draft-ietf-quic-ack-frequency-14 §4
 struct ResetStream { std::uint64_t id; std::uint64_t code; std::uint64_t final_size; };  // RFC 9000 §19.4
@@ -34,7 +35,8 @@ struct StopSending { std::uint64_t id; std::uint64_t code; };                   
 using SentFrame = std::variant<sent::Stream, sent::Crypto, sent::Ack, sent::MaxData,
                                sent::MaxStreamData, sent::MaxStreams, sent::DataBlocked,
                                sent::StreamDataBlocked, sent::HandshakeDone, sent::RetireConnectionId,
-                               sent::Ping, sent::AckFrequency, sent::ResetStream, sent::StopSending>;
+                               sent::Ping, sent::AckFrequency, sent::ResetStream, sent::StopSending,
+                               sent::NewConnectionId>;
 // The largest alternative sets SentFrames' inline size (see below).
 static_assert(sizeof(sent::Crypto) <= sizeof(sent::Stream) && sizeof(sent::ResetStream) <= sizeof(sent::Stream));
 static_assert(sizeof(SentFrame) <= 32);

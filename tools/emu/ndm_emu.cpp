@@ -31,14 +31,33 @@ struct RelayOptions {
     double stats_interval = 0;
     bool no_gso = false;
     std::vector<std::uint64_t> drop_up, drop_down;
+    std::string rebind;  // DUR[@START]
 };
+
+// --rebind DUR[@START]: durations as a profile's outage=DUR@START reads them
+// (src/emu/profile.cpp); START defaults to DUR.
+void parse_rebind(const std::string& text, ndm::Duration& every, ndm::Duration& start) {
+    const auto at = text.find('@');
+    const std::string dur = text.substr(0, at), from = at == std::string::npos ? dur : text.substr(at + 1);
+    try {
+        const auto p = ndm::emu::parse_profile("outage=" + dur + "@" + from);
+        every = p.up.outages.at(0).duration;
+        start = p.up.outages.at(0).start;
+    } catch (const std::exception&) {
+        throw std::invalid_argument("--rebind: '" + text +
+                                    "' is not DUR[@START] (e.g. 2s, or 2s@500ms: every 2 s from 0.5 s in; DUR > 0)");
+    }
+}
 
 int relay(const RelayOptions& o) {
     const ndm::emu::Profile profile = ndm::emu::parse_profile(o.profile);
+    ndm::Duration every{0}, start{0};
+    if (!o.rebind.empty()) parse_rebind(o.rebind, every, start);
     ndm::tools::EmuRelay relay(o.listen, o.to, profile, o.seed);
     if (o.no_gso) relay.disable_gso();
     relay.set_drop_list(ndm::emu::Direction::up, o.drop_up);
     relay.set_drop_list(ndm::emu::Direction::down, o.drop_down);
+    relay.set_rebind(every, start);
     std::cerr << "ndm-emu relay: " << o.listen << " <-> " << o.to << ", profile " << profile.name << "\n  up:   "
               << ndm::emu::describe(profile.up) << "\n  down: " << ndm::emu::describe(profile.down) << std::endl;
     std::signal(SIGINT, on_signal);
@@ -95,6 +114,11 @@ int main(int argc, char** argv) {
         ->add_option("--drop-down", ro.drop_down, "the same for the server's datagrams, numbered as they arrive")
         ->delimiter(',')
         ->check(ndm::tools::integer_in(1, 1'000'000'000));
+    relay_cmd->add_option(
+        "--rebind", ro.rebind,
+        "DUR[@START]: a NAT rebinding at START (default DUR) and every DUR after: each client's upstream\n"
+        "socket is replaced, so the server sees a new source port (RFC 9000 §9.3); what it still sends to the\n"
+        "old port is dropped, as by a NAT (no ICMP error). Durations as in a profile: 2s, 500ms");
 
     std::string shell_profile = "none";
     ndm::tools::ShellOptions so;

@@ -244,6 +244,7 @@ void EmuRelay::deliver_due(Instant now) {
 }
 
 void EmuRelay::expire_idle(Instant now) {
+    if (std::erase_if(retired_, [&](const Retired& r) { return r.until <= now; }) > 0) sessions_changed_ = true;
     for (auto& s : sessions_) {
         if (!s.socket || now - s.last_active < kSessionIdle) continue;
         s.socket.reset();
@@ -252,13 +253,43 @@ void EmuRelay::expire_idle(Instant now) {
     }
 }
 
+void EmuRelay::set_rebind(Duration every, Duration start) {
+    rebind_every_ = every;
+    rebind_start_ = start;
+}
+
+// Each live session gets a new upstream socket (a new source port); the old
+// one lingers, read and dropped, then closes.
+void EmuRelay::rebind(Instant now) {
+    for (auto& s : sessions_) {
+        if (!s.socket) continue;
+        auto fresh = std::make_unique<UdpSocket>(udp_socket(to_.ss_family, "--to", gso_));
+        if (const int e = fresh->connect(reinterpret_cast<const sockaddr*>(&to_), to_len_); e != 0)
+            die(std::string("--rebind: cannot connect a new upstream socket: ") + std::strerror(e));
+        retired_.push_back({std::move(s.socket), now + kRebindLinger});
+        s.socket = std::move(fresh);
+    }
+    ++rebinds_;
+    sessions_changed_ = true;
+}
+
+void EmuRelay::drain_retired(std::size_t i) {
+    const int n = retired_[i].socket->receive(*rx_);
+    if (n > 0) rebind_dropped_ += static_cast<std::uint64_t>(n);
+}
+
 void EmuRelay::run(const std::atomic<bool>& stop, Duration stats_every, std::ostream* stats_out) {
     std::vector<pollfd> fds;
     std::vector<std::uint32_t> fd_session;  // fds[i + 1] belongs to session fd_session[i]
     Instant next_stats = stats_every > Duration{0} && stats_out ? steady_now() + stats_every : kNever;
     Instant next_expiry = steady_now() + std::chrono::seconds(1);
+    Instant next_rebind = rebind_every_ > Duration{0} ? steady_now() + rebind_start_ : kNever;
     while (!stop.load(std::memory_order_relaxed)) {
         Instant now = steady_now();
+        if (now >= next_rebind) {
+            rebind(now);
+            next_rebind = now + rebind_every_;
+        }
         deliver_due(now);
         if (now >= next_stats) {
             print_stats(*stats_out);
@@ -276,10 +307,11 @@ void EmuRelay::run(const std::atomic<bool>& stop, Duration stats_every, std::ost
                     fds.push_back({sessions_[i].socket->fd(), POLLIN, 0});
                     fd_session.push_back(i);
                 }
+            for (const Retired& r : retired_) fds.push_back({r.socket->fd(), POLLIN, 0});
             sessions_changed_ = false;
         }
         const Instant wake = std::min({up_->next_delivery(), down_->next_delivery(), next_stats, next_expiry,
-                                       now + std::chrono::milliseconds(100)});
+                                       next_rebind, now + std::chrono::milliseconds(100)});
         const auto ns = std::max<std::int64_t>(0, (wake - now).count());
         const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
         for (auto& p : fds) p.revents = 0;
@@ -290,8 +322,11 @@ void EmuRelay::run(const std::atomic<bool>& stop, Duration stats_every, std::ost
         }
         if (rc == 0) continue;
         if (fds[0].revents & POLLIN) receive_listen(now);
-        for (std::size_t i = 1; i < fds.size(); ++i)
-            if (fds[i].revents & (POLLIN | POLLERR)) receive_upstream(fd_session[i - 1], now);
+        for (std::size_t i = 1; i < fds.size(); ++i) {
+            if (!(fds[i].revents & (POLLIN | POLLERR))) continue;
+            if (i - 1 < fd_session.size()) receive_upstream(fd_session[i - 1], now);
+            else drain_retired(i - 1 - fd_session.size());
+        }
     }
 }
 
@@ -305,6 +340,8 @@ void EmuRelay::print_stats(std::ostream& os) const {
     if (!listed_[0].numbers.empty() || !listed_[1].numbers.empty())
         os << "dropped by number (--drop-up, --drop-down): up " << listed_[0].dropped << ", down " << listed_[1].dropped
            << "\n";
+    if (rebind_every_ > Duration{0})
+        os << "rebindings: " << rebinds_ << "; datagrams to a port given up, dropped: " << rebind_dropped_ << "\n";
 }
 
 }  // namespace ndm::tools

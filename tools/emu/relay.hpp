@@ -75,6 +75,17 @@ public:
     // ndm-emu relay --drop-up / --drop-down. Counted in listed_drops().
     void set_drop_list(emu::Direction d, std::vector<std::uint64_t> numbers);
     [[nodiscard]] std::uint64_t listed_drops(emu::Direction d) const { return listed_[index(d)].dropped; }
+
+    // NAT rebinding (RFC 9000 §9.3: what a NAT does when its mapping times
+    // out): from `start` after run() begins and every `every` after that,
+    // each client's upstream socket is replaced by a new one, so the server
+    // sees its datagrams come from a new source port. What the server still
+    // sends to the old port is read and dropped for kRebindLinger (as by a
+    // NAT whose mapping is gone: no ICMP error), then the old socket closes.
+    static constexpr Duration kRebindLinger = std::chrono::seconds(10);
+    void set_rebind(Duration every, Duration start);
+    [[nodiscard]] std::uint64_t rebinds() const { return rebinds_; }
+    [[nodiscard]] std::uint64_t rebind_dropped() const { return rebind_dropped_; }
     [[nodiscard]] std::size_t sessions_total() const { return sessions_.size(); }
     [[nodiscard]] std::uint64_t send_errors() const { return send_errors_; }
     // Sends that carried several datagrams as one GSO super-datagram.
@@ -106,6 +117,8 @@ private:
     void deliver_due(Instant now);
     void flush_batch();
     void expire_idle(Instant now);
+    void rebind(Instant now);
+    void drain_retired(std::size_t i);
 
     sockaddr_storage to_{};
     socklen_t to_len_ = 0;
@@ -123,6 +136,13 @@ private:
     std::uint64_t gso_sends_ = 0;
     bool sessions_changed_ = true;
     bool gso_ = true;  // cleared on the first GSO refusal
+    struct Retired {
+        std::unique_ptr<UdpSocket> socket;
+        Instant until;
+    };
+    std::vector<Retired> retired_;  // upstream sockets a rebinding replaced
+    Duration rebind_every_{0}, rebind_start_{0};
+    std::uint64_t rebinds_ = 0, rebind_dropped_ = 0;
 };
 
 }  // namespace ndm::tools
