@@ -22,6 +22,8 @@
 #include "crypto/packet_protection.hpp"
 #include "wire/packet_codec.hpp"
 
+using ndm::crypto::QuicVersion;
+
 namespace {
 
 using namespace ndm::crypto;
@@ -33,7 +35,7 @@ PacketKeys keys_for(CipherSuite suite) {
     Secret s;
     s.size = static_cast<std::uint8_t>(hash_size(suite));
     s.bytes.fill(0x5a);
-    return derive_packet_keys(suite, s);
+    return derive_packet_keys(suite, s, QuicVersion::v1);
 }
 
 std::vector<std::uint8_t> plain_packet(std::uint64_t pn) {
@@ -97,8 +99,8 @@ void BM_CodecRoundTrip(benchmark::State& state, CipherSuite suite, Backend backe
     write_secret.bytes.fill(0x5a);
     constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
     const AeadUsage unlimited(AeadLimits{kMax, kMax}, kMax);
-    OneRttKeys tx(suite, read_secret, write_secret, unlimited);
-    OneRttKeys rx(suite, write_secret, read_secret, unlimited);
+    OneRttKeys tx(suite, QuicVersion::v1, read_secret, write_secret, unlimited);
+    OneRttKeys rx(suite, QuicVersion::v1, write_secret, read_secret, unlimited);
     std::vector<std::uint8_t> datagram(kPacket, 0x11);
     quic::ShortHeader h;
     h.dcid.length = kPnOffset - 1;

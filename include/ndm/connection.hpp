@@ -32,7 +32,11 @@
 
 namespace ndm {
 
-inline constexpr std::uint32_t kProtocolVersion = 0x00000001;  // QUIC version 1 (RFC 9000)
+inline constexpr std::uint32_t kQuicVersion1 = 0x00000001;  // QUIC version 1 (RFC 9000)
+inline constexpr std::uint32_t kQuicVersion2 = 0x6b3343cf;  // QUIC version 2 (RFC 9369)
+// The version a client starts with unless told otherwise (RFC 9368 §2.5:
+// the oldest one every server speaks).
+inline constexpr std::uint32_t kProtocolVersion = kQuicVersion1;
 inline constexpr std::size_t kMinDatagramSize = 1200;
 inline constexpr std::size_t kMaxDatagramSize = 65507;  // largest UDP payload over IPv4
 
@@ -91,6 +95,9 @@ struct PathId {
 };
 
 struct ConnectionConfig {
+    // A client's QUIC version: kQuicVersion1 or kQuicVersion2 (RFC 9369). A
+    // server answers in the version of the client's Initial, either one.
+    std::uint32_t version = kProtocolVersion;
     // Largest datagram this side sends, 1200..65507 bytes. The effective size is
     // the minimum of both sides' max_datagram_size transport parameters.
     std::size_t max_datagram_size = 1452;
@@ -267,6 +274,10 @@ struct TransportParameters {
     // draft-ietf-quic-ack-frequency's min_ack_delay, µs; 0 when the peer did
     // not advertise it (it takes no ACK_FREQUENCY frames then).
     std::uint64_t min_ack_delay_us = 0;
+    // RFC 9368's version_information: the peer's Chosen Version (0 when it
+    // sent none) and its Available Versions.
+    std::uint32_t chosen_version = 0;
+    std::vector<std::uint32_t> available_versions;
     std::vector<std::uint8_t> application_params;  // ndm's private parameter
 };
 

@@ -8,25 +8,27 @@ namespace {
 
 constexpr std::uint8_t kKeyPhaseBit = 0x04;  // RFC 9000 §17.3.1
 
-Aead next_aead(const PacketKeys& keys, const Secret& secret) {
-    return Aead(updated_keys(keys, next_secret(keys.suite, secret)));
+Aead next_aead(const PacketKeys& keys, const Secret& secret, QuicVersion version) {
+    return Aead(updated_keys(keys, next_secret(keys.suite, secret, version), version));
 }
 
 }  // namespace
 
-OneRttKeys::OneRttKeys(CipherSuite suite, const Secret& read_secret, const Secret& write_secret)
-    : OneRttKeys(suite, read_secret, write_secret, AeadUsage(suite)) {}
+OneRttKeys::OneRttKeys(CipherSuite suite, QuicVersion version, const Secret& read_secret, const Secret& write_secret)
+    : OneRttKeys(suite, version, read_secret, write_secret, AeadUsage(suite)) {}
 
-OneRttKeys::OneRttKeys(CipherSuite suite, const Secret& read_secret, const Secret& write_secret, AeadUsage usage)
+OneRttKeys::OneRttKeys(CipherSuite suite, QuicVersion version, const Secret& read_secret, const Secret& write_secret,
+                       AeadUsage usage)
     : suite_(suite),
-      read_keys_(derive_packet_keys(suite, read_secret)),
-      write_keys_(derive_packet_keys(suite, write_secret)),
+      version_(version),
+      read_keys_(derive_packet_keys(suite, read_secret, version)),
+      write_keys_(derive_packet_keys(suite, write_secret, version)),
       read_hp_(read_keys_),
       write_hp_(write_keys_),
       read_secret_(read_secret),
       write_secret_(write_secret),
       read_(read_keys_),
-      next_read_(next_aead(read_keys_, read_secret_)),
+      next_read_(next_aead(read_keys_, read_secret_, version)),
       write_(write_keys_),
       usage_(usage) {}
 
@@ -58,8 +60,8 @@ bool OneRttKeys::initiate_update() {
 }
 
 void OneRttKeys::rotate_write() {
-    write_secret_ = next_secret(suite_, write_secret_);
-    write_keys_ = updated_keys(write_keys_, write_secret_);
+    write_secret_ = next_secret(suite_, write_secret_, version_);
+    write_keys_ = updated_keys(write_keys_, write_secret_, version_);
     write_ = Aead(write_keys_);
     write_phase_ = !write_phase_;
     first_write_pn_.reset();
@@ -71,10 +73,10 @@ void OneRttKeys::rotate_write() {
 void OneRttKeys::rotate_read(Instant now, Duration pto) {
     previous_ = std::move(read_);
     discard_at_ = now + 3 * pto;
-    read_secret_ = next_secret(suite_, read_secret_);
-    read_keys_ = updated_keys(read_keys_, read_secret_);
+    read_secret_ = next_secret(suite_, read_secret_, version_);
+    read_keys_ = updated_keys(read_keys_, read_secret_, version_);
     read_ = std::move(next_read_);
-    next_read_ = next_aead(read_keys_, read_secret_);
+    next_read_ = next_aead(read_keys_, read_secret_, version_);
     read_phase_ = !read_phase_;
     largest_read_pn_.reset();
     lowest_read_pn_.reset();

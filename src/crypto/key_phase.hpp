@@ -18,9 +18,11 @@ namespace ndm::crypto {
 class OneRttKeys {
 public:
     // The TLS session's 1-RTT secrets of this endpoint (read: the peer's).
-    OneRttKeys(CipherSuite suite, const Secret& read_secret, const Secret& write_secret);
+    // RFC 9369 §3.3.2: the version picks the labels of the keys and of each update.
+    OneRttKeys(CipherSuite suite, QuicVersion version, const Secret& read_secret, const Secret& write_secret);
     // With explicit AEAD limits (tests, or a stricter policy).
-    OneRttKeys(CipherSuite suite, const Secret& read_secret, const Secret& write_secret, AeadUsage usage);
+    OneRttKeys(CipherSuite suite, QuicVersion version, const Secret& read_secret, const Secret& write_secret,
+               AeadUsage usage);
 
     // The backend that protects and opens (backend.hpp).
     [[nodiscard]] Backend backend() const { return write_.backend(); }
@@ -83,6 +85,7 @@ private:
     void rotate_write();
 
     CipherSuite suite_;
+    QuicVersion version_;
     PacketKeys read_keys_;  // current phase, kept for deriving the next
     PacketKeys write_keys_;
     HeaderProtection read_hp_;  // §6.1: the same in every key phase

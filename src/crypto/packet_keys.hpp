@@ -9,6 +9,7 @@
 #include <span>
 
 #include "crypto/suite.hpp"
+#include "crypto/quic_version.hpp"
 
 namespace ndm::crypto {
 
@@ -30,26 +31,28 @@ struct PacketKeys {
     [[nodiscard]] std::span<const std::uint8_t> hp_span() const { return {hp.data(), key_size(suite)}; }
 };
 
-// RFC 9001 §5.1: "quic key", "quic iv" and "quic hp" from the secret.
-// The secret must be as long as the suite's hash (std::invalid_argument).
-PacketKeys derive_packet_keys(CipherSuite suite, const Secret& secret);
+// RFC 9001 §5.1: "quic key", "quic iv" and "quic hp" from the secret
+// ("quicv2 key", ... for version 2, RFC 9369 §3.3.2). The secret must be as
+// long as the suite's hash (std::invalid_argument).
+PacketKeys derive_packet_keys(CipherSuite suite, const Secret& secret, QuicVersion version);
 
-// RFC 9001 §5.2: initial_secret = HKDF-Extract(v1 salt, client's DCID), then
-// "client in" and "server in"; Initial packets use AES-128-GCM/SHA-256.
+// RFC 9001 §5.2: initial_secret = HKDF-Extract(the version's salt (RFC 9369
+// §3.3.1 for version 2), client's DCID), then "client in" and "server in";
+// Initial packets use AES-128-GCM/SHA-256.
 struct InitialSecrets {
     Secret client;
     Secret server;
 };
 // dcid up to 20 bytes (RFC 9000 §7.2 lets a client choose 8..20; a server
 // deriving from a peer's DCID must have range-checked it: std::invalid_argument).
-InitialSecrets initial_secrets(std::span<const std::uint8_t> dcid);
+InitialSecrets initial_secrets(std::span<const std::uint8_t> dcid, QuicVersion version);
 
-// RFC 9001 §6.1: the secret of the next key phase ("quic ku").
-Secret next_secret(CipherSuite suite, const Secret& secret);
+// RFC 9001 §6.1: the secret of the next key phase ("quic ku"; "quicv2 ku").
+Secret next_secret(CipherSuite suite, const Secret& secret, QuicVersion version);
 
 // The keys of the next key phase: a new key and IV from next_secret(), the
 // header protection key kept (RFC 9001 §6.1: "The header protection key is
 // not updated").
-PacketKeys updated_keys(const PacketKeys& current, const Secret& next);
+PacketKeys updated_keys(const PacketKeys& current, const Secret& next, QuicVersion version);
 
 }  // namespace ndm::crypto

@@ -22,11 +22,11 @@ bool fits_sample(std::size_t packet_size, std::size_t pn_offset) {
 
 }  // namespace
 
-LevelKeys initial_keys(std::span<const std::uint8_t> client_dcid, bool is_server) {
-    const InitialSecrets secrets = initial_secrets(client_dcid);
+LevelKeys initial_keys(std::span<const std::uint8_t> client_dcid, bool is_server, QuicVersion version) {
+    const InitialSecrets secrets = initial_secrets(client_dcid, version);
     constexpr CipherSuite suite = CipherSuite::aes128_gcm_sha256;
-    const PacketKeys client = derive_packet_keys(suite, secrets.client);
-    const PacketKeys server = derive_packet_keys(suite, secrets.server);
+    const PacketKeys client = derive_packet_keys(suite, secrets.client, version);
+    const PacketKeys server = derive_packet_keys(suite, secrets.server, version);
     return is_server ? LevelKeys(client, server) : LevelKeys(server, client);
 }
 

@@ -40,9 +40,10 @@ struct LevelKeys {
     DirectionKeys write;
 };
 
-// Initial keys of either endpoint from the client's first DCID (RFC 9001 §5.2):
-// a client writes with the client secret and reads with the server's.
-LevelKeys initial_keys(std::span<const std::uint8_t> client_dcid, bool is_server);
+// Initial keys of either endpoint from the client's first DCID (RFC 9001 §5.2)
+// for a QUIC version: a client writes with the client secret and reads with
+// the server's.
+LevelKeys initial_keys(std::span<const std::uint8_t> client_dcid, bool is_server, QuicVersion version);
 
 // The bytes a packet needs from the packet number field on: 4 for the sample
 // offset plus the 16-byte sample (§5.4.2). A sender pads to reach it.

@@ -274,6 +274,7 @@ std::span<const std::uint8_t> Connection::peer_application_params() const {
 HandshakeSummary Connection::handshake_summary() const {
     HandshakeSummary h;
     if (!impl_->tls) return h;
+    h.version = crypto::version_number(impl_->version);
     h.retry = impl_->retry_scid.has_value();
     h.alpn = impl_->tls->alpn();
     if (const auto suite = impl_->tls->suite()) {

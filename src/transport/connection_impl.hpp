@@ -212,6 +212,9 @@ struct Connection::Impl {
     bool close_frame_pending = false;
     bool send_version_negotiation = false;
     std::uint32_t offered_version = 0;
+    // The connection's QUIC version (RFC 9369): a client's choice, or the
+    // version of the client's first Initial at a server.
+    crypto::QuicVersion version = crypto::QuicVersion::v1;
     Instant last_now{};  // the latest time the driver told us (next_timeout() has no clock)
     Instant idle_deadline = kNever;
     // Both sides' max_idle_timeout, the smaller, as far as known (set where the
@@ -271,6 +274,7 @@ struct Connection::Impl {
     }
     void on_peer_params(std::span<const std::uint8_t> data, Instant now);
     bool check_peer_cids(Instant now);
+    bool check_peer_versions(Instant now);
     void set_established(Instant now);
     void discard_space(transport::PacketSpace space);
 

@@ -192,6 +192,11 @@ void Connection::Impl::encode_local_params(const ParamsEdit& edit, const ParamsB
     local_params.initial_source_connection_id = local_cid;
     if (!client) local_params.original_destination_connection_id = original_dcid;
     if (!client) local_params.retry_source_connection_id = retry_scid;
+    // RFC 9368 §3, RFC 9369 §4: a client offers only the version it chose (it
+    // does not follow a server's compatible switch); a server lists all it speaks.
+    wire::VersionInformation vi{crypto::version_number(version), {crypto::version_number(version)}};
+    if (!client) vi.available.assign(std::begin(wire::quic::kSupportedVersions), std::end(wire::quic::kSupportedVersions));
+    local_params.version_information = std::move(vi);
     if (!client && cfg.stateless_reset_token) local_params.stateless_reset_token = cfg.stateless_reset_token(local_cid.span());
     if (!client) local_params.disable_active_migration = cfg.disable_active_migration;
     if (edit) edit(local_params);
@@ -205,7 +210,11 @@ void Connection::Impl::encode_local_params(const ParamsEdit& edit, const ParamsB
 
 std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& config, Instant now,
                                                       const ParamsEdit& edit, const ParamsBytesEdit& bytes_edit) {
+    const std::optional<crypto::QuicVersion> version = crypto::known_version(config.version);
+    if (!version) throw std::invalid_argument(fmt::format("QUIC version {:#010x}: ndm speaks {:#010x} and {:#010x}",
+                                                          config.version, kQuicVersion1, kQuicVersion2));
     auto impl = std::make_unique<Impl>(config, true, now);
+    impl->version = *version;
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
     impl->initial_dcid = impl->original_dcid;
     impl->set_initial_peer_cid(impl->original_dcid);  // until the server's first packet names its own
@@ -239,6 +248,7 @@ std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& con
     ConnectionConfig cfg = config;
     for (auto b : first.dcid) cfg.seed = cfg.seed * 131 + b;
     auto impl = std::make_unique<Impl>(cfg, false, now);
+    if (!other_version) impl->version = *crypto::known_version(first.version);  // RFC 9369 §4.1: the original version
     impl->initial_dcid = wire::ConnectionId::from(first.dcid);
     impl->original_dcid = retry ? wire::ConnectionId::from(retry->original_dcid) : impl->initial_dcid;
     if (retry) impl->retry_scid = impl->initial_dcid;
@@ -252,8 +262,8 @@ std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& con
         impl->send_version_negotiation = true;
         impl->state = ConnectionState::closing;
         impl->close = {static_cast<std::uint64_t>(CloseCode::version_negotiation_error),
-                       fmt::format("client offered version {:#010x}; this endpoint speaks {:#010x}",
-                                   first.version, kProtocolVersion),
+                       fmt::format("client offered version {:#010x}; this endpoint speaks {:#010x} and {:#010x}",
+                                   first.version, kQuicVersion1, kQuicVersion2),
                        false, false};
         impl->events.push_back(event::Closed{impl->close});
         impl->close_deadline = now;

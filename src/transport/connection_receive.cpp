@@ -99,8 +99,11 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
         on_retry(v, now);
         return false;  // a Retry has no Length: it is the rest of the datagram
     }
-    // 0-RTT is never accepted, other versions not spoken.
-    if (v.kind != PacketKind::initial && v.kind != PacketKind::handshake && v.kind != PacketKind::one_rtt) {
+    // 0-RTT is never accepted, other versions not spoken; RFC 9369 §4.1: a
+    // long header of another version than the connection's is dropped.
+    const bool other_version = v.kind != PacketKind::one_rtt && v.version != crypto::version_number(version);
+    if ((v.kind != PacketKind::initial && v.kind != PacketKind::handshake && v.kind != PacketKind::one_rtt) ||
+        other_version) {
         ++st.packets_dropped;
         return true;
     }
@@ -208,8 +211,9 @@ bool Connection::Impl::on_open_error(wire::quic::OpenError err, Instant now) {
 // Source Connection ID, with Initial keys from that ID (RFC 9001 §5.2) and
 // the token in every Initial; packet numbers continue (§17.2.5.3).
 void Connection::Impl::on_retry(const wire::quic::PacketView& v, Instant now) {
+    // RFC 9369 §4.1: a Retry comes in the client's version; others are ignored.
     if (!client || state != ConnectionState::handshaking || retry_scid || acks_of(PacketSpace::initial).has_received() ||
-        !std::ranges::equal(v.dcid, local_cid.span()) ||
+        v.version != crypto::version_number(version) || !std::ranges::equal(v.dcid, local_cid.span()) ||
         wire::quic::verify_retry(v, original_dcid.span()) != wire::quic::HeaderError::none) {
         ++st.packets_dropped;
         return;
@@ -231,7 +235,7 @@ void Connection::Impl::on_retry(const wire::quic::PacketView& v, Instant now) {
 
 void Connection::Impl::on_version_negotiation(const wire::quic::PacketView& vn) {
     if (!client || state != ConnectionState::handshaking || !std::ranges::equal(vn.dcid, local_cid.span()) ||
-        wire::quic::check_version_negotiation(vn, kProtocolVersion) != wire::quic::HeaderError::none) {
+        wire::quic::check_version_negotiation(vn, crypto::version_number(version)) != wire::quic::HeaderError::none) {
         ++st.packets_dropped;  // RFC 9000 §6.2: not an answer to this connection's Initial
         return;
     }
@@ -239,7 +243,7 @@ void Connection::Impl::on_version_negotiation(const wire::quic::PacketView& vn) 
     for (std::size_t i = 0; i < vn.versions.size() / 4; ++i)
         versions += fmt::format("{}{:#010x}", versions.empty() ? "" : ", ", wire::quic::listed_version(vn, i));
     close = {static_cast<std::uint64_t>(CloseCode::version_negotiation_error),
-             fmt::format("peer does not speak version {:#010x} (it offers: {})", kProtocolVersion,
+             fmt::format("peer does not speak version {:#010x} (it offers: {})", crypto::version_number(version),
                          versions.empty() ? "none" : versions),
              true, false};
     events.push_back(event::Closed{close});

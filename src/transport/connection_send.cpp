@@ -138,8 +138,8 @@ bool Connection::Impl::request_key_update() {
 
 std::size_t Connection::Impl::write_version_negotiation(std::span<std::uint8_t> out) {
     send_version_negotiation = false;
-    const std::uint32_t versions[] = {kProtocolVersion};
-    const std::size_t n = wire::quic::write_version_negotiation(out, original_dcid.span(), peer_cid.span(), versions,
+    const std::size_t n = wire::quic::write_version_negotiation(out, original_dcid.span(), peer_cid.span(),
+                                                                wire::quic::kSupportedVersions,
                                                                 static_cast<std::uint8_t>(rng));
     terminate();
     st.bytes_sent += n;
@@ -308,6 +308,7 @@ wire::quic::PacketBuilder Connection::Impl::builder(std::span<std::uint8_t> data
     }
     wire::quic::LongHeader h;
     h.type = space == PacketSpace::initial ? wire::quic::LongType::initial : wire::quic::LongType::handshake;
+    h.version = crypto::version_number(version);
     h.dcid = peer_cid;
     h.scid = local_cid;
     if (space == PacketSpace::initial) h.token = retry_token;  // RFC 9000 §17.2.2 (a client's, after a Retry)

@@ -122,7 +122,7 @@ void Connection::Impl::on_tls_error(Instant now) {
 // Packet protection keys (RFC 9001 §5)
 
 void Connection::Impl::install_initial_keys() {
-    initial.emplace(crypto::initial_keys(initial_dcid.span(), !client));
+    initial.emplace(crypto::initial_keys(initial_dcid.span(), !client, version));
 }
 
 // A secret TLS made becomes the packet keys of its space (§5.1); the 1-RTT
@@ -130,13 +130,13 @@ void Connection::Impl::install_initial_keys() {
 void Connection::Impl::install_secret(const tls::SecretEvent& e) {
     const bool read = e.direction == tls::Direction::read;
     if (e.level == crypto::EncryptionLevel::handshake) {
-        (read ? handshake_read : handshake_write).emplace(crypto::derive_packet_keys(e.suite, e.secret));
+        (read ? handshake_read : handshake_write).emplace(crypto::derive_packet_keys(e.suite, e.secret, version));
         // RFC 9002 §6.2.2.1: a client probes Initial until it has Handshake keys.
         if (client && !read) loss.set_has_handshake_keys(true);
     } else if (e.level == crypto::EncryptionLevel::one_rtt) {
         (read ? one_rtt_read_secret : one_rtt_write_secret) = e;
         if (one_rtt_read_secret && one_rtt_write_secret && !one_rtt) {
-            one_rtt.emplace(e.suite, one_rtt_read_secret->secret, one_rtt_write_secret->secret);
+            one_rtt.emplace(e.suite, version, one_rtt_read_secret->secret, one_rtt_write_secret->secret);
             one_rtt_read_secret.reset();
             one_rtt_write_secret.reset();
         }
@@ -174,7 +174,7 @@ void Connection::Impl::on_peer_params(std::span<const std::uint8_t> data, Instan
         close_with_error(CloseCode::transport_parameter_error, err.what, now);
         return;
     }
-    if (!check_peer_cids(now)) return;
+    if (!check_peer_cids(now) || !check_peer_versions(now)) return;
     have_peer_params = true;
     idle_timeout = negotiated_idle_timeout();
     if (peer_params.stateless_reset_token) peer_cids.set_initial_reset_token(*peer_params.stateless_reset_token);
@@ -216,6 +216,21 @@ bool Connection::Impl::check_peer_cids(Instant now) {
         return false;
     }
     return true;
+}
+
+// RFC 9368 §4 (which RFC 9369 §4 makes mandatory with version 2): the
+// peer's Chosen Version must be the version in use, and a server's must be
+// one the client offered (ndm's clients offer only the one they use). Absent
+// Version Information is accepted: ndm never reacts to Version Negotiation.
+bool Connection::Impl::check_peer_versions(Instant now) {
+    const auto& vi = peer_params.version_information;
+    const std::uint32_t in_use = crypto::version_number(version);
+    if (!vi || vi->chosen == in_use) return true;
+    close_with_error(CloseCode::version_negotiation_error,
+                     fmt::format("peer's chosen version {:#010x} is not the version in use, {:#010x}", vi->chosen,
+                                 in_use),
+                     now);
+    return false;
 }
 
 void Connection::Impl::set_established(Instant now) {

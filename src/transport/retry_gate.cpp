@@ -63,8 +63,11 @@ std::size_t RetryGate::write_retry(std::span<std::uint8_t> out, const wire::quic
     random_.fill(std::span<std::uint8_t>(scid.bytes.data(), scid.length));
     std::uint8_t unused = 0;
     random_.fill(std::span<std::uint8_t>(&unused, 1));
-    return wire::quic::write_retry(out, wire::ConnectionId::from(initial.scid), scid, token.span(), initial.dcid,
-                                   unused);
+    // RFC 9369 §4.1: a Retry is sent in the version of the Initial it answers.
+    const auto version = crypto::known_version(initial.version);
+    if (!version) return 0;
+    return wire::quic::write_retry(out, *version, wire::ConnectionId::from(initial.scid), scid, token.span(),
+                                   initial.dcid, unused);
 }
 
 RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initial, const PeerAddress& peer,

@@ -35,7 +35,8 @@ struct HeaderPeek {
     std::span<const std::uint8_t> dcid;
     bool long_header = false;
     std::uint32_t version = 0;
-    bool initial = false;  // a long header of a version other than 0 with type 0 (v1's Initial)
+    bool known_version = false;  // a long header of a version ndm speaks
+    bool initial = false;        // ... and of its Initial type (RFC 9000 §17.2, RFC 9369 §3.2)
 };
 
 // The destination ID without verifying anything else: the Connection parses
@@ -47,7 +48,9 @@ bool peek(std::span<const std::uint8_t> d, HeaderPeek& out) {
         out.long_header = true;
         out.dcid = d.subspan(6, d[5]);
         out.version = (std::uint32_t{d[1]} << 24) | (std::uint32_t{d[2]} << 16) | (std::uint32_t{d[3]} << 8) | d[4];
-        out.initial = out.version != 0 && ((d[0] & 0x30) >> 4) == 0;
+        const auto known = crypto::known_version(out.version);
+        out.known_version = known.has_value();
+        out.initial = known && wire::quic::long_packet_kind(*known, d[0]) == wire::quic::PacketKind::initial;
         return true;
     }
     if (d.size() < 1 + wire::kShortCidLength) return false;
@@ -104,11 +107,12 @@ Router::Routed Router::handle(Instant now, const PeerAddress& from, std::span<co
         return r;
     }
     if (!hp.long_header) return unknown_short(now, from, datagram);
-    if (!hp.initial && hp.version != 0 && hp.version != kProtocolVersion && cfg_.accept_connections)
-        return version_negotiation(datagram);  // a 0-RTT or Handshake packet of another version
+    if (hp.version != 0 && !hp.known_version) {
+        if (!cfg_.accept_connections) return drop(RouteDrop::not_accepting);
+        return version_negotiation(datagram);  // any long header of a version ndm does not speak (RFC 9000 §6.1)
+    }
     if (!hp.initial) return drop(RouteDrop::unknown_cid);
     if (!cfg_.accept_connections) return drop(RouteDrop::not_accepting);
-    if (hp.version != kProtocolVersion) return version_negotiation(datagram);
     return initial(now, from, datagram, ecn, hp.dcid);
 }
 
@@ -148,11 +152,11 @@ Router::Routed Router::version_negotiation(std::span<const std::uint8_t> datagra
         first.kind != wire::quic::PacketKind::unknown_version)
         return drop(RouteDrop::not_a_connection);
     Routed r;
-    r.response.resize(7 + first.dcid.size() + first.scid.size() + 4);
+    r.response.resize(7 + first.dcid.size() + first.scid.size() + 4 * std::size(wire::quic::kSupportedVersions));
     std::uint8_t random_bits = 0;
     crypto::CryptoRandom{}.fill(std::span<std::uint8_t>(&random_bits, 1));
-    const std::uint32_t versions[] = {kProtocolVersion};
-    r.response.resize(wire::quic::write_version_negotiation(r.response, first.dcid, first.scid, versions, random_bits));
+    r.response.resize(wire::quic::write_version_negotiation(r.response, first.dcid, first.scid,
+                                                            wire::quic::kSupportedVersions, random_bits));
     if (r.response.empty()) return drop(RouteDrop::not_a_connection);
     ++stats_.version_negotiations_sent;
     r.kind = Routed::Kind::respond;

@@ -5,6 +5,7 @@
 #include "wire/quic_header.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "crypto/retry.hpp"
 
@@ -12,7 +13,6 @@ namespace ndm::wire::quic {
 
 namespace {
 
-constexpr std::uint8_t kRetryFirstByte = 0xf0;  // long form, fixed bit, type 3
 
 std::uint8_t pn_length_bits(std::size_t pn_length) { return static_cast<std::uint8_t>(pn_length - 1); }
 
@@ -70,20 +70,20 @@ HeaderError parse_long(std::span<const std::uint8_t> data, PacketView& out) {
     const auto version = r.u32();
     if (!version) return HeaderError::truncated;
     out.version = *version;
-    const bool v1 = *version == kVersion1;
-    // RFC 8999 §5.1: CIDs of any version but v1 may be up to 255 bytes.
-    const std::size_t max_cid = v1 ? kMaxCidLength : kMaxInvariantCidLength;
+    const std::optional<crypto::QuicVersion> known = crypto::known_version(*version);
+    // RFC 8999 §5.1: CIDs of versions ndm does not speak may be up to 255 bytes.
+    const std::size_t max_cid = known ? kMaxCidLength : kMaxInvariantCidLength;
     if (const HeaderError e = read_cid(r, max_cid, out.dcid); e != HeaderError::none) return e;
     if (const HeaderError e = read_cid(r, max_cid, out.scid); e != HeaderError::none) return e;
     out.packet = data;
     if (*version == 0) return parse_version_negotiation(r, out);
-    if (!v1) {
+    if (!known) {
         out.kind = PacketKind::unknown_version;
         return HeaderError::none;
     }
-    // §17.2: the fixed bit is a v1 property; VN and other versions may clear it.
+    // §17.2: the fixed bit is a v1 (and v2) property; VN and other versions may clear it.
     if ((out.first_byte & kFixedBit) == 0) return HeaderError::fixed_bit_zero;
-    out.kind = static_cast<PacketKind>((out.first_byte >> 4) & 0x03);  // initial..retry in wire order
+    out.kind = long_packet_kind(*known, out.first_byte);
     if (out.kind == PacketKind::retry) return parse_retry(r, out);
     return parse_protected_long(r, data, out);
 }
@@ -152,9 +152,11 @@ bool DatagramPackets::next(PacketView& out) {
 bool write_long_header(Writer& w, const LongHeader& h, HeaderLayout& layout) {
     if (!valid_pn_length(h.pn_length) || (h.length_bytes != 2 && h.length_bytes != 4)) return false;
     if (h.type != LongType::initial && !h.token.empty()) return false;
+    const std::optional<crypto::QuicVersion> version = crypto::known_version(h.version);
+    if (!version) return false;
     const std::size_t start = w.position();
-    const auto first = static_cast<std::uint8_t>(kLongForm | kFixedBit | static_cast<std::uint8_t>(h.type) << 4 |
-                                                 pn_length_bits(h.pn_length));
+    const auto type = long_type_bits(*version, static_cast<PacketKind>(h.type));
+    const auto first = static_cast<std::uint8_t>(kLongForm | kFixedBit | type << 4 | pn_length_bits(h.pn_length));
     bool ok = w.u8(first) && w.u32(h.version) && w.u8(h.dcid.length) && w.bytes(h.dcid.span()) &&
               w.u8(h.scid.length) && w.bytes(h.scid.span());
     if (ok && h.type == LongType::initial) ok = w.varint(h.token.size()) && w.bytes(h.token);
@@ -190,24 +192,26 @@ bool finish_long_header(std::span<std::uint8_t> packet, const HeaderLayout& layo
     return w.varint_fixed(packet.size() - layout.pn_offset, layout.length_bytes);
 }
 
-std::size_t write_retry(std::span<std::uint8_t> out, const ConnectionId& dcid, const ConnectionId& scid,
-                        std::span<const std::uint8_t> token, std::span<const std::uint8_t> odcid,
-                        std::uint8_t unused_bits) {
+std::size_t write_retry(std::span<std::uint8_t> out, crypto::QuicVersion version, const ConnectionId& dcid,
+                        const ConnectionId& scid, std::span<const std::uint8_t> token,
+                        std::span<const std::uint8_t> odcid, std::uint8_t unused_bits) {
     if (token.empty() || odcid.size() > kMaxCidLength) return 0;
     Writer w(out);
-    const bool ok = w.u8(static_cast<std::uint8_t>(kRetryFirstByte | (unused_bits & 0x0f))) && w.u32(kVersion1) &&
+    const auto first = static_cast<std::uint8_t>(kLongForm | kFixedBit |
+                                                 long_type_bits(version, PacketKind::retry) << 4 | (unused_bits & 0x0f));
+    const bool ok = w.u8(first) && w.u32(crypto::version_number(version)) &&
                     w.u8(dcid.length) && w.bytes(dcid.span()) && w.u8(scid.length) && w.bytes(scid.span()) &&
                     w.bytes(token) && w.remaining() >= crypto::kAeadTagSize;
     if (!ok) return 0;
-    const crypto::RetryTag tag = crypto::retry_integrity_tag(odcid, w.written());
+    const crypto::RetryTag tag = crypto::retry_integrity_tag(version, odcid, w.written());
     if (!w.bytes(tag)) return 0;
     return w.position();
 }
 
 HeaderError verify_retry(const PacketView& retry, std::span<const std::uint8_t> odcid) {
-    if (retry.kind != PacketKind::retry || retry.version != kVersion1 || retry.token.empty())
-        return HeaderError::bad_retry;
-    if (odcid.size() > kMaxCidLength || !crypto::verify_retry_integrity(odcid, retry.packet))
+    const std::optional<crypto::QuicVersion> version = crypto::known_version(retry.version);
+    if (retry.kind != PacketKind::retry || !version || retry.token.empty()) return HeaderError::bad_retry;
+    if (odcid.size() > kMaxCidLength || !crypto::verify_retry_integrity(*version, odcid, retry.packet))
         return HeaderError::retry_integrity;
     return HeaderError::none;
 }

@@ -1,4 +1,4 @@
-// QUIC version 1 packet headers (RFC 9000 §17) and coalesced packets
+// QUIC version 1 and 2 packet headers (RFC 9000 §17, RFC 9369 §3.1-3.2) and coalesced packets
 // (§12.2): the unprotected part of every packet at the start of a datagram,
 // the writers that lay a header out for src/crypto's protect(), Retry
 // (§17.2.5, RFC 9001 §5.8) and Version Negotiation (§17.2.1, RFC 8999 §6).
@@ -18,12 +18,17 @@
 #include <span>
 
 #include "crypto/packet_protection.hpp"  // kAeadTagSize, kMinBytesAfterPnOffset
+#include "crypto/quic_version.hpp"
 #include "wire/packet.hpp"  // ConnectionId, packet_number_length, decode_packet_number
 #include "wire/varint.hpp"
 
 namespace ndm::wire::quic {
 
-inline constexpr std::uint32_t kVersion1 = 0x00000001;
+inline constexpr std::uint32_t kVersion1 = crypto::kVersion1Number;  // RFC 9000
+inline constexpr std::uint32_t kVersion2 = crypto::kVersion2Number;  // RFC 9369
+// The versions ndm speaks, as a Version Negotiation packet and a server's
+// Available Versions (RFC 9368 §3) list them.
+inline constexpr std::uint32_t kSupportedVersions[] = {kVersion1, kVersion2};
 inline constexpr std::size_t kMaxInvariantCidLength = 255;  // RFC 8999 §5.1: unknown versions
 // The AEAD tag size (every v1 AEAD, RFC 9001 §5.3 and the Retry tag, §5.8)
 // and the bytes from the packet number offset that the header protection
@@ -40,10 +45,10 @@ inline constexpr std::uint8_t kLongReservedBits = 0x0c;
 inline constexpr std::uint8_t kShortReservedBits = 0x18;
 
 enum class PacketKind : std::uint8_t {
-    initial,              // v1 long header, type 0
-    zero_rtt,             // type 1
-    handshake,            // type 2
-    retry,                // type 3
+    initial,              // long header of a version ndm speaks: v1 type 0, v2 type 1
+    zero_rtt,             // v1 type 1, v2 type 2
+    handshake,            // v1 type 2, v2 type 3
+    retry,                // v1 type 3, v2 type 0
     one_rtt,              // short header
     version_negotiation,  // long header, version 0
     unknown_version,      // long header, any other version: answer with VN (§6.1)
@@ -58,7 +63,7 @@ enum class HeaderError : std::uint8_t {
     length_too_short,      // Length below the packet number + sample (RFC 9001 §5.4.2)
     bad_version_list,      // VN: empty or not a whole number of versions
     chose_listed_version,  // VN lists the version the client chose (RFC 9000 §6.2)
-    bad_retry,             // Retry: empty token (§17.2.5.2) or not v1
+    bad_retry,             // Retry: empty token (§17.2.5.2) or a version ndm does not speak
     retry_integrity,       // Retry integrity tag mismatch (RFC 9001 §5.8)
 };
 
@@ -123,6 +128,17 @@ constexpr std::size_t min_payload_length(std::size_t pn_length) {
 
 enum class LongType : std::uint8_t { initial = 0, zero_rtt = 1, handshake = 2 };
 
+// The long header's two type bits (0x30 of the first byte) of a packet kind
+// (initial .. retry) in a version (RFC 9000 §17.2, RFC 9369 §3.2), and back.
+[[nodiscard]] constexpr std::uint8_t long_type_bits(crypto::QuicVersion v, PacketKind kind) {
+    const auto type = static_cast<std::uint8_t>(kind);  // initial..retry are 0..3
+    return static_cast<std::uint8_t>(v == crypto::QuicVersion::v2 ? (type + 1) & 0x03 : type);
+}
+[[nodiscard]] constexpr PacketKind long_packet_kind(crypto::QuicVersion v, std::uint8_t first_byte) {
+    const auto bits = static_cast<std::uint8_t>((first_byte >> 4) & 0x03);
+    return static_cast<PacketKind>(v == crypto::QuicVersion::v2 ? (bits + 3) & 0x03 : bits);
+}
+
 struct LongHeader {
     LongType type = LongType::initial;
     std::uint32_t version = kVersion1;
@@ -163,16 +179,18 @@ struct HeaderLayout {
 // the field, or the payload is shorter than min_payload_length().
 [[nodiscard]] bool finish_long_header(std::span<std::uint8_t> packet, const HeaderLayout& layout);
 
-// Retry (§17.2.5): header, token, integrity tag over the pseudo-packet with
-// the client's original DCID (RFC 9001 §5.8). unused_bits fill the first
-// byte's low 4 bits. Returns the size written, 0 if it does not fit or the
-// token is empty.
-std::size_t write_retry(std::span<std::uint8_t> out, const ConnectionId& dcid, const ConnectionId& scid,
+// Retry (§17.2.5) of a version: header, token, integrity tag over the
+// pseudo-packet with the client's original DCID (RFC 9001 §5.8, RFC 9369
+// §3.3.3). unused_bits fill the first byte's low 4 bits. Returns the size
+// written, 0 if it does not fit or the token is empty.
+std::size_t write_retry(std::span<std::uint8_t> out, crypto::QuicVersion version, const ConnectionId& dcid,
+                        const ConnectionId& scid,
                         std::span<const std::uint8_t> token, std::span<const std::uint8_t> odcid,
                         std::uint8_t unused_bits);
 
-// A parsed Retry (kind retry, v1) whose token is non-empty and whose tag
-// verifies against the client's original DCID: none, or why not.
+// A parsed Retry (kind retry, of a version ndm speaks) whose token is
+// non-empty and whose tag verifies against the client's original DCID: none,
+// or why not.
 [[nodiscard]] HeaderError verify_retry(const PacketView& retry, std::span<const std::uint8_t> odcid);
 
 // Version Negotiation (§17.2.1, RFC 8999 §6) answering a client packet

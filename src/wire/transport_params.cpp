@@ -98,6 +98,7 @@ const char* param_name(std::uint64_t id) {
         case param_id::preferred_address: return "preferred_address";
         case param_id::ndm_application_params: return "ndm_application_params";
         case param_id::min_ack_delay: return "min_ack_delay";
+        case param_id::version_information: return "version_information";
         default: return nullptr;
     }
 }
@@ -158,6 +159,13 @@ void for_each_entry(const TransportParams& p, std::optional<std::uint32_t> greas
     integer(kIntParams[10]);  // active_connection_id_limit (0x0e)
     cid(kCidParams[1]);
     cid(kCidParams[2]);
+    if (const auto& v = p.version_information) {
+        std::array<std::uint8_t, 4 * (1 + kMaxAvailableVersions)> versions{};
+        Writer w(versions);
+        w.u32(v->chosen);
+        for (const std::uint32_t a : v->available) w.u32(a);
+        put(param_id::version_information, w.written());
+    }
     if (p.min_ack_delay_us) {
         Writer w(buf);
         w.varint(*p.min_ack_delay_us);
@@ -191,6 +199,10 @@ bool encodable(const TransportParams& p, Role sender) {
         if (const auto& c = p.*cp.field; c && c->length > kMaxCidLength) return false;
     if (p.preferred_address && p.preferred_address->cid.length > kMaxCidLength) return false;
     if (min_ack_delay_above_max(p)) return false;
+    if (const auto& v = p.version_information;
+        v && (v->chosen == 0 || v->available.size() > kMaxAvailableVersions ||
+              std::ranges::find(v->available, 0u) != v->available.end()))
+        return false;
     if (sender == Role::client &&
         (p.original_destination_connection_id || p.stateless_reset_token || p.preferred_address ||
          p.retry_source_connection_id))
@@ -255,8 +267,32 @@ bool decode_preferred_address(std::span<const std::uint8_t> value, PreferredAddr
     return true;
 }
 
+// RFC 9368 §4: Chosen Version, then Available Versions, 4 bytes each; a
+// length that is not a multiple of 4, a version 0, or a client's Chosen
+// Version missing from its Available Versions is a parsing failure
+// (TRANSPORT_PARAMETER_ERROR in QUIC v1 and v2).
+bool decode_version_information(std::span<const std::uint8_t> value, Role sender, VersionInformation& v, Error& err) {
+    const std::string what = label(param_id::version_information);
+    if (value.size() < 4 || value.size() % 4 != 0)
+        return fail(err, ErrorKind::bad_value, what + ": length " + std::to_string(value.size()) +
+                                                   " is not a positive multiple of 4");
+    if (value.size() / 4 - 1 > kMaxAvailableVersions)
+        return fail(err, ErrorKind::bad_value, what + ": " + std::to_string(value.size() / 4 - 1) +
+                                                   " available versions, more than " +
+                                                   std::to_string(kMaxAvailableVersions));
+    Reader r(value);
+    v.chosen = *r.u32();
+    while (!r.empty()) v.available.push_back(*r.u32());
+    if (v.chosen == 0 || std::ranges::find(v.available, 0u) != v.available.end())
+        return fail(err, ErrorKind::bad_value, what + ": version 0");
+    if (sender == Role::client && std::ranges::find(v.available, v.chosen) == v.available.end())
+        return fail(err, ErrorKind::bad_value, what + ": the chosen version is not among the available ones");
+    return true;
+}
+
 // One known parameter's value (the id is not an integer parameter).
-bool decode_other(std::uint64_t id, std::span<const std::uint8_t> value, TransportParams& p, Error& err) {
+bool decode_other(std::uint64_t id, std::span<const std::uint8_t> value, Role sender, TransportParams& p,
+                  Error& err) {
     for (const auto& cp : kCidParams) {
         if (cp.id != id) continue;
         ConnectionId c;
@@ -284,6 +320,12 @@ bool decode_other(std::uint64_t id, std::span<const std::uint8_t> value, Transpo
             PreferredAddress a;
             if (!decode_preferred_address(value, a, err)) return false;
             p.preferred_address = a;
+            return true;
+        }
+        case param_id::version_information: {
+            VersionInformation v;
+            if (!decode_version_information(value, sender, v, err)) return false;
+            p.version_information = std::move(v);
             return true;
         }
         case param_id::min_ack_delay:
@@ -337,7 +379,7 @@ bool decode_transport_params(std::span<const std::uint8_t> in, Role sender, Tran
             return fail(err, ErrorKind::bad_value, label(*id) + ": sent by a client (server only)");
         const auto ip = std::find_if(std::begin(kIntParams), std::end(kIntParams),
                                      [&](const IntParam& x) { return x.id == *id; });
-        if (!(ip != std::end(kIntParams) ? decode_int(*ip, value, p, err) : decode_other(*id, value, p, err)))
+        if (!(ip != std::end(kIntParams) ? decode_int(*ip, value, p, err) : decode_other(*id, value, sender, p, err)))
             return false;
     }
     std::sort(seen.begin(), seen.end());
@@ -376,6 +418,10 @@ ndm::TransportParameters to_public(const TransportParams& p) {
     out.stateless_reset_token = p.stateless_reset_token.has_value();
     out.preferred_address = p.preferred_address.has_value();
     out.min_ack_delay_us = p.min_ack_delay_us.value_or(0);
+    if (p.version_information) {
+        out.chosen_version = p.version_information->chosen;
+        out.available_versions = p.version_information->available;
+    }
     out.application_params = p.application_params;
     return out;
 }

@@ -35,6 +35,8 @@ inline constexpr std::uint64_t preferred_address = 0x0d;         // server only
 inline constexpr std::uint64_t active_connection_id_limit = 0x0e;  // >= 2
 inline constexpr std::uint64_t initial_source_connection_id = 0x0f;
 inline constexpr std::uint64_t retry_source_connection_id = 0x10;  // server only
+// RFC 9368 §3: the sender's Chosen Version and its Available Versions.
+inline constexpr std::uint64_t version_information = 0x11;
 // draft-ietf-quic-ack-frequency-14 §3 (provisional): microseconds, at most
 // max_ack_delay; its presence says the sender takes ACK_FREQUENCY and
 // IMMEDIATE_ACK frames.
@@ -70,6 +72,16 @@ struct PreferredAddress {
     bool operator==(const PreferredAddress&) const = default;
 };
 
+// RFC 9368 §3, Figure 2. Decoding checks §4's parsing rules: a whole number
+// of versions, none of them 0, and a client's Chosen Version among its
+// Available Versions; at most kMaxAvailableVersions are kept.
+struct VersionInformation {
+    std::uint32_t chosen = 0;
+    std::vector<std::uint32_t> available;
+    bool operator==(const VersionInformation&) const = default;
+};
+inline constexpr std::size_t kMaxAvailableVersions = 64;
+
 // Absent parameters hold the RFC 9000 §18.2 defaults.
 struct TransportParams {
     std::optional<ConnectionId> original_destination_connection_id;
@@ -91,6 +103,7 @@ struct TransportParams {
     std::uint64_t active_connection_id_limit = kMinActiveConnectionIdLimit;
     std::optional<ConnectionId> initial_source_connection_id;
     std::optional<ConnectionId> retry_source_connection_id;
+    std::optional<VersionInformation> version_information;
     std::optional<std::uint64_t> min_ack_delay_us;  // absent: no ACK frequency extension
     std::vector<std::uint8_t> application_params;  // ndm_application_params, <= 512 bytes
     bool operator==(const TransportParams&) const = default;

@@ -14,6 +14,8 @@
 
 #include "crypto/packet_protection.hpp"
 
+using ndm::crypto::QuicVersion;
+
 extern "C" void* __libc_malloc(std::size_t);
 extern "C" void* __libc_calloc(std::size_t, std::size_t);
 extern "C" void* __libc_realloc(void*, std::size_t);
@@ -64,7 +66,7 @@ int main() {
             Secret s;
             s.size = suite == CipherSuite::aes256_gcm_sha384 ? 48 : 32;
             s.bytes.fill(7);
-            const PacketKeys keys = derive_packet_keys(suite, s);
+            const PacketKeys keys = derive_packet_keys(suite, s, QuicVersion::v1);
             DirectionKeys tx(backend, keys);
             DirectionKeys rx(backend, keys);
             g_allocations = 0;

@@ -26,6 +26,7 @@ rows=(
   "$S -n 99999999999G|--bytes"
   "$S --connect-timeout 0|--connect-timeout"
   "$S --ack-ranges 0|--ack-ranges"
+  "$S --quic-version 3|--quic-version"
   "ndm-recv --ack-ranges 33|--ack-ranges"
   "ndm-recv --receive-budget 1X|--receive-budget"
   "$S --receive-budget -1M|--receive-budget"

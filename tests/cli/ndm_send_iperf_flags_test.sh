@@ -173,7 +173,7 @@ NDM_AEAD_BACKEND=gnutls timeout 30 "$send" --insecure -c 127.0.0.1 -p "$port" -t
 finish_server
 grep -q "^Packet protection: gnutls (GnuTLS [0-9.]*; NDM_AEAD_BACKEND=gnutls)$" "$out/k.txt" \
   || fail "ndm-send -V: $(grep -i protection "$out/k.txt")"
-grep -Eq "^\[  1\] TLS 1.3, TLS_CHACHA20_POLY1305_SHA256, packet protection: openssl \(OpenSSL 3[^;]*; NDM_AEAD_BACKEND=openssl\)$" \
+grep -Eq "^\[  1\] TLS 1.3, TLS_CHACHA20_POLY1305_SHA256, QUIC version 0x00000001, packet protection: openssl \(OpenSSL 3[^;]*; NDM_AEAD_BACKEND=openssl\)$" \
   "$out/recv.txt" || fail "ndm-recv -V: $(grep -i protection "$out/recv.txt")"
 grep -q "receiver  (byte-exact)" "$out/k.txt" || fail "NDM_AEAD_BACKEND: not byte-exact: $(tail -3 "$out/k.txt")"
 set +e

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ndm-send beyond the basics: the -J document matches docs/ndm-send-json.md
 # (forward with -P 2 and reverse, and a failed test's document with its
-# error) and records its provenance, -n delivers exactly that many bytes,
+# error) and records its provenance, -n delivers exactly that many bytes (in
+# QUIC version 2 too),
 # --emu loss=5% retransmits and stays byte-exact, and a server killed with
 # SIGKILL mid-test gives one clear error line and a non-zero exit within seconds.
 set -euo pipefail
@@ -55,6 +56,14 @@ finish_server
 [ "$(get n.json end.sum_sent.bytes)" = 3145728 ] || fail "-n 3M: sent $(get n.json end.sum_sent.bytes)"
 [ "$(get n.json end.sum_received.bytes)" = 3145728 ] || fail "-n 3M: received $(get n.json end.sum_received.bytes)"
 [ "$(get n.json end.byte_exact)" = true ] || fail "-n not byte-exact"
+
+# 2b. --quic-version 2 (RFC 9369): the server answers in version 2, byte-exact.
+start_server -V
+timeout 20 "$send" --insecure -c 127.0.0.1 -p "$port" -n 1M --quic-version 2 -J > "$out/v2.json" 2> "$out/err.txt" \
+  || fail "--quic-version 2 exit $?"
+finish_server
+[ "$(get v2.json end.byte_exact)" = true ] || fail "--quic-version 2 not byte-exact"
+grep -q "QUIC version 0x6b3343cf" "$out/recv.txt" || fail "the server did not report version 2: $(cat "$out/recv.txt")"
 
 # 3. --emu loss=5%: retransmissions, still byte-exact.
 start_server

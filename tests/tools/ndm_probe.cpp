@@ -237,8 +237,9 @@ int close_server(const sockaddr_in& bind_to, const std::string& reason) {
         // In an Initial packet, with the Initial keys of the client's DCID
         // (RFC 9001 §5.2): a client that has not seen the ServerHello has no
         // Handshake keys and drops Handshake packets.
-        crypto::LevelKeys keys = crypto::initial_keys(v.dcid, true);
+        crypto::LevelKeys keys = crypto::initial_keys(v.dcid, true, *crypto::known_version(v.version));
         wire::quic::LongHeader h;
+        h.version = v.version;  // RFC 9369 §4.1: the answer comes in the client's version
         h.dcid = wire::ConnectionId::from(v.scid);
         h.scid = random_cid();
         h.packet_number = 0;

@@ -360,13 +360,14 @@ TEST_CASE("an unknown version gets a version negotiation answer and a clear erro
     const std::size_t m = server->poll_datagram(out, p.now);
     REQUIRE(m > 0);
     CHECK(server->is_closed());
-    // RFC 9000 §17.2.1: version 1 listed, the client's IDs swapped.
+    // RFC 9000 §17.2.1: versions 1 and 2 (RFC 9369) listed, the client's IDs swapped.
     wire::quic::PacketView vn;
     REQUIRE(wire::quic::parse_packet_header(std::span(out).first(m), wire::kShortCidLength, vn) ==
             wire::quic::HeaderError::none);
     CHECK(vn.kind == wire::quic::PacketKind::version_negotiation);
-    REQUIRE(vn.versions.size() == 4);
-    CHECK(wire::quic::listed_version(vn, 0) == kProtocolVersion);
+    REQUIRE(vn.versions.size() == 8);
+    CHECK(wire::quic::listed_version(vn, 0) == kQuicVersion1);
+    CHECK(wire::quic::listed_version(vn, 1) == kQuicVersion2);
     CHECK(std::ranges::equal(vn.dcid, p.client->local_cid()));
     // The client did offer version 1, so that answer is not for it (§6.2).
     p.client->on_datagram(std::span(out).first(m), p.now);

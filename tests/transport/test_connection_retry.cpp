@@ -15,6 +15,8 @@
 #include "wire/packet_codec.hpp"
 #include "wire/quic_header.hpp"
 
+using ndm::crypto::QuicVersion;
+
 using namespace ndm;
 using ndm::test::ConnectionPair;
 
@@ -37,7 +39,7 @@ std::vector<std::uint8_t> make_retry(const std::vector<std::uint8_t>& initial, c
     REQUIRE(wire::quic::parse_packet_header(initial, wire::kShortCidLength, v) == wire::quic::HeaderError::none);
     REQUIRE(v.kind == wire::quic::PacketKind::initial);
     std::vector<std::uint8_t> out(256);
-    out.resize(wire::quic::write_retry(out, wire::ConnectionId::from(v.scid), scid, token, v.dcid, 0x5));
+    out.resize(wire::quic::write_retry(out, QuicVersion::v1, wire::ConnectionId::from(v.scid), scid, token, v.dcid, 0x5));
     REQUIRE(!out.empty());
     return out;
 }
@@ -112,7 +114,7 @@ TEST_CASE("retry: the client returns the token towards the Retry's connection ID
     CHECK(c.crypto_of(transport::PacketSpace::initial).has_pending() == false);
     CHECK(c.loss.bytes_in_flight() >= kMinDatagramSize);
 
-    auto server_keys = crypto::initial_keys(retry_cid().span(), true);
+    auto server_keys = crypto::initial_keys(retry_cid().span(), true, QuicVersion::v1);
     auto copy = second;
     wire::quic::DatagramPackets packets(copy, wire::kShortCidLength);
     wire::quic::PacketView pv;
@@ -250,7 +252,7 @@ TEST_CASE("retry: a server sends no Retry-related parameter without a Retry, and
     // A Retry now (forged with the right tag, as only an on-path host could) changes nothing.
     const auto& c = Connection::Impl::of(*p.client);
     std::vector<std::uint8_t> retry(256);
-    retry.resize(wire::quic::write_retry(retry, c.local_cid, retry_cid(), kToken, c.original_dcid.span(), 0));
+    retry.resize(wire::quic::write_retry(retry, QuicVersion::v1, c.local_cid, retry_cid(), kToken, c.original_dcid.span(), 0));
     const auto dropped = p.client->stats(p.now).packets_dropped;
     p.client->on_datagram(retry, p.now);
     CHECK(p.client->stats(p.now).packets_dropped == dropped + 1);

@@ -19,6 +19,8 @@
 #include "crypto/packet_protection.hpp"
 #include "crypto_test_util.hpp"
 
+using ndm::crypto::QuicVersion;
+
 using ndm::crypto::Backend;
 using ndm::crypto::CipherSuite;
 using ndm::crypto::DirectionKeys;
@@ -35,7 +37,7 @@ ndm::crypto::PacketKeys keys_for(CipherSuite suite, std::uint8_t seed) {
     ndm::crypto::Secret secret;
     secret.size = static_cast<std::uint8_t>(ndm::crypto::hash_size(suite));
     for (std::size_t i = 0; i < secret.size; ++i) secret.bytes[i] = static_cast<std::uint8_t>(seed + 5 * i);
-    return ndm::crypto::derive_packet_keys(suite, secret);
+    return ndm::crypto::derive_packet_keys(suite, secret, QuicVersion::v1);
 }
 
 // A short header packet of `size` bytes (first byte 0x41: 2-byte pn, 8-byte

@@ -13,6 +13,8 @@
 #include "crypto/limits.hpp"
 #include "crypto_test_util.hpp"
 
+using ndm::crypto::QuicVersion;
+
 using namespace std::chrono_literals;
 using ndm::Duration;
 using ndm::Instant;
@@ -60,8 +62,8 @@ Open receive(OneRttKeys& to, std::vector<std::uint8_t> packet, Instant now) {
 }
 
 struct Pair {
-    OneRttKeys client{kSuite, secret(2), secret(1)};  // reads the server's secret, writes its own
-    OneRttKeys server{kSuite, secret(1), secret(2)};
+    OneRttKeys client{kSuite, QuicVersion::v1, secret(2), secret(1)};  // reads the server's secret, writes its own
+    OneRttKeys server{kSuite, QuicVersion::v1, secret(1), secret(2)};
 };
 
 // Packet 0 read and acknowledged, the client updates, packet 1 (phase 1)
@@ -148,9 +150,9 @@ TEST_CASE("crypto key update: the peer's second update before any answer is KEY_
     client_updates(p, t0);  // the server answers, sends nothing
 
     // A client that updates again at once (phase 0, generation 2), built by hand.
-    const Secret gen2 = ndm::crypto::next_secret(kSuite, ndm::crypto::next_secret(kSuite, secret(1)));
-    const auto base = ndm::crypto::derive_packet_keys(kSuite, secret(1));
-    ndm::crypto::DirectionKeys keys(ndm::crypto::updated_keys(base, gen2));
+    const Secret gen2 = ndm::crypto::next_secret(kSuite, ndm::crypto::next_secret(kSuite, secret(1), QuicVersion::v1), QuicVersion::v1);
+    const auto base = ndm::crypto::derive_packet_keys(kSuite, secret(1), QuicVersion::v1);
+    ndm::crypto::DirectionKeys keys(ndm::crypto::updated_keys(base, gen2, QuicVersion::v1));
     auto packet = plain_packet(2);
     REQUIRE(ndm::crypto::protect(packet, kPnOffset, 2, 2, keys.aead, keys.hp));
     CHECK(receive(p.server, packet, t0) == Open::key_update_error);
@@ -175,8 +177,8 @@ TEST_CASE("crypto key update: a forged packet with the other key phase fails and
 
 TEST_CASE("crypto key update: AEAD limits ask for an update at 3/4 and stop at the limit") {
     // Small limits, same logic: confidentiality 8, update at 6, integrity 2.
-    OneRttKeys client(kSuite, secret(2), secret(1), AeadUsage(AeadLimits{8, 2}, 6));
-    OneRttKeys server(kSuite, secret(1), secret(2), AeadUsage(AeadLimits{8, 2}, 6));
+    OneRttKeys client(kSuite, QuicVersion::v1, secret(2), secret(1), AeadUsage(AeadLimits{8, 2}, 6));
+    OneRttKeys server(kSuite, QuicVersion::v1, secret(1), secret(2), AeadUsage(AeadLimits{8, 2}, 6));
     const Instant t0{};
     for (std::uint64_t pn = 0; pn < 6; ++pn) {
         CHECK_FALSE(client.wants_update());

@@ -12,6 +12,8 @@
 #include "crypto/packet_protection.hpp"
 #include "crypto_test_util.hpp"
 
+using ndm::crypto::QuicVersion;
+
 using ndm::crypto::CipherSuite;
 using ndm::crypto::DirectionKeys;
 using ndm::crypto::kAeadTagSize;
@@ -55,7 +57,7 @@ TEST_CASE("crypto packet: the client Initial is protected byte for byte (RFC 900
     for (const auto backend : ndm::crypto::kBackends) {
         const ndm::test::BackendScope scope(backend);
         CAPTURE(scope.name);
-        auto client = ndm::crypto::initial_keys(kDcid, false);
+        auto client = ndm::crypto::initial_keys(kDcid, false, QuicVersion::v1);
         auto packet = assemble(unhex(ndm::test::kRfc9001ClientInitialHeader), ndm::test::rfc9001_client_initial_payload());
         REQUIRE(packet.size() == 1200);
         REQUIRE(ndm::crypto::protect(packet, kClientPnOffset, 4, 2, client.write.aead, client.write.hp));
@@ -71,7 +73,7 @@ TEST_CASE("crypto packet: the server removes protection from the client Initial 
     for (const auto backend : ndm::crypto::kBackends) {
         const ndm::test::BackendScope scope(backend);
         CAPTURE(scope.name);
-        auto server = ndm::crypto::initial_keys(kDcid, true);
+        auto server = ndm::crypto::initial_keys(kDcid, true, QuicVersion::v1);
         auto packet = unhex(ndm::test::kRfc9001ClientInitialProtected);
         const auto header = ndm::crypto::remove_header_protection(packet, kClientPnOffset, server.read.hp);
         REQUIRE(header);
@@ -93,12 +95,12 @@ TEST_CASE("crypto packet: the server Initial both ways (RFC 9001 A.3)") {
         const auto expected = unhex(ndm::test::kRfc9001ServerInitialProtected);
         // First byte, version, DCID length 0, SCID length and SCID (9), token
         // length, 2-byte Length: the packet number is at 18, 2 bytes.
-        auto server = ndm::crypto::initial_keys(kDcid, true);
+        auto server = ndm::crypto::initial_keys(kDcid, true, QuicVersion::v1);
         auto packet = assemble(unhex(ndm::test::kRfc9001ServerInitialHeader), payload);
         REQUIRE(ndm::crypto::protect(packet, 18, 2, 1, server.write.aead, server.write.hp));
         CHECK(hex(packet) == hex(expected));
 
-        auto client = ndm::crypto::initial_keys(kDcid, false);
+        auto client = ndm::crypto::initial_keys(kDcid, false, QuicVersion::v1);
         const auto plain = unprotect(expected, 18, client.read);
         REQUIRE(plain);
         CHECK(hex(*plain) == hex(payload));
@@ -110,7 +112,7 @@ TEST_CASE("crypto packet: the ChaCha20-Poly1305 short header packet both ways (R
         const ndm::test::BackendScope scope(backend);
         CAPTURE(scope.name);
         const Secret secret = secret_of(unhex("9ac312a7f877468ebe69422748ad00a15443f18203a07d6060f688f30f21632b"));
-        DirectionKeys keys(ndm::crypto::derive_packet_keys(CipherSuite::chacha20_poly1305_sha256, secret));
+        DirectionKeys keys(ndm::crypto::derive_packet_keys(CipherSuite::chacha20_poly1305_sha256, secret, QuicVersion::v1));
         CHECK(hex(keys.aead.nonce(654360564)) == "e0459b3474bdd0e46d417eb0");
         const std::vector<std::uint8_t> sample = unhex("5e5cd55c41f69080575d7999c25a5bfb");
         CHECK(hex(keys.hp.mask(std::span<const std::uint8_t, 16>(sample.data(), 16))) == "aefefe7d03");
@@ -136,7 +138,7 @@ TEST_CASE("crypto packet: flipping any bit of any byte of a protected packet mak
     for (const auto backend : ndm::crypto::kBackends) {
         const ndm::test::BackendScope scope(backend);
         CAPTURE(scope.name);
-        auto server = ndm::crypto::initial_keys(kDcid, true);
+        auto server = ndm::crypto::initial_keys(kDcid, true, QuicVersion::v1);
         const auto good = unhex(ndm::test::kRfc9001ClientInitialProtected);
         REQUIRE(unprotect(good, kClientPnOffset, server.read));
         int accepted = 0;
@@ -151,7 +153,7 @@ TEST_CASE("crypto packet: flipping any bit of any byte of a protected packet mak
         // The keys still work after all those failures.
         CHECK(unprotect(good, kClientPnOffset, server.read));
         // And the other direction's keys (the wrong ones) fail it too.
-        auto client = ndm::crypto::initial_keys(kDcid, false);
+        auto client = ndm::crypto::initial_keys(kDcid, false, QuicVersion::v1);
         CHECK_FALSE(unprotect(good, kClientPnOffset, client.read));
     }
 }
@@ -160,7 +162,7 @@ TEST_CASE("crypto packet: every truncation is refused without reading past the b
     for (const auto backend : ndm::crypto::kBackends) {
         const ndm::test::BackendScope scope(backend);
         CAPTURE(scope.name);
-        auto server = ndm::crypto::initial_keys(kDcid, true);
+        auto server = ndm::crypto::initial_keys(kDcid, true, QuicVersion::v1);
         const auto good = unhex(ndm::test::kRfc9001ClientInitialProtected);
         for (std::size_t n = 0; n < good.size(); ++n) {
             // An exact-size heap copy: ASan reports any read beyond it.
@@ -184,7 +186,7 @@ TEST_CASE("crypto packet: protect refuses packets without a full sample or with 
     for (const auto backend : ndm::crypto::kBackends) {
         const ndm::test::BackendScope scope(backend);
         CAPTURE(scope.name);
-        auto client = ndm::crypto::initial_keys(kDcid, false);
+        auto client = ndm::crypto::initial_keys(kDcid, false, QuicVersion::v1);
         // A.5's packet with one byte less: no room for the sample.
         auto small = assemble(unhex("4200bff4"), {});
         const auto before = small;
@@ -209,7 +211,7 @@ TEST_CASE("crypto packet: AES-256-GCM and ChaCha20 round trips of full-size shor
             Secret secret;
             secret.size = static_cast<std::uint8_t>(ndm::crypto::hash_size(suite));
             for (std::size_t i = 0; i < secret.size; ++i) secret.bytes[i] = static_cast<std::uint8_t>(3 * i + 1);
-            const auto keys = ndm::crypto::derive_packet_keys(suite, secret);
+            const auto keys = ndm::crypto::derive_packet_keys(suite, secret, QuicVersion::v1);
             DirectionKeys sender(keys);
             DirectionKeys receiver(keys);
             // Short header: first byte 0x41 (2-byte pn), 8-byte DCID, pn 0x1234.
@@ -234,7 +236,7 @@ TEST_CASE("crypto packet: a moved-from AEAD refuses to open and the moved-to one
     for (const auto backend : ndm::crypto::kBackends) {
         const ndm::test::BackendScope scope(backend);
         CAPTURE(scope.name);
-        auto server = ndm::crypto::initial_keys(kDcid, true);
+        auto server = ndm::crypto::initial_keys(kDcid, true, QuicVersion::v1);
         ndm::crypto::Aead moved = std::move(server.read.aead);
         auto packet = unhex(ndm::test::kRfc9001ClientInitialProtected);
         REQUIRE(ndm::crypto::remove_header_protection(packet, kClientPnOffset, server.read.hp));

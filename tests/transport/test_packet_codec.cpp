@@ -17,6 +17,8 @@
 #include "crypto_test_util.hpp"
 #include "wire/packet_codec.hpp"
 
+using ndm::crypto::QuicVersion;
+
 using namespace std::chrono_literals;
 using ndm::Instant;
 using ndm::crypto::CipherSuite;
@@ -44,12 +46,13 @@ Secret secret(CipherSuite suite, std::uint8_t fill) {
 }
 
 DirectionKeys direction_keys(CipherSuite suite, std::uint8_t fill) {
-    return DirectionKeys(ndm::crypto::derive_packet_keys(suite, secret(suite, fill)));
+    return DirectionKeys(ndm::crypto::derive_packet_keys(suite, secret(suite, fill), QuicVersion::v1));
 }
 
 struct OneRttPair {
     explicit OneRttPair(CipherSuite suite)
-        : client(suite, secret(suite, 2), secret(suite, 1)), server(suite, secret(suite, 1), secret(suite, 2)) {}
+        : client(suite, QuicVersion::v1, secret(suite, 2), secret(suite, 1)),
+          server(suite, QuicVersion::v1, secret(suite, 1), secret(suite, 2)) {}
     OneRttKeys client;  // reads the server's secret, writes its own
     OneRttKeys server;
 };
@@ -148,7 +151,7 @@ void every_flip_fails(const Bytes& packet, Open open) {
 }  // namespace
 
 TEST_CASE("packet codec: the client Initial of RFC 9001 A.2 is built byte for byte, padded to 1200 bytes") {
-    auto client = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), false);
+    auto client = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), false, QuicVersion::v1);
     Bytes payload = ndm::test::rfc9001_client_initial_payload();
     // The CRYPTO frame alone; finish() adds the PADDING A.2 shows.
     while (payload.back() == 0) payload.pop_back();
@@ -165,7 +168,7 @@ TEST_CASE("packet codec: the client Initial of RFC 9001 A.2 is built byte for by
     d.resize(n);
     CHECK(hex(d) == hex(unhex(ndm::test::kRfc9001ClientInitialProtected)));
 
-    auto server = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), true);
+    auto server = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), true, QuicVersion::v1);
     OpenedPacket p;
     REQUIRE(open_first(d, server.read, std::nullopt, p) == OpenError::none);
     CHECK(p.kind == PacketKind::initial);
@@ -174,7 +177,7 @@ TEST_CASE("packet codec: the client Initial of RFC 9001 A.2 is built byte for by
 }
 
 TEST_CASE("packet codec: the server Initial of RFC 9001 A.3 is built byte for byte and opened by the client") {
-    auto server = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), true);
+    auto server = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), true, QuicVersion::v1);
     const Bytes payload = ndm::test::rfc9001_server_initial_payload();
     LongHeader h;
     h.scid = ConnectionId::from(unhex("f067a5502a4262b5"));
@@ -188,7 +191,7 @@ TEST_CASE("packet codec: the server Initial of RFC 9001 A.3 is built byte for by
     d.resize(n);
     CHECK(hex(d) == hex(unhex(ndm::test::kRfc9001ServerInitialProtected)));
 
-    auto client = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), false);
+    auto client = ndm::crypto::initial_keys(ndm::test::rfc9001_dcid(), false, QuicVersion::v1);
     OpenedPacket p;
     REQUIRE(open_first(d, client.read, std::nullopt, p) == OpenError::none);
     CHECK(p.packet_number == 1);
@@ -198,8 +201,8 @@ TEST_CASE("packet codec: the server Initial of RFC 9001 A.3 is built byte for by
 }
 
 TEST_CASE("packet codec: Initial and Handshake packets round trip, fields and a token reported") {
-    auto client = ndm::crypto::initial_keys(kCid, false);
-    auto server = ndm::crypto::initial_keys(kCid, true);
+    auto client = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto server = ndm::crypto::initial_keys(kCid, true, QuicVersion::v1);
     LongHeader initial = long_header(LongType::initial, 7);
     const Bytes token = {1, 2, 3};
     initial.token = token;
@@ -250,8 +253,8 @@ TEST_CASE("packet codec: 1-RTT packets round trip with each suite, spin and key 
 }
 
 TEST_CASE("packet codec: Initial, Handshake and 1-RTT coalesced in one padded datagram, split and each opened") {
-    auto init_tx = ndm::crypto::initial_keys(kCid, false);
-    auto init_rx = ndm::crypto::initial_keys(kCid, true);
+    auto init_tx = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto init_rx = ndm::crypto::initial_keys(kCid, true, QuicVersion::v1);
     auto hs_tx = direction_keys(CipherSuite::aes256_gcm_sha384, 3);
     auto hs_rx = direction_keys(CipherSuite::aes256_gcm_sha384, 3);
     OneRttPair one_rtt(CipherSuite::chacha20_poly1305_sha256);
@@ -287,8 +290,8 @@ TEST_CASE("packet codec: Initial, Handshake and 1-RTT coalesced in one padded da
 }
 
 TEST_CASE("packet codec: coalesced packets open from the datagram as received into another buffer, which is left unchanged") {
-    auto init_tx = ndm::crypto::initial_keys(kCid, false);
-    auto init_rx = ndm::crypto::initial_keys(kCid, true);
+    auto init_tx = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto init_rx = ndm::crypto::initial_keys(kCid, true, QuicVersion::v1);
     OneRttPair one_rtt(CipherSuite::aes128_gcm_sha256);
     Bytes d(1500);
     std::size_t pos = 0;
@@ -330,8 +333,8 @@ TEST_CASE("packet codec: coalesced packets open from the datagram as received in
 }
 
 TEST_CASE("packet codec: an Initial alone is padded with PADDING to a 1200-byte datagram (RFC 9000 §14.1)") {
-    auto client = ndm::crypto::initial_keys(kCid, false);
-    auto server = ndm::crypto::initial_keys(kCid, true);
+    auto client = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto server = ndm::crypto::initial_keys(kCid, true, QuicVersion::v1);
     Bytes d = build(long_header(LongType::initial, 0), client.write, kMinInitialDatagramSize);
     CHECK(d.size() == 1200);
     OpenedPacket p;
@@ -341,8 +344,8 @@ TEST_CASE("packet codec: an Initial alone is padded with PADDING to a 1200-byte 
 }
 
 TEST_CASE("packet codec: a flipped bit anywhere in a packet fails to open and never throws") {
-    auto client = ndm::crypto::initial_keys(kCid, false);
-    auto server = ndm::crypto::initial_keys(kCid, true);
+    auto client = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto server = ndm::crypto::initial_keys(kCid, true, QuicVersion::v1);
     OpenedPacket p;
     every_flip_fails(build(long_header(LongType::initial, 5), client.write),
                      [&](Bytes& d) { return open_first(d, server.read, std::nullopt, p); });
@@ -353,8 +356,8 @@ TEST_CASE("packet codec: a flipped bit anywhere in a packet fails to open and ne
 }
 
 TEST_CASE("packet codec: wrong keys give decrypt, missing or other-level keys give no_keys") {
-    auto client = ndm::crypto::initial_keys(kCid, false);
-    auto other = ndm::crypto::initial_keys(unhex("0807060504030201"), true);
+    auto client = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto other = ndm::crypto::initial_keys(unhex("0807060504030201"), true, QuicVersion::v1);
     Bytes d = build(long_header(LongType::initial, 1), client.write);
     OpenedPacket p;
     Bytes copy = d;
@@ -383,16 +386,16 @@ TEST_CASE("packet codec: a 2-byte packet number expands across its wrap (RFC 900
     REQUIRE(open_first(d, keys.server, 0xfffe, p) == OpenError::none);
     CHECK(p.packet_number == 0x10001);
 
-    auto client = ndm::crypto::initial_keys(kCid, false);
-    auto server = ndm::crypto::initial_keys(kCid, true);
+    auto client = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto server = ndm::crypto::initial_keys(kCid, true, QuicVersion::v1);
     Bytes l = build(long_header(LongType::initial, 0x1fffe, 2), client.write);
     REQUIRE(open_first(l, server.read, 0x20001, p) == OpenError::none);
     CHECK(p.packet_number == 0x1fffe);
 }
 
 TEST_CASE("packet codec: reserved bits set under protection are reported after decryption (RFC 9000 §17.2, §17.3.1)") {
-    auto client = ndm::crypto::initial_keys(kCid, false);
-    auto server = ndm::crypto::initial_keys(kCid, true);
+    auto client = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
+    auto server = ndm::crypto::initial_keys(kCid, true, QuicVersion::v1);
     OneRttPair keys(CipherSuite::chacha20_poly1305_sha256);
     for (const std::uint8_t bits : {std::uint8_t{0x04}, std::uint8_t{0x08}}) {
         Bytes d(200);
@@ -457,7 +460,7 @@ TEST_CASE("packet codec: short payloads are padded for the sample, a truncated s
 }
 
 TEST_CASE("packet codec: finish refuses what does not fit, a second finish and 1-RTT keys on a long header") {
-    auto client = ndm::crypto::initial_keys(kCid, false);
+    auto client = ndm::crypto::initial_keys(kCid, false, QuicVersion::v1);
     OneRttPair keys(CipherSuite::aes128_gcm_sha256);
     Bytes d(100);
     {

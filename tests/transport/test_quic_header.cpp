@@ -16,6 +16,8 @@
 #include "crypto_test_util.hpp"
 #include "wire/quic_header.hpp"
 
+using ndm::crypto::QuicVersion;
+
 using ndm::test::hex;
 using ndm::test::unhex;
 using ndm::wire::ConnectionId;
@@ -171,12 +173,12 @@ TEST_CASE("quic header: the A.4 Retry parses, verifies and is rebuilt byte for b
     CHECK(verify_retry(v, other_odcid) == HeaderError::retry_integrity);
 
     Bytes built(kRetry.size() + 8);
-    const std::size_t n = write_retry(built, ConnectionId{}, cid(kServerScid), unhex("746f6b656e"), kClientDcid, 0x0f);
+    const std::size_t n = write_retry(built, QuicVersion::v1, ConnectionId{}, cid(kServerScid), unhex("746f6b656e"), kClientDcid, 0x0f);
     REQUIRE(n == kRetry.size());
     built.resize(n);
     CHECK(hex(built) == hex(kRetry));
-    CHECK(write_retry(built, ConnectionId{}, cid(kServerScid), {}, kClientDcid, 0) == 0);  // §17.2.5.2: token required
-    CHECK(write_retry(std::span(built).first(n - 1), ConnectionId{}, cid(kServerScid), unhex("746f6b656e"),
+    CHECK(write_retry(built, QuicVersion::v1, ConnectionId{}, cid(kServerScid), {}, kClientDcid, 0) == 0);  // §17.2.5.2: token required
+    CHECK(write_retry(std::span(built).first(n - 1), QuicVersion::v1, ConnectionId{}, cid(kServerScid), unhex("746f6b656e"),
                       kClientDcid, 0x0f) == 0);
 
     // A Retry with an empty token is parsed but not accepted.
@@ -423,8 +425,8 @@ namespace {
 // it, removes header protection and opens it with the server's read keys.
 void round_trip(Bytes packet, const HeaderLayout& layout, std::uint64_t pn, const Bytes& plaintext,
                 PacketKind kind) {
-    auto client = ndm::crypto::initial_keys(kClientDcid, false);
-    auto server = ndm::crypto::initial_keys(kClientDcid, true);
+    auto client = ndm::crypto::initial_keys(kClientDcid, false, QuicVersion::v1);
+    auto server = ndm::crypto::initial_keys(kClientDcid, true, QuicVersion::v1);
     REQUIRE(ndm::crypto::protect(packet, layout.pn_offset, layout.pn_length, pn, client.write.aead, client.write.hp));
     PacketView v;
     REQUIRE(parse_packet_header(packet, kShortDcid.size(), v) == HeaderError::none);

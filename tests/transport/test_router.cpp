@@ -241,6 +241,25 @@ TEST_CASE("router: with Retry always, only an Initial returning a valid token fr
     CHECK(ok.connection->state() == ConnectionState::handshaking);
 }
 
+TEST_CASE("router: a version 2 client gets its Retry in version 2 and is accepted in it (RFC 9369 §4.1)") {
+    Router router(server_config(transport::RetryMode::always));
+    ConnectionConfig cfg = next_client_config();
+    cfg.version = kQuicVersion2;
+    Client c{Connection::connect(cfg, t0)};
+    const auto initial = c.next();
+    CHECK(header(initial).version == kQuicVersion2);
+    const auto retry = router.handle(t0, addr(1, 4000), initial, Ecn::not_ect);
+    REQUIRE(retry.kind == Kind::respond);
+    const auto rv = header(retry.response);
+    CHECK(rv.kind == wire::quic::PacketKind::retry);
+    CHECK(rv.version == kQuicVersion2);
+    CHECK(wire::quic::verify_retry(rv, header(initial).dcid) == wire::quic::HeaderError::none);
+    c.conn->on_datagram(retry.response, t0);
+    const auto ok = router.handle(t0, addr(1, 4000), c.next(), Ecn::not_ect);
+    REQUIRE(ok.kind == Kind::accepted);
+    CHECK(ok.connection->state() == ConnectionState::handshaking);
+}
+
 TEST_CASE("router: an Initial of an unknown version gets Version Negotiation, and keeps no state") {
     Router router(server_config());
     Client c;
@@ -251,7 +270,8 @@ TEST_CASE("router: an Initial of an unknown version gets Version Negotiation, an
     const auto v = header(vn.response);
     CHECK(v.kind == wire::quic::PacketKind::version_negotiation);
     CHECK(wire::quic::check_version_negotiation(v, 0x1a2a3a4a) == wire::quic::HeaderError::none);
-    CHECK(wire::quic::listed_version(v, 0) == kProtocolVersion);
+    CHECK(wire::quic::listed_version(v, 0) == kQuicVersion1);
+    CHECK(wire::quic::listed_version(v, 1) == kQuicVersion2);
     const auto sent = header(other);
     CHECK(std::ranges::equal(v.dcid, sent.scid));  // the IDs swapped (§17.2.1)
     CHECK(std::ranges::equal(v.scid, sent.dcid));

@@ -77,6 +77,18 @@ CLI::Option* add_receive_budget_option(CLI::App& app, ConnectionFlags& flags) {
                        size_in(0, std::uint64_t{1} << 40), {}, false);
 }
 
+CLI::Option* add_quic_version_option(CLI::App& app, ConnectionFlags& flags) {
+    return app
+        .add_option_function<std::string>(
+            "--quic-version",
+            [&flags](const std::string& s) { flags.version = s == "2" ? kQuicVersion2 : kQuicVersion1; },
+            "the QUIC version this client starts with: 1 (RFC 9000, default) or 2 (RFC 9369, same protocol, "
+            "other wire image); an ndm server answers either. A server that speaks only version 1 answers 2 with "
+            "Version Negotiation, and the run fails naming the versions it offers")
+        ->type_name("1|2")
+        ->check(one_of({"1", "2"}));
+}
+
 CLI::Option* add_cc_plugin_option(CLI::App& app, ConnectionFlags& flags) {
     return app
         .add_option("--cc-plugin", flags.plugins,
@@ -88,9 +100,10 @@ CLI::Option* add_cc_plugin_option(CLI::App& app, ConnectionFlags& flags) {
 void add_test_connection_flags(CLI::App& app, ConnectionFlags& flags, TestSide side) {
     add_loss_detection_option(app, flags);
     add_ack_ranges_option(app, flags);
-    if (side == TestSide::client)
+    if (side == TestSide::client) {
         add_ack_frequency_flag(app, flags);
-    else
+        add_quic_version_option(app, flags);
+    } else
         add_no_ack_frequency_flag(app, flags);
     add_receive_budget_option(app, flags);
     // Both ends: the server checks the client's controller name, and in -R runs it.
@@ -106,6 +119,7 @@ void apply(const ConnectionFlags& flags, ConnectionConfig& cfg) {
     cfg.loss_detection = flags.loss_detection;
     cfg.max_ack_ranges = flags.ack_ranges;
     cfg.ack_frequency = flags.ack_frequency;
+    cfg.version = flags.version;
 }
 
 void apply(const ConnectionFlags& flags, EndpointConfig& cfg) {

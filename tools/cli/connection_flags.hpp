@@ -45,6 +45,7 @@ struct ConnectionFlags {
     bool ack_frequency = false;
     std::string receive_budget;         // --receive-budget; empty: EndpointConfig's default
     std::vector<std::string> plugins;   // --cc-plugin
+    std::uint32_t version = kProtocolVersion;  // --quic-version (a client's)
 };
 
 // --idle-timeout SECONDS (1..86400).
@@ -65,12 +66,16 @@ CLI::Option* add_no_ack_frequency_flag(CLI::App& app, ConnectionFlags& flags);
 // its receive window cap). Both ndm-recv (a normal test) and ndm-send (-R)
 // receive.
 CLI::Option* add_receive_budget_option(CLI::App& app, ConnectionFlags& flags);
+// --quic-version 1|2: the QUIC version a client starts with (RFC 9000 or
+// RFC 9369); servers answer in either.
+CLI::Option* add_quic_version_option(CLI::App& app, ConnectionFlags& flags);
 // --cc-plugin FILE.so, the same in every tool that runs a controller.
 CLI::Option* add_cc_plugin_option(CLI::App& app, ConnectionFlags& flags);
 
 // The flags both ends of an ndm-send / ndm-recv test have, in this order:
-// --loss-detection, --ack-ranges, --ack-frequency (the client, which decides)
-// or --no-ack-frequency (the server), --receive-budget, --cc-plugin.
+// --loss-detection, --ack-ranges, --ack-frequency and --quic-version (the
+// client, which decides) or --no-ack-frequency (the server), --receive-budget,
+// --cc-plugin.
 enum class TestSide { client, server };
 void add_test_connection_flags(CLI::App& app, ConnectionFlags& flags, TestSide side);
 
@@ -82,7 +87,7 @@ void load_cc_plugins(const ConnectionFlags& flags);
 
 inline Duration idle_timeout_duration(double seconds) { return from_seconds(seconds); }
 
-// The idle timeout, loss detection, ACK ranges and ACK frequency the flags chose.
+// The idle timeout, loss detection, ACK ranges, ACK frequency and QUIC version the flags chose.
 void apply(const ConnectionFlags& flags, ConnectionConfig& cfg);
 // The same for the endpoint's connections, and its receive budget (unset: the default stays).
 void apply(const ConnectionFlags& flags, EndpointConfig& cfg);

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/cli/command_line.hpp"
+#include "tools/cli/connection_flags.hpp"
 #include "tools/cli/general_flags.hpp"
 #include "tools/cli/logging.hpp"
 #include "tools/cli/tls_flags.hpp"
@@ -44,6 +45,7 @@ void add_get(CLI::App& app, h3t::GetOptions& o) {
                   "failure (exit 1)");
     tools::add_client_tls_flags(*get, o.tls);
     h3t::add_common_options(*get, o.common);
+    ndm::tools::add_quic_version_option(*get, o.common.conn);
 }
 
 void add_serve(CLI::App& app, h3t::ServeOptions& o) {

@@ -153,8 +153,8 @@ struct Server {
                         test->local.port, peer.host, peer.port));
         if (verbose) {
             const HandshakeSummary hs = c->handshake_summary();
-            say(fmt::format("{} TLS 1.3, {}, packet protection: {}\n", id_label(p.index), hs.cipher_suite,
-                            hs.packet_protection));
+            say(fmt::format("{} TLS 1.3, {}, QUIC version 0x{:08x}, packet protection: {}\n", id_label(p.index),
+                            hs.cipher_suite, hs.version, hs.packet_protection));
         }
         if (test->connections() == test->params.streams) header();
         std::cout << std::flush;
