@@ -43,7 +43,8 @@ InteropCase interop_case(const std::string& t, bool client) {
     } else if (t == "zerortt") {
         c.why = "no 0-RTT: no session tickets, early secrets ignored, 0-RTT CRYPTO refused (docs/tls.md)";
     } else if (t == "v2") {
-        c.why = "QUIC v2 (RFC 9369) and compatible version negotiation (RFC 9368) are not implemented";
+        c.why = "ndm speaks QUIC v2 (RFC 9369) when a client starts in it (--quic-version 2), but not compatible "
+                "version negotiation (RFC 9368 §2.3), the switch from v1 this case checks";
     } else if (t == "connectionmigration") {
         c.why = "no preferred_address transport parameter and no client migration (RFC 9000 §9)";
     } else if (t == "rebind-port" || t == "rebind-addr") {
