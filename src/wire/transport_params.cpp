@@ -60,9 +60,12 @@ constexpr IntParam kIntParams[] = {
     {param_id::max_ack_delay, "max_ack_delay", &TransportParams::max_ack_delay_ms, 0, kMaxAckDelayMs - 1},
     {param_id::active_connection_id_limit, "active_connection_id_limit",
      &TransportParams::active_connection_id_limit, kMinActiveConnectionIdLimit, kVarintMax},
+    {param_id::max_datagram_frame_size, "max_datagram_frame_size", &TransportParams::max_datagram_frame_size, 0,
+     kVarintMax},
 };
 
-static_assert(kIntParams[1].id == 0x03 && kIntParams[9].id == 0x0b && kIntParams[10].id == 0x0e,
+static_assert(kIntParams[1].id == 0x03 && kIntParams[9].id == 0x0b && kIntParams[10].id == 0x0e &&
+                  kIntParams[11].id == 0x20,
               "for_each_entry writes kIntParams in id order");
 
 struct CidParam {
@@ -158,6 +161,7 @@ void for_each_entry(const TransportParams& p, std::optional<std::uint32_t> greas
     integer(kIntParams[10]);  // active_connection_id_limit (0x0e)
     cid(kCidParams[1]);
     cid(kCidParams[2]);
+    integer(kIntParams[11]);  // max_datagram_frame_size (0x20, RFC 9221 §3)
     if (p.min_ack_delay_us) {
         Writer w(buf);
         w.varint(*p.min_ack_delay_us);
@@ -376,6 +380,7 @@ ndm::TransportParameters to_public(const TransportParams& p) {
     out.stateless_reset_token = p.stateless_reset_token.has_value();
     out.preferred_address = p.preferred_address.has_value();
     out.min_ack_delay_us = p.min_ack_delay_us.value_or(0);
+    out.max_datagram_frame_size = p.max_datagram_frame_size;
     out.application_params = p.application_params;
     return out;
 }
