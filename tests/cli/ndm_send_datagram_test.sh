@@ -25,7 +25,7 @@ pct=$(get u.json end.sum.lost_percent)
 lost=$(get u.json end.sum.lost_packets)
 told=$(get u.json end.datagrams.lost_by_transport)
 echo "sent $sent, received $received, lost $lost ($pct %), the transport declared $told lost"
-within "$sent" 2400 2800 || fail "-b 10M -t 3 sent $sent datagrams, not about 2660"
+within "$sent" 2300 2800 || fail "-b 10M -t 3 sent $sent datagrams, not about 2660"
 within "$pct" 0.8 3.6 || fail "lost $pct %, not about 2 %"
 [ "$lost" -eq $((sent - received)) ] || fail "lost $lost is not sent - received"
 [ "$(get u.json end.datagrams.duplicates)" = 0 ] || fail "datagrams arrived twice"
@@ -33,7 +33,7 @@ within "$pct" 0.8 3.6 || fail "lost $pct %, not about 2 %"
 [ "$(get u.json end.datagrams.retransmits)" = 0 ] || fail "packets were retransmitted"
 # What the link dropped the transport declared lost (a few may have arrived late).
 within "$told" "$((lost > 5 ? lost - 5 : 0))" "$((lost + 5))" || fail "the transport declared $told lost, the receiver missed $lost"
-within "$(get u.json end.sum_received.bits_per_second)" 8.5e6 10.5e6 || fail "receiver rate not about 10 Mbit/s"
+within "$(get u.json end.sum_received.bits_per_second)" 7.5e6 10.5e6 || fail "receiver rate not about 10 Mbit/s"
 
 # 2. Text: iperf3 -u's columns on the client, the counts on the server.
 start_server
