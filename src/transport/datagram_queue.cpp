@@ -55,25 +55,27 @@ void DatagramQueue::on_lost(std::uint64_t id) {
 void DatagramQueue::on_received(std::span<const std::uint8_t> payload) {
     ++counters_.received;
     const std::size_t charge = payload.size() + kDatagramOverhead;
-    bool dropped = false;
-    while (!recv_.empty() && recv_charged_ + charge > recv_cap_) {
+    if (charge > recv_cap_) {  // larger than the whole buffer: it alone is dropped
+        note_dropped(1);
+        return;
+    }
+    std::uint64_t dropped = 0;
+    while (recv_charged_ + charge > recv_cap_) {  // the oldest make room (recv_ is not empty here)
         recv_charged_ -= recv_.front().size() + kDatagramOverhead;
         recv_.pop_front();
-        ++counters_.dropped;
-        dropped = true;
+        ++dropped;
     }
-    if (charge > recv_cap_) {  // larger than the whole buffer: dropped itself
-        ++counters_.dropped;
-        dropped = true;
-    } else {
-        if (recv_.empty()) events_.push_back(event::DatagramReceived{});
-        recv_.emplace_back(payload.begin(), payload.end());
-        recv_charged_ += charge;
-    }
-    if (dropped && !drop_told_) {
-        events_.push_back(event::DatagramsDropped{});
-        drop_told_ = true;
-    }
+    if (recv_.empty()) events_.push_back(event::DatagramReceived{});
+    recv_.emplace_back(payload.begin(), payload.end());
+    recv_charged_ += charge;
+    if (dropped > 0) note_dropped(dropped);
+}
+
+void DatagramQueue::note_dropped(std::uint64_t n) {
+    counters_.dropped += n;
+    if (drop_told_) return;
+    events_.push_back(event::DatagramsDropped{});
+    drop_told_ = true;
 }
 
 std::optional<std::vector<std::uint8_t>> DatagramQueue::pop_received() {

@@ -65,6 +65,8 @@ private:
         std::uint64_t id;
         std::vector<std::uint8_t> payload;
     };
+    void note_dropped(std::uint64_t n);  // counts, and tells once until the next read
+
     std::size_t send_cap_, recv_cap_;
     std::deque<Event>& events_;
     std::deque<Outgoing> send_;

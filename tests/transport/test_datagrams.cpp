@@ -361,3 +361,17 @@ TEST_CASE("datagrams: qlog shows DATAGRAM frames as the QUIC schema's datagram f
     CHECK(client_qlog.str().find(frame) != std::string::npos);  // packet_sent
     CHECK(server_qlog.str().find(frame) != std::string::npos);  // packet_received
 }
+
+TEST_CASE("datagrams: one larger than the whole receive buffer is dropped itself, not the ones queued") {
+    ConnectionPair p = pair_with(0, 65535);
+    p.server_cfg.limits.datagram_receive_buffer = 1000 + 64;
+    REQUIRE(p.handshake());
+    REQUIRE(p.client->send_datagram(payload(1000, 1)).queued());
+    REQUIRE(p.client->send_datagram(payload(1001, 2)).queued());
+    p.exchange();
+    CHECK(p.server->stats(p.now).datagrams_dropped == 1);
+    CHECK(take_events<event::DatagramsDropped>(*p.server).size() == 1);
+    const auto d = p.server->recv_datagram();
+    REQUIRE(d);
+    CHECK(*d == payload(1000, 1));
+}
