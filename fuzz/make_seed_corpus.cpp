@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     tp.initial_max_data = 1 << 20;
     tp.application_params = {'n', 'd', 'm'};
     tp.min_ack_delay_us = 1000;
+    tp.max_datagram_frame_size = 65535;  // RFC 9221 §3
     Bytes tp_bytes(256);
     Writer tw(tp_bytes);
     encode_transport_params(tw, tp, Role::client);
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
         seeds.push_back(vn);
     }
     seeds.push_back(tp_bytes);
+    // Last, so that the earlier seeds keep their names.
+    seeds.push_back(payload({DatagramFrame{data, true}, DatagramFrame{{}, true}, PingFrame{}}));  // RFC 9221 §4
 
     const std::string dir = argv[1];
     int n = 0;

@@ -80,6 +80,16 @@ struct ConnectionLimits {
     // side answers with. Default 131072 (190 MB in flight at 1452-byte
     // datagrams, far above any window ndm reaches). Breach: PROTOCOL_VIOLATION.
     std::size_t sent_packets_tracked = 1u << 17;
+    // Bytes of received DATAGRAM payloads (RFC 9221) held until the
+    // application reads them (Connection::recv_datagram), each counted as
+    // its payload plus 64 bytes of bookkeeping, so empty datagrams are
+    // bounded too. When one more would pass it, the oldest unread are
+    // dropped to make room (the newest are what a real-time reader wants,
+    // as quinn's datagram receive buffer does), counted in
+    // ConnectionStats::datagrams_dropped and told by event::DatagramsDropped.
+    // Default 1 MiB. A silent, counted drop: RFC 9221 §5 lets a receiver
+    // drop datagrams it cannot hold.
+    std::size_t datagram_receive_buffer = 1u << 20;
 };
 
 // A network path as the driver names it (RFC 9000 §9): this side's socket
@@ -173,6 +183,21 @@ struct ConnectionConfig {
     // which). Off, and on those, the bit is random in every packet and the
     // peer's is ignored. Random as skip_packet_numbers is.
     bool spin_bit = true;
+    // Unreliable datagrams (RFC 9221): the largest DATAGRAM frame (type,
+    // length and payload) this side accepts, advertised as the
+    // max_datagram_frame_size transport parameter. 0, the default, advertises
+    // nothing: the peer may send no DATAGRAM frame (one would close the
+    // connection with PROTOCOL_VIOLATION, RFC 9221 §3), and the handshake
+    // is byte for byte as without the extension. 65535, RFC 9221 §3's
+    // suggestion, takes any datagram that fits a packet. Sending needs only
+    // the peer's parameter (Connection::send_datagram).
+    std::uint64_t max_datagram_frame_size = 0;
+    // Bytes of datagrams send_datagram() holds until the congestion window
+    // and the pacer let them go, counted as for
+    // ConnectionLimits::datagram_receive_buffer; a datagram that would pass
+    // it is refused (DatagramStatus::queue_full), nothing already queued is
+    // dropped. Default 1 MiB.
+    std::size_t datagram_send_buffer = 1u << 20;
     // Opaque bytes carried in the handshake (the tools put test parameters
     // here), as a transport parameter of ndm's private ID.
     std::vector<std::uint8_t> application_params;
@@ -278,6 +303,8 @@ struct TransportParameters {
     // sent none) and its Available Versions.
     std::uint32_t chosen_version = 0;
     std::vector<std::uint32_t> available_versions;
+    // RFC 9221 §3: the largest DATAGRAM frame the peer takes; 0: none.
+    std::uint64_t max_datagram_frame_size = 0;
     std::vector<std::uint8_t> application_params;  // ndm's private parameter
 };
 
@@ -341,10 +368,43 @@ struct PathValidation { PathId path; bool validated; };
 // rebinding or its migration): this side sends there from now on, and
 // validates it (PathValidation follows) unless it did before.
 struct PeerMigrated { PathId from; PathId to; };
+// Unreliable datagrams (RFC 9221). DatagramReceived: datagrams wait to be
+// read with recv_datagram(); raised when the first arrives into an empty
+// receive queue (read until it returns nothing). DatagramsDropped: the
+// receive queue was full and its oldest datagrams were dropped
+// (ConnectionLimits::datagram_receive_buffer); raised once until the next
+// recv_datagram(), ConnectionStats::datagrams_dropped counts them.
+struct DatagramReceived {};
+struct DatagramsDropped {};
+// The fate of a datagram send_datagram() queued, by the id it returned
+// (RFC 9221 §5.2): acknowledged by the peer's transport (not necessarily
+// read by its application), or in a packet declared lost. A lost datagram
+// is never sent again. Each datagram sent ends in one of the two unless the
+// connection closes first; a datagram declared lost may still have arrived
+// (a late acknowledgement counts in ConnectionStats::spurious_losses only).
+struct DatagramAcked { std::uint64_t id; };
+struct DatagramLost { std::uint64_t id; };
 }  // namespace event
 using Event = std::variant<event::Established, event::StreamOpened, event::StreamReadable,
                            event::StreamWritable, event::StreamReset, event::StreamStopped, event::Closed,
-                           event::PathValidation, event::PeerMigrated>;
+                           event::PathValidation, event::PeerMigrated, event::DatagramReceived,
+                           event::DatagramsDropped, event::DatagramAcked, event::DatagramLost>;
+
+// What Connection::send_datagram did with a datagram.
+enum class DatagramStatus : std::uint8_t {
+    queued,          // will be sent as the congestion window and the pacer allow; `id` names it
+    too_big,         // longer than max_datagram_payload()
+    queue_full,      // ConnectionConfig::datagram_send_buffer is full: try again after some are sent
+    not_negotiated,  // the peer takes no DATAGRAM frames, or the handshake has not completed
+    closed,          // the connection is closing or closed
+};
+struct DatagramSendResult {
+    DatagramStatus status = DatagramStatus::closed;
+    std::uint64_t id = 0;  // when queued: 0, 1, 2, ... in the order of the calls
+    [[nodiscard]] bool queued() const { return status == DatagramStatus::queued; }
+};
+// "queued", "too big", "queue full", "not negotiated", "closed".
+std::string_view datagram_status_name(DatagramStatus s);
 
 class Connection {
 public:
@@ -573,6 +633,26 @@ public:
     // before the AEAD's confidentiality limit (§6.6).
     // ConnectionStats::key_updates counts the phases.
     bool request_key_update();
+    // Unreliable datagrams (RFC 9221). send_datagram() queues one payload
+    // for a DATAGRAM frame of its own: sent once, under the congestion window
+    // and the pacer like any data (RFC 9221 §5.4), ahead of stream data,
+    // never retransmitted; its fate comes back as event::DatagramAcked or
+    // event::DatagramLost. Refused, with the reason, when it is longer than
+    // max_datagram_payload(), the send buffer is full, the peer did not
+    // advertise max_datagram_frame_size (or the handshake is not complete:
+    // ndm sends no DATAGRAM in 0-RTT), or the connection is closing.
+    DatagramSendResult send_datagram(std::span<const std::uint8_t> payload);
+    // The longest payload send_datagram() takes now: the smaller of what the
+    // peer's max_datagram_frame_size and one packet of max_datagram_size()
+    // leave after the frame's header (1408 bytes with 1452-byte datagrams);
+    // 0 when send_datagram() would answer not_negotiated.
+    [[nodiscard]] std::size_t max_datagram_payload() const;
+    // The oldest received datagram not yet read, or nothing. Datagrams are
+    // handed over in the order they arrived (no reordering, RFC 9221 §5);
+    // the peer's own order may differ.
+    std::optional<std::vector<std::uint8_t>> recv_datagram();
+    // Datagrams waiting for recv_datagram().
+    [[nodiscard]] std::size_t datagrams_readable() const;
 
     // Starts a graceful close with a code and reason; the peer is told.
     void close(std::uint64_t code, std::string reason, Instant now, bool application = true);

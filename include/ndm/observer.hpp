@@ -38,12 +38,13 @@ struct Frame {
         padding, ping, ack, crypto, stream, max_data, max_stream_data, max_streams,
         data_blocked, stream_data_blocked, connection_close, handshake_done,
         reset_stream, stop_sending, new_token, streams_blocked, new_connection_id,
-        retire_connection_id, path_challenge, path_response, ack_frequency, immediate_ack
+        retire_connection_id, path_challenge, path_response, ack_frequency, immediate_ack,
+        datagram  // RFC 9221
     };
     Type type = Type::padding;
     std::uint64_t stream_id = 0;  // a StreamId   // STREAM, MAX_STREAM_DATA, STREAM_DATA_BLOCKED, RESET_STREAM, STOP_SENDING
     std::uint64_t offset = 0; // STREAM, CRYPTO
-    std::uint64_t length = 0; // STREAM/CRYPTO data bytes, PADDING bytes
+    std::uint64_t length = 0; // STREAM/CRYPTO/DATAGRAM data bytes, PADDING bytes
     bool fin = false;         // STREAM
     // MAX_* maximum, *_BLOCKED limit, CONNECTION_CLOSE/RESET_STREAM/STOP_SENDING
     // error code, NEW_/RETIRE_CONNECTION_ID and ACK_FREQUENCY sequence number.

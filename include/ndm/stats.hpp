@@ -19,6 +19,17 @@ struct ConnectionStats {
     std::uint64_t stream_bytes_acked = 0;       // unique stream bytes the peer acknowledged
     std::uint64_t stream_bytes_received = 0;    // unique stream bytes received (in any order)
     std::uint64_t stream_bytes_delivered = 0;   // read by the application, in order
+    // Unreliable datagrams (RFC 9221): DATAGRAM frames sent (each once),
+    // acknowledged, in packets declared lost (never resent), received and
+    // handed to the receive queue, dropped unread from a full receive queue
+    // (the oldest first: ConnectionLimits::datagram_receive_buffer), and
+    // send_datagram() calls refused for a full send buffer.
+    std::uint64_t datagrams_sent = 0;
+    std::uint64_t datagrams_acked = 0;
+    std::uint64_t datagrams_lost = 0;
+    std::uint64_t datagrams_received = 0;
+    std::uint64_t datagrams_dropped = 0;
+    std::uint64_t datagrams_refused = 0;
     // Datagram level.
     std::uint64_t bytes_sent = 0;      // datagram bytes handed to the network
     std::uint64_t bytes_received = 0;  // datagram bytes accepted from the network

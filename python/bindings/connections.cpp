@@ -129,6 +129,35 @@ void bind_events(py::module_& m) {
         .def("__repr__", [](const event::Closed& e) {
             return "Closed(code=" + std::to_string(e.info.code) + ", reason='" + e.info.reason + "')";
         });
+    py::class_<event::PathValidation>(m, "PathValidation",
+                                      "A path validation this side started ended (RFC 9000 §8.2): path is the "
+                                      "path's number, validated whether a PATH_RESPONSE came in time.")
+        .def_property_readonly("path", [](const event::PathValidation& e) { return e.path.id; })
+        .def_readonly("validated", &event::PathValidation::validated)
+        .def("__repr__", [](const event::PathValidation& e) {
+            return "PathValidation(path=" + std::to_string(e.path.id) + ", validated=" +
+                   (e.validated ? "True" : "False") + ")";
+        });
+    py::class_<event::PeerMigrated>(m, "PeerMigrated",
+                                    "The peer's packets come from a new address (RFC 9000 §9.3): from and to "
+                                    "are path numbers.")
+        .def_property_readonly("from_path", [](const event::PeerMigrated& e) { return e.from.id; })
+        .def_property_readonly("to_path", [](const event::PeerMigrated& e) { return e.to.id; })
+        .def("__repr__", [](const event::PeerMigrated& e) {
+            return "PeerMigrated(from_path=" + std::to_string(e.from.id) + ", to_path=" + std::to_string(e.to.id) +
+                   ")";
+        });
+    py::class_<event::DatagramReceived>(m, "DatagramReceived", "Datagrams (RFC 9221) wait to be read.")
+        .def("__repr__", [](const event::DatagramReceived&) { return std::string("DatagramReceived()"); });
+    py::class_<event::DatagramsDropped>(m, "DatagramsDropped",
+                                        "The receive queue of datagrams was full; its oldest were dropped.")
+        .def("__repr__", [](const event::DatagramsDropped&) { return std::string("DatagramsDropped()"); });
+    py::class_<event::DatagramAcked>(m, "DatagramAcked", "A datagram sent was acknowledged (RFC 9221 §5.2).")
+        .def_readonly("id", &event::DatagramAcked::id)
+        .def("__repr__", [](const event::DatagramAcked& e) { return "DatagramAcked(id=" + std::to_string(e.id) + ")"; });
+    py::class_<event::DatagramLost>(m, "DatagramLost", "A datagram sent was declared lost; it is never resent.")
+        .def_readonly("id", &event::DatagramLost::id)
+        .def("__repr__", [](const event::DatagramLost& e) { return "DatagramLost(id=" + std::to_string(e.id) + ")"; });
 }
 
 void bind_side(py::module_& m) {

@@ -98,6 +98,8 @@ json frame_json(const trace::Frame& f) {
                     {"request_max_ack_delay", std::chrono::duration<double, std::milli>(f.requested_max_ack_delay).count()},
                     {"reordering_threshold", f.reordering_threshold}};
         case T::immediate_ack: return {{"frame_type", "immediate_ack"}};
+        // qlog's QUIC schema (draft-ietf-quic-qlog-quic-events, DatagramFrame): the payload's length.
+        case T::datagram: return {{"frame_type", "datagram"}, {"length", f.length}};
     }
     return {{"frame_type", "unknown"}};
 }

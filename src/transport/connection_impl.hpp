@@ -6,7 +6,8 @@
 // connection_recovery.cpp (sent packets, ACKs, ECN and losses into the
 // controller's events), connection_send.cpp (packet assembly),
 // connection_trace.cpp (tracing, statistics and congestion-state time
-// accounting) and, through StreamSet, stream_set.cpp (streams, flow control,
+// accounting), connection_datagram.cpp (RFC 9221's DATAGRAM frames, through
+// DatagramQueue) and, through StreamSet, stream_set.cpp (streams, flow control,
 // STREAM frame scheduling).
 #pragma once
 
@@ -27,6 +28,7 @@
 #include "tls/tls_session.hpp"
 #include "transport/crypto_stream.hpp"
 #include "transport/cwnd_usage.hpp"
+#include "transport/datagram_queue.hpp"
 #include "transport/delivery_rate.hpp"
 #include "transport/ecn_validator.hpp"
 #include "wire/frame.hpp"
@@ -226,6 +228,12 @@ struct Connection::Impl {
 
     // ---- streams and flow control (pushes its events to `events`)
     transport::StreamSet streams;
+    // ---- unreliable datagrams, RFC 9221 (connection_datagram.cpp; events to `events`)
+    transport::DatagramQueue datagrams;
+    [[nodiscard]] std::size_t max_datagram_payload() const;
+    // A received DATAGRAM frame: checked against what this side advertised
+    // (RFC 9221 §3) and queued; false when the connection closed.
+    bool on_datagram_frame(const wire::DatagramFrame& f, Instant now);
 
     // ---- statistics (connection_trace.cpp)
     ConnectionStats st;
@@ -307,7 +315,7 @@ struct Connection::Impl {
     void note_app_limited();
     void on_ack_frame(const wire::AckFrame& ack, transport::PacketSpace space, Instant now);
     void on_ack_ecn(const wire::AckFrame& ack, transport::PacketSpace space, bool largest_is_new, Instant now);
-    void release_acked(const transport::SentPacket& p, transport::PacketSpace space);
+    void release_acked(const transport::SentPacket& p, transport::PacketSpace space, bool late = false);
     void on_acked_bytes(std::uint64_t bytes, std::uint64_t packets, const cc::RateSample& rate, Instant now);
     void on_lost_packets(std::vector<transport::SentPacket>& lost, bool persistent, transport::PacketSpace space,
                          Instant now);

@@ -121,7 +121,8 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
                                 config.initial_max_stream_data, config.autotune_receive_windows, config.initial_max_streams,
                                 config.initial_max_streams_uni, config.limits.stream_ranges,
                                 config.limits.stream_ranges_total},
-              events) {
+              events),
+      datagrams(config.datagram_send_buffer, config.limits.datagram_receive_buffer, events) {
     if (cfg.max_datagram_size < kMinDatagramSize || cfg.max_datagram_size > kMaxDatagramSize) {
         throw std::invalid_argument(fmt::format("max datagram size {} outside {}..{} bytes",
                                                 cfg.max_datagram_size, kMinDatagramSize, kMaxDatagramSize));
@@ -130,6 +131,9 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     if (cfg.max_ack_ranges < 1 || cfg.max_ack_ranges > wire::kMaxAckRanges)
         throw std::invalid_argument(
             fmt::format("max ACK ranges {} outside 1..{}", cfg.max_ack_ranges, wire::kMaxAckRanges));
+    if (cfg.max_datagram_frame_size > wire::kVarintMax)
+        throw std::invalid_argument(
+            fmt::format("max_datagram_frame_size {} exceeds 2^62-1", cfg.max_datagram_frame_size));
     if (cfg.application_params.size() > wire::kMaxApplicationParams) {
         throw std::invalid_argument(fmt::format("application parameters of {} bytes exceed {} bytes",
                                                 cfg.application_params.size(), wire::kMaxApplicationParams));
@@ -158,6 +162,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     local_params.max_ack_delay_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_ack_delay).count());
     local_params.application_params = cfg.application_params;
+    local_params.max_datagram_frame_size = cfg.max_datagram_frame_size;  // RFC 9221 §3; 0: not sent
     // RFC 9002 §6.2.2.1: no application probe timeout before confirmation,
     // and a client arms the anti-deadlock timer until the server has
     // validated its address (here: until confirmation).

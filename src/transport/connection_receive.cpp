@@ -323,6 +323,8 @@ bool Connection::Impl::process_frame(const wire::Frame& frame, PacketSpace space
             } else if constexpr (std::is_same_v<T, wire::AckFrequencyFrame> ||
                                  std::is_same_v<T, wire::ImmediateAckFrame>) {
                 if (!on_ack_frequency_frame(frame, now)) return false;
+            } else if constexpr (std::is_same_v<T, wire::DatagramFrame>) {
+                if (!on_datagram_frame(f, now)) return false;
             } else {
                 on_v1_frame(f, now);
             }

@@ -86,7 +86,8 @@ bool Connection::Impl::note_cwnd_usage(std::uint64_t pn, std::uint64_t in_flight
     s.bytes_in_flight = in_flight;
     s.cwnd = cc->cwnd();
     s.paced_out = cfg.pacing && !pacer.can_send(now);
-    if (s.paced_out && in_flight < s.cwnd) s.sendable = streams.sendable_new_data(s.cwnd - in_flight);
+    if (s.paced_out && in_flight < s.cwnd)
+        s.sendable = streams.sendable_new_data(s.cwnd - in_flight) + datagrams.pending_bytes();
     cwnd_usage.on_packet_sent(s);
     return !cwnd_usage.cwnd_limited(s.cwnd, cc->ssthresh());
 }
@@ -112,6 +113,7 @@ void Connection::Impl::update_pacer() {
 void Connection::Impl::note_app_limited() {
     if (state != ConnectionState::established || crypto_pending(PacketSpace::application)) return;
     if (streams.has_unsent_data() && !coalescing_holds(last_now)) return;
+    if (datagrams.has_pending()) return;
     if (loss.bytes_in_flight() + mds <= cc->cwnd()) delivery.on_app_limited(loss.bytes_in_flight());
 }
 
@@ -156,7 +158,7 @@ void Connection::Impl::on_ack_frame(const wire::AckFrame& ack, PacketSpace space
     }
     for (const auto& p : out.late_acked) {
         ++st.spurious_losses;
-        release_acked(p, space);
+        release_acked(p, space, true);
         // Declared lost, yet delivered: it counts as delivered (tcp_rate.c does the same for a SACKed lost skb).
         if (p.in_flight) delivery.on_packet_acked(p.rate, p.time_sent, p.bytes, now);
     }
@@ -193,8 +195,9 @@ void Connection::Impl::on_ack_ecn(const wire::AckFrame& ack, PacketSpace space, 
     update_pacer();
 }
 
-// What an acknowledged packet carried is delivered.
-void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space) {
+// What an acknowledged packet carried is delivered. late: it was declared
+// lost before, and its datagrams were told lost then (told once).
+void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space, bool late) {
     for (const auto& sf : p.frames) {
         if (auto* s = std::get_if<sent::Stream>(&sf)) {
             streams.on_acked(*s);
@@ -206,6 +209,8 @@ void Connection::Impl::release_acked(const SentPacket& p, PacketSpace space) {
             crypto_of(space).on_acked(*c);
         } else if (auto* r = std::get_if<sent::RetireConnectionId>(&sf)) {
             peer_cids.on_acked(r->sequence);
+        } else if (auto* d = std::get_if<sent::Datagram>(&sf); d && !late) {
+            datagrams.on_acked(d->id);
         }
     }
 }
@@ -264,6 +269,8 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
                 local_cids.on_lost(n->sequence);
             } else if (auto* af = std::get_if<sent::AckFrequency>(&sf)) {
                 ack_frequency.on_lost(af->sequence);
+            } else if (auto* d = std::get_if<sent::Datagram>(&sf)) {
+                datagrams.on_lost(d->id);  // RFC 9221 §5.2: told, not resent
             }
         }
     }

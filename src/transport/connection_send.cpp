@@ -3,7 +3,7 @@
 // probe, what the window and the pacer let go), one datagram's packets
 // assembled and coalesced in order (RFC 9000 §12.2), each packet's frames
 // (ACK, CONNECTION_CLOSE, CRYPTO, HANDSHAKE_DONE, NEW_CONNECTION_ID,
-// RETIRE_CONNECTION_ID, flow control, STREAM, and the ACK frequency extension's,
+// RETIRE_CONNECTION_ID, flow control, DATAGRAM (RFC 9221), STREAM, and the ACK frequency extension's,
 // draft-ietf-quic-ack-frequency-14), padding (RFC 9000 §14.1), the
 // close's space (§10.2.3), Version Negotiation (§6.1) and sealing (RFC 9001
 // §5, §6.6). A sealed packet goes to recovery (on_packet_built,
@@ -46,13 +46,14 @@ bool Connection::Impl::has_eliciting_data() const {
 // waits to fill a packet does not count until its wait ends).
 bool Connection::Impl::application_frames_pending(Instant now) const {
     return handshake_done_pending || immediate_ack_pending || local_cids.has_pending() || peer_cids.has_pending() ||
-           streams.has_control_frames() || (streams.has_pending_data() && !coalescing_holds(now));
+           streams.has_control_frames() || datagrams.has_pending() ||
+           (streams.has_pending_data() && !coalescing_holds(now));
 }
 
 bool Connection::Impl::coalescing_holdable() const {
     if (!coalescing.enabled() || state != ConnectionState::established) return false;
     if (handshake_done_pending || immediate_ack_pending || local_cids.has_pending() || peer_cids.has_pending() ||
-        streams.has_control_frames())
+        streams.has_control_frames() || datagrams.has_pending())
         return false;
     const std::uint64_t room = transport::SendCoalescing::packet_room(mds);
     return transport::SendCoalescing::holdable(streams.sendable_new_data(room), room, streams.only_new_data_waits());
@@ -237,8 +238,8 @@ void Connection::Impl::write_ack_frame(FrameSink& sink, PacketSpace space, Insta
     if (sink.put(ack, sent::Ack{ack.largest()})) a.on_ack_sent(now);
 }
 
-// CRYPTO, HANDSHAKE_DONE, the stream set's flow-control and STREAM frames,
-// and a PING when a probe carries nothing else (RFC 9002 §6.2.4). Returns
+// CRYPTO, HANDSHAKE_DONE, the stream set's flow-control frames, DATAGRAM
+// and STREAM frames, and a PING when a probe carries nothing else (RFC 9002 §6.2.4). Returns
 // whether any stream data was a retransmission.
 bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space, bool probe, Instant now) {
     bool retransmission = false;
@@ -252,6 +253,9 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space
         streams.write_control_frames(sink, now, loss.rtt().smoothed());
         const bool ack_frequency_used = requests_ack_frequency();
         if (ack_frequency_used) write_ack_frequency(sink, now);
+        // RFC 9221 §5: DATAGRAMs ride under the window like stream data,
+        // ahead of it (they are what a real-time application cannot wait for).
+        datagrams.write_frames(sink);
         const std::size_t before = sink.remaining();
         retransmission = streams.write_stream_frames(sink);
         if (ack_frequency_used) write_immediate_ack(sink, sink.remaining() < before, probe);

@@ -73,6 +73,8 @@ trace::Frame transport::trace_frame(const wire::Frame& frame) {
             } else if constexpr (std::is_same_v<F, wire::ConnectionCloseFrame>) {
                 t.value = f.error_code;
                 t.application = f.application;
+            } else if constexpr (std::is_same_v<F, wire::DatagramFrame>) {
+                t.length = f.data.size();
             } else if constexpr (std::is_same_v<F, wire::AckFrequencyFrame>) {
                 t.value = f.sequence;
                 t.ack_eliciting_threshold = f.ack_eliciting_threshold;
@@ -83,7 +85,7 @@ trace::Frame transport::trace_frame(const wire::Frame& frame) {
         frame);
     return t;
 }
-static_assert(static_cast<std::size_t>(trace::Frame::Type::immediate_ack) + 1 == std::variant_size_v<wire::Frame>);
+static_assert(static_cast<std::size_t>(trace::Frame::Type::datagram) + 1 == std::variant_size_v<wire::Frame>);
 
 // ============================================================================
 // Tracing
@@ -168,6 +170,13 @@ ConnectionStats Connection::Impl::stats(Instant now) const {
     s.stream_bytes_acked = sc.acked;
     s.stream_bytes_received = sc.received;
     s.stream_bytes_delivered = sc.delivered;
+    const transport::DatagramCounters& dc = datagrams.counters();
+    s.datagrams_sent = dc.sent;
+    s.datagrams_acked = dc.acked;
+    s.datagrams_lost = dc.lost;
+    s.datagrams_received = dc.received;
+    s.datagrams_dropped = dc.dropped;
+    s.datagrams_refused = dc.refused;
     s.cwnd = cc->cwnd();
     s.ssthresh = cc->ssthresh();
     s.bytes_in_flight = loss.bytes_in_flight();

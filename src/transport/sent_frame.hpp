@@ -30,13 +30,14 @@ struct Ping {};
 struct AckFrequency { std::uint64_t sequence; };  // draft-ietf-quic-ack-frequency-14 §4
 struct ResetStream { std::uint64_t id; std::uint64_t code; std::uint64_t final_size; };  // RFC 9000 §19.4
 struct StopSending { std::uint64_t id; std::uint64_t code; };                            // RFC 9000 §19.5
+struct Datagram { std::uint64_t id; };  // RFC 9221 §5.2: told acknowledged or lost, never resent
 }  // namespace sent
 
 using SentFrame = std::variant<sent::Stream, sent::Crypto, sent::Ack, sent::MaxData,
                                sent::MaxStreamData, sent::MaxStreams, sent::DataBlocked,
                                sent::StreamDataBlocked, sent::HandshakeDone, sent::RetireConnectionId,
                                sent::Ping, sent::AckFrequency, sent::ResetStream, sent::StopSending,
-                               sent::NewConnectionId>;
+                               sent::NewConnectionId, sent::Datagram>;
 // The largest alternative sets SentFrames' inline size (see below).
 static_assert(sizeof(sent::Crypto) <= sizeof(sent::Stream) && sizeof(sent::ResetStream) <= sizeof(sent::Stream));
 static_assert(sizeof(SentFrame) <= 32);

@@ -218,6 +218,18 @@ bool decode_ack_frequency(Reader& r, Frame& out, Error& err) {
     return true;
 }
 
+// RFC 9221 §4: 0x31 carries a length, 0x30 runs to the end of the packet.
+bool decode_datagram(Reader& r, std::uint64_t type, Frame& out, Error& err) {
+    FieldReader f{r, err, "DATAGRAM frame"};
+    DatagramFrame d;
+    d.has_length = type == frame_type::datagram_len;
+    std::uint64_t len = r.remaining();
+    if (d.has_length && !f.varint(len, "length")) return false;
+    if (!f.bytes(d.data, len, "length")) return false;
+    out = d;
+    return true;
+}
+
 // Frames of two varints or one: stream-scoped and connection-scoped limits.
 bool decode_simple(Reader& r, std::uint64_t type, Frame& out, Error& err) {
     const std::string_view name = frame_name(type);
@@ -487,6 +499,10 @@ void emit(Sink& s, const Frame& frame, unsigned exponent) {
                                                    f.requested_max_ack_delay_us, f.reordering_threshold});
             },
             [&](const ImmediateAckFrame&) { fields(frame_type::immediate_ack, {}); },
+            [&](const DatagramFrame& f) {
+                fields(frame_type::datagram_len, {f.data.size()});
+                s.bytes(f.data);
+            },
         },
         frame);
 }
@@ -534,6 +550,8 @@ constexpr FrameTypeInfo kFrameTypes[] = {
 };
 static_assert(std::size(kFrameTypes) == frame_type::immediate_ack + 1);
 constexpr FrameTypeInfo kAckFrequencyType = {"ACK_FREQUENCY", k1};  // 0xaf, as IMMEDIATE_ACK
+// RFC 9221 §4: DATAGRAM frames go in 0-RTT and 1-RTT packets only.
+constexpr FrameTypeInfo kDatagramType = {"DATAGRAM", k0 | k1};  // 0x30, 0x31
 
 }  // namespace
 
@@ -585,6 +603,7 @@ std::uint64_t type_of(const Frame& frame) {
             [](const HandshakeDoneFrame&) { return frame_type::handshake_done; },
             [](const AckFrequencyFrame&) { return frame_type::ack_frequency; },
             [](const ImmediateAckFrame&) { return frame_type::immediate_ack; },
+            [](const DatagramFrame&) { return frame_type::datagram_len; },
         },
         frame);
 }
@@ -592,6 +611,7 @@ std::uint64_t type_of(const Frame& frame) {
 namespace {
 const FrameTypeInfo* type_info(std::uint64_t type) {
     if (type < std::size(kFrameTypes)) return &kFrameTypes[type];
+    if (type == frame_type::datagram || type == frame_type::datagram_len) return &kDatagramType;
     return type == frame_type::ack_frequency ? &kAckFrequencyType : nullptr;
 }
 }  // namespace
@@ -631,6 +651,8 @@ bool decode_frame(Reader& r, Frame& out, Error& err, unsigned ack_delay_exponent
         case frame_type::handshake_done: out = HandshakeDoneFrame{}; return true;
         case frame_type::immediate_ack: out = ImmediateAckFrame{}; return true;
         case frame_type::ack_frequency: return decode_ack_frequency(r, out, err);
+        case frame_type::datagram:
+        case frame_type::datagram_len: return decode_datagram(r, type, out, err);
         case frame_type::reset_stream:
         case frame_type::stop_sending:
         case frame_type::max_data:
@@ -681,6 +703,14 @@ std::size_t encoded_size(const Frame& f, unsigned ack_delay_exponent) {
     SizeSink size;
     emit(size, f, ack_delay_exponent);
     return size.n;
+}
+
+std::size_t datagram_frame_size(std::size_t data_len) {
+    return varint_size(frame_type::datagram_len) + varint_size(data_len) + data_len;
+}
+
+std::size_t datagram_frame_size(const DatagramFrame& f) {
+    return f.has_length ? datagram_frame_size(f.data.size()) : varint_size(frame_type::datagram) + f.data.size();
 }
 
 }  // namespace ndm::wire

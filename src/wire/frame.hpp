@@ -45,6 +45,11 @@ inline constexpr std::uint64_t handshake_done = 0x1e;
 // accepted only when the receiver advertised min_ack_delay.
 inline constexpr std::uint64_t immediate_ack = 0x1f;
 inline constexpr std::uint64_t ack_frequency = 0xaf;
+// RFC 9221 §4: unreliable DATAGRAM frames, sent and accepted only when the
+// receiver advertised max_datagram_frame_size. 0x30 runs to the end of the
+// packet, 0x31 carries a length (the one the encoder writes).
+inline constexpr std::uint64_t datagram = 0x30;
+inline constexpr std::uint64_t datagram_len = 0x31;
 }  // namespace frame_type
 
 // Most ranges one ACK frame carries; older ranges are dropped (RFC 9000 §13.2.4).
@@ -144,6 +149,13 @@ struct AckFrequencyFrame {
     std::uint64_t reordering_threshold = 1;  // 0: reordering elicits no immediate ACK; 1: RFC 9000's rule
 };
 struct ImmediateAckFrame {};  // §5: please acknowledge now
+// RFC 9221 §4: application data, delivered once or not at all (never
+// retransmitted, §5). has_length: type 0x31 (decoded 0x30 frames run to the
+// packet's end and have none).
+struct DatagramFrame {
+    std::span<const std::uint8_t> data;
+    bool has_length = true;
+};
 
 // The first twelve alternatives keep their historical order (trace::Frame::Type
 // mirrors the order of all of them).
@@ -151,7 +163,8 @@ using Frame = std::variant<PaddingFrame, PingFrame, AckFrame, CryptoFrame, Strea
                            MaxStreamDataFrame, MaxStreamsFrame, DataBlockedFrame, StreamDataBlockedFrame,
                            ConnectionCloseFrame, HandshakeDoneFrame, ResetStreamFrame, StopSendingFrame,
                            NewTokenFrame, StreamsBlockedFrame, NewConnectionIdFrame, RetireConnectionIdFrame,
-                           PathChallengeFrame, PathResponseFrame, AckFrequencyFrame, ImmediateAckFrame>;
+                           PathChallengeFrame, PathResponseFrame, AckFrequencyFrame, ImmediateAckFrame,
+                           DatagramFrame>;
 
 // Whether a frame makes its packet ack-eliciting (RFC 9002 §2: all but ACK,
 // PADDING and CONNECTION_CLOSE).
@@ -193,6 +206,12 @@ std::size_t stream_frame_overhead(std::uint64_t stream_id, std::uint64_t offset,
                                   std::size_t data_len);
 // Encoded size of any frame.
 std::size_t encoded_size(const Frame& f, unsigned ack_delay_exponent = kDefaultAckDelayExponent);
+// Bytes a DATAGRAM frame with a length field (0x31) takes for a payload of
+// data_len bytes: what RFC 9221 §3's max_datagram_frame_size bounds.
+std::size_t datagram_frame_size(std::size_t data_len);
+// The size a decoded DATAGRAM frame had on the wire (without the length
+// field for type 0x30).
+std::size_t datagram_frame_size(const DatagramFrame& f);
 
 // The ACK Delay field for a delay (truncated to the exponent's resolution),
 // and the delay a field value stands for (saturating at the largest multiple

@@ -60,9 +60,12 @@ constexpr IntParam kIntParams[] = {
     {param_id::max_ack_delay, "max_ack_delay", &TransportParams::max_ack_delay_ms, 0, kMaxAckDelayMs - 1},
     {param_id::active_connection_id_limit, "active_connection_id_limit",
      &TransportParams::active_connection_id_limit, kMinActiveConnectionIdLimit, kVarintMax},
+    {param_id::max_datagram_frame_size, "max_datagram_frame_size", &TransportParams::max_datagram_frame_size, 0,
+     kVarintMax},
 };
 
-static_assert(kIntParams[1].id == 0x03 && kIntParams[9].id == 0x0b && kIntParams[10].id == 0x0e,
+static_assert(kIntParams[1].id == 0x03 && kIntParams[9].id == 0x0b && kIntParams[10].id == 0x0e &&
+                  kIntParams[11].id == 0x20,
               "for_each_entry writes kIntParams in id order");
 
 struct CidParam {
@@ -166,6 +169,7 @@ void for_each_entry(const TransportParams& p, std::optional<std::uint32_t> greas
         for (const std::uint32_t a : v->available) w.u32(a);
         put(param_id::version_information, w.written());
     }
+    integer(kIntParams[11]);  // max_datagram_frame_size (0x20, RFC 9221 §3)
     if (p.min_ack_delay_us) {
         Writer w(buf);
         w.varint(*p.min_ack_delay_us);
@@ -422,6 +426,7 @@ ndm::TransportParameters to_public(const TransportParams& p) {
         out.chosen_version = p.version_information->chosen;
         out.available_versions = p.version_information->available;
     }
+    out.max_datagram_frame_size = p.max_datagram_frame_size;
     out.application_params = p.application_params;
     return out;
 }

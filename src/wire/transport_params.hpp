@@ -37,6 +37,9 @@ inline constexpr std::uint64_t initial_source_connection_id = 0x0f;
 inline constexpr std::uint64_t retry_source_connection_id = 0x10;  // server only
 // RFC 9368 §3: the sender's Chosen Version and its Available Versions.
 inline constexpr std::uint64_t version_information = 0x11;
+// RFC 9221 §3: the largest DATAGRAM frame (type, length and payload) the
+// sender takes; absent or 0: it takes none.
+inline constexpr std::uint64_t max_datagram_frame_size = 0x20;
 // draft-ietf-quic-ack-frequency-14 §3 (provisional): microseconds, at most
 // max_ack_delay; its presence says the sender takes ACK_FREQUENCY and
 // IMMEDIATE_ACK frames.
@@ -105,6 +108,8 @@ struct TransportParams {
     std::optional<ConnectionId> retry_source_connection_id;
     std::optional<VersionInformation> version_information;
     std::optional<std::uint64_t> min_ack_delay_us;  // absent: no ACK frequency extension
+    // RFC 9221 §3: 0 (the default, not sent) takes no DATAGRAM frames.
+    std::uint64_t max_datagram_frame_size = 0;
     std::vector<std::uint8_t> application_params;  // ndm_application_params, <= 512 bytes
     bool operator==(const TransportParams&) const = default;
 };

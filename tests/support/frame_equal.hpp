@@ -63,6 +63,8 @@ inline bool eq(const AckFrequencyFrame& a, const AckFrequencyFrame& b) {
            a.reordering_threshold == b.reordering_threshold;
 }
 inline bool eq(const ImmediateAckFrame&, const ImmediateAckFrame&) { return true; }
+// A 0x30 frame re-encodes as 0x31 (the encoder always writes the length): the payload is the frame.
+inline bool eq(const DatagramFrame& a, const DatagramFrame& b) { return same_bytes(a.data, b.data); }
 inline bool eq(const ConnectionCloseFrame& a, const ConnectionCloseFrame& b) {
     return a.error_code == b.error_code && a.application == b.application && a.reason == b.reason &&
            (a.application || a.frame_type == b.frame_type);  // 0x1d carries no frame type (RFC 9000 §19.19)

@@ -189,6 +189,8 @@ std::vector<Frame> sample_frames() {
         PathResponseFrame{{8, 7, 6, 5, 4, 3, 2, 1}},
         AckFrequencyFrame{7, 31, 25000, 3},
         ImmediateAckFrame{},
+        DatagramFrame{data, true},
+        DatagramFrame{{}, true},
     };
 }
 
@@ -238,6 +240,50 @@ TEST_CASE("frame: golden encodings") {
     // draft-ietf-quic-ack-frequency-14 §4, §5: type 0xaf is a 2-byte varint.
     CHECK(encode(AckFrequencyFrame{1, 9, 25000, 3}) == Bytes{0x40, 0xaf, 0x01, 0x09, 0x80, 0x00, 0x61, 0xa8, 0x03});
     CHECK(encode(ImmediateAckFrame{}) == Bytes{0x1f});
+}
+
+TEST_CASE("frame: DATAGRAM of both types (RFC 9221 §4)") {
+    static const Bytes hi{'h', 'i'};
+    // The encoder writes 0x31, with a length.
+    CHECK(encode(DatagramFrame{hi, true}) == Bytes{0x31, 0x02, 'h', 'i'});
+    CHECK(datagram_frame_size(2) == 4);
+    CHECK(datagram_frame_size(64) == 67);  // a 2-byte length from 64 bytes on
+    // 0x31 ends at its length, and the next frame follows.
+    {
+        const Bytes two{0x31, 0x01, 'x', 0x01};
+        Reader r(two);
+        Frame f;
+        Error err;
+        REQUIRE(decode_frame(r, f, err));
+        const auto* d = std::get_if<DatagramFrame>(&f);
+        REQUIRE(d);
+        CHECK(d->has_length);
+        CHECK(same_bytes(d->data, Bytes{'x'}));
+        CHECK(datagram_frame_size(*d) == 3);
+        REQUIRE(decode_frame(r, f, err));
+        CHECK(std::holds_alternative<PingFrame>(f));
+    }
+    // 0x30 runs to the end of the packet.
+    {
+        const Bytes rest{0x30, 'a', 'b', 'c'};
+        const Frame f = decode_one(rest);
+        const auto* d = std::get_if<DatagramFrame>(&f);
+        REQUIRE(d);
+        CHECK_FALSE(d->has_length);
+        CHECK(same_bytes(d->data, Bytes{'a', 'b', 'c'}));
+        CHECK(datagram_frame_size(*d) == 4);
+    }
+    // A length past the packet's end is a FRAME_ENCODING_ERROR.
+    CHECK(decode_error(Bytes{0x31, 0x05, 'a'}, CloseCode::frame_encoding_error).kind == ErrorKind::truncated);
+    // 0-RTT and 1-RTT packets only.
+    for (const std::uint64_t t : {frame_type::datagram, frame_type::datagram_len}) {
+        CHECK(frame_name(t) == "DATAGRAM");
+        CHECK(frame_allowed(t, PacketKind::one_rtt));
+        CHECK(frame_allowed(t, PacketKind::zero_rtt));
+        CHECK_FALSE(frame_allowed(t, PacketKind::initial));
+        CHECK_FALSE(frame_allowed(t, PacketKind::handshake));
+    }
+    CHECK(is_ack_eliciting(DatagramFrame{hi, true}));  // RFC 9221 §5.2
 }
 
 TEST_CASE("frame: ACK_FREQUENCY's requested max ack delay must be below 2^14 ms") {

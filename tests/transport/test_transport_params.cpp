@@ -3,6 +3,7 @@
 // malformed input, and the parameters of RFC 9001 §A.2's ClientHello.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -467,4 +468,26 @@ TEST_CASE("transport_params: min_ack_delay (draft-ietf-quic-ack-frequency-14 §3
     Bytes buf(256);
     ndm::wire::Writer w(buf);
     CHECK_FALSE(encode_transport_params(w, p, Role::client));
+}
+
+TEST_CASE("transport_params: max_datagram_frame_size (RFC 9221 §3) is 0 when absent, sent when not, in id order") {
+    CHECK(TransportParams{}.max_datagram_frame_size == 0);
+    CHECK(encode(TransportParams{}).empty());  // 0: not sent
+    TransportParams p;
+    p.max_datagram_frame_size = 65535;
+    CHECK(encode(p) == Bytes{0x20, 0x04, 0x80, 0x00, 0xff, 0xff});
+    const TransportParams back = decode_ok(encode(p));
+    CHECK(back.max_datagram_frame_size == 65535);
+    CHECK(to_public(back).max_datagram_frame_size == 65535);
+    // After retry_source_connection_id (0x10), before min_ack_delay.
+    p.min_ack_delay_us = 1000;
+    p.initial_source_connection_id = ConnectionId::from(Bytes{1, 2, 3, 4});
+    const Bytes b = encode(p);
+    CHECK(decode_ok(b) == p);
+    const Bytes dgram{0x20, 0x04, 0x80, 0x00, 0xff, 0xff};
+    const auto at = std::search(b.begin(), b.end(), dgram.begin(), dgram.end());
+    REQUIRE(at != b.end());
+    CHECK(at == b.begin() + 6);  // 0x0f's entry (2 + 4 bytes) comes first
+    CHECK(contains(decode_error(raw(param_id::max_datagram_frame_size, Bytes{0x01, 0x02})).what,
+                   "max_datagram_frame_size: value of length 2 is not exactly one varint"));
 }

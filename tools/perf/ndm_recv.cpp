@@ -131,6 +131,7 @@ struct Server {
             Flow& f = made.emplace_back(flow(h, p, now));
             f.sink = std::move(sink);
             if (p.check_payload) f.check.emplace(p.seed);
+            if (p.datagram) f.dgram = std::make_unique<tools::DatagramReceiver>();
         }
         if (p.reverse || p.bidir) {
             Flow& f = made.emplace_back(flow(h, p, now));
@@ -225,8 +226,9 @@ struct Server {
         if (t.header_printed) return;
         t.header_printed = true;
         say(t.params.bidir     ? "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n"
-            : t.params.reverse ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
-                               : "[ ID] Interval           Transfer     Bitrate\n");
+            : t.params.reverse  ? "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"
+            : t.params.datagram ? "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
+                                : "[ ID] Interval           Transfer     Bitrate\n");
     }
 
     // A text line of the test: printed unless -J, and kept for
@@ -417,21 +419,25 @@ struct Server {
         const double b = secs(t.start, t.interval_begin), e = secs(t.start, now);
         json streams = json::array();
         Row sum[2];  // by direction
+        std::string extra;  // -u: jitter and lost/total datagrams
         auto text = [&](const std::string& id, bool sends, const Row& r, bool cwnd) {
             say(fmt::format("{} {:6.2f}-{:<6.2f} sec  {:>12}  {:>15}", tools::recv::label(t.params, id, sends), b, e,
                             tools::format_bytes(r.bytes), tools::format_bitrate(rate(r.bytes, e - b))) +
                 (sends ? fmt::format("  {:>4}", r.retr) : "") +
-                (sends && cwnd ? fmt::format("  {:>12}", tools::format_cwnd(r.cwnd)) : "") +
+                (sends && cwnd ? fmt::format("  {:>12}", tools::format_cwnd(r.cwnd)) : "") + extra +
                 (t.omitting ? "  (omitted)" : "") + '\n');
         };
         for (Flow& f : t.flows) {
             const Row r = measure(f, now);
+            const auto dg = f.dgram ? std::optional(f.dgram->take_interval()) : std::nullopt;
+            extra = dg ? tools::datagram_row(*dg) : "";
             sum[f.sends].bytes += r.bytes;
             sum[f.sends].retr += r.retr;
             json s = sum_json(b, e, r.bytes, f.sends ? std::optional(r.retr) : std::nullopt, f.sends);
             s["socket"] = f.params.index + 1;
             s["omitted"] = t.omitting;
             if (f.sends) s["snd_cwnd"] = r.cwnd;
+            if (dg) tools::datagram_json(s, *dg);
             streams.push_back(s);
             text(id_label(f.params.index), f.sends, r, true);
         }
@@ -440,6 +446,7 @@ struct Server {
             json sum_j = sum_json(b, e, sum[d].bytes, d ? std::optional(sum[d].retr) : std::nullopt, d);
             sum_j["omitted"] = t.omitting;
             record[tools::recv::sum_key(t.params, "sum", d)] = sum_j;
+            extra.clear();
             if (t.params.streams > 1) text("[SUM]", d, sum[d], false);
         }
         t.intervals.push_back(record);
@@ -500,6 +507,10 @@ struct Server {
         Flow* f = test->find(h, false);
         Connection* c = ep.connection(h);
         if (!f || !c) return;  // reverse: nothing is expected from the client
+        if (f->dgram && c->stream_readable(id) > 0) {
+            c->close(1, "a datagram test's stream carries no data", steady_now());
+            return;
+        }
         try {
             tools::drain(*c, id, [&](std::span<const std::uint8_t> data) {
                 if (f->check) f->check->update(data);
@@ -527,11 +538,26 @@ struct Server {
             const tools::CpuPercent cpu = test->cpu.percent();
             r.cpu = {cpu.user, cpu.system};
             r.cc = f->params.bidir ? f->params.cc : own_cc;  // --bidir: we send too, with the client's
+            if (f->dgram) r.datagrams = tools::report_of(f->dgram->total());
             c->write(id, tools::encode(r), true);
             f->reported = true;
             f->report = id;
             rows(steady_now());
             send_output(steady_now());
+        }
+    }
+
+    // -u: each DATAGRAM as it arrives (counted, its payload is not kept).
+    void datagrams(ConnectionHandle h) {
+        Flow* f = test ? test->find(h, false) : nullptr;
+        Connection* c = ep.connection(h);
+        if (!c) return;
+        const Instant now = steady_now();
+        while (auto d = c->recv_datagram()) {
+            if (!f || !f->dgram) continue;  // not a datagram test: dropped, counted by the connection
+            f->dgram->on_datagram(*d, now);
+            f->bytes = f->dgram->total().bytes;
+            f->last_byte = now;
         }
     }
 
@@ -713,6 +739,8 @@ EndpointConfig endpoint_config(const Options& o, tools::ServerTls& tls) {
     // start small (about an initial congestion window, so the first
     // flight is not held back), raised after it (Server::start).
     cfg.connection.initial_max_data = cfg.connection.initial_max_stream_data = tools::kMinWindow;
+    // ndm-send -u's DATAGRAMs (RFC 9221), of any size a packet holds.
+    cfg.connection.max_datagram_frame_size = 65535;
     tls = tools::server_tls(o.tls_flags, o.bind);
     cfg.connection.tls = tls.options;
     cfg.gso = cfg.gro = !o.no_gso;
@@ -743,6 +771,7 @@ void serve(const Options& o, Endpoint& ep, Server& s) {
     ep.on_event([&](ConnectionHandle h, const Event& ev) {
         if (std::holds_alternative<event::Established>(ev)) s.start(h);
         else if (const auto* r = std::get_if<event::StreamReadable>(&ev)) s.readable(h, r->id);
+        else if (std::holds_alternative<event::DatagramReceived>(ev)) s.datagrams(h);
         else if (const auto* c = std::get_if<event::Closed>(&ev)) s.closed(h, c->info);
     });
     while (!tools::interrupted() && !(o.one_off && s.finished > 0)) {

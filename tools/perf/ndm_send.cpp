@@ -34,6 +34,7 @@
 #include "tools/cli/tls_flags.hpp"
 #include "tools/cli/units.hpp"
 #include "tools/perf/iperf_output.hpp"
+#include "tools/perf/datagram_client.hpp"
 #include "tools/perf/payload_file.hpp"
 #include "tools/perf/perf_session.hpp"
 #include "tools/perf/send_client.hpp"
@@ -83,7 +84,12 @@ void add_client_options(CLI::App& app, Options& o) {
                    "family: QUIC cannot fall back to the next as iperf3's TCP connect does; one that does not "
                    "resolve exits 1) or a numeric IPv4/IPv6 address")
         ->required();
-    app.add_flag("-u,--udp", o.udp, "not available: ndm is a reliable transport (see the message)");
+    app.add_flag("-u,--udp", o.udp,
+                 "datagram test, as iperf3 -u: unreliable QUIC DATAGRAM frames (RFC 9221) at -b's rate (default "
+                 "1M, as iperf3 -u), each as long as -l's datagram size allows (1408 payload bytes at 1452), "
+                 "under the congestion controller (unlike iperf3 -u's raw UDP, the sender cannot exceed what "
+                 "the path carries: the rest waits); never resent. The receiver reports jitter, lost/total "
+                 "(sequence gaps), out-of-order and duplicate datagrams. -t only, one connection, forward");
     app.add_option("--connect-timeout", o.connect_timeout_ms,
                    "milliseconds the handshake may take, Retries and lost Initials included, before the test "
                    "fails (100..600000; iperf3's default is the kernel's TCP connect timeout)")
@@ -177,7 +183,9 @@ tools::TestParams test_params(const Options& o, const cc::Entry& entry) {
     params.bidir = o.bidir;
     // Our stream is the generated payload unless -F sends a file: the
     // receiver checks it against the generator, we hash nothing.
-    params.check_payload = !o.reverse && o.file.empty();
+    params.check_payload = !o.reverse && o.file.empty() && !o.udp;
+    params.datagram = o.udp;
+    if (o.udp && o.bitrate.empty()) params.bitrate = 1'000'000;  // iperf3 -u's default
     if (!o.window.empty()) params.window = tools::parse_size(o.window);
     if (o.server_output)
         params.server_output = o.json ? tools::TestParams::ServerOutput::json : tools::TestParams::ServerOutput::text;
@@ -221,6 +229,23 @@ void open_file(Options& o) {
     });
 }
 
+// -u: a timed test of one connection in our direction; throws
+// std::invalid_argument naming the flag that does not apply.
+void check_datagram_flags(const Options& o) {
+    const char* bad = o.parallel > 1 ? "-P"
+                      : o.reverse    ? "-R"
+                      : o.bidir      ? "--bidir"
+                      : !o.bytes.empty() ? "-n"
+                      : o.blocks     ? "-k"
+                      : !o.file.empty() ? "-F"
+                      : !o.window.empty() ? "-w"
+                      : o.omit > 0   ? "-O"
+                                     : nullptr;
+    if (bad) throw std::invalid_argument(fmt::format("-u: {} does not apply to a datagram test (-t, -b, -l only)", bad));
+    if (!o.bitrate.empty() && tools::parse_bitrate(o.bitrate).burst != 0)
+        throw std::invalid_argument("-u: -b RATE/BURST: a datagram test is paced datagram by datagram, no bursts");
+}
+
 // Everything a test needs, checked before any packet is sent: the addresses,
 // the controller, the path, the qlog directory, TLS, the parameters, -F's
 // file. Empty when the test can start, else the exit code after one line on
@@ -241,6 +266,7 @@ std::optional<int> prepare(Options& o, const std::string& profile_name, tools::T
         if (!profile_name.empty()) profile = emu::parse_profile(profile_name);
         if (!o.qlog.empty()) (void)qlog::file_observer(o.qlog);  // creates the directory or names the problem
         o.tls = tools::client_tls(o.tls_flags);
+        if (o.udp) check_datagram_flags(o);
         params = test_params(o, entry);
         if (!o.file.empty()) {
             try {
@@ -265,6 +291,7 @@ int run(Options& o, const tools::TestParams& params, const std::optional<emu::Pr
     tools::catch_interrupts();
     json intervals = json::array();
     try {
+        if (params.datagram) return tools::send::run_datagram_client(o, params, profile, intervals);
         return tools::send::run_client(o, params, profile, intervals);
     } catch (const std::exception& ex) {  // connection failures, EndpointError
         if (o.json) {
@@ -295,12 +322,6 @@ int main(int argc, char** argv) {
     add_client_options(app, o);
     add_ndm_options(app, o, profile_name);
     if (const auto rc = ndm::tools::parse_command_line(app, argc, argv, "ndm-send")) return *rc;
-    if (o.udp) {
-        std::cerr << "ndm-send: -u: ndm is a reliable transport (QUIC streams deliver every byte, in order), so "
-                     "there is no UDP test; for an app-limited flow use -b RATE, for loss use --emu loss=N%, "
-                     "for a raw UDP test use iperf3 -u\n";
-        return 2;
-    }
     std::optional<tools::OutputRedirect> output;  // std::cout's lines go through it until the end of main
     try {
         output.emplace(o.json ? "" : o.output.title, o.output.logfile, o.output.force_flush);

@@ -142,6 +142,8 @@ void validate(const TestParams& p) {
             fmt::format("test parameter window {} outside {}..{} bytes", p.window, kMinWindow, kMaxWindow));
 
     if (p.omit > 0 && p.bytes != 0) throw std::invalid_argument("test parameter omit applies to timed tests only, not with bytes");
+    if (p.datagram && (p.reverse || p.bidir || p.bytes != 0 || p.bitrate == 0))
+        throw std::invalid_argument("test parameter datagram: a timed test at a bitrate, the client's direction only");
     if (!p.cc_options.empty()) {  // the controller itself names a bad key or value
         cc::Params cp;
         cp.max_datagram_size = p.packet_size;
@@ -155,7 +157,7 @@ std::vector<std::uint8_t> encode(const TestParams& p) {
                      {"streams", p.streams}, {"index", p.index}, {"test_id", p.test_id}, {"reverse", p.reverse}, {"bidir", p.bidir}, {"window", p.window},
                      {"server_output", static_cast<unsigned>(p.server_output)},
                      {"bitrate", p.bitrate}, {"burst", p.burst}, {"omit", p.omit},
-                     {"check", p.check_payload ? "payload" : "hash"},
+                     {"check", p.check_payload ? "payload" : "hash"}, {"datagram", p.datagram},
                      {"workload", workload::kFormatVersion}});
 }
 
@@ -193,6 +195,10 @@ TestParams decode_test_params(std::span<const std::uint8_t> blob) {
     p.burst = static_cast<unsigned>(uint_field(j, "burst", 0, kMaxBurst));
     if (j.contains("omit")) p.omit = number_field(j, "omit");
     p.check_payload = check_field(j) && !p.reverse;  // the client's direction only
+    if (j.contains("datagram")) {  // absent from older clients
+        if (!j["datagram"].is_boolean()) throw std::invalid_argument("test parameter datagram is not a boolean");
+        p.datagram = j["datagram"].get<bool>();
+    }
     if (!p.reverse && !p.bidir && names_model_file(p)) {
         TestParams checked = p;  // the client's own model file: the server does not open it
         checked.cc_options.clear();
@@ -214,8 +220,30 @@ std::vector<std::uint8_t> encode(const ReceiverReport& r) {
               {"cpu_user", r.cpu.user}, {"cpu_system", r.cpu.system}, {"cc", r.cc},
               {"check", r.checked_payload ? "payload" : "hash"}};
     if (r.checked_payload && r.mismatch_at != ReceiverReport::kNoMismatch) j["mismatch_at"] = r.mismatch_at;
+    if (const auto& d = r.datagrams)
+        j["datagrams"] = {{"received", d->received},         {"expected", d->expected},
+                          {"out_of_order", d->out_of_order}, {"duplicates", d->duplicates},
+                          {"malformed", d->malformed},       {"jitter_ms", d->jitter_ms}};
     return to_bytes(j);
 }
+
+namespace {
+// -u's counts from the peer: received within expected, jitter a finite time.
+ReceiverReport::Datagrams datagram_fields(const json& j) {
+    if (!j.is_object()) throw std::invalid_argument("field datagrams is not an object");
+    ReceiverReport::Datagrams d;
+    d.expected = uint_field(j, "expected");
+    d.received = uint_field(j, "received", std::nullopt, d.expected);
+    d.out_of_order = uint_field(j, "out_of_order", std::nullopt, d.received);
+    d.duplicates = uint_field(j, "duplicates");
+    d.malformed = uint_field(j, "malformed");
+    d.jitter_ms = number_field(j, "jitter_ms");
+    if (!(d.jitter_ms >= 0 && d.jitter_ms <= kMaxReportSeconds * 1000))
+        throw std::invalid_argument(fmt::format("field jitter_ms {:g} outside 0..{:g}", d.jitter_ms,
+                                                kMaxReportSeconds * 1000));
+    return d;
+}
+}  // namespace
 
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
     auto j = from_bytes(blob, "receiver report");
@@ -237,6 +265,7 @@ ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob) {
         if (!r.cc.empty() && !registered(r.cc))
             throw std::invalid_argument("field cc is not a known controller");
     }
+    if (j.contains("datagrams")) r.datagrams = datagram_fields(j["datagrams"]);
     return r;
 }
 

@@ -61,6 +61,11 @@ struct TestParams {
     // nothing. The server's direction (-R, --bidir) is always hashed: the
     // client cannot know whether the server sends its -F file.
     bool check_payload = false;
+    // -u: the client sends DATAGRAMs (RFC 9221) at `bitrate` instead of a
+    // stream, each as long as packet_size allows (tools/perf/datagram_test.hpp);
+    // its stream carries only its closing count. Forward, timed, one
+    // direction only.
+    bool datagram = false;
 };
 inline constexpr unsigned kMaxParallel = 128;
 // The "block" of -k and of -b's /BURST: 128 KiB, iperf3's default TCP block.
@@ -122,6 +127,13 @@ struct ReceiverReport {
     std::uint64_t omitted_bytes = 0;  // of `bytes`, read during the -O period; at most `bytes`
     RemoteCpu cpu;
     std::string cc;  // the receiver's controller (of its ACK-only direction); a registered name or empty
+    // -u: what arrived of the client's datagrams (bytes above are their
+    // payload bytes), by sequence number: the truth of the test's loss.
+    struct Datagrams {
+        std::uint64_t received = 0, expected = 0, out_of_order = 0, duplicates = 0, malformed = 0;
+        double jitter_ms = 0;  // at most kMaxReportSeconds * 1000
+    };
+    std::optional<Datagrams> datagrams;
 };
 std::vector<std::uint8_t> encode(const ReceiverReport& r);
 ReceiverReport decode_receiver_report(std::span<const std::uint8_t> blob);

@@ -68,8 +68,14 @@ std::string closing_report(const Test& t, const std::string& failure, bool as_js
         json j = sum_json(0, s, bytes, f.sends ? std::optional(f.retransmits) : std::nullopt, f.sends);
         j["socket"] = f.params.index + 1;
         if (send_phase && !f.sends) j["drain_seconds"] = drain_seconds(*send_phase, s);
+        if (f.dgram) datagram_json(j, f.dgram->total());
         streams.push_back({{f.sends ? "sender" : "receiver", j}});
         line(id_label(f.params.index), f.sends, s, bytes, f.retransmits);
+        if (const DatagramCounts* d = f.dgram ? &f.dgram->total() : nullptr)  // -u: iperf3's Jitter Lost/Total
+            text += fmt::format("{} datagrams: jitter {:.3f} ms, lost/total {} by sequence gaps, {} out of order, "
+                                "{} duplicates, {} malformed\n",
+                                id_label(f.params.index), d->jitter_ms, loss_text(d->lost(), d->expected),
+                                d->out_of_order, d->duplicates, d->malformed);
     }
     json end = {{"streams", streams}};
     for (const bool d : directions(t.params)) {

@@ -12,6 +12,7 @@
 #include "ndm/endpoint.hpp"
 #include "ndm/workload.hpp"
 #include "tools/perf/cpu_meter.hpp"
+#include "tools/perf/datagram_test.hpp"
 #include "tools/perf/payload_file.hpp"
 #include "tools/perf/perf_session.hpp"
 #include "tools/perf/test_limits.hpp"
@@ -32,6 +33,7 @@ struct Flow {
     std::optional<workload::PayloadCheck> check;
     workload::StreamHash hash;
     std::unique_ptr<FileSink> sink;
+    std::unique_ptr<DatagramReceiver> dgram;  // -u: the datagrams' counts (bytes: their payload bytes)
     std::uint64_t bytes = 0;
     Instant last_byte{};
     // Reverse: what we send.

@@ -25,6 +25,36 @@ namespace ndm::tools::send {
 
 using nlohmann::json;
 
+// path: where the shared emulated path is kept (its stats are printed at the end).
+EndpointConfig client_endpoint_config(const Options& o, const std::optional<emu::Profile>& profile,
+                                      std::optional<tools::SharedEmuPath>& path) {
+    EndpointConfig cfg;
+    cfg.backend = parse_io_backend(o.io);
+    if (!o.bind.empty()) cfg.bind_address = o.bind;
+    cfg.port = o.cport;  // the -P connections share this one socket, so one port
+    const cc::Entry entry = cc::parse_entry(o.cc);
+    cfg.connection.cc = entry.name;
+    cfg.connection.cc_options = entry.options;
+    cfg.connection.max_datagram_size = o.packet_size;
+    if (!o.window.empty()) {  // -w: checked by its validator; fixed, as a socket buffer iperf3's -w sets
+        cfg.connection.initial_max_data = cfg.connection.initial_max_stream_data = tools::parse_size(o.window);
+        cfg.connection.autotune_receive_windows = false;
+    }
+    cfg.connection.seed = o.seed * 2 + 1;
+    // Fail within seconds when the server is absent (--connect-timeout);
+    // mid-test, survive outages shorter than the idle timeout.
+    cfg.connection.handshake_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+    cfg.connection.tls = o.tls;
+    cfg.gso = cfg.gro = !o.no_gso;
+    cfg.connection.ecn = !o.no_ecn;
+    // --idle-timeout, --loss-detection, --ack-ranges, --ack-frequency, --receive-budget
+    apply(o.conn, cfg);
+    cfg.qlog_dir = o.qlog;
+    // The -P connections share one emulated path per direction, as they would share a bottleneck.
+    if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
+    return cfg;
+}
+
 namespace {
 
 // Reverse mode: the server's streams (server-initiated bidirectional IDs,
@@ -44,7 +74,7 @@ class Client {
 public:
     Client(const Options& o, const TestParams& base, const std::optional<emu::Profile>& profile, json& intervals)
         : o_(o), base_(base), profile_name_(profile ? profile->name : "none"), intervals_(intervals),
-          cfg_(endpoint_config(o, profile, path_)), ep_(cfg_), flows_(o.parallel * (o.bidir ? 2 : 1)) {}
+          cfg_(client_endpoint_config(o, profile, path_)), ep_(cfg_), flows_(o.parallel * (o.bidir ? 2 : 1)) {}
 
     int run() {
         try {
@@ -82,36 +112,6 @@ private:
                 return 1;
             }
         return 0;
-    }
-
-    // path: where the shared emulated path is kept (its stats are printed at the end).
-    static EndpointConfig endpoint_config(const Options& o, const std::optional<emu::Profile>& profile,
-                                          std::optional<tools::SharedEmuPath>& path) {
-        EndpointConfig cfg;
-        cfg.backend = parse_io_backend(o.io);
-        if (!o.bind.empty()) cfg.bind_address = o.bind;
-        cfg.port = o.cport;  // the -P connections share this one socket, so one port
-        const cc::Entry entry = cc::parse_entry(o.cc);
-        cfg.connection.cc = entry.name;
-        cfg.connection.cc_options = entry.options;
-        cfg.connection.max_datagram_size = o.packet_size;
-        if (!o.window.empty()) {  // -w: checked by its validator; fixed, as a socket buffer iperf3's -w sets
-            cfg.connection.initial_max_data = cfg.connection.initial_max_stream_data = tools::parse_size(o.window);
-            cfg.connection.autotune_receive_windows = false;
-        }
-        cfg.connection.seed = o.seed * 2 + 1;
-        // Fail within seconds when the server is absent (--connect-timeout);
-        // mid-test, survive outages shorter than the idle timeout.
-        cfg.connection.handshake_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
-        cfg.connection.tls = o.tls;
-        cfg.gso = cfg.gro = !o.no_gso;
-        cfg.connection.ecn = !o.no_ecn;
-        // --idle-timeout, --loss-detection, --ack-ranges, --ack-frequency, --receive-budget
-        apply(o.conn, cfg);
-        cfg.qlog_dir = o.qlog;
-        // The -P connections share one emulated path per direction, as they would share a bottleneck.
-        if (profile) path = tools::share_emulated_path(cfg, *profile, o.seed);
-        return cfg;
     }
 
     // Opens the connections with the test parameters in their handshakes and

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ndm/emu.hpp"
+#include "ndm/endpoint.hpp"
+#include "tools/emu/shared_path.hpp"
 #include "tools/perf/perf_session.hpp"
 #include "tools/perf/send_options.hpp"
 
@@ -21,5 +23,10 @@ namespace ndm::tools::send {
 // `intervals`.
 int run_client(const Options& o, const TestParams& params, const std::optional<emu::Profile>& profile,
                nlohmann::json& intervals);
+
+// The client's endpoint from `o`'s flags; `path` keeps the shared emulated
+// path of --emu or --profile (its stats are printed at the end).
+EndpointConfig client_endpoint_config(const Options& o, const std::optional<emu::Profile>& profile,
+                                      std::optional<tools::SharedEmuPath>& path);
 
 }  // namespace ndm::tools::send

@@ -45,7 +45,7 @@ struct Options {
     bool no_gso = false;
     bool no_ecn = false;
     std::string bitrate;  // -b RATE[/BURST]
-    bool udp = false;     // -u: refused
+    bool udp = false;     // -u: a datagram test (tools/perf/datagram_client.hpp)
     std::uint32_t connect_timeout_ms = 5000;  // --connect-timeout
     double omit = 0;      // -O seconds
     OutputFlags output;   // -T, --logfile, --forceflush
