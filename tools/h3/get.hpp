@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli/session_file.hpp"
 #include "tools/cli/tls_flags.hpp"
 #include "tools/h3/h3_options.hpp"
 
@@ -33,6 +34,7 @@ struct GetOptions {
     bool json = false;    // -J
     double connect_timeout_s = 10;
     ClientTlsFlags tls;
+    SessionFlags session;  // --session-file, --no-early-data
     CommonOptions common;
 };
 
