@@ -90,6 +90,11 @@ struct ConnectionLimits {
     // Default 1 MiB. A silent, counted drop: RFC 9221 §5 lets a receiver
     // drop datagrams it cannot hold.
     std::size_t datagram_receive_buffer = 1u << 20;
+    // Packets held until their keys can be used (RFC 9001 §5.7: 0-RTT
+    // before the ClientHello is read, 1-RTT before a server's handshake
+    // completes), at most this many of at most one datagram each. Default
+    // 16. Breach: dropped and counted (ConnectionStats::early_packets_dropped).
+    std::size_t early_packets = 16;
 };
 
 // A network path as the driver names it (RFC 9000 §9): this side's socket
@@ -230,6 +235,15 @@ struct ConnectionConfig {
     trace::ObserverFactory observer;
     // Caps on the state a peer can make this side hold (above).
     ConnectionLimits limits;
+    // Client: a token from an earlier connection's event::NewToken, sent in
+    // every Initial (RFC 9000 §8.1.3) so that the server can skip its Retry.
+    // A server that does not know it treats the Initial as having none.
+    std::vector<std::uint8_t> address_token;
+    // Server: a token for the client's later connections, sent in a
+    // NEW_TOKEN frame once the handshake is confirmed (RFC 9000 §8.1.3). The
+    // Endpoint's router makes it (src/transport/retry_gate), valid for the
+    // client's address, not its port, for 24 hours; empty: none is sent.
+    std::vector<std::uint8_t> token_to_issue;
 };
 
 enum class ConnectionState { handshaking, established, closing, draining, closed };
@@ -311,6 +325,9 @@ struct TransportParameters {
 // What a server learned from a valid Retry token (RFC 9000 §8.1.2).
 struct RetryValidation {
     std::vector<std::uint8_t> original_dcid;  // the DCID of the client's first Initial, before the Retry
+    // The token came from a NEW_TOKEN frame of an earlier connection (§8.1.3):
+    // the address is validated, but no Retry took place (original_dcid unused).
+    bool from_new_token = false;
 };
 
 // What the handshake settled (RFC 9001 §4, §8.1), valid once established.
@@ -326,6 +343,12 @@ struct HandshakeSummary {
     // NDM_AEAD_BACKEND=gnutls)". Starts with the backend's name.
     std::string packet_protection;
     TransportParameters peer;
+    // TLS resumed an earlier session (TlsOptions::resume): no Certificate
+    // was sent (RFC 8446 §2.2).
+    bool resumed = false;
+    // 0-RTT (RFC 9001 §4.6): "none" (not offered), "accepted" or "rejected"
+    // (the early bytes went again in 1-RTT packets).
+    std::string early_data = "none";
 };
 
 // A stream's place in the send order, in the shape of RFC 9218's priority
@@ -384,11 +407,19 @@ struct DatagramsDropped {};
 // (a late acknowledgement counts in ConnectionStats::spurious_losses only).
 struct DatagramAcked { std::uint64_t id; };
 struct DatagramLost { std::uint64_t id; };
+// Client: the server sent a session ticket (RFC 8446 §4.6.1) with which a
+// later connection can resume (TlsOptions::resume), one event a ticket.
+struct SessionTicket { tls::ResumptionTicket ticket; };
+// Client: the server sent a NEW_TOKEN token (RFC 9000 §8.1.3); a later
+// connection to the same server puts it in its Initial
+// (ConnectionConfig::address_token) so that it is not sent a Retry.
+struct NewToken { std::vector<std::uint8_t> token; };
 }  // namespace event
 using Event = std::variant<event::Established, event::StreamOpened, event::StreamReadable,
                            event::StreamWritable, event::StreamReset, event::StreamStopped, event::Closed,
                            event::PathValidation, event::PeerMigrated, event::DatagramReceived,
-                           event::DatagramsDropped, event::DatagramAcked, event::DatagramLost>;
+                           event::DatagramsDropped, event::DatagramAcked, event::DatagramLost,
+                           event::SessionTicket, event::NewToken>;
 
 // What Connection::send_datagram did with a datagram.
 enum class DatagramStatus : std::uint8_t {
@@ -662,6 +693,9 @@ public:
     [[nodiscard]] bool is_closed() const { return state() == ConnectionState::closed; }
     [[nodiscard]] const CloseInfo& close_info() const;
     [[nodiscard]] bool is_client() const;
+    // A resuming client may write now, before the handshake completes: its
+    // streams go out in 0-RTT packets (TlsOptions::early_data, RFC 9001 §4.6.1).
+    [[nodiscard]] bool can_send_early_data() const;
     // Negotiated values, valid once established.
     [[nodiscard]] std::size_t max_datagram_size() const;
     [[nodiscard]] std::span<const std::uint8_t> peer_application_params() const;

@@ -37,6 +37,13 @@ struct ConnectionStats {
     std::uint64_t packets_sent = 0;
     std::uint64_t packets_received = 0;
     std::uint64_t packets_dropped = 0;  // failed integrity check, unparsable, or unknown
+    // Packets that came before the keys to read them could be used (RFC
+    // 9001 §5.7, §4.6.1): 0-RTT before the ClientHello was read, 1-RTT at a
+    // server before its handshake completed. Held (ConnectionLimits::
+    // early_packets at most) and read once they can be, or dropped over the
+    // cap (counted in packets_dropped too; the peer sends them again).
+    std::uint64_t early_packets_buffered = 0;
+    std::uint64_t early_packets_dropped = 0;
     std::uint64_t packets_lost = 0;
     std::uint64_t packets_retransmitted = 0;  // packets that carried retransmitted frames
     std::uint64_t spurious_losses = 0;        // declared lost, acknowledged later

@@ -130,6 +130,32 @@ std::string keylog_line(std::string_view label, std::span<const std::uint8_t> cl
 // error is logged once and the rest of the lines are dropped.
 KeylogSink keylog_to_file(const std::string& path);
 
+// ---- session resumption (RFC 8446 §2.2, §4.6.1; RFC 9001 §4.5, §4.6)
+// What a client keeps of a connection to resume a later one with the same
+// server: GnuTLS's session data from a NewSessionTicket, and the server's
+// transport parameters, which a 0-RTT flight must respect (RFC 9000 §7.4.1).
+// A Connection raises event::SessionTicket with one; TlsOptions::resume
+// gives it back. Opaque to the application, who stores it as serialize()
+// bytes (a file, ndm-send --session-file) and must keep it secret: whoever
+// holds it can resume the session.
+class ResumptionError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct ResumptionTicket {
+    std::vector<std::uint8_t> session;               // gnutls_session_get_data2()
+    std::vector<std::uint8_t> transport_parameters;  // the server's, as it sent them
+    std::string server_name;                         // TlsOptions::server_name of that connection
+    std::string alpn;                                // the protocol agreed on it
+    bool early_data = false;                         // the server allows 0-RTT with it (RFC 9001 §4.6.1)
+
+    // A versioned byte format ("ndm-ticket 1", then length-prefixed fields).
+    [[nodiscard]] std::vector<std::uint8_t> serialize() const;
+    // Throws ResumptionError naming what is wrong with `bytes`.
+    static ResumptionTicket parse(std::span<const std::uint8_t> bytes);
+};
+
 }  // namespace ndm::tls
 
 namespace ndm {
@@ -164,6 +190,31 @@ struct TlsOptions {
     // reads no clock. The Endpoint sets the system time when this is unset
     // (the epoch); a simulation sets a fixed one.
     std::chrono::system_clock::time_point wall_time{};
+
+    // ---- resumption and 0-RTT (RFC 9001 §4.5, §4.6; docs/tls.md)
+    // Client: resume the session of an earlier connection to this server
+    // (its event::SessionTicket). The server may still make a full
+    // handshake. A ticket for another server_name or an ALPN not offered
+    // makes the connection throw std::invalid_argument when it is created.
+    std::optional<tls::ResumptionTicket> resume;
+    // Client: with `resume` from a server that allows it, write on streams
+    // before the handshake completes, sent in 0-RTT packets (RFC 9001 §4.6.1)
+    // within the remembered transport parameters (RFC 9000 §7.4.1); if the
+    // server refuses, the same bytes go again in 1-RTT packets.
+    // Server: accept 0-RTT (and say so in its tickets). Off by default: 0-RTT
+    // data can be replayed by an attacker (RFC 8446 §8, docs/security.md);
+    // only an application whose first requests are safe to repeat turns it on.
+    bool early_data = false;
+    // Server: send a NewSessionTicket after each handshake (RFC 8446 §4.6.1),
+    // in a 1-RTT CRYPTO frame. Off by default, so that a connection's bytes
+    // on the wire (and every recorded simulation) stay as they were; the
+    // servers of the tools turn it on (ndm-recv, ndm-h3 serve), and
+    // early_data implies it.
+    bool session_tickets = false;
+    // Server, with early_data: ClientHellos are remembered this long, and
+    // one seen again, or whose ticket age is off by more, has its early
+    // data refused (RFC 8446 §8.2, gnutls_anti_replay_set_window).
+    std::chrono::milliseconds anti_replay_window{10000};
 };
 
 }  // namespace ndm

@@ -158,6 +158,25 @@ void bind_events(py::module_& m) {
     py::class_<event::DatagramLost>(m, "DatagramLost", "A datagram sent was declared lost; it is never resent.")
         .def_readonly("id", &event::DatagramLost::id)
         .def("__repr__", [](const event::DatagramLost& e) { return "DatagramLost(id=" + std::to_string(e.id) + ")"; });
+    py::class_<event::SessionTicket>(m, "SessionTicket",
+                                     "The server sent a session ticket (RFC 8446 §4.6.1): ticket is its serialized "
+                                     "form (tls::ResumptionTicket), for a later connection to resume with.")
+        .def_property_readonly("ticket",
+                               [](const event::SessionTicket& e) {
+                                   const auto b = e.ticket.serialize();
+                                   return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+                               })
+        .def("__repr__", [](const event::SessionTicket& e) {
+            return "SessionTicket(server_name='" + e.ticket.server_name + "', alpn='" + e.ticket.alpn + "')";
+        });
+    py::class_<event::NewToken>(m, "NewToken", "The server sent a NEW_TOKEN token (RFC 9000 §8.1.3).")
+        .def_property_readonly("token",
+                               [](const event::NewToken& e) {
+                                   return py::bytes(reinterpret_cast<const char*>(e.token.data()), e.token.size());
+                               })
+        .def("__repr__", [](const event::NewToken& e) {
+            return "NewToken(" + std::to_string(e.token.size()) + " bytes)";
+        });
 }
 
 void bind_side(py::module_& m) {

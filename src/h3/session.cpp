@@ -125,7 +125,8 @@ void Session::Impl::read(StreamId id) {
 // Everything nghttp3 has to send, as far as the send buffers take it.
 void Session::Impl::write_all() {
     std::array<nghttp3_vec, 16> vec;
-    while (error.empty() && conn->is_established()) {
+    // Also a client's 0-RTT (requests in the first flight, RFC 9114 §A.2.4).
+    while (error.empty() && (conn->is_established() || conn->can_send_early_data())) {
         std::int64_t sid = -1;
         int fin = 0;
         const nghttp3_ssize count = nghttp3_conn_writev_stream(h3, &sid, &fin, vec.data(), vec.size());

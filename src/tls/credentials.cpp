@@ -23,8 +23,16 @@ std::string gnutls_error(int rc) { return gnutls_strerror(rc); }
 ServerCredentialsState::ServerCredentialsState() {
     if (const int rc = gnutls_certificate_allocate_credentials(&cred); rc < 0)
         throw CredentialError("cannot allocate certificate credentials: " + gnutls_error(rc));
+    if (const int rc = gnutls_session_ticket_key_generate(&ticket_key); rc < 0) {
+        gnutls_certificate_free_credentials(cred);
+        throw CredentialError("cannot make a session ticket key: " + gnutls_error(rc));
+    }
 }
-ServerCredentialsState::~ServerCredentialsState() { gnutls_certificate_free_credentials(cred); }
+ServerCredentialsState::~ServerCredentialsState() {
+    gnutls_memset(ticket_key.data, 0, ticket_key.size);
+    gnutls_free(ticket_key.data);
+    gnutls_certificate_free_credentials(cred);
+}
 
 ClientCredentialsState::ClientCredentialsState() {
     if (const int rc = gnutls_certificate_allocate_credentials(&cred); rc < 0)

@@ -4,9 +4,11 @@
 
 #include <gnutls/gnutls.h>
 
+#include <memory>
 #include <string>
 
 #include "ndm/tls.hpp"
+#include "tls/anti_replay.hpp"
 
 namespace ndm::tls {
 
@@ -14,6 +16,11 @@ struct ServerCredentialsState {
     gnutls_certificate_credentials_t cred = nullptr;
     Fingerprint fingerprint;
     std::string certificate_pem;
+    // Session tickets (RFC 8446 §4.6.1) are sealed under this key, random
+    // per ServerCredentials and never written anywhere: they resume only with
+    // servers sharing these credentials in this process.
+    gnutls_datum_t ticket_key{nullptr, 0};
+    AntiReplay anti_replay;  // for the sessions that accept 0-RTT
     ServerCredentialsState();
     ~ServerCredentialsState();
     ServerCredentialsState(const ServerCredentialsState&) = delete;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gnutls/gnutls.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
@@ -27,6 +28,7 @@ constexpr int kTransportParametersExtension = 0x39;
 // RFC 8446 §4: handshake message types QUIC forbids (RFC 9001 §8.3, §6).
 constexpr std::uint8_t kEndOfEarlyData = 5;
 constexpr std::uint8_t kKeyUpdate = 24;
+constexpr std::uint8_t kNewSessionTicket = 4;
 constexpr std::size_t kMessageHeader = 4;  // type, uint24 length (RFC 8446 §4)
 
 EncryptionLevel from_gnutls(gnutls_record_encryption_level_t level) {
@@ -56,6 +58,34 @@ std::optional<CipherSuite> suite_of(gnutls_cipher_algorithm_t cipher) {
     case GNUTLS_CIPHER_CHACHA20_POLY1305: return CipherSuite::chacha20_poly1305_sha256;
     default: return std::nullopt;
     }
+}
+
+// RFC 8446 §4.6.1: NewSessionTicket = ticket_lifetime (4) | ticket_age_add
+// (4) | ticket_nonce<0..255> | ticket<1..2^16-1> | extensions<0..2^16-2>;
+// early_data (42) carries max_early_data_size (4), which RFC 9001 §4.6.1
+// sets to 0xffffffff. `m` is the whole message, its 4-byte header first.
+bool ticket_allows_early_data(std::span<const std::uint8_t> m) {
+    constexpr unsigned kEarlyData = 42;
+    if (m.size() < kMessageHeader) return false;
+    m = m.subspan(kMessageHeader);
+    std::size_t at = 8;
+    const auto u16 = [&](std::size_t i) { return std::size_t{m[i]} << 8 | m[i + 1]; };
+    if (m.size() < at + 1) return false;
+    at += 1 + m[at];  // nonce
+    if (m.size() < at + 2) return false;
+    at += 2 + u16(at);  // ticket
+    if (m.size() < at + 2) return false;
+    const std::size_t end = at + 2 + u16(at);
+    if (end != m.size()) return false;
+    for (at += 2; at + 4 <= end;) {
+        const std::size_t type = u16(at), len = u16(at + 2);
+        at += 4;
+        if (at + len > end) return false;
+        if (type == kEarlyData)
+            return len == 4 && m[at] == 0xff && m[at + 1] == 0xff && m[at + 2] == 0xff && m[at + 3] == 0xff;
+        at += len;
+    }
+    return false;
 }
 
 std::string_view priority_name(CipherSuite suite) {
@@ -120,11 +150,16 @@ struct TlsSession::Impl {
     std::optional<TlsError> error;
     std::optional<VerifyFailure> pending;  // the reason a callback made GnuTLS fail
     std::optional<std::uint8_t> sent_alert;
+    std::vector<TlsSession::Ticket> tickets;  // client: received, not yet taken
 
     explicit Impl(TlsConfig c);
     ~Impl() { gnutls_deinit(session); }
     void configure_callbacks();
     void configure_peer();
+    void configure_resumption();
+    void on_ticket();
+    bool ticket_early_data = false;  // the NewSessionTicket being read allows 0-RTT
+    bool early_offer_pending = false;  // the byte that makes GnuTLS offer early data is not yet written
 
     void fail(std::uint64_t code, std::string alert_name, std::string message);
     void fail_alert(Alert alert, std::string message);
@@ -163,7 +198,13 @@ int alert_cb(gnutls_session_t s, gnutls_record_encryption_level_t, gnutls_alert_
     return 0;
 }
 int hook_cb(gnutls_session_t s, unsigned type, unsigned when, unsigned incoming, const gnutls_datum_t*) {
-    return when == GNUTLS_HOOK_POST ? impl_of(s)->on_hook(type, incoming) : 0;
+    if (when != GNUTLS_HOOK_POST) return 0;
+    auto* impl = impl_of(s);
+    if (incoming && type == GNUTLS_HANDSHAKE_NEW_SESSION_TICKET && impl->config.role == Role::client) {
+        impl->on_ticket();
+        return 0;
+    }
+    return impl->on_hook(type, incoming);
 }
 int verify_cb(gnutls_session_t s) { return impl_of(s)->on_verify(); }
 int keylog_cb(gnutls_session_t s, const char* label, const gnutls_datum_t* secret) {
@@ -185,8 +226,16 @@ ssize_t pull_cb(gnutls_transport_ptr_t p, void*, std::size_t) {
     gnutls_transport_set_errno(static_cast<gnutls_session_t>(p), EAGAIN);
     return -1;
 }
-ssize_t push_cb(gnutls_transport_ptr_t p, const void*, std::size_t) {
-    gnutls_transport_set_errno(static_cast<gnutls_session_t>(p), EPIPE);
+ssize_t push_cb(gnutls_transport_ptr_t p, const void*, std::size_t size) {
+    const auto session = static_cast<gnutls_session_t>(p);
+    // The one record GnuTLS writes itself in QUIC mode: the early data byte
+    // that makes it offer 0-RTT (configure_resumption). QUIC carries early
+    // data in 0-RTT packets, so the record goes nowhere.
+    if (impl_of(session)->early_offer_pending) {
+        impl_of(session)->early_offer_pending = false;
+        return static_cast<ssize_t>(size);
+    }
+    gnutls_transport_set_errno(session, EPIPE);
     return -1;
 }
 int pull_timeout_cb(gnutls_transport_ptr_t, unsigned) { return 0; }
@@ -195,9 +244,13 @@ int pull_timeout_cb(gnutls_transport_ptr_t, unsigned) { return 0; }
 
 TlsSession::Impl::Impl(TlsConfig c) : config(std::move(c)) {
     validate(config);
-    // RFC 9001 §8.3: no EndOfEarlyData. No tickets: no resumption yet.
-    const unsigned flags = (config.role == Role::client ? GNUTLS_CLIENT : GNUTLS_SERVER) | GNUTLS_NO_END_OF_EARLY_DATA |
-                           GNUTLS_NO_TICKETS | GNUTLS_NONBLOCK;
+    // RFC 9001 §8.3: no EndOfEarlyData. A server sends its ticket itself once
+    // the handshake is complete (on_complete), as a 1-RTT CRYPTO message.
+    unsigned flags = (config.role == Role::client ? GNUTLS_CLIENT : GNUTLS_SERVER) | GNUTLS_NO_END_OF_EARLY_DATA |
+                     GNUTLS_NONBLOCK;
+    if (config.role == Role::server) flags |= config.session_tickets ? GNUTLS_NO_AUTO_SEND_TICKET : GNUTLS_NO_TICKETS;
+    if (config.early_data && (config.role == Role::server || !config.resume_session.empty()))
+        flags |= GNUTLS_ENABLE_EARLY_DATA;
     if (const int rc = gnutls_init(&session, flags); rc < 0)
         throw TlsSetupError("TLS: gnutls_init: " + gnutls_error(rc));
     gnutls_session_set_ptr(session, this);
@@ -207,6 +260,39 @@ TlsSession::Impl::Impl(TlsConfig c) : config(std::move(c)) {
         throw TlsSetupError(fmt::format("TLS: priority \"{}\" at \"{}\": {}", priority, where ? where : "", gnutls_error(rc)));
     configure_callbacks();
     configure_peer();
+    configure_resumption();
+}
+
+// Server: tickets sealed under the credentials' key, and with early data
+// the anti-replay record and RFC 9001 §4.6.1's max_early_data_size. Client:
+// the session to resume.
+void TlsSession::Impl::configure_resumption() {
+    if (config.role == Role::server) {
+        auto& state = *config.server_credentials->state();
+        if (config.session_tickets || config.early_data) {
+            if (const int rc = gnutls_session_ticket_enable_server(session, &state.ticket_key); rc < 0)
+                throw TlsSetupError("TLS: session tickets: " + gnutls_error(rc));
+        }
+        if (config.early_data) {
+            state.anti_replay.enable(session, config.anti_replay_window);
+            if (const int rc = gnutls_record_set_max_early_data_size(session, 0xffffffffu); rc < 0)
+                throw TlsSetupError("TLS: max_early_data_size: " + gnutls_error(rc));
+        }
+        return;
+    }
+    if (config.resume_session.empty()) return;
+    if (const int rc = gnutls_session_set_data(session, config.resume_session.data(), config.resume_session.size());
+        rc < 0)
+        throw TlsSetupError("TLS: the session to resume is not usable: " + gnutls_error(rc));
+    // GnuTLS offers early_data (and makes the early secret) only with early
+    // data queued, which in QUIC travels in 0-RTT packets instead: one byte
+    // marks the offer. A ticket that allows none refuses it, and no 0-RTT
+    // is attempted.
+    static constexpr std::uint8_t kOffer = 0;
+    if (config.early_data) {
+        if (gnutls_record_send_early_data(session, &kOffer, 1) < 0) spdlog::debug("ndm: the ticket allows no 0-RTT");
+        else early_offer_pending = true;
+    }
 }
 
 void TlsSession::Impl::configure_callbacks() {
@@ -303,6 +389,7 @@ void TlsSession::Impl::process_message(EncryptionLevel level, std::span<const st
                                msg[0] == kKeyUpdate ? "KeyUpdate" : "EndOfEarlyData"));
         return;
     }
+    if (msg[0] == kNewSessionTicket && config.role == Role::client) ticket_early_data = ticket_allows_early_data(msg);
     const int rc = gnutls_handshake_write(session, to_gnutls(level), msg.data(), msg.size());
     if (rc < 0 && (gnutls_error_is_fatal(rc) || pending)) {
         fail_gnutls(rc);
@@ -333,17 +420,24 @@ void TlsSession::Impl::on_complete() {
     }
     complete = true;
     reading = EncryptionLevel::one_rtt;  // post-handshake messages (RFC 9001 §4.1.3)
+    if (config.role == Role::server && config.session_tickets) {
+        // A ticket that cannot be made costs the client its next resumption only.
+        if (const int rc = gnutls_session_ticket_send(session, 1, 0); rc < 0)
+            spdlog::debug("ndm: no session ticket sent: {}", gnutls_error(rc));
+    }
 }
 
 int TlsSession::Impl::on_secret(gnutls_record_encryption_level_t gl, const void* rx, const void* tx, std::size_t size) {
     const EncryptionLevel level = from_gnutls(gl);
-    if (level == EncryptionLevel::zero_rtt) return 0;  // no 0-RTT yet
-    const auto s = suite_of(gnutls_cipher_get(session));
+    // The 0-RTT secret's suite is the resumed session's (RFC 8446 §4.2.10),
+    // which gnutls_early_cipher_get reports before any ServerHello.
+    const auto s = suite_of(level == EncryptionLevel::zero_rtt ? gnutls_early_cipher_get(session)
+                                                               : gnutls_cipher_get(session));
     if (!s || size == 0 || size > crypto::kMaxSecretSize) {
         pending = VerifyFailure{Alert::internal_error, fmt::format("TLS negotiated an unsupported suite or a {}-byte secret", size)};
         return GNUTLS_E_INTERNAL_ERROR;
     }
-    suite = s;
+    if (level != EncryptionLevel::zero_rtt) suite = s;
     auto add = [&](const void* bytes, Direction dir) {
         if (bytes == nullptr) return;
         SecretEvent e{level, dir, *s, {}};
@@ -387,6 +481,23 @@ int TlsSession::Impl::on_hook(unsigned type, unsigned incoming) {
     if (gnutls_alpn_get_selected_protocol(session, &selected) >= 0)
         alpn.assign(reinterpret_cast<const char*>(selected.data), selected.size);
     return 0;
+}
+
+// A NewSessionTicket was read (RFC 8446 §4.6.1): the session as GnuTLS
+// would resume it. A ticket GnuTLS cannot export is skipped, not an error:
+// the connection goes on, only the next one cannot resume.
+void TlsSession::Impl::on_ticket() {
+    gnutls_datum_t data{nullptr, 0};
+    if (gnutls_session_get_data2(session, &data) < 0 || data.size == 0) return;
+    Ticket t;
+    t.session.assign(data.data, data.data + data.size);
+    gnutls_free(data.data);
+    // RFC 9001 §4.6.1: a server that allows 0-RTT says so in the ticket's
+    // early_data extension with max_early_data_size 0xffffffff; GnuTLS keeps
+    // the value without an accessor for the client, so process_message read
+    // it from the message.
+    t.early_data = ticket_early_data;
+    tickets.push_back(std::move(t));
 }
 
 int TlsSession::Impl::on_verify() {
@@ -485,6 +596,11 @@ bool TlsSession::has_output() const {
 }
 
 std::vector<SecretEvent> TlsSession::take_secrets() { return std::exchange(impl_->secrets, {}); }
+std::vector<TlsSession::Ticket> TlsSession::take_tickets() { return std::exchange(impl_->tickets, {}); }
+bool TlsSession::resumed() const { return impl_->complete && gnutls_session_is_resumed(impl_->session) != 0; }
+bool TlsSession::early_data_accepted() const {
+    return impl_->complete && (gnutls_session_get_flags(impl_->session) & GNUTLS_SFLAGS_EARLY_DATA) != 0;
+}
 bool TlsSession::handshake_complete() const { return impl_->complete; }
 const std::optional<TlsError>& TlsSession::error() const { return impl_->error; }
 std::optional<CipherSuite> TlsSession::suite() const { return impl_->suite; }

@@ -4,7 +4,9 @@
 // each level becomes available, the negotiated ALPN, the peer's
 // quic_transport_parameters, completion or a terminal error. It opens no
 // socket and reads no clock (certificate validity is checked against
-// TlsConfig::now). No session resumption or 0-RTT yet (docs/tls.md).
+// TlsConfig::now). Resumption: a server sends a NewSessionTicket after the
+// handshake, a client hands out each one it receives and resumes with one;
+// 0-RTT secrets come out as the other levels' do (RFC 9001 §4.6, docs/tls.md).
 #pragma once
 
 #include <chrono>
@@ -52,6 +54,13 @@ struct TlsConfig {
     bool fixed_sizes = false;
     std::size_t max_crypto_buffer = kDefaultCryptoBuffer;  // >= kMinCryptoBuffer
     std::chrono::system_clock::time_point now{};            // certificate validity is checked at this time
+    // Client: GnuTLS session data to resume (ResumptionTicket::session).
+    std::vector<std::uint8_t> resume_session;
+    // Client: offer 0-RTT with resume_session. Server: accept 0-RTT, and
+    // allow it in the tickets sent (max_early_data_size 0xffffffff, RFC 9001 §4.6.1).
+    bool early_data = false;
+    bool session_tickets = false;  // server: one NewSessionTicket after the handshake
+    std::chrono::milliseconds anti_replay_window{10000};  // server, with early_data
 };
 
 // The configuration cannot make a session (no ALPN, no credentials, ...).
@@ -113,6 +122,18 @@ public:
     [[nodiscard]] std::optional<crypto::CipherSuite> suite() const;
     [[nodiscard]] const std::string& alpn() const;
     [[nodiscard]] const std::optional<std::vector<std::uint8_t>>& peer_transport_parameters() const;
+
+    // Client: the session data of each NewSessionTicket received, drained
+    // (with whether it allows early data).
+    struct Ticket {
+        std::vector<std::uint8_t> session;
+        bool early_data = false;
+    };
+    std::vector<Ticket> take_tickets();
+    // After completion: the handshake resumed a session (no Certificate).
+    [[nodiscard]] bool resumed() const;
+    // After completion: the server accepted the client's 0-RTT data.
+    [[nodiscard]] bool early_data_accepted() const;
 
     struct Impl;  // opaque; public so that GnuTLS's C callbacks can reach it
 

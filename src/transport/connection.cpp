@@ -90,12 +90,12 @@ std::optional<Event> Connection::poll_event() {
 }
 
 std::optional<StreamId> Connection::open_stream() {
-    if (impl_->state != ConnectionState::established) return std::nullopt;
+    if (!impl_->can_write()) return std::nullopt;
     return impl_->streams.open();
 }
 
 std::optional<StreamId> Connection::open_uni_stream() {
-    if (impl_->state != ConnectionState::established) return std::nullopt;
+    if (!impl_->can_write()) return std::nullopt;
     return impl_->streams.open(false);
 }
 
@@ -146,7 +146,7 @@ std::size_t Connection::generate(StreamId id, std::size_t n, bool fin) {
 }
 
 void Connection::finish(StreamId id) {
-    if (impl_->state != ConnectionState::established) return;
+    if (!impl_->can_write()) return;
     impl_->streams.require(id).send.finish();
 }
 
@@ -193,13 +193,13 @@ bool Connection::stream_send_acked(StreamId id) const { return impl_->streams.se
 
 std::size_t Connection::stream_send_capacity(StreamId id) const {
     const StreamState* s = impl_->streams.find(id);
-    if (!s || impl_->state != ConnectionState::established) return 0;
+    if (!s || !impl_->can_write()) return 0;
     return s->send.capacity();
 }
 
 std::uint64_t Connection::stream_send_limit(StreamId id) const {
     const StreamState* s = impl_->streams.find(id);
-    if (!s || impl_->state != ConnectionState::established) return 0;
+    if (!s || !impl_->can_write()) return 0;
     return impl_->streams.new_data_limit(*s);
 }
 
@@ -213,13 +213,13 @@ void check_application_code(std::uint64_t code) {
 
 void Connection::reset_stream(StreamId id, std::uint64_t error_code) {
     check_application_code(error_code);
-    if (impl_->state != ConnectionState::established) return;
+    if (!impl_->can_write()) return;
     impl_->streams.reset(id, error_code);
 }
 
 void Connection::stop_sending(StreamId id, std::uint64_t error_code) {
     check_application_code(error_code);
-    if (impl_->state != ConnectionState::established) return;
+    if (!impl_->can_write()) return;
     impl_->streams.stop(id, error_code);
 }
 
@@ -285,7 +285,12 @@ HandshakeSummary Connection::handshake_summary() const {
         h.packet_protection = crypto::describe(choice);
     }
     if (impl_->have_peer_params) h.peer = wire::to_public(impl_->peer_params);
+    h.resumed = impl_->tls->resumed();
+    h.early_data = impl_->early_data_outcome();
     return h;
+}
+bool Connection::can_send_early_data() const {
+    return impl_->state == ConnectionState::handshaking && impl_->sending_zero_rtt();
 }
 std::span<const std::uint8_t> Connection::local_cid() const { return impl_->local_cid.span(); }
 std::span<const std::uint8_t> Connection::peer_cid() const { return impl_->peer_cid.span(); }

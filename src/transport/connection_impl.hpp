@@ -30,6 +30,7 @@
 #include "transport/cwnd_usage.hpp"
 #include "transport/datagram_queue.hpp"
 #include "transport/delivery_rate.hpp"
+#include "transport/early_packets.hpp"
 #include "transport/ecn_validator.hpp"
 #include "wire/frame.hpp"
 #include "transport/frame_sink.hpp"
@@ -52,6 +53,10 @@ namespace ndm {
 namespace transport {
 // The trace form of a packet type.
 trace::PacketType trace_type(wire::PacketType t);
+
+// Where a datagram's packets are opened (connection_receive.cpp): one buffer
+// per thread, at least `size` bytes.
+std::span<std::uint8_t> open_buffer(std::size_t size);
 
 // The type of a packet number space's packets.
 inline wire::PacketType type_of(PacketSpace s) {
@@ -143,6 +148,7 @@ struct Connection::Impl {
     bool handshake_complete = false;  // TLS finished: 1-RTT packets go both ways
     bool handshake_confirmed = false;
     bool handshake_done_pending = false;
+    bool new_token_pending = false;  // server: cfg.token_to_issue goes in a NEW_TOKEN frame (RFC 9000 §8.1.3)
     transport::AckFrequencyRequester ack_frequency;  // used when both sides run the extension
     bool immediate_ack_pending = false;              // one found no room in its packet
     bool handshake_discard_due = false;  // server: confirmed while reading a packet (RFC 9001 §4.9.2)
@@ -271,8 +277,30 @@ struct Connection::Impl {
     void make_controller(std::size_t datagram_size, Instant now);
     void encode_local_params(const ParamsEdit& edit, const ParamsBytesEdit& bytes_edit);
 
+    // ---- 0-RTT (RFC 9001 §4.6) and packets early for their keys (§5.7): early_data.cpp
+    std::optional<crypto::DirectionKeys> zero_rtt_keys;  // client: write; server: read
+    enum class EarlyData : std::uint8_t { none, attempted, accepted, rejected };
+    EarlyData early_data = EarlyData::none;
+    wire::TransportParams remembered_params;  // client: the ticket's (RFC 9000 §7.4.1)
+    transport::EarlyPackets early_packets{0};  // capped at cfg.limits.early_packets (constructor)
+    bool rx_zero_rtt = false;  // the packet being read is a 0-RTT packet
+    // A client writes 0-RTT packets from its first flight until it has 1-RTT keys.
+    bool sending_zero_rtt() const { return client && zero_rtt_keys.has_value() && !one_rtt.has_value(); }
+    // Streams take data: established, or a client's 0-RTT.
+    bool can_write() const {
+        return state == ConnectionState::established || (state == ConnectionState::handshaking && sending_zero_rtt());
+    }
+    void start_early_data();
+    bool on_early_data_outcome(Instant now);
+    // A packet whose keys are not usable yet: held (true) or to be dropped.
+    bool hold_early_packet(const wire::quic::PacketView& v);
+    void replay_early_packets(Instant now);
+    [[nodiscard]] const char* early_data_outcome() const;
+
     // ---- the handshake (connection_tls.cpp; the keys' functions are above)
     void start_tls();
+    void configure_resumption(tls::TlsConfig& c) const;
+    void take_tickets();
     void on_crypto_frame(const wire::CryptoFrame& f, transport::PacketSpace space, Instant now);
     void drive_tls(Instant now);
     void on_tls_error(Instant now);
@@ -379,7 +407,7 @@ struct Connection::Impl {
     // handshake completes, after the connection ends, or once the peer's
     // STOP_SENDING reset the stream (event::StreamStopped says so).
     transport::StreamState* writable_stream(StreamId id) {
-        if (state != ConnectionState::established) return nullptr;
+        if (!can_write()) return nullptr;
         transport::StreamState& s = streams.writable(id);
         return s.stopped_by_peer ? nullptr : &s;
     }

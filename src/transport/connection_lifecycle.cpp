@@ -140,6 +140,7 @@ Connection::Impl::Impl(const ConnectionConfig& config, bool is_client, Instant n
     }
     local_cid = random_cid(cfg, rng);
     local_cids.set_initial(local_cid);
+    early_packets = transport::EarlyPackets(cfg.limits.early_packets);
     local_params.max_idle_timeout_ms =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.idle_timeout).count());
     local_params.max_udp_payload_size = cfg.max_datagram_size;
@@ -223,6 +224,7 @@ std::unique_ptr<Connection> Connection::Impl::connect(const ConnectionConfig& co
     impl->original_dcid = random_cid(impl->cfg, impl->rng);
     impl->initial_dcid = impl->original_dcid;
     impl->set_initial_peer_cid(impl->original_dcid);  // until the server's first packet names its own
+    impl->retry_token = config.address_token;         // RFC 9000 §8.1.3: a NEW_TOKEN token, until a Retry's replaces it
     impl->encode_local_params(edit, bytes_edit);
     impl->install_initial_keys();
     impl->start_tls();
@@ -255,12 +257,13 @@ std::unique_ptr<Connection> Connection::Impl::accept(const ConnectionConfig& con
     auto impl = std::make_unique<Impl>(cfg, false, now);
     if (!other_version) impl->version = *crypto::known_version(first.version);  // RFC 9369 §4.1: the original version
     impl->initial_dcid = wire::ConnectionId::from(first.dcid);
-    impl->original_dcid = retry ? wire::ConnectionId::from(retry->original_dcid) : impl->initial_dcid;
-    if (retry) impl->retry_scid = impl->initial_dcid;
+    const bool after_retry = retry && !retry->from_new_token;
+    impl->original_dcid = after_retry ? wire::ConnectionId::from(retry->original_dcid) : impl->initial_dcid;
+    if (after_retry) impl->retry_scid = impl->initial_dcid;
     impl->set_initial_peer_cid(wire::ConnectionId::from(first.scid));
     impl->encode_local_params(edit, bytes_edit);
     impl->attach_observer(config.observer, now);
-    // RFC 9000 §8.1: a returned Retry token proves the address (§8.1.2).
+    // RFC 9000 §8.1: a returned Retry or NEW_TOKEN token proves the address (§8.1.2, §8.1.3).
     impl->address_validated = retry != nullptr;
     if (other_version) {
         impl->offered_version = first.version;
@@ -398,7 +401,9 @@ Instant Connection::Impl::next_timeout() const {
     // A discarded space's tracker is a fresh one (discard_space): not read.
     transport::for_each_space(loss.live_spaces(), [&](PacketSpace s) {
         const AckTracker& a = acks_of(s);
-        if (a.ack_pending()) t = std::min(t, a.ack_deadline());
+        // A server's ACK of 0-RTT packets waits for its 1-RTT keys (RFC 9001 §4.6.1: none in 0-RTT).
+        const bool can_ack = s != PacketSpace::application || state != ConnectionState::handshaking || one_rtt;
+        if (a.ack_pending() && can_ack) t = std::min(t, a.ack_deadline());
     });
     if (probes_pending > 0) return Instant::min();
     // The window first: a bulk sender is mostly window-limited, and

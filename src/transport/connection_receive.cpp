@@ -22,9 +22,10 @@ using namespace transport;
 namespace {
 
 // RFC 9000 §12.4 Table 3.
-bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
+bool frame_allowed(const wire::Frame& f, wire::PacketType type, bool zero_rtt) {
     const bool one_rtt = type == wire::PacketType::one_rtt;
-    const auto kind = one_rtt ? wire::PacketKind::one_rtt
+    const auto kind = zero_rtt  ? wire::PacketKind::zero_rtt
+                      : one_rtt ? wire::PacketKind::one_rtt
                       : type == wire::PacketType::initial ? wire::PacketKind::initial
                                                           : wire::PacketKind::handshake;
     return wire::frame_allowed(f, kind);
@@ -35,7 +36,6 @@ bool frame_allowed(const wire::Frame& f, wire::PacketType type) {
 // ============================================================================
 // Receiving
 
-namespace {
 // Where the packets of a datagram open (RFC 9001 §5.3-5.4: unprotected
 // headers, plaintext at each packet's offset); the caller's datagram stays as
 // received. One buffer per thread, not one per connection: nothing keeps the
@@ -44,12 +44,11 @@ namespace {
 // and with many connections a buffer each was a cold cache line for every
 // 64 bytes received (bench/RESULTS.md, "Competing flows"). Its size only
 // grows: no bytes to clear or copy.
-std::span<std::uint8_t> open_buffer(std::size_t size) {
+std::span<std::uint8_t> transport::open_buffer(std::size_t size) {
     thread_local std::vector<std::uint8_t> buffer;
     if (buffer.size() < size) buffer.resize(size);
     return buffer;
 }
-}  // namespace
 
 void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Instant now, Ecn ecn_codepoint,
                                    PathId path) {
@@ -72,6 +71,7 @@ void Connection::Impl::on_datagram(std::span<const std::uint8_t> datagram, Insta
     // RFC 9000 §10.3.1: a datagram none of whose packets opens may be the
     // peer's stateless reset; its last 16 bytes then are a token it issued.
     if (!rx_opened && peer_cids.is_stateless_reset(datagram)) return on_stateless_reset(now);
+    if (!early_packets.empty()) replay_early_packets(now);
     st.packets_dropped += packets.dropped_other_dcid();
     if (!any || packets.error() != wire::quic::HeaderError::none) {
         ++st.packets_dropped;
@@ -99,26 +99,33 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
         on_retry(v, now);
         return false;  // a Retry has no Length: it is the rest of the datagram
     }
-    // 0-RTT is never accepted, other versions not spoken; RFC 9369 §4.1: a
-    // long header of another version than the connection's is dropped.
+    // Other versions are not spoken (RFC 9369 §4.1: a long header of another
+    // version than the connection's is dropped); 0-RTT only by a server
+    // (RFC 9000 §17.2.3).
+    const bool zero = v.kind == PacketKind::zero_rtt;
     const bool other_version = v.kind != PacketKind::one_rtt && v.version != crypto::version_number(version);
-    if ((v.kind != PacketKind::initial && v.kind != PacketKind::handshake && v.kind != PacketKind::one_rtt) ||
-        other_version) {
+    if ((v.kind != PacketKind::initial && v.kind != PacketKind::handshake && v.kind != PacketKind::one_rtt && !zero) ||
+        (zero && client) || other_version) {
         ++st.packets_dropped;
         return true;
     }
     const PacketSpace space = space_of(v.kind);
     const wire::PacketType type = type_of(space);
-    // RFC 9000 §5.1: every ID this side issued and has not seen retired.
+    // RFC 9000 §5.1: every ID this side issued and has not seen retired; a
+    // client's Initial and 0-RTT packets name its first DCID until it has the server's.
     const bool cid_ok = std::ranges::equal(v.dcid, local_cid.span()) ||
                         (space == PacketSpace::application && local_cids.contains(v.dcid)) ||
-                        (!client && v.kind == PacketKind::initial && std::ranges::equal(v.dcid, initial_dcid.span()));
+                        (!client && (v.kind == PacketKind::initial || zero) &&
+                         std::ranges::equal(v.dcid, initial_dcid.span()));
     // RFC 9001 §4.9: packets of a discarded space are dropped, and so are
     // those of a space whose keys this side does not have yet (§4.1.4); §5.7:
-    // a server processes no 1-RTT packet before its handshake completes (one
-    // that overtook the client's Finished is dropped and resent).
-    const bool early_one_rtt = !client && space == PacketSpace::application && !handshake_complete;
-    if (!cid_ok || loss.discarded(space) || !has_read_keys(space) || early_one_rtt) {
+    // a server processes no 1-RTT packet before its handshake completes, and
+    // holds one that overtook the client's Finished (as it holds a 0-RTT
+    // packet that overtook the ClientHello) until it can.
+    const bool early_one_rtt = !client && space == PacketSpace::application && !zero && !handshake_complete;
+    const bool keys = zero ? zero_rtt_keys.has_value() : has_read_keys(space);
+    if (cid_ok && !loss.discarded(space) && ((zero && !keys) || early_one_rtt) && hold_early_packet(v)) return true;
+    if (!cid_ok || loss.discarded(space) || !keys || early_one_rtt) {
         ++st.packets_dropped;
         return true;
     }
@@ -129,11 +136,18 @@ bool Connection::Impl::on_packet(std::span<const std::uint8_t> datagram, std::sp
     AckTracker& tracker = acks_of(space);
     const auto largest = tracker.has_received() ? std::optional(tracker.largest_received()) : std::nullopt;
     wire::quic::OpenedPacket pkt;
-    const auto err = space == PacketSpace::application
+    const auto err = zero ? wire::quic::open_packet(datagram, into, v, &*zero_rtt_keys, largest, pkt)
+                     : space == PacketSpace::application
                          ? wire::quic::open_packet(datagram, into, v, &*one_rtt, largest, now, pto_period(), pkt)
                          : wire::quic::open_packet(datagram, into, v, read_keys_of(space), largest, pkt);
     if (err != wire::quic::OpenError::none) return on_open_error(err, now);
     rx_opened = true;
+    rx_zero_rtt = zero;
+    // RFC 9001 §4.9.3: a server may discard its 0-RTT keys once a 1-RTT packet opens.
+    if (!client && space == PacketSpace::application && !zero && zero_rtt_keys) {
+        zero_rtt_keys.reset();
+        st.packets_dropped += early_packets.drop(true);
+    }
     // RFC 9000 §8.1: the limit counts what the client sent, once per datagram;
     // a Handshake packet proves the address (§8.1, only the client can have
     // its keys). Another path than the active one counts its own (§9.3.1).
@@ -263,10 +277,12 @@ bool Connection::Impl::decode_frames(std::span<const std::uint8_t> payload, wire
             close_with_error(err.code, err.what, now);
             return false;
         }
-        if (!frame_allowed(f, type)) {
+        if (!frame_allowed(f, type, rx_zero_rtt)) {
             close_with_error(CloseCode::protocol_violation,
                              fmt::format("{} frame not allowed in a {} packet", wire::frame_name(f),
-                                         type == wire::PacketType::one_rtt ? "1-RTT" : "handshake"),
+                                         rx_zero_rtt                            ? "0-RTT"
+                                         : type == wire::PacketType::one_rtt ? "1-RTT"
+                                                                              : "handshake"),
                              now);
             return false;
         }
@@ -340,10 +356,11 @@ void Connection::Impl::on_v1_frame(const wire::Frame& frame, Instant now) {
         on_path_challenge(*c);
     } else if (const auto* pr = std::get_if<wire::PathResponseFrame>(&frame)) {
         on_path_response(*pr, now);
-    } else if (std::holds_alternative<wire::NewTokenFrame>(frame)) {
-        // RFC 9000 §19.7: a server must not receive one; a client may keep
-        // it for later connections (ndm keeps none).
+    } else if (const auto* t = std::get_if<wire::NewTokenFrame>(&frame)) {
+        // RFC 9000 §19.7: a server must not receive one; a client hands it
+        // to the application for its next connection (ConnectionConfig::address_token).
         if (!client) close_with_error(CloseCode::protocol_violation, "NEW_TOKEN frame sent by a client", now);
+        else events.push_back(event::NewToken{{t->token.begin(), t->token.end()}});
     } else if (const auto* n = std::get_if<wire::NewConnectionIdFrame>(&frame)) {
         on_new_peer_connection_id(*n, now);
     } else if (const auto* r = std::get_if<wire::RetireConnectionIdFrame>(&frame)) {

@@ -263,6 +263,8 @@ void Connection::Impl::on_lost_packets(std::vector<SentPacket>& lost, bool persi
                 crypto_of(space).on_lost(*c);
             } else if (std::holds_alternative<sent::HandshakeDone>(sf)) {
                 handshake_done_pending = true;
+            } else if (std::holds_alternative<sent::NewToken>(sf)) {
+                new_token_pending = true;
             } else if (auto* r = std::get_if<sent::RetireConnectionId>(&sf)) {
                 peer_cids.on_lost(r->sequence);
             } else if (auto* n = std::get_if<sent::NewConnectionId>(&sf)) {

@@ -38,22 +38,22 @@ PacketSpace Connection::Impl::close_space() const {
 bool Connection::Impl::has_eliciting_data() const {
     for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application})
         if (crypto_pending(s)) return true;
-    if (state != ConnectionState::established) return false;
+    if (!can_write()) return false;
     return application_frames_pending(last_now);
 }
 
 // 1-RTT frames other than ACK waiting to be sent at `now` (stream data that
 // waits to fill a packet does not count until its wait ends).
 bool Connection::Impl::application_frames_pending(Instant now) const {
-    return handshake_done_pending || immediate_ack_pending || local_cids.has_pending() || peer_cids.has_pending() ||
-           streams.has_control_frames() || datagrams.has_pending() ||
+    return handshake_done_pending || new_token_pending || immediate_ack_pending || local_cids.has_pending() ||
+           peer_cids.has_pending() || streams.has_control_frames() || datagrams.has_pending() ||
            (streams.has_pending_data() && !coalescing_holds(now));
 }
 
 bool Connection::Impl::coalescing_holdable() const {
     if (!coalescing.enabled() || state != ConnectionState::established) return false;
-    if (handshake_done_pending || immediate_ack_pending || local_cids.has_pending() || peer_cids.has_pending() ||
-        streams.has_control_frames() || datagrams.has_pending())
+    if (handshake_done_pending || new_token_pending || immediate_ack_pending || local_cids.has_pending() ||
+        peer_cids.has_pending() || streams.has_control_frames() || datagrams.has_pending())
         return false;
     const std::uint64_t room = transport::SendCoalescing::packet_room(mds);
     return transport::SendCoalescing::holdable(streams.sendable_new_data(room), room, streams.only_new_data_waits());
@@ -158,7 +158,8 @@ bool Connection::Impl::ack_due(PacketSpace space, Instant now) const {
 // or (1-RTT, once established) what the window and the pacer let go.
 bool Connection::Impl::space_wants(PacketSpace s, Instant now) const {
     if (loss.discarded(s) || !has_write_keys(s)) return false;
-    if (s == PacketSpace::application && state != ConnectionState::established) return false;
+    // Before completion only a client's 0-RTT (RFC 9001 §4.6.1).
+    if (s == PacketSpace::application && state != ConnectionState::established && !sending_zero_rtt()) return false;
     if (ack_due(s, now) || (probes_pending > 0 && probe_space == s)) return true;
     if (!can_send_eliciting(now)) return false;
     if (crypto_pending(s)) return true;
@@ -196,7 +197,8 @@ std::size_t Connection::Impl::write_packet(std::span<std::uint8_t> datagram, std
         if (space == PacketSpace::application && close.application) write_ack_frame(sink, space, now);
         write_close_frame(sink, type);
     } else {
-        write_ack_frame(sink, space, now);
+        // No ACK frame in a 0-RTT packet (RFC 9000 §12.4, §17.2.3).
+        if (!(space == PacketSpace::application && sending_zero_rtt())) write_ack_frame(sink, space, now);
         const bool probe = probes_pending > 0 && probe_space == space;
         if (probe || can_send_eliciting(now)) retransmission = write_eliciting_frames(sink, space, probe, now);
     }
@@ -245,10 +247,17 @@ bool Connection::Impl::write_eliciting_frames(FrameSink& sink, PacketSpace space
     bool retransmission = false;
     while (crypto_pending(space) && crypto_of(space).write_frame(sink)) {
     }
-    if (space == PacketSpace::application && state == ConnectionState::established) {
+    if (space == PacketSpace::application && sending_zero_rtt()) {
+        // RFC 9000 §12.4: 0-RTT carries stream data and flow control, no
+        // frame that needs the handshake done (ACK, NEW_TOKEN, RETIRE_CONNECTION_ID...).
+        streams.write_control_frames(sink, now, loss.rtt().smoothed());
+        retransmission = streams.write_stream_frames(sink);
+    } else if (space == PacketSpace::application && state == ConnectionState::established) {
         if (handshake_done_pending && sink.put(wire::HandshakeDoneFrame{}, sent::HandshakeDone{}))
             handshake_done_pending = false;
         local_cids.write_frames(sink);
+        if (new_token_pending && sink.put(wire::NewTokenFrame{cfg.token_to_issue}, sent::NewToken{}))
+            new_token_pending = false;
         peer_cids.write_frames(sink);
         streams.write_control_frames(sink, now, loss.rtt().smoothed());
         const bool ack_frequency_used = requests_ack_frequency();
@@ -305,13 +314,15 @@ std::size_t Connection::Impl::seal_payload(std::span<std::uint8_t> out, PacketSp
 wire::quic::PacketBuilder Connection::Impl::builder(std::span<std::uint8_t> datagram, std::size_t pos,
                                                     PacketSpace space, std::uint64_t pn, std::size_t pn_len,
                                                     std::size_t& overhead) {
-    if (space == PacketSpace::application) {
+    if (space == PacketSpace::application && !sending_zero_rtt()) {
         const wire::quic::ShortHeader h{peer_cid, pn, pn_len, spin.next(), false};
         overhead = wire::quic::packet_overhead(h);
         return {datagram, pos, h};
     }
     wire::quic::LongHeader h;
-    h.type = space == PacketSpace::initial ? wire::quic::LongType::initial : wire::quic::LongType::handshake;
+    h.type = space == PacketSpace::initial     ? wire::quic::LongType::initial
+             : space == PacketSpace::handshake ? wire::quic::LongType::handshake
+                                               : wire::quic::LongType::zero_rtt;
     h.version = crypto::version_number(version);
     h.dcid = peer_cid;
     h.scid = local_cid;
@@ -327,6 +338,7 @@ wire::quic::PacketBuilder Connection::Impl::builder(std::span<std::uint8_t> data
 // Seals with the space's write keys; 0 if they refuse (RFC 9001 §6.6).
 std::size_t Connection::Impl::seal(wire::quic::PacketBuilder& b, PacketSpace space, std::size_t payload_len,
                                    std::size_t pad_to) {
+    if (space == PacketSpace::application && sending_zero_rtt()) return b.finish(payload_len, *zero_rtt_keys, pad_to);
     return space == PacketSpace::application ? b.finish(payload_len, *one_rtt, pad_to)
                                              : b.finish(payload_len, *write_keys_of(space), pad_to);
 }

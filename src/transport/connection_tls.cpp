@@ -59,15 +59,57 @@ void Connection::Impl::start_tls() {
     c.keylog = o.keylog;
     c.fixed_sizes = o.fixed_sizes;
     c.now = o.wall_time;
+    configure_resumption(c);
     try {
         tls.emplace(std::move(c));
     } catch (const tls::TlsSetupError& e) {
         throw std::invalid_argument(e.what());
     }
     tls->start();
+    // A resuming client's early secret comes with its ClientHello.
+    for (const tls::SecretEvent& e : tls->take_secrets()) install_secret(e);
+    if (client && zero_rtt_keys) start_early_data();
     for (const PacketSpace s : {PacketSpace::initial, PacketSpace::handshake, PacketSpace::application}) {
         const auto out = tls->take_output(level_of(s));
         if (!out.empty()) crypto_of(s).write(out);
+    }
+}
+
+// Resumption (RFC 9001 §4.5): a client's ticket must be for this server and
+// protocol (RFC 8446 §4.6.1: a ticket is bound to its server; §4.2.10: 0-RTT
+// to its ALPN); a server's tickets and 0-RTT acceptance.
+void Connection::Impl::configure_resumption(tls::TlsConfig& c) const {
+    const TlsOptions& o = cfg.tls;
+    c.session_tickets = o.session_tickets || (!client && o.early_data);
+    c.anti_replay_window = o.anti_replay_window;
+    if (!client) {
+        c.early_data = o.early_data;
+        return;
+    }
+    if (!o.resume) return;
+    const tls::ResumptionTicket& t = *o.resume;
+    if (t.server_name != o.server_name)
+        throw std::invalid_argument(fmt::format("TLS: the session ticket is for server '{}', not '{}'", t.server_name,
+                                                o.server_name));
+    if (std::find(o.alpn.begin(), o.alpn.end(), t.alpn) == o.alpn.end())
+        throw std::invalid_argument(fmt::format("TLS: the session ticket is for ALPN '{}', which is not offered", t.alpn));
+    c.resume_session = t.session;
+    c.early_data = o.early_data && t.early_data;
+}
+
+// Each NewSessionTicket becomes an event::SessionTicket with what a 0-RTT
+// flight needs to know of this server (RFC 9000 §7.4.1): its transport
+// parameters as it sent them.
+void Connection::Impl::take_tickets() {
+    for (auto& t : tls->take_tickets()) {
+        if (!tls->peer_transport_parameters()) continue;
+        event::SessionTicket e;
+        e.ticket.session = std::move(t.session);
+        e.ticket.transport_parameters = *tls->peer_transport_parameters();
+        e.ticket.server_name = cfg.tls.server_name;
+        e.ticket.alpn = tls->alpn();
+        e.ticket.early_data = t.early_data;
+        events.emplace_back(std::move(e));
     }
 }
 
@@ -98,6 +140,7 @@ void Connection::Impl::drive_tls(Instant now) {
         if (!out.empty() && !crypto_of(s).discarded()) crypto_of(s).write(out);
     }
     for (const tls::SecretEvent& e : tls->take_secrets()) install_secret(e);
+    if (client) take_tickets();
     if (tls->error()) {
         on_tls_error(now);
         return;
@@ -140,8 +183,11 @@ void Connection::Impl::install_secret(const tls::SecretEvent& e) {
             one_rtt_read_secret.reset();
             one_rtt_write_secret.reset();
         }
+    } else if (e.level == crypto::EncryptionLevel::zero_rtt) {
+        // RFC 9001 §4.6.1, §5.1: the client's early traffic secret, for its
+        // writing (client) or the server's reading.
+        zero_rtt_keys.emplace(crypto::derive_packet_keys(e.suite, e.secret, version));
     }
-    // 0-RTT secrets: none are offered or accepted.
 }
 
 crypto::DirectionKeys* Connection::Impl::read_keys_of(PacketSpace s) {
@@ -162,7 +208,7 @@ bool Connection::Impl::has_read_keys(PacketSpace s) const {
 bool Connection::Impl::has_write_keys(PacketSpace s) const {
     if (s == PacketSpace::initial) return initial.has_value();
     if (s == PacketSpace::handshake) return handshake_write.has_value();
-    return one_rtt.has_value();
+    return one_rtt.has_value() || sending_zero_rtt();
 }
 
 // ============================================================================
@@ -246,11 +292,14 @@ void Connection::Impl::set_established(Instant now) {
         make_controller(mds, now);
         cc_state_since = now;
     }
+    if (client && !on_early_data_outcome(now)) return;
+    if (!client && tls->early_data_accepted()) early_data = EarlyData::accepted;
     if (!client) {
         // RFC 9001 §4.1.2: the server's handshake is confirmed on completion,
         // and its Handshake packets are done (§4.9.2).
         handshake_confirmed = true;
         handshake_done_pending = true;
+        new_token_pending = !cfg.token_to_issue.empty();
         loss.set_handshake_confirmed(true);
         handshake_discard_due = true;  // once the packet being read is done
     }

@@ -70,14 +70,26 @@ std::size_t RetryGate::write_retry(std::span<std::uint8_t> out, const wire::quic
                                    initial.dcid, unused);
 }
 
+std::vector<std::uint8_t> RetryGate::issue_new_token(const PeerAddress& peer, Instant now) {
+    const auto token = key_.issue(crypto::TokenKind::new_token, address_bytes(peer.host()).span(), now, {}, random_);
+    return {token.span().begin(), token.span().end()};
+}
+
 RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initial, const PeerAddress& peer,
                                              Instant now) {
     using Kind = TokenCheck::Kind;
     const auto token = initial.token;
-    // crypto/address_token.hpp: a Retry token is its kind byte, then a
-    // nonce, the sealed fields and the tag.
-    const bool ours = token.size() >= crypto::kAddressTokenOverhead && token.size() <= crypto::kMaxAddressTokenSize &&
-                      token[0] == static_cast<std::uint8_t>(crypto::TokenKind::retry);
+    // crypto/address_token.hpp: a token is its kind byte, then a nonce, the
+    // sealed fields and the tag.
+    const bool shaped = token.size() >= crypto::kAddressTokenOverhead && token.size() <= crypto::kMaxAddressTokenSize;
+    if (shaped && token[0] == static_cast<std::uint8_t>(crypto::TokenKind::new_token)) {
+        const auto v = key_.validate(token, address_bytes(peer.host()).span(), now);
+        if (!v || v->kind != crypto::TokenKind::new_token) return {};
+        RetryValidation r;
+        r.from_new_token = true;
+        return {Kind::valid, std::move(r)};
+    }
+    const bool ours = shaped && token[0] == static_cast<std::uint8_t>(crypto::TokenKind::retry);
     if (!ours) return {};
     const auto v = key_.validate(token, address_bytes(peer).span(), now);
     if (!v || v->kind != crypto::TokenKind::retry) return {Kind::invalid, {}};

@@ -4,13 +4,17 @@
 // (crypto::AddressTokenKey) binds the client's address and port and its
 // first Destination Connection ID, sealed under a key only this gate holds,
 // so a Retry costs the server no state and an Initial that returns a valid
-// token proves its sender receives at that address.
+// token proves its sender receives at that address. The same key makes the
+// tokens a server gives in NEW_TOKEN frames for later connections (§8.1.3):
+// another kind byte, the client's address without its port (a client's next
+// connection has another), no DCID, and 24 hours' life instead of 10 s.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "crypto/address_token.hpp"
 #include "crypto/random.hpp"
@@ -50,14 +54,20 @@ public:
     std::size_t write_retry(std::span<std::uint8_t> out, const wire::quic::PacketView& initial, const PeerAddress& peer,
                             Instant now);
 
+    // A token for `peer`'s later connections, for ConnectionConfig::token_to_issue.
+    [[nodiscard]] std::vector<std::uint8_t> issue_new_token(const PeerAddress& peer, Instant now);
+
     // What the token of `initial` (a client's Initial from `peer`) proves.
     struct TokenCheck {
         enum class Kind : std::uint8_t {
             none,     // no token, or one this gate did not make (a NEW_TOKEN
                       // token of another server): as if none (RFC 9000 §8.1.3)
-            valid,    // a Retry token this gate issued for `peer`, unexpired
+            valid,    // a Retry token this gate issued for `peer`, unexpired,
+                      // or a NEW_TOKEN one for its address (retry.from_new_token)
             invalid,  // shaped like this gate's Retry tokens but forged,
-                      // expired or from another address: dropped (§8.1.2)
+                      // expired or from another address: dropped (§8.1.2).
+                      // A NEW_TOKEN token that fails is `none` instead: the
+                      // client may have moved, and its Initial may get a Retry (§8.1.3)
         };
         Kind kind = Kind::none;
         RetryValidation retry;  // when valid: the client's first DCID

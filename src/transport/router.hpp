@@ -45,6 +45,9 @@ struct RouterConfig {
     // The configuration of each connection the router accepts (its seed,
     // random source, observer...): called once per admitted connection.
     std::function<ConnectionConfig()> connection_config;
+    // Each admitted connection gives its client a NEW_TOKEN token (RFC 9000
+    // §8.1.3) that skips the Retry of a later connection from its address.
+    bool issue_tokens = true;
 };
 
 // Why a datagram was dropped (RouterStats::dropped counts each).

@@ -24,6 +24,7 @@ struct MaxStreams { std::uint64_t maximum; bool bidi = true; };
 struct DataBlocked { std::uint64_t limit; };
 struct StreamDataBlocked { std::uint64_t id; std::uint64_t limit; };
 struct HandshakeDone {};
+struct NewToken {};  // the connection's one token (RFC 9000 §19.7), sent again if lost
 struct RetireConnectionId { std::uint64_t sequence; };
 struct NewConnectionId { std::uint64_t sequence; };  // RFC 9000 §19.15, resent while the ID is active
 struct Ping {};
@@ -37,7 +38,7 @@ using SentFrame = std::variant<sent::Stream, sent::Crypto, sent::Ack, sent::MaxD
                                sent::MaxStreamData, sent::MaxStreams, sent::DataBlocked,
                                sent::StreamDataBlocked, sent::HandshakeDone, sent::RetireConnectionId,
                                sent::Ping, sent::AckFrequency, sent::ResetStream, sent::StopSending,
-                               sent::NewConnectionId, sent::Datagram>;
+                               sent::NewConnectionId, sent::Datagram, sent::NewToken>;
 // The largest alternative sets SentFrames' inline size (see below).
 static_assert(sizeof(sent::Crypto) <= sizeof(sent::Stream) && sizeof(sent::ResetStream) <= sizeof(sent::Stream));
 static_assert(sizeof(SentFrame) <= 32);

@@ -32,6 +32,8 @@ ServerTls server_tls(const ServerTlsFlags& flags, const std::string& bind) {
     ServerTls out;
     out.options.keylog = keylog_from_environment();
     out.options.cipher_suites = flags.ciphers;
+    out.options.session_tickets = true;
+    out.options.early_data = flags.early_data;
     if (!flags.cert.empty()) {
         out.options.certificate = tls::ServerCredentials::load(flags.cert, flags.key);
         return out;
@@ -47,6 +49,15 @@ ServerTls server_tls(const ServerTlsFlags& flags, const std::string& bind) {
                                        "     clients trust it with: ndm-send --pin {} ...",
                                        fmt::join(names, ", "), fp, fp);
     return out;
+}
+
+void add_early_data_flag(CLI::App& app, ServerTlsFlags& flags) {
+    app.add_flag("--early-data", flags.early_data,
+                 "accept 0-RTT: a client resuming a session may send its first requests before the handshake "
+                 "completes, one round trip sooner. Off by default (unlike a TCP server, which has no such "
+                 "data): an attacker who records a 0-RTT flight can replay it, and a replay within the "
+                 "anti-replay window (10 s) is refused but one to another server process is not "
+                 "(docs/security.md); only requests that are safe to repeat belong in it");
 }
 
 void add_client_tls_flags(CLI::App& app, ClientTlsFlags& flags) {

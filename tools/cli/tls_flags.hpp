@@ -16,8 +16,11 @@ namespace ndm::tools {
 struct ServerTlsFlags {
     std::string cert, key;  // PEM files; both or neither
     std::vector<std::string> ciphers;  // --cipher
+    bool early_data = false;           // --early-data, where the tool offers it
 };
 void add_server_tls_flags(CLI::App& app, ServerTlsFlags& flags);
+// --early-data: accept 0-RTT from resuming clients (TlsOptions::early_data).
+void add_early_data_flag(CLI::App& app, ServerTlsFlags& flags);
 
 struct ServerTls {
     TlsOptions options;
@@ -26,6 +29,8 @@ struct ServerTls {
     std::string self_signed_note;
 };
 // Adds --cert, --key and --cipher.
+// The server sends a session ticket after each handshake (TlsOptions::
+// session_tickets), so that clients can resume; it accepts 0-RTT with --early-data.
 // Loads --cert/--key, or makes a self-signed certificate for localhost, the
 // loopback addresses, this host's name and `bind` (unless a wildcard); adds
 // SSLKEYLOGFILE. Throws (tls::CredentialError, tls::KeylogError,

@@ -119,7 +119,9 @@ private:
     Instant start_{}, end_{};
     std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
     std::optional<double> handshake_ms_;
+    bool session_started_ = false;  // before the handshake completes with 0-RTT
     HandshakeSummary summary_;
+    SessionFile kept_;  // --session-file: read at the start, written at the end
     std::optional<CloseInfo> closed_;
     std::optional<double> key_update_ms_;  // --key-update: when it started, from the first packet
     std::uint64_t key_updates_ = 0;        // ConnectionStats::key_updates at the end
@@ -226,10 +228,12 @@ void Client::on_event(ConnectionHandle h, const Event& ev) {
     }
     Connection* c = ep_->connection(h);
     if (!c) return;
+    if (kept_.take(ev)) return;
     if (std::holds_alternative<event::Established>(ev)) {
         handshake_ms_ = to_seconds(now - start_) * 1e3;
         summary_ = c->handshake_summary();
-        session_->start(*c);
+        if (!session_started_) session_->start(*c);
+        session_started_ = true;
     } else {
         session_->on_event(*c, ev, now);
     }
@@ -261,16 +265,26 @@ void Client::close_connection() {
 
 int Client::run() {
     prepare();
+    if (!o_.session.file.empty()) kept_ = SessionFile::load(o_.session.file);
     const std::optional<emu::Profile> profile = check_common(o_.common);
     EndpointConfig cfg = endpoint_config(o_.common, profile, client_tls(o_.tls), emu::Direction::up, path_);
     cfg.connection.handshake_timeout = from_seconds(o_.connect_timeout_s);
     cfg.connection.tls.server_name = o_.tls.server_name.empty() ? downloads_.front().url.host : o_.tls.server_name;
+    if (!o_.session.file.empty()) kept_.apply(cfg.connection, !o_.session.no_early_data);
     ep_ = std::make_unique<Endpoint>(cfg);
     session_ = ::ndm::h3::Session::client();
     catch_interrupts();
     start_ = steady_now();
     h_ = ep_->connect(downloads_.front().url.host, downloads_.front().url.port);
     ep_->on_event([this](ConnectionHandle h, const Event& ev) { on_event(h, ev); });
+    // 0-RTT (RFC 9114 §A.2.4 allows requests in it): the session and the
+    // requests start now, in the client's first flight.
+    if (Connection* c = ep_->connection(h_); c && c->can_send_early_data()) {
+        session_->start(*c);
+        session_started_ = true;
+        submit_pending(*c);
+        session_->flush(*c, steady_now());
+    }
     try {
         // The server's MAX_STREAMS may come in a packet that raises no event:
         // requests still waiting for a stream are tried after every turn.
@@ -289,6 +303,13 @@ int Client::run() {
     }
     end_ = steady_now();
     close_connection();
+    if (!o_.session.file.empty() && (kept_.ticket || !kept_.token.empty())) {
+        try {
+            kept_.save(o_.session.file);
+        } catch (const std::runtime_error& e) {
+            std::cerr << "ndm-h3: " << e.what() << '\n';
+        }
+    }
     return report();
 }
 
@@ -319,7 +340,8 @@ int Client::report() {
             requests.push_back(r);
         }
         json doc = {{"provenance", provenance_json(started_)},
-                    {"connection", {{"server", u.authority}, {"alpn", summary_.alpn}, {"cipher_suite", summary_.cipher_suite}}},
+                    {"connection", {{"server", u.authority}, {"alpn", summary_.alpn}, {"cipher_suite", summary_.cipher_suite},
+                                    {"resumed", summary_.resumed}, {"early_data", summary_.early_data}}},
                     {"requests", requests},
                     {"end", {{"requests", downloads_.size()}, {"ok", ok}, {"bytes", bytes}, {"seconds", seconds},
                              {"bits_per_second", seconds > 0 ? bytes * 8 / seconds : 0.0}}},

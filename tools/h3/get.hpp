@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli/session_file.hpp"
 #include "tools/cli/tls_flags.hpp"
 #include "tools/h3/h3_options.hpp"
 
@@ -36,6 +37,7 @@ struct GetOptions {
     // connection allows one, as ngtcp2's gtlsclient --key-update does.
     bool key_update = false;
     ClientTlsFlags tls;
+    SessionFlags session;  // --session-file, --no-early-data
     CommonOptions common;
 };
 

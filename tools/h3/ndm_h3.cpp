@@ -44,6 +44,11 @@ void add_get(CLI::App& app, h3t::GetOptions& o) {
                   "connection's key_updates; a key update that could not start before the downloads ended is a "
                   "failure (exit 1)");
     tools::add_client_tls_flags(*get, o.tls);
+    tools::add_session_flags(*get, o.session,
+                             "with --session-file, resume without sending the requests in 0-RTT packets. By default "
+                             "they go in the first flight when the ticket allows it, unlike curl, which sends no "
+                             "early data unless told (--tls-earlydata): a GET is safe to repeat (RFC 9114 §A.2.4), "
+                             "and a server that refuses it gets the same requests after the handshake");
     h3t::add_common_options(*get, o.common);
     ndm::tools::add_quic_version_option(*get, o.common.conn);
 }
@@ -63,6 +68,7 @@ void add_serve(CLI::App& app, h3t::ServeOptions& o) {
         ->capture_default_str()
         ->check(tools::integer_in(0, 1000000));
     tools::add_server_tls_flags(*serve, o.tls);
+    tools::add_early_data_flag(*serve, o.tls);
     tools::add_retry_option(*serve, o.retry);
     h3t::add_common_options(*serve, o.common);
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -130,6 +131,10 @@ private:
     std::unique_ptr<Endpoint> ep_;
     std::optional<SharedEmuPath> path_;
     std::map<ConnectionHandle, std::unique_ptr<::ndm::h3::Session>> sessions_;
+    // --early-data: stream events of a connection's 0-RTT requests, which
+    // come before it is established; the bytes wait in the transport, and
+    // the session reads them once it has started (it cannot send before).
+    std::map<ConnectionHandle, std::vector<Event>> early_;
     std::uint64_t closed_ = 0;
 };
 
@@ -137,6 +142,7 @@ void Server::on_event(ConnectionHandle h, const Event& ev) {
     const Instant now = steady_now();
     if (const auto* closed = std::get_if<event::Closed>(&ev)) {
         auto it = sessions_.find(h);
+        early_.erase(h);
         if (it == sessions_.end()) return;
         it->second->on_close(closed->info);
         const CloseInfo& i = closed->info;
@@ -161,6 +167,11 @@ void Server::on_event(ConnectionHandle h, const Event& ev) {
                                          printable(req.path), r.status, r.body.size);
             return r;
         };
+        if (o_.common.verbose) {
+            const HandshakeSummary hs = c->handshake_summary();
+            std::cerr << fmt::format("ndm-h3: client #{} connected: {}, 0-RTT {}\n", h,
+                                     hs.resumed ? "resumed" : "full handshake", hs.early_data);
+        }
         it = sessions_.emplace(h, ::ndm::h3::Session::server(std::move(sc))).first;
         try {
             it->second->start(*c);
@@ -168,6 +179,12 @@ void Server::on_event(ConnectionHandle h, const Event& ev) {
             c->close(0x101 /* H3_GENERAL_PROTOCOL_ERROR */, e.what(), now);
             return;
         }
+        if (const auto e = early_.find(h); e != early_.end()) {
+            for (const Event& held : e->second) it->second->on_event(*c, held, now);
+            early_.erase(e);
+        }
+    } else if (it == sessions_.end() && !c->is_established()) {
+        early_[h].push_back(ev);
     } else if (it != sessions_.end()) {
         it->second->on_event(*c, ev, now);
     }

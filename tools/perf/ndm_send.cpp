@@ -163,6 +163,7 @@ void add_ndm_options(CLI::App& app, Options& o, std::string& profile_name) {
     app.add_option("--seed", o.seed, "payload, connection ID and emulator seed")->capture_default_str();
     app.add_option("--io", o.io, "socket backend: auto, uring or epoll")->capture_default_str();
     tools::add_client_tls_flags(app, o.tls_flags);
+    tools::add_session_flags(app, o.session, "");
     tools::add_no_gso_flag(app, o.no_gso);
     tools::add_no_ecn_flag(app, o.no_ecn);
     tools::add_test_connection_flags(app, o.conn, tools::TestSide::client);
@@ -267,6 +268,7 @@ std::optional<int> prepare(Options& o, const std::string& profile_name, tools::T
         if (!o.qlog.empty()) (void)qlog::file_observer(o.qlog);  // creates the directory or names the problem
         o.tls = tools::client_tls(o.tls_flags);
         if (o.udp) check_datagram_flags(o);
+        if (!o.session.file.empty()) o.kept = tools::SessionFile::load(o.session.file);
         params = test_params(o, entry);
         if (!o.file.empty()) {
             try {

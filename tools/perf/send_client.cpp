@@ -101,6 +101,7 @@ private:
         }
         if (base_.server_output != tools::TestParams::ServerOutput::none) collect_server_output();
         close_all("test complete");
+        save_session();
         if (o_.json) {
             print_json(view());
         } else {
@@ -126,6 +127,8 @@ private:
         if (!o_.json && o_.reverse) std::cout << fmt::format("Reverse mode, remote host {} is sending\n", o_.host) << std::flush;
         // Distinguishes this test's connections from another client's on the server.
         const std::uint64_t test_id = std::random_device{}() * 0x100000000ULL + std::random_device{}();
+        if (!o_.session.file.empty())
+            ep_.on_event([this](ConnectionHandle, const Event& ev) { (void)kept_.take(ev); });
         for (unsigned i = 0; i < n; ++i) {
             Flow& f = flows_[i];
             f.index = i;
@@ -139,6 +142,9 @@ private:
             cc.application_params = tools::encode(f.params);
             if (cc.tls.server_name.empty())  // the name as given; a literal without brackets
                 cc.tls.server_name = address == o_.host || o_.host.front() == '[' ? address : o_.host;
+            // --session-file: resumed, and no Retry with its token. No 0-RTT: the
+            // test's clock starts once every connection is established.
+            if (!o_.session.file.empty()) o_.kept.apply(cc, false);
             f.h = ep_.connect(address, o_.port, cc);
             if (o_.bidir) {  // the server's direction of the same connection
                 Flow& r = flows_[n + i];
@@ -471,6 +477,16 @@ private:
             throw std::runtime_error("the server's output is not a JSON document");
     }
 
+    // --session-file: the newest ticket and token the server gave, for the next run.
+    void save_session() {
+        if (o_.session.file.empty() || (!kept_.ticket && kept_.token.empty())) return;
+        try {
+            kept_.save(o_.session.file);
+        } catch (const std::runtime_error& e) {
+            std::cerr << "ndm-send: " << e.what() << '\n';
+        }
+    }
+
     void close_all(const std::string& reason) {
         for (Flow& f : std::span(flows_).first(o_.parallel))  // one flow of each connection
             if (Connection* c = ep_.connection(f.h)) c->close(0, reason, steady_now());
@@ -497,6 +513,7 @@ private:
     const EndpointConfig cfg_;
     Endpoint ep_;
     std::vector<Flow> flows_;
+    tools::SessionFile kept_;  // --session-file: what this run's connections were given
     // Which connections had a turn since they were last looked at (note_turns):
     // only those can have new data, acknowledgments or another state. By
     // connection index, one flag for each direction's loop.

@@ -13,6 +13,7 @@
 #include "tools/cli/command_line.hpp"
 #include "tools/cli/general_flags.hpp"
 #include "tools/cli/connection_flags.hpp"
+#include "tools/cli/session_file.hpp"
 #include "tools/cli/tls_flags.hpp"
 #include "tools/perf/payload_file.hpp"
 
@@ -42,6 +43,8 @@ struct Options {
     ConnectionFlags conn;
     ClientTlsFlags tls_flags;
     TlsOptions tls;  // from tls_flags, checked before any packet is sent
+    SessionFlags session;  // --session-file
+    SessionFile kept;      // what it held, read before any packet is sent
     bool no_gso = false;
     bool no_ecn = false;
     std::string bitrate;  // -b RATE[/BURST]

@@ -56,7 +56,10 @@ std::string verbose_header(const TestView& t) {
                                       : "",
                        entry.name, entry.options.empty() ? "" : " (" + entry.options + ")",
                        o.reverse ? " on the server (reverse mode)" : "", t.handshake.cipher_suite, t.handshake.alpn,
-                       t.handshake.version, t.handshake.retry ? ", after a Retry" : "", t.handshake.packet_protection);
+                       t.handshake.version,
+                       std::string(t.handshake.retry ? ", after a Retry" : "") +
+                           (t.handshake.resumed ? ", resumed (--session-file)" : ""),
+                       t.handshake.packet_protection);
 }
 
 // The receiving side's controller: ours in -R, else the server's, from its report.
