@@ -134,6 +134,23 @@ run_readme() {
         fail "ndm-send exited $?: $(tail -5 "$out/send.txt")"
       wait "${pids[-1]}" || fail "ndm-recv -1 exited $?: $(tail -5 "$out/recv.txt")"
       grep -q "receiver  (byte-exact)" "$out/send.txt" || fail "ndm-send: not byte-exact: $(tail -5 "$out/send.txt")" ;;
+    "ndm-send --session-file FILE")
+      # Two runs against one server: the second resumes with what the first kept.
+      local p
+      p=$(free_port)
+      "$tools/ndm-recv" -p "$p" > "$out/recv_session.txt" 2>&1 &
+      pids+=($!)
+      wait_for "$out/recv_session.txt" listening
+      local run
+      for run in 1 2; do
+        timeout 30 "$tools/ndm-send" --insecure -c 127.0.0.1 -p "$p" -n 1M -V --session-file "$out/session" \
+          > "$out/send_session$run.txt" 2>&1 || fail "ndm-send --session-file (run $run) exited $?: $(tail -5 "$out/send_session$run.txt")"
+      done
+      kill "${pids[-1]}"
+      wait "${pids[-1]}" || true
+      ! grep -q "resumed" "$out/send_session1.txt" || fail "the first ndm-send --session-file run resumed"
+      grep -q "resumed (--session-file)" "$out/send_session2.txt" ||
+        fail "the second ndm-send --session-file run did not resume: $(grep -i "tls" "$out/send_session2.txt")" ;;
     "sudo ndm-emu shell --profile urban-lte -- sh -c 'iperf3 -c \$NDM_EMU_HOST_ADDR -C cubic'")
       echo "  not run here (root, and an iperf3 server on the host): covered by cli: ndm-emu shell delay and loss through TUN and a namespace" ;;
     "scripts/test.sh" | "scripts/test.sh --sanitize")
@@ -180,6 +197,7 @@ known=(
   "ndm-compare --list-cc" "ndm-emu presets" "ndm-sim -n 32M --rate 50 --delay 25 --loss 1 --cc cubic"
   "ndm-emu relay --listen 127.0.0.1:9000 --to 127.0.0.1:9001 --profile urban-lte"
   "ndm-recv -1" "ndm-send --insecure -c 127.0.0.1 -t 10 -C cubic --profile urban-lte"
+  "ndm-send --session-file FILE"
   "sudo ndm-emu shell --profile urban-lte -- sh -c 'iperf3 -c \$NDM_EMU_HOST_ADDR -C cubic'"
   "scripts/test.sh" "scripts/test.sh --sanitize" "scripts/setup.sh" "scripts/fuzz.sh all 60" "scripts/fuzz.sh list"
   "bench/ndm_eval.sh" "bench/eval_plots.sh" "bench/load_check.sh" "ndm-train ship --root . --name ndm-default"

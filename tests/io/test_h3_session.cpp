@@ -181,7 +181,7 @@ TEST_CASE("h3 session: a body that fails midway resets its stream, the client se
     fetch_whole(h, 200'000);
 }
 
-TEST_CASE("h3 session: the server cancels a request; the client is told H3_REQUEST_REJECTED and goes on") {
+TEST_CASE("h3 session: the server cancels a request, the client is told H3_REQUEST_REJECTED and goes on") {
     H3Pair h;
     Fetch f;
     f.check = std::make_unique<workload::PayloadCheck>(5'000'000);
@@ -205,7 +205,7 @@ TEST_CASE("h3 session: the server cancels a request; the client is told H3_REQUE
     fetch_whole(h, 100'000);
 }
 
-TEST_CASE("h3 session: the client cancels a download; the server's response stops at its STOP_SENDING, the connection stays open") {
+TEST_CASE("h3 session: the client cancels a download, the server's response stops at its STOP_SENDING, the connection stays open") {
     H3Pair h;
     Fetch f;
     f.check = std::make_unique<workload::PayloadCheck>(20'000'000);

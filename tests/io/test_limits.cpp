@@ -167,7 +167,11 @@ TEST_CASE("a peer issuing more connection IDs than ConnectionLimits::active_conn
     std::array<std::array<std::uint8_t, 8>, 5> cids{};
     std::array<std::array<std::uint8_t, 16>, 5> tokens{};
     Forger f(p);
-    for (std::uint64_t seq = 1; seq <= 4; ++seq) {
+    // The real client issued sequence numbers 1..first-1 itself (RFC 9000
+    // §5.1.1, up to the limit): the forged ones continue after them.
+    const std::uint64_t first = Connection::Impl::of(*p.client).local_cids.next_sequence();
+    REQUIRE(first <= 4);
+    for (std::uint64_t seq = first; seq <= 4; ++seq) {
         cids[seq].fill(static_cast<std::uint8_t>(0x40 + seq));
         tokens[seq].fill(static_cast<std::uint8_t>(0x80 + seq));
         f.send({wire::NewConnectionIdFrame{seq, 0, cids[seq], tokens[seq]}});
@@ -185,7 +189,8 @@ TEST_CASE("a peer forcing retirements it never acknowledges past twice the ID li
     std::array<std::array<std::uint8_t, 8>, 8> cids{};
     std::array<std::array<std::uint8_t, 16>, 8> tokens{};
     Forger f(p);
-    std::uint64_t seq = 1;
+    // After the IDs the real client issued (1..seq-1): the first forged frame retires them all.
+    std::uint64_t seq = Connection::Impl::of(*p.client).local_cids.next_sequence();
     for (; seq < cids.size() && p.server->is_established(); ++seq) {
         cids[seq].fill(static_cast<std::uint8_t>(0x40 + seq));
         tokens[seq].fill(static_cast<std::uint8_t>(0x80 + seq));

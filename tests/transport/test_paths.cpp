@@ -139,7 +139,7 @@ void inject(PathPair& p, const std::vector<wire::Frame>& frames, PathId path) {
 
 }  // namespace
 
-TEST_CASE("paths: each side issues min(peer's limit, 8) connection IDs; a retired one is replaced and reported") {
+TEST_CASE("paths: each side issues min(peer's limit, 8) connection IDs, and a retired one is replaced and reported") {
     PathPair p;
     p.client_cfg.limits.active_connection_ids = 4;
     p.server_cfg.limits.active_connection_ids = 20;
@@ -215,7 +215,7 @@ TEST_CASE("paths: a NAT rebinding mid-transfer: the server follows, validates th
     CHECK(Connection::Impl::of(*p.server).address_validated);
 }
 
-TEST_CASE("paths: a forged PATH_RESPONSE validates nothing; without the real one the server falls back") {
+TEST_CASE("paths: a forged PATH_RESPONSE validates nothing, and without the real one the server falls back") {
     PathPair p;
     REQUIRE(p.handshake_paths());
     p.run_paths([] { return false; }, 300ms);
