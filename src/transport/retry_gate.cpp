@@ -7,16 +7,20 @@ namespace ndm::transport {
 namespace {
 
 // The bytes a token binds: the peer's IP address and port (RFC 9000 §8.1.3:
-// a Retry token is for the address the Initial came from, port included).
+// a Retry token is for the address the Initial came from, port included),
+// and the QUIC version of the connection (RFC 9369 §5: a token from a
+// connection of one version is not accepted for another; §4.1 lets a Retry
+// token carry it too, so a client cannot switch versions after a Retry).
 struct AddressBytes {
-    std::array<std::uint8_t, 18> bytes{};
+    std::array<std::uint8_t, 18 + 4> bytes{};
     std::size_t size = 0;
     [[nodiscard]] std::span<const std::uint8_t> span() const { return {bytes.data(), size}; }
 };
 
-AddressBytes address_bytes(const PeerAddress& a) {
+AddressBytes address_bytes(const PeerAddress& a, std::uint32_t version) {
     AddressBytes out;
-    out.size = a.token_bytes(out.bytes);
+    out.size = a.token_bytes(std::span(out.bytes).first<18>());
+    for (int shift = 24; shift >= 0; shift -= 8) out.bytes[out.size++] = static_cast<std::uint8_t>(version >> shift);
     return out;
 }
 
@@ -57,7 +61,8 @@ double RetryGate::recent_handshakes(Instant now) const {
 
 std::size_t RetryGate::write_retry(std::span<std::uint8_t> out, const wire::quic::PacketView& initial,
                                    const PeerAddress& peer, Instant now) {
-    const auto token = key_.issue(crypto::TokenKind::retry, address_bytes(peer).span(), now, initial.dcid, random_);
+    const auto token =
+        key_.issue(crypto::TokenKind::retry, address_bytes(peer, initial.version).span(), now, initial.dcid, random_);
     wire::ConnectionId scid;
     scid.length = wire::kShortCidLength;  // the length ndm routes short headers by
     random_.fill(std::span<std::uint8_t>(scid.bytes.data(), scid.length));
@@ -70,8 +75,9 @@ std::size_t RetryGate::write_retry(std::span<std::uint8_t> out, const wire::quic
                                    initial.dcid, unused);
 }
 
-std::vector<std::uint8_t> RetryGate::issue_new_token(const PeerAddress& peer, Instant now) {
-    const auto token = key_.issue(crypto::TokenKind::new_token, address_bytes(peer.host()).span(), now, {}, random_);
+std::vector<std::uint8_t> RetryGate::issue_new_token(const PeerAddress& peer, std::uint32_t version, Instant now) {
+    const auto token =
+        key_.issue(crypto::TokenKind::new_token, address_bytes(peer.host(), version).span(), now, {}, random_);
     return {token.span().begin(), token.span().end()};
 }
 
@@ -83,7 +89,7 @@ RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initi
     // sealed fields and the tag.
     const bool shaped = token.size() >= crypto::kAddressTokenOverhead && token.size() <= crypto::kMaxAddressTokenSize;
     if (shaped && token[0] == static_cast<std::uint8_t>(crypto::TokenKind::new_token)) {
-        const auto v = key_.validate(token, address_bytes(peer.host()).span(), now);
+        const auto v = key_.validate(token, address_bytes(peer.host(), initial.version).span(), now);
         if (!v || v->kind != crypto::TokenKind::new_token) return {};
         RetryValidation r;
         r.from_new_token = true;
@@ -91,7 +97,7 @@ RetryGate::TokenCheck RetryGate::check_token(const wire::quic::PacketView& initi
     }
     const bool ours = shaped && token[0] == static_cast<std::uint8_t>(crypto::TokenKind::retry);
     if (!ours) return {};
-    const auto v = key_.validate(token, address_bytes(peer).span(), now);
+    const auto v = key_.validate(token, address_bytes(peer, initial.version).span(), now);
     if (!v || v->kind != crypto::TokenKind::retry) return {Kind::invalid, {}};
     const auto odcid = v->original_dcid();
     return {Kind::valid, RetryValidation{{odcid.begin(), odcid.end()}}};

@@ -54,8 +54,9 @@ public:
     std::size_t write_retry(std::span<std::uint8_t> out, const wire::quic::PacketView& initial, const PeerAddress& peer,
                             Instant now);
 
-    // A token for `peer`'s later connections, for ConnectionConfig::token_to_issue.
-    [[nodiscard]] std::vector<std::uint8_t> issue_new_token(const PeerAddress& peer, Instant now);
+    // A token for `peer`'s later connections of QUIC `version` (RFC 9369 §5:
+    // valid for that version only), for ConnectionConfig::token_to_issue.
+    [[nodiscard]] std::vector<std::uint8_t> issue_new_token(const PeerAddress& peer, std::uint32_t version, Instant now);
 
     // What the token of `initial` (a client's Initial from `peer`) proves.
     struct TokenCheck {

@@ -182,7 +182,7 @@ Router::Routed Router::initial(Instant now, const PeerAddress& from, std::span<c
     std::unique_ptr<Connection> conn;
     ConnectionConfig config = cfg_.connection_config ? cfg_.connection_config() : ConnectionConfig{};
     // A token for the client's next connection (RFC 9000 §8.1.3), sent once the handshake is confirmed.
-    if (parsed && cfg_.issue_tokens) config.token_to_issue = retry_gate_->issue_new_token(from, now);
+    if (parsed && cfg_.issue_tokens) config.token_to_issue = retry_gate_->issue_new_token(from, first.version, now);
     if (token.kind == Token::valid) {
         conn = Connection::accept(config, datagram, now, token.retry, ecn);
     } else if (parsed && (host_full || retry_gate_->wants_retry(half_open_count_, now))) {

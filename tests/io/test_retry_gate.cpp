@@ -117,6 +117,23 @@ TEST_CASE("retry gate: a token is valid from its address and port within 10 s, a
     }
     transport::RetryGate other(transport::RetryMode::always, 0);  // another server's (or a restarted one's) key
     CHECK(other.check_token(initial(token), peer, t0 + 1s).kind == Kind::invalid);
+    auto switched = initial(token, r.view.scid);  // RFC 9369 §4.1: the version may not change after a Retry
+    switched.version = wire::quic::kVersion2;
+    CHECK(gate.check_token(switched, peer, t0 + 1s).kind == Kind::invalid);
+}
+
+TEST_CASE("retry gate: a NEW_TOKEN token admits its host in the version it was issued for only (RFC 9369 section 5)") {
+    transport::RetryGate gate(transport::RetryMode::always, 0);
+    const auto peer = io::Address::parse("127.0.0.1", 4000).peer();
+    const Instant t0 = Instant{} + 100s;
+    const auto token = gate.issue_new_token(peer, wire::quic::kVersion1, t0);
+    const auto later = io::Address::parse("127.0.0.1", 4100).peer();  // a later connection, another port
+    const auto ok = gate.check_token(initial(token), later, t0 + 1h);
+    CHECK(ok.kind == Kind::valid);
+    CHECK(ok.retry.from_new_token);
+    auto v2 = initial(token);
+    v2.version = wire::quic::kVersion2;
+    CHECK(gate.check_token(v2, later, t0 + 1h).kind == Kind::none);  // as no token: the address is not proven
 }
 
 TEST_CASE("retry gate: a token that is not a Retry token of this shape counts as none (RFC 9000 8.1.3)") {
