@@ -74,9 +74,10 @@ constexpr std::uint64_t kMinAckDelayUs = 1000;
 
 CryptoStream::Config crypto_config(const ConnectionConfig& cfg) { return {cfg.limits.crypto_buffer}; }
 
-// The secret that places skipped packet numbers (transport/pn_skip.hpp).
-std::uint64_t skip_seed(const ConnectionConfig& cfg) {
-    std::uint64_t seed = cfg.seed ^ 0x5b1d'9e37'79b9'7f4aull;
+// A secret of its own for one use: from ConnectionConfig::random_bytes when
+// set (sockets), else from the seed and `salt` (reproducible runs).
+std::uint64_t secret_seed(const ConnectionConfig& cfg, std::uint64_t salt) {
+    std::uint64_t seed = cfg.seed ^ salt;
     if (cfg.random_bytes) {
         std::array<std::uint8_t, 8> b{};
         cfg.random_bytes(b);
@@ -86,17 +87,11 @@ std::uint64_t skip_seed(const ConnectionConfig& cfg) {
     return util::splitmix64(seed);
 }
 
+// The secret that places skipped packet numbers (transport/pn_skip.hpp).
+std::uint64_t skip_seed(const ConnectionConfig& cfg) { return secret_seed(cfg, 0x5b1d'9e37'79b9'7f4aull); }
+
 // The secret of the spin bit's participation and random bits (transport/spin_bit.hpp).
-std::uint64_t spin_seed(const ConnectionConfig& cfg) {
-    std::uint64_t seed = cfg.seed ^ 0x3c6e'f372'fe94'f82bull;
-    if (cfg.random_bytes) {
-        std::array<std::uint8_t, 8> b{};
-        cfg.random_bytes(b);
-        seed = 0;
-        for (const std::uint8_t x : b) seed = seed << 8 | x;
-    }
-    return util::splitmix64(seed);
-}
+std::uint64_t spin_seed(const ConnectionConfig& cfg) { return secret_seed(cfg, 0x3c6e'f372'fe94'f82bull); }
 
 }  // namespace
 
