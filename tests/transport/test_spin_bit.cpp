@@ -46,9 +46,11 @@ struct SpinRun {
     bool client_spins = false, server_spins = false;
 };
 
-// A 3-second bulk transfer client to server over 25 ms each way, no
-// bottleneck: the round trip stays 50 ms (a queue would lengthen it, and the
-// spin bit would measure that, as it should).
+// A 3-second transfer client to server over 25 ms each way, no bottleneck:
+// the round trip stays 50 ms (a queue would lengthen it, and the spin bit
+// would measure that, as it should). The application writes at 20 Mbit/s,
+// about 1700 packets a second, enough to carry an edge every round trip; a
+// sender limited by nothing would grow to gigabits and make the test slow.
 SpinRun run(std::uint64_t client_seed, std::uint64_t server_seed, bool client_allowed = true) {
     SpinRun r;
     sim::SimpleLinkConfig path;
@@ -61,11 +63,18 @@ SpinRun run(std::uint64_t client_seed, std::uint64_t server_seed, bool client_al
     Connection& c = s.connect(cc, sc);
     REQUIRE(s.run_until([&] { return c.is_established(); }, Instant{} + 5s));
     const StreamId id = *c.open_stream();
-    const std::vector<std::uint8_t> chunk(1 << 16, 0x5a);
+    const std::vector<std::uint8_t> chunk(1200, 0x5a);
     std::vector<std::uint8_t> sink(1 << 16);
+    const Instant start = s.now();
+    constexpr double kBytesPerSecond = 20e6 / 8;
+    double written = 0;
     s.run_until(
         [&] {
-            c.write(id, chunk);
+            while (written < kBytesPerSecond * to_seconds(s.now() - start) + chunk.size()) {
+                const std::size_t n = c.write(id, chunk);
+                if (n == 0) break;
+                written += static_cast<double>(n);
+            }
             if (Connection* srv = s.server())
                 while (srv->read(id, sink) > 0) {
                 }
