@@ -74,6 +74,10 @@ constexpr std::uint64_t kMinAckDelayUs = 1000;
 
 CryptoStream::Config crypto_config(const ConnectionConfig& cfg) { return {cfg.limits.crypto_buffer}; }
 
+// The public version numbers (ndm/connection.hpp) and the ones crypto keys
+// its labels and salts by (crypto/quic_version.hpp) are the same values.
+static_assert(crypto::kVersion1Number == kQuicVersion1 && crypto::kVersion2Number == kQuicVersion2);
+
 // A secret of its own for one use: from ConnectionConfig::random_bytes when
 // set (sockets), else from the seed and `salt` (reproducible runs).
 std::uint64_t secret_seed(const ConnectionConfig& cfg, std::uint64_t salt) {
